@@ -1,0 +1,281 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/fleetscope/fleetscope"
+	"github.com/fleetscope/fleetscope/ingest"
+	"github.com/fleetscope/fleetscope/ingest/perf"
+	"github.com/fleetscope/fleetscope/query"
+	"github.com/fleetscope/fleetscope/query/flame"
+	"github.com/fleetscope/fleetscope/query/heatmap"
+	"github.com/spf13/cobra"
+)
+
+// openInput opens FILE, or standard input for "-" or no argument, with
+// compression undone by content.
+func openInput(a []string) (io.Reader, func(), error) {
+	var f *os.File
+	if len(a) == 0 || a[0] == "-" {
+		f = os.Stdin
+	} else {
+		var err error
+		if f, err = os.Open(a[0]); err != nil {
+			return nil, nil, err
+		}
+	}
+	r, err := ingest.Decompress(f)
+	if err != nil {
+		f.Close()
+		return nil, nil, fmt.Errorf("%s: %w", f.Name(), err)
+	}
+	return r, func() { f.Close() }, nil
+}
+
+func warn(p *fleetscope.Profile) {
+	for _, w := range p.Warnings {
+		fmt.Fprintf(os.Stderr, "fleetscope: warning: %s\n", w)
+	}
+}
+
+func collapseCmd() *cobra.Command {
+	var opts perf.Options
+	var all bool
+	c := &cobra.Command{
+		Use:   "collapse [--pid] [--tid] [--kernel] [--jit] [--all] [--addrs] [FILE|-]",
+		Short: "Fold perf script output into stacks, byte for byte as stackcollapse-perf.pl",
+		Args:  args(0, 1),
+		RunE: func(c *cobra.Command, a []string) error {
+			if all {
+				opts.Kernel, opts.JIT = true, true
+			}
+			r, done, err := openInput(a)
+			if err != nil {
+				return err
+			}
+			defer done()
+			w := bufio.NewWriterSize(os.Stdout, 1<<20)
+			st, err := perf.Collapse(r, w, opts)
+			if err != nil {
+				return err
+			}
+			if st.Filtered {
+				fmt.Fprintf(os.Stderr, "fleetscope: kept only events of type %s (as stackcollapse-perf.pl does)\n", st.Event)
+			}
+			if st.Unrecognized > 0 {
+				fmt.Fprintf(os.Stderr, "fleetscope: warning: %d unrecognized lines, the first at line %d\n", st.Unrecognized, st.FirstBadLine)
+			}
+			return w.Flush()
+		},
+	}
+	f := c.Flags()
+	f.BoolVar(&opts.PID, "pid", false, "include the PID with process names")
+	f.BoolVar(&opts.TID, "tid", false, "include the PID and TID with process names")
+	f.BoolVar(&opts.Kernel, "kernel", false, "annotate kernel functions with _[k]")
+	f.BoolVar(&opts.JIT, "jit", false, "annotate JIT functions with _[j]")
+	f.BoolVar(&all, "all", false, "all annotations (--kernel --jit)")
+	f.BoolVar(&opts.Addrs, "addrs", false, "include raw addresses where symbols cannot be found")
+	f.StringVar(&opts.EventFilter, "event-filter", "", "keep only this event (default: the first event seen)")
+	return c
+}
+
+// loaded is a profile file parsed into memory: its dictionary and compact
+// samples (a few dozen bytes each, not the text).
+type loaded struct {
+	p       *fleetscope.Profile
+	samples []fleetscope.Sample
+	counts  []int // samples per event
+}
+
+func load(a []string, inputFormat string) (*loaded, error) {
+	if inputFormat != "" && inputFormat != "perf" {
+		return nil, usageError{fmt.Errorf("unknown --input-format %q (supported: perf)", inputFormat)}
+	}
+	r, done, err := openInput(a)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	l := &loaded{}
+	l.p, err = perf.Parse(r, func(p *fleetscope.Profile, batch []fleetscope.Sample) error {
+		l.samples = append(l.samples, batch...)
+		for _, s := range batch {
+			for int(s.Event) >= len(l.counts) {
+				l.counts = append(l.counts, 0)
+			}
+			l.counts[s.Event]++
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	warn(l.p)
+	return l, nil
+}
+
+// event resolves --event, or picks the event with the most samples.
+func (l *loaded) event(name string) (fleetscope.EventID, error) {
+	if name == "" {
+		return query.DefaultEvent(l.counts), nil
+	}
+	return query.ResolveEvent(l.p.Dict, name)
+}
+
+func (l *loaded) timed() error {
+	if l.p.Untimed == l.p.Samples {
+		return fleetscope.Errorf(fleetscope.EINVALID, "this profile has no per-sample timestamps: no heatmap or time range (a whole-profile flame graph works)")
+	}
+	return nil
+}
+
+func heatmapCmd() *cobra.Command {
+	var (
+		rows        int
+		includeIdle bool
+		event       string
+		asJSON      bool
+		inputFormat string
+	)
+	c := &cobra.Command{
+		Use:   "heatmap [--rows N] [--include-idle] [--event E] [--json] FILE",
+		Short: "Print a profile's sub-second offset heatmap",
+		Args:  args(1, 1),
+		RunE: func(c *cobra.Command, a []string) error {
+			if err := heatmap.CheckRows(rows); err != nil {
+				return usageError{err}
+			}
+			l, err := load(a, inputFormat)
+			if err != nil {
+				return err
+			}
+			if err := l.timed(); err != nil {
+				return err
+			}
+			ev, err := l.event(event)
+			if err != nil {
+				return err
+			}
+			b, _ := heatmap.NewBuilder(rows, includeIdle)
+			b.Add(l.p.Dict, l.samples)
+			start := query.StartSecond(l.p.MinNanos) / 1e9
+			last := query.StartSecond(l.p.MaxNanos) / 1e9
+			h, err := b.Heatmap(ev, l.p.Dict.Events()[ev], start, last)
+			if err != nil {
+				return err
+			}
+			w := bufio.NewWriter(os.Stdout)
+			if asJSON {
+				if err := json.NewEncoder(w).Encode(h); err != nil {
+					return err
+				}
+			} else {
+				renderHeatmap(w, h)
+			}
+			return w.Flush()
+		},
+	}
+	f := c.Flags()
+	f.IntVar(&rows, "rows", heatmap.DefaultRows, "rows per column (offset buckets within a second)")
+	f.BoolVar(&includeIdle, "include-idle", false, "count the kernel's idle samples too")
+	f.StringVar(&event, "event", "", "event to show (default: the one with the most samples)")
+	f.BoolVar(&asJSON, "json", false, `print {"startSecond","rows","columns","maxCount"} as JSON`)
+	f.StringVar(&inputFormat, "input-format", "", "input format, instead of detecting it (perf)")
+	return c
+}
+
+// renderHeatmap draws the heatmap for a terminal: one character per cell,
+// the top row first, darker characters for higher counts.
+func renderHeatmap(w io.Writer, h *heatmap.Heatmap) {
+	const shades = " .:-=+*#%@"
+	fmt.Fprintf(w, "event %s, start second %d, %d columns x %d rows, %d samples, max %d per cell\n",
+		h.Event, h.StartSecond, len(h.Columns), h.Rows, h.Total, h.MaxCount)
+	for r := h.Rows - 1; r >= 0; r-- {
+		ms := r * 1000 / h.Rows
+		fmt.Fprintf(w, "%4dms |", ms)
+		for _, col := range h.Columns {
+			c := col[r]
+			i := 0
+			if c > 0 {
+				i = 1 + int((c-1)*int64(len(shades)-2)/max(h.MaxCount, 1))
+			}
+			w.Write([]byte{shades[i]})
+		}
+		fmt.Fprintln(w)
+	}
+	fmt.Fprintf(w, "       +%s\n        ", strings.Repeat("-", len(h.Columns)))
+	for i := 0; i < len(h.Columns); i += 10 {
+		label := fmt.Sprintf("%ds", i)
+		fmt.Fprintf(w, "%-10s", label)
+	}
+	fmt.Fprintln(w)
+}
+
+func flamegraphCmd() *cobra.Command {
+	var (
+		start, end  string
+		includeIdle bool
+		event       string
+		format      string
+		inputFormat string
+		byPeriod    bool
+		ann         flame.Annotate
+	)
+	c := &cobra.Command{
+		Use:   "flamegraph [--start S] [--end E] [--include-idle] [--event E] [--format folded|json] FILE",
+		Short: "Print the flame graph of a time range [S, E) of a profile",
+		Args:  args(1, 1),
+		RunE: func(c *cobra.Command, a []string) error {
+			sel := query.Selection{IncludeIdle: includeIdle, Range: fleetscope.All}
+			var err error
+			if start != "" {
+				if sel.Range.Start, err = fleetscope.ParseSeconds(start); err != nil {
+					return usageError{fmt.Errorf("--start: %w", err)}
+				}
+			}
+			if end != "" {
+				if sel.Range.End, err = fleetscope.ParseSeconds(end); err != nil {
+					return usageError{fmt.Errorf("--end: %w", err)}
+				}
+			}
+			if format != "folded" && format != "json" {
+				return usageError{fmt.Errorf("unknown --format %q (folded, json)", format)}
+			}
+			l, err := load(a, inputFormat)
+			if err != nil {
+				return err
+			}
+			if sel.Range != fleetscope.All {
+				if err := l.timed(); err != nil {
+					return err
+				}
+				sel.StartSecond = query.StartSecond(l.p.MinNanos)
+			}
+			if sel.Event, err = l.event(event); err != nil {
+				return err
+			}
+			var counts flame.Counts
+			counts.Add(l.p.Dict, &sel, l.samples, byPeriod)
+			if format == "json" {
+				return flame.WriteJSON(os.Stdout, flame.Tree(l.p.Dict, &counts, ann))
+			}
+			return flame.WriteFolded(os.Stdout, l.p.Dict, &counts, ann)
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&start, "start", "", "range start, seconds relative to the start second (inclusive)")
+	f.StringVar(&end, "end", "", "range end, seconds relative to the start second (exclusive)")
+	f.BoolVar(&includeIdle, "include-idle", false, "include the kernel's idle samples")
+	f.StringVar(&event, "event", "", "event to show (default: the one with the most samples)")
+	f.StringVar(&format, "format", "folded", "output format: folded or json")
+	f.StringVar(&inputFormat, "input-format", "", "input format, instead of detecting it (perf)")
+	f.BoolVar(&byPeriod, "period", false, "weight samples by their period instead of counting them")
+	f.BoolVar(&ann.Kernel, "kernel", false, "annotate kernel functions with _[k]")
+	f.BoolVar(&ann.JIT, "jit", false, "annotate JIT functions with _[j]")
+	return c
+}

@@ -1,0 +1,59 @@
+// Command fleetscope is the one fleetscope binary: the local profile tools
+// (collapse, heatmap, flamegraph) and, as they land, the server and its
+// clients. main stays small: it builds the command tree and maps errors to
+// exit codes (1 for failures, 2 for usage errors), one line on stderr.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:]))
+}
+
+// usageError marks errors in how the command was called.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+
+func run(args []string) int {
+	root := newRoot()
+	root.SetArgs(args)
+	err := root.Execute()
+	if err == nil {
+		return 0
+	}
+	fmt.Fprintf(os.Stderr, "fleetscope: %v\n", err)
+	var ue usageError
+	if errors.As(err, &ue) {
+		return 2
+	}
+	return 1
+}
+
+func newRoot() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "fleetscope",
+		Short:         "Sub-second profiling for fleets: heatmaps and exact range flame graphs",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
+	root.AddCommand(collapseCmd(), heatmapCmd(), flamegraphCmd())
+	return root
+}
+
+// args checks positional arguments, reporting a usage error.
+func args(min, max int) cobra.PositionalArgs {
+	return func(c *cobra.Command, a []string) error {
+		if len(a) < min || len(a) > max {
+			return usageError{fmt.Errorf("%s: want %s", c.Name(), c.Use)}
+		}
+		return nil
+	}
+}

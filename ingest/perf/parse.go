@@ -1,0 +1,459 @@
+package perf
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"regexp"
+	"runtime"
+	"strconv"
+	"strings"
+
+	"github.com/fleetscope/fleetscope"
+)
+
+// Parse reads perf script text (already decompressed) and streams its samples
+// to fn in input order, in batches, using all cores. The profile's Dict grows
+// as parsing proceeds: every id in a batch is already in it when fn runs, and
+// fn may read the Dict but must not keep the batch. The returned Profile holds
+// the header facts, counts and warnings.
+//
+// A sample is a header line ("comm pid/tid [cpu] time: period event:") and
+// its stack lines, ended by a blank line or the next header. Frames are
+// folded as stackcollapse-perf.pl folds them without options. A header perf
+// printed for an unresolved thread (":-1 -1 [001] time: ...") starts a sample
+// like any other. A last sample cut off by the end of input is dropped with
+// a warning. Input whose first line is not perf script is rejected with an
+// error naming the line.
+func Parse(r io.Reader, fn func(p *fleetscope.Profile, batch []fleetscope.Sample) error) (*fleetscope.Profile, error) {
+	p := &fleetscope.Profile{Format: "perf", Meta: map[string]string{}, Dict: fleetscope.NewDict(), MinNanos: fleetscope.NoTime}
+	workers := make([]*sampler, runtime.GOMAXPROCS(0))
+	maps := make([]globalMap, len(workers))
+	for i := range workers {
+		workers[i] = newSampler()
+	}
+	var (
+		batch        []fleetscope.Sample
+		unrecognized int
+		firstBad     string
+		truncated    string
+	)
+	err := pipeline(r, nil,
+		func(w int, c *chunk) *sampled { return workers[w].chunk(w, c) },
+		func(c *chunk, res *sampled) error {
+			if res.err != nil {
+				return res.err
+			}
+			if c.seq == 0 {
+				for k, v := range res.meta {
+					p.Meta[k] = v
+				}
+			}
+			if res.unrecognized > 0 {
+				if unrecognized == 0 {
+					firstBad = res.firstBad
+				}
+				unrecognized += res.unrecognized
+			}
+			if res.truncated != "" {
+				truncated = res.truncated
+			}
+			m := &maps[res.worker]
+			m.extend(p.Dict, res)
+			batch = batch[:0]
+			for _, s := range res.samples {
+				s.Stack = m.stacks[s.Stack]
+				s.Event = m.events[s.Event]
+				if s.TimeNanos == fleetscope.NoTime {
+					p.Untimed++
+				} else {
+					if p.MinNanos == fleetscope.NoTime || s.TimeNanos < p.MinNanos {
+						p.MinNanos = s.TimeNanos
+					}
+					p.MaxNanos = max(p.MaxNanos, s.TimeNanos)
+				}
+				batch = append(batch, s)
+			}
+			p.Samples += len(batch)
+			if len(batch) == 0 {
+				return nil
+			}
+			return fn(p, batch)
+		})
+	if err != nil {
+		return p, err
+	}
+	if unrecognized > 0 {
+		p.Warnings = append(p.Warnings, fmt.Sprintf("%d lines not understood and skipped; the first: %s", unrecognized, firstBad))
+	}
+	if truncated != "" {
+		p.Warnings = append(p.Warnings, fmt.Sprintf("the last sample (%s) is cut off by the end of input: dropped", truncated))
+	}
+	if p.Samples == 0 {
+		return p, fleetscope.Errorf(fleetscope.EINVALID, "no samples found in perf script input")
+	}
+	return p, nil
+}
+
+// globalMap translates one worker's local dictionary ids to the profile's.
+type globalMap struct {
+	frames []fleetscope.FrameID
+	stacks []fleetscope.StackID
+	events []fleetscope.EventID
+	buf    []fleetscope.FrameID
+}
+
+func (m *globalMap) extend(d *fleetscope.Dict, res *sampled) {
+	for _, f := range res.newFrames {
+		m.frames = append(m.frames, d.Frame(f))
+	}
+	for _, e := range res.newEvents {
+		m.events = append(m.events, d.Event(e))
+	}
+	for _, st := range res.newStacks {
+		m.buf = m.buf[:0]
+		for _, f := range st {
+			m.buf = append(m.buf, m.frames[f])
+		}
+		m.stacks = append(m.stacks, d.Stack(m.buf))
+	}
+}
+
+// sampled is one chunk's result. Ids in samples are the worker's own; the
+// new* slices list the dictionary entries the worker added for this chunk,
+// in id order. They are read-only views: the worker only ever appends.
+type sampled struct {
+	worker       int
+	samples      []fleetscope.Sample
+	newFrames    []fleetscope.Frame
+	newStacks    [][]uint32
+	newEvents    []string
+	meta         map[string]string
+	unrecognized int
+	firstBad     string
+	truncated    string
+	err          error
+}
+
+// sampler is one worker's parser state, kept across chunks: a local
+// dictionary and a cache from a stack line's text to its frames.
+type sampler struct {
+	frames     []fleetscope.Frame
+	frameIndex map[fleetscope.Frame]uint32
+	stacks     [][]uint32
+	stackIndex map[string]uint32
+	events     []string
+	eventIndex map[string]uint16
+	cache      [2]map[string][]uint32 // [java] -> line tail -> frame ids, outermost first
+	nf, ns, ne int                    // dictionary sizes when the last chunk was handed over
+
+	// per sample
+	cur     fleetscope.Sample
+	open    bool
+	openAt  int
+	root    uint32
+	java    bool
+	lines   [][]uint32
+	key     []byte
+	scratch []tidyFrame
+	pbuf    []byte
+	ids     []uint32
+}
+
+func newSampler() *sampler {
+	return &sampler{
+		frameIndex: make(map[fleetscope.Frame]uint32),
+		stackIndex: make(map[string]uint32),
+		eventIndex: make(map[string]uint16),
+		cache:      [2]map[string][]uint32{make(map[string][]uint32), make(map[string][]uint32)},
+	}
+}
+
+func (s *sampler) chunk(w int, c *chunk) *sampled {
+	res := &sampled{worker: w}
+	data, lineNo := c.data, c.firstLine-1
+	seenContent := c.seq != 0
+	s.open = false
+	for len(data) > 0 {
+		lineNo++
+		line := data
+		if i := bytes.IndexByte(data, '\n'); i >= 0 {
+			line, data = data[:i], data[i+1:]
+		} else {
+			data = nil
+		}
+		if len(line) > 0 && line[0] == '#' {
+			if !seenContent {
+				if res.meta == nil {
+					res.meta = map[string]string{}
+				}
+				parseMeta(line, res.meta)
+			}
+			continue
+		}
+		if len(line) == 0 {
+			s.finish(res)
+			continue
+		}
+		if h, ok := parseHeader(line); ok {
+			seenContent = true
+			s.finish(res)
+			s.start(h, lineNo)
+			continue
+		}
+		if f, ok := matchFrame(line); ok && seenContent {
+			if s.open {
+				s.frame(f)
+			}
+			continue
+		}
+		if !seenContent {
+			res.err = fleetscope.Errorf(fleetscope.EINVALID, "line %d: not perf script output: %s", lineNo, snippet(line))
+			return res
+		}
+		if res.unrecognized == 0 {
+			res.firstBad = fmt.Sprintf("line %d: %s", lineNo, snippet(line))
+		}
+		res.unrecognized++
+	}
+	if s.open {
+		if c.last {
+			res.truncated = fmt.Sprintf("line %d", s.openAt)
+			s.open = false
+		} else {
+			s.finish(res)
+		}
+	}
+	res.newFrames = s.frames[s.nf:len(s.frames):len(s.frames)]
+	res.newStacks = s.stacks[s.ns:len(s.stacks):len(s.stacks)]
+	res.newEvents = s.events[s.ne:len(s.events):len(s.events)]
+	s.nf, s.ns, s.ne = len(s.frames), len(s.stacks), len(s.events)
+	return res
+}
+
+func snippet(line []byte) string {
+	if len(line) > 80 {
+		return strconv.Quote(string(line[:80])) + "..."
+	}
+	return strconv.Quote(string(line))
+}
+
+// parseMeta reads "# key : value" header lines of perf script --header.
+func parseMeta(line []byte, meta map[string]string) {
+	k, v, ok := strings.Cut(string(line[1:]), ":")
+	if !ok {
+		return
+	}
+	k, v = strings.TrimSpace(k), strings.TrimSpace(v)
+	switch k {
+	case "hostname", "os release", "perf version", "arch", "nrcpus online", "cmdline", "captured on", "cpudesc", "clockid":
+		meta[k] = v
+	}
+}
+
+func (s *sampler) start(h sampleHeader, lineNo int) {
+	s.open, s.openAt = true, lineNo
+	s.cur = h.sample
+	s.cur.Event = fleetscope.EventID(s.event(h.event))
+	s.pbuf = pname(s.pbuf[:0], h.header, Options{})
+	s.root = s.frame1(fleetscope.Frame{Name: string(s.pbuf)})
+	s.java = string(h.comm) == "java"
+	s.lines = s.lines[:0]
+}
+
+func (s *sampler) frame(f frameLine) {
+	java := 0
+	if s.java {
+		java = 1
+	}
+	ids, ok := s.cache[java][string(f.tail)]
+	if !ok {
+		frames, skip := tidy(f, s.java, Options{}, false, s.scratch[:0])
+		s.scratch = frames
+		if !skip {
+			ids = make([]uint32, len(frames))
+			for i, fr := range frames {
+				ids[i] = s.frame1(fleetscope.Frame{Name: string(fr.name), Kind: fleetscope.FrameKind(fr.kind)})
+			}
+		}
+		if len(s.cache[java]) >= maxCachedLines {
+			clear(s.cache[java])
+		}
+		s.cache[java][string(f.tail)] = ids
+	}
+	if len(ids) > 0 {
+		s.lines = append(s.lines, ids)
+	}
+}
+
+// finish ends the open sample, if any, and records it.
+func (s *sampler) finish(res *sampled) {
+	if !s.open {
+		return
+	}
+	s.open = false
+	ids := append(s.ids[:0], s.root)
+	for i := len(s.lines) - 1; i >= 0; i-- {
+		ids = append(ids, s.lines[i]...)
+	}
+	s.ids = ids
+	key := s.key[:0]
+	for _, id := range ids {
+		key = binary.LittleEndian.AppendUint32(key, id)
+	}
+	s.key = key
+	st, ok := s.stackIndex[string(key)]
+	if !ok {
+		st = uint32(len(s.stacks))
+		s.stacks = append(s.stacks, append([]uint32(nil), ids...))
+		s.stackIndex[string(key)] = st
+	}
+	s.cur.Stack = fleetscope.StackID(st)
+	res.samples = append(res.samples, s.cur)
+}
+
+func (s *sampler) frame1(f fleetscope.Frame) uint32 {
+	if id, ok := s.frameIndex[f]; ok {
+		return id
+	}
+	id := uint32(len(s.frames))
+	s.frames = append(s.frames, f)
+	s.frameIndex[f] = id
+	return id
+}
+
+func (s *sampler) event(name []byte) uint16 {
+	if id, ok := s.eventIndex[string(name)]; ok {
+		return id
+	}
+	id := uint16(len(s.events))
+	s.events = append(s.events, string(name))
+	s.eventIndex[string(name)] = id
+	return id
+}
+
+// sampleHeader is a parsed sample header line.
+type sampleHeader struct {
+	header
+	event  []byte
+	sample fleetscope.Sample // time, period, cpu, pid, tid
+}
+
+// unresolved matches headers stackcollapse-perf.pl does not recognise but
+// which are samples all the same, such as perf's ":-1 -1 [001] 8678.595859:"
+// for a thread it could not resolve.
+var unresolved = regexp.MustCompile(`^(\S.*?)\s+(-?\d+)(?:/(-?\d+))?\s+(?:\[\d+\]\s+)?\d+\.\d+:`)
+
+// parseHeader recognises a sample header and reads its fields. The process
+// name, pid and tid are read as stackcollapse-perf.pl reads them.
+func parseHeader(line []byte) (h sampleHeader, ok bool) {
+	if h.header, ok = matchHeader(line); !ok {
+		m := unresolved.FindSubmatchIndex(line)
+		if m == nil {
+			return h, false
+		}
+		h.header = header{comm: line[m[2]:m[3]], pid: line[m[4]:m[5]], end: skipSpace(line, m[5])}
+		if m[6] >= 0 {
+			h.tid = line[m[6]:m[7]]
+			h.end = skipSpace(line, m[7])
+		}
+	}
+	s := &h.sample
+	s.TimeNanos, s.CPU, s.Period = fleetscope.NoTime, -1, 1
+	s.PID, s.TID = atoi32(h.pid), -1
+	if len(h.tid) > 0 {
+		s.TID = atoi32(h.tid)
+	} else {
+		s.PID, s.TID = -1, s.PID // perf's default output shows the tid only
+	}
+	// The timestamp is the first token like "123.456789:"; a "[cpu]" may
+	// stand before it, a period and the event after it.
+	rest := line[h.end:]
+	var prev []byte
+	after := rest
+	for tok, r := nextToken(rest); tok != nil; tok, r = nextToken(r) {
+		if t, ok := parseTime(tok); ok {
+			s.TimeNanos = t
+			if len(prev) > 2 && prev[0] == '[' && prev[len(prev)-1] == ']' {
+				s.CPU = atoi32(prev[1 : len(prev)-1])
+			}
+			after = r
+			break
+		}
+		prev = tok
+	}
+	if ev, per, ok := matchEvent(line); ok {
+		h.event = ev
+		s.Period = parsePeriod(per)
+		return h, true
+	}
+	tok, r := nextToken(after)
+	if allDigits(tok) {
+		if next, _ := nextToken(r); next != nil {
+			s.Period = parsePeriod(tok)
+			tok, _ = nextToken(r)
+		}
+	}
+	h.event = bytes.TrimSuffix(tok, []byte(":"))
+	if len(h.event) == 0 {
+		h.event = []byte("unknown")
+	}
+	return h, true
+}
+
+func nextToken(b []byte) (tok, rest []byte) {
+	i := skipSpace(b, 0)
+	j := i
+	for j < len(b) && !isSpace(b[j]) {
+		j++
+	}
+	if i == j {
+		return nil, nil
+	}
+	return b[i:j], b[j:]
+}
+
+// parseTime reads "seconds.fraction:" into nanoseconds, exactly.
+func parseTime(tok []byte) (int64, bool) {
+	if len(tok) < 4 || tok[len(tok)-1] != ':' {
+		return 0, false
+	}
+	tok = tok[:len(tok)-1]
+	dot := bytes.IndexByte(tok, '.')
+	if dot <= 0 || dot == len(tok)-1 || dot > 10 || !allDigits(tok[:dot]) || !allDigits(tok[dot+1:]) {
+		return 0, false
+	}
+	var sec, ns int64
+	for _, c := range tok[:dot] {
+		sec = sec*10 + int64(c-'0')
+	}
+	frac := tok[dot+1:]
+	for i := 0; i < 9; i++ {
+		ns *= 10
+		if i < len(frac) {
+			ns += int64(frac[i] - '0')
+		}
+	}
+	return sec*1e9 + ns, true
+}
+
+func allDigits(b []byte) bool {
+	if len(b) == 0 {
+		return false
+	}
+	for _, c := range b {
+		if !isDigit(c) {
+			return false
+		}
+	}
+	return true
+}
+
+func atoi32(b []byte) int32 {
+	v, err := strconv.ParseInt(string(b), 10, 32)
+	if err != nil {
+		return -1
+	}
+	return int32(v)
+}

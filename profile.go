@@ -1,0 +1,196 @@
+package fleetscope
+
+import (
+	"encoding/binary"
+	"math"
+	"strings"
+)
+
+// FrameID, StackID and EventID index a Dict.
+type (
+	FrameID uint32
+	StackID uint32
+	EventID uint16
+)
+
+// FrameKind records what stackcollapse-perf.pl's annotations would say of a
+// frame's module, so flame graphs can add _[k] and _[j] on request.
+type FrameKind uint8
+
+const (
+	KindKernel FrameKind = 1 << iota // kernel module: [kernel.kallsyms], vmlinux
+	KindJIT                          // JIT map: /tmp/perf-PID.map
+)
+
+// Frame is one folded frame: a function name tidied exactly as
+// stackcollapse-perf.pl tidies it (offsets stripped, [unknown] replaced by the
+// module, inlined callees suffixed _[i]). The root frame of every stack is the
+// process name.
+type Frame struct {
+	Name string
+	Kind FrameKind
+}
+
+// NoTime is Sample.TimeNanos for a sample whose profiler recorded no time.
+const NoTime = math.MinInt64
+
+// Sample is one profiler sample. Its stack lives in the profile's Dict.
+type Sample struct {
+	TimeNanos int64  // as recorded: boot-relative or epoch, in ns; NoTime if absent
+	Period    uint64 // the event period (1 when the profiler gave none)
+	Stack     StackID
+	CPU       int32 // -1 when not recorded
+	PID, TID  int32 // -1 when not recorded or not resolved
+	Event     EventID
+}
+
+// Dict holds a profile's deduplicated frames, stacks and event names. A
+// stack is a sequence of frames from the root (the process) to the leaf.
+// It is not safe for concurrent mutation.
+type Dict struct {
+	frames     []Frame
+	frameIndex map[Frame]FrameID
+	stackFrame []FrameID // all stacks' frames, back to back
+	stacks     []stackEntry
+	stackIndex map[string]StackID
+	events     []string
+	eventIndex map[string]EventID
+	key        []byte
+}
+
+type stackEntry struct {
+	off, n uint32
+	idle   bool
+}
+
+// NewDict returns an empty dictionary.
+func NewDict() *Dict {
+	return &Dict{
+		frameIndex: make(map[Frame]FrameID),
+		stackIndex: make(map[string]StackID),
+		eventIndex: make(map[string]EventID),
+	}
+}
+
+// Frame interns f and returns its id.
+func (d *Dict) Frame(f Frame) FrameID {
+	if id, ok := d.frameIndex[f]; ok {
+		return id
+	}
+	id := FrameID(len(d.frames))
+	d.frames = append(d.frames, f)
+	d.frameIndex[f] = id
+	return id
+}
+
+// Stack interns the stack made of frames (root first) and returns its id.
+func (d *Dict) Stack(frames []FrameID) StackID {
+	key := d.key[:0]
+	for _, f := range frames {
+		key = binary.LittleEndian.AppendUint32(key, uint32(f))
+	}
+	d.key = key
+	if id, ok := d.stackIndex[string(key)]; ok {
+		return id
+	}
+	id := StackID(len(d.stacks))
+	d.stacks = append(d.stacks, stackEntry{off: uint32(len(d.stackFrame)), n: uint32(len(frames)), idle: d.idle(frames)})
+	d.stackFrame = append(d.stackFrame, frames...)
+	d.stackIndex[string(key)] = id
+	return id
+}
+
+// Event interns an event name.
+func (d *Dict) Event(name string) EventID {
+	if id, ok := d.eventIndex[name]; ok {
+		return id
+	}
+	id := EventID(len(d.events))
+	d.events = append(d.events, name)
+	d.eventIndex[name] = id
+	return id
+}
+
+// FrameAt returns the frame with id.
+func (d *Dict) FrameAt(id FrameID) Frame { return d.frames[id] }
+
+// StackFrames returns the frames of stack id, root first. The slice must not
+// be modified.
+func (d *Dict) StackFrames(id StackID) []FrameID {
+	s := d.stacks[id]
+	return d.stackFrame[s.off : s.off+s.n : s.off+s.n]
+}
+
+// Idle reports whether stack id is the kernel's idle loop (see IsIdleStack).
+func (d *Dict) Idle(id StackID) bool { return d.stacks[id].idle }
+
+// Events returns the event names by id.
+func (d *Dict) Events() []string { return d.events }
+
+// NumFrames and NumStacks report the dictionary's size.
+func (d *Dict) NumFrames() int { return len(d.frames) }
+func (d *Dict) NumStacks() int { return len(d.stacks) }
+
+// EventID returns the id of an event name.
+func (d *Dict) EventID(name string) (EventID, bool) {
+	id, ok := d.eventIndex[name]
+	return id, ok
+}
+
+func (d *Dict) idle(frames []FrameID) bool {
+	if len(frames) == 0 {
+		return false
+	}
+	root := d.frames[frames[0]].Name
+	names := make([]string, 0, len(frames)-1)
+	for _, f := range frames[1:] {
+		names = append(names, d.frames[f].Name)
+	}
+	return IsIdleStack(root, names)
+}
+
+// IsIdleStack reports whether a sample is idle: its process is the kernel's
+// swapper and one of its frames is an idle loop (cpu_idle, cpuidle_enter*,
+// do_idle, default_idle*, native_safe_halt, mwait_idle*, intel_idle*,
+// acpi_idle*, xen_hypercall_sched_op); or, for V8 and Chrome profiles, its
+// leaf is the (idle) or (program) pseudo-frame.
+func IsIdleStack(process string, frames []string) bool {
+	if process != "swapper" {
+		if n := len(frames); n > 0 && (frames[n-1] == "(idle)" || frames[n-1] == "(program)") {
+			return true
+		}
+		return false
+	}
+	for _, f := range frames {
+		if isIdleFrame(f) {
+			return true
+		}
+	}
+	return false
+}
+
+func isIdleFrame(f string) bool {
+	switch f {
+	case "cpu_idle", "do_idle", "native_safe_halt", "xen_hypercall_sched_op":
+		return true
+	}
+	for _, p := range []string{"cpuidle_enter", "default_idle", "mwait_idle", "intel_idle", "acpi_idle"} {
+		if strings.HasPrefix(f, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// Profile is everything about a parsed profile except its samples, which
+// parsers stream to their caller.
+type Profile struct {
+	Format   string            // "perf", ...
+	Meta     map[string]string // header facts, e.g. hostname, cmdline
+	Dict     *Dict
+	Samples  int   // samples delivered
+	Untimed  int   // of which without a timestamp
+	MinNanos int64 // earliest timestamp (valid when Samples > Untimed)
+	MaxNanos int64 // latest timestamp
+	Warnings []string
+}
