@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
-	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
@@ -340,55 +339,83 @@ type sampleHeader struct {
 	sample fleetscope.Sample // time, period, cpu, pid, tid
 }
 
-// unresolved matches headers stackcollapse-perf.pl does not recognise but
-// which are samples all the same, such as perf's ":-1 -1 [001] 8678.595859:"
-// for a thread it could not resolve.
-var unresolved = regexp.MustCompile(`^(\S.*?)\s+(-?\d+)(?:/(-?\d+))?\s+(?:\[\d+\]\s+)?\d+\.\d+:`)
-
 // parseHeader recognises a sample header and reads its fields. The process
-// name, pid and tid are read as stackcollapse-perf.pl reads them.
+// name (the root frame) is read exactly as stackcollapse-perf.pl reads it.
+// The timestamp is the first token like "123.456789:"; "[cpu]" and
+// "pid/tid" (or the tid alone) stand before it, the period and event after.
+// A header stackcollapse-perf.pl would not recognise but which has those
+// fields is a sample all the same.
 func parseHeader(line []byte) (h sampleHeader, ok bool) {
-	if h.header, ok = matchHeader(line); !ok {
-		m := unresolved.FindSubmatchIndex(line)
-		if m == nil {
-			return h, false
-		}
-		h.header = header{comm: line[m[2]:m[3]], pid: line[m[4]:m[5]], end: skipSpace(line, m[5])}
-		if m[6] >= 0 {
-			h.tid = line[m[6]:m[7]]
-			h.end = skipSpace(line, m[7])
-		}
+	perlOK := false
+	h.header, perlOK = matchHeader(line)
+	if len(line) == 0 || isSpace(line[0]) {
+		return h, false
 	}
 	s := &h.sample
-	s.TimeNanos, s.CPU, s.Period = fleetscope.NoTime, -1, 1
-	s.PID, s.TID = atoi32(h.pid), -1
-	if len(h.tid) > 0 {
-		s.TID = atoi32(h.tid)
-	} else {
-		s.PID, s.TID = -1, s.PID // perf's default output shows the tid only
-	}
-	// The timestamp is the first token like "123.456789:"; a "[cpu]" may
-	// stand before it, a period and the event after it.
-	rest := line[h.end:]
-	var prev []byte
-	after := rest
-	for tok, r := nextToken(rest); tok != nil; tok, r = nextToken(r) {
-		if t, ok := parseTime(tok); ok {
-			s.TimeNanos = t
-			if len(prev) > 2 && prev[0] == '[' && prev[len(prev)-1] == ']' {
-				s.CPU = atoi32(prev[1 : len(prev)-1])
-			}
-			after = r
+	s.TimeNanos, s.CPU, s.Period, s.PID, s.TID = fleetscope.NoTime, -1, 1, -1, -1
+	var toks [][2]int // offsets of the tokens before the timestamp
+	after := -1
+	for i := 0; i < len(line); {
+		i = skipSpace(line, i)
+		j := i
+		for j < len(line) && !isSpace(line[j]) {
+			j++
+		}
+		if i == j {
 			break
 		}
-		prev = tok
+		if len(toks) > 0 {
+			if t, ok := parseTime(line[i:j]); ok {
+				s.TimeNanos, after = t, j
+				break
+			}
+		}
+		toks = append(toks, [2]int{i, j})
+		i = j
+	}
+	idTok := -1
+	if after >= 0 {
+		k := len(toks) - 1
+		if tok := line[toks[k][0]:toks[k][1]]; len(tok) > 2 && tok[0] == '[' && tok[len(tok)-1] == ']' && k > 0 {
+			s.CPU = atoi32(tok[1 : len(tok)-1])
+			k--
+		}
+		if k > 0 && isIDs(line[toks[k][0]:toks[k][1]]) {
+			idTok = k
+		}
+	}
+	switch {
+	case idTok >= 0:
+		pid, tid, hasTID := bytes.Cut(line[toks[idTok][0]:toks[idTok][1]], []byte("/"))
+		if hasTID {
+			s.PID, s.TID = atoi32(pid), atoi32(tid)
+		} else {
+			s.TID = atoi32(pid) // perf's default output shows the tid only
+		}
+		if !perlOK {
+			h.header = header{comm: line[:toks[idTok-1][1]], pid: pid, end: toks[idTok][1]}
+			if hasTID {
+				h.tid = tid
+			}
+		}
+	case perlOK:
+		if len(h.tid) > 0 {
+			s.PID, s.TID = atoi32(h.pid), atoi32(h.tid)
+		} else {
+			s.TID = atoi32(h.pid)
+		}
+	default:
+		return h, false
 	}
 	if ev, per, ok := matchEvent(line); ok {
 		h.event = ev
 		s.Period = parsePeriod(per)
 		return h, true
 	}
-	tok, r := nextToken(after)
+	if after < 0 {
+		after = h.end
+	}
+	tok, r := nextToken(line[after:])
 	if allDigits(tok) {
 		if next, _ := nextToken(r); next != nil {
 			s.Period = parsePeriod(tok)
@@ -400,6 +427,13 @@ func parseHeader(line []byte) (h sampleHeader, ok bool) {
 		h.event = []byte("unknown")
 	}
 	return h, true
+}
+
+// isIDs matches "pid", "pid/tid" or "-1".
+func isIDs(tok []byte) bool {
+	pid, tid, slash := bytes.Cut(tok, []byte("/"))
+	isNum := func(b []byte) bool { return allDigits(bytes.TrimPrefix(b, []byte("-"))) }
+	return isNum(pid) && (!slash || isNum(tid))
 }
 
 func nextToken(b []byte) (tok, rest []byte) {
