@@ -84,15 +84,16 @@ func collapseCmd() *cobra.Command {
 	return c
 }
 
-// loaded is a profile file parsed into memory: its dictionary and compact
-// samples (a few dozen bytes each, not the text).
+// loaded is a profile file parsed in one streaming pass: the profile, the
+// samples per event, and whatever the caller's sink kept.
 type loaded struct {
-	p       *fleetscope.Profile
-	samples []fleetscope.Sample
-	counts  []int // samples per event
+	p      *fleetscope.Profile
+	counts []int // samples per event
 }
 
-func load(a []string, inputFormat string) (*loaded, error) {
+// load parses FILE (or standard input), handing every batch of samples to
+// sink as it is parsed; no sample text stays in memory.
+func load(a []string, inputFormat string, sink func(d *fleetscope.Dict, batch []fleetscope.Sample)) (*loaded, error) {
 	if inputFormat != "" && inputFormat != "perf" {
 		return nil, usageError{fmt.Errorf("unknown --input-format %q (supported: perf)", inputFormat)}
 	}
@@ -103,13 +104,13 @@ func load(a []string, inputFormat string) (*loaded, error) {
 	defer done()
 	l := &loaded{}
 	l.p, err = perf.Parse(r, func(p *fleetscope.Profile, batch []fleetscope.Sample) error {
-		l.samples = append(l.samples, batch...)
 		for _, s := range batch {
 			for int(s.Event) >= len(l.counts) {
 				l.counts = append(l.counts, 0)
 			}
 			l.counts[s.Event]++
 		}
+		sink(p.Dict, batch)
 		return nil
 	})
 	if err != nil {
@@ -134,6 +135,46 @@ func (l *loaded) timed() error {
 	return nil
 }
 
+// compact keeps what a range query needs of each sample, 24 bytes apiece,
+// in fixed-size blocks so growing never copies.
+type compact struct {
+	blocks [][]record
+}
+
+type record struct {
+	nanos  int64
+	period uint64
+	stack  fleetscope.StackID
+	event  fleetscope.EventID
+}
+
+const blockLen = 1 << 16
+
+func (c *compact) add(_ *fleetscope.Dict, batch []fleetscope.Sample) {
+	for _, s := range batch {
+		if n := len(c.blocks); n == 0 || len(c.blocks[n-1]) == blockLen {
+			c.blocks = append(c.blocks, make([]record, 0, blockLen))
+		}
+		b := &c.blocks[len(c.blocks)-1]
+		*b = append(*b, record{nanos: s.TimeNanos, period: s.Period, stack: s.Stack, event: s.Event})
+	}
+}
+
+// each replays the kept samples in batches.
+func (c *compact) each(fn func(batch []fleetscope.Sample)) {
+	batch := make([]fleetscope.Sample, 0, 4096)
+	for _, b := range c.blocks {
+		for _, r := range b {
+			batch = append(batch, fleetscope.Sample{TimeNanos: r.nanos, Period: r.period, Stack: r.stack, Event: r.event})
+			if len(batch) == cap(batch) {
+				fn(batch)
+				batch = batch[:0]
+			}
+		}
+	}
+	fn(batch)
+}
+
 func heatmapCmd() *cobra.Command {
 	var (
 		rows        int
@@ -150,7 +191,8 @@ func heatmapCmd() *cobra.Command {
 			if err := heatmap.CheckRows(rows); err != nil {
 				return usageError{err}
 			}
-			l, err := load(a, inputFormat)
+			b, _ := heatmap.NewBuilder(rows, includeIdle)
+			l, err := load(a, inputFormat, b.Add)
 			if err != nil {
 				return err
 			}
@@ -161,8 +203,6 @@ func heatmapCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			b, _ := heatmap.NewBuilder(rows, includeIdle)
-			b.Add(l.p.Dict, l.samples)
 			start := query.StartSecond(l.p.MinNanos) / 1e9
 			last := query.StartSecond(l.p.MaxNanos) / 1e9
 			h, err := b.Heatmap(ev, l.p.Dict.Events()[ev], start, last)
@@ -246,7 +286,10 @@ func flamegraphCmd() *cobra.Command {
 			if format != "folded" && format != "json" {
 				return usageError{fmt.Errorf("unknown --format %q (folded, json)", format)}
 			}
-			l, err := load(a, inputFormat)
+			// The range is relative to the start second, known only at the
+			// end of input: keep a compact copy of the samples meanwhile.
+			var kept compact
+			l, err := load(a, inputFormat, kept.add)
 			if err != nil {
 				return err
 			}
@@ -260,7 +303,7 @@ func flamegraphCmd() *cobra.Command {
 				return err
 			}
 			var counts flame.Counts
-			counts.Add(l.p.Dict, &sel, l.samples, byPeriod)
+			kept.each(func(batch []fleetscope.Sample) { counts.Add(l.p.Dict, &sel, batch, byPeriod) })
 			if format == "json" {
 				return flame.WriteJSON(os.Stdout, flame.Tree(l.p.Dict, &counts, ann))
 			}

@@ -185,7 +185,11 @@ func (cw *collapser) chunk(c *chunk) error {
 			havePname = false
 			continue
 		}
-		if h, ok := matchHeader(line); ok {
+		if isSpace(line[0]) { // the common stack line: no header can start so
+			if cw.frameLine(line, havePname) {
+				continue
+			}
+		} else if h, ok := matchHeader(line); ok {
 			p := uint64(1)
 			if ev, per, ok := matchEvent(line); ok {
 				if string(ev) != c.filter {
@@ -200,40 +204,7 @@ func (cw *collapser) chunk(c *chunk) error {
 			havePname = true
 			continue
 		}
-		if f, ok := matchFrame(line); ok {
-			if !havePname {
-				continue
-			}
-			java := 0
-			if cw.java {
-				java = 1
-			}
-			key := f.tail
-			if cw.opts.Addrs {
-				key = line // the address matters for [unknown] frames
-			}
-			cl, hit := cw.cache[java][string(key)]
-			if !hit {
-				frames, skip := tidy(f, java == 1, cw.opts, true, cw.frames[:0])
-				cw.frames = frames
-				if !skip {
-					var b []byte
-					for i, fr := range frames {
-						if i > 0 {
-							b = append(b, ';')
-						}
-						b = append(b, fr.name...)
-					}
-					cl = cachedLine{s: string(b), n: len(frames)}
-				}
-				if len(cw.cache[java]) >= maxCachedLines {
-					clear(cw.cache[java])
-				}
-				cw.cache[java][string(key)] = cl
-			}
-			if cl.n > 0 {
-				cw.blocks = append(cw.blocks, cl.s)
-			}
+		if !isSpace(line[0]) && cw.frameLine(line, havePname) {
 			continue
 		}
 		if cw.unrecognized == 0 || lineNo < cw.firstBad {
@@ -242,6 +213,51 @@ func (cw *collapser) chunk(c *chunk) error {
 		cw.unrecognized++
 	}
 	return nil
+}
+
+// frameLine handles a line if it is a stack line, reporting whether it was.
+// Stack lines are ignored while no sample is open, as in the Perl script.
+func (cw *collapser) frameLine(line []byte, open bool) bool {
+	key, ok := frameKey(line, cw.opts.Addrs)
+	if !ok {
+		return false
+	}
+	java := 0
+	if cw.java {
+		java = 1
+	}
+	cl, hit := cw.cache[java][string(key)]
+	if !hit {
+		f, ok := matchFrame(line)
+		if !ok {
+			return false
+		}
+		if !open {
+			return true
+		}
+		frames, skip := tidy(f, java == 1, cw.opts, true, cw.frames[:0])
+		cw.frames = frames
+		if !skip {
+			var b []byte
+			for i, fr := range frames {
+				if i > 0 {
+					b = append(b, ';')
+				}
+				b = append(b, fr.name...)
+			}
+			cl = cachedLine{s: string(b), n: len(frames)}
+		}
+		if f.keyed {
+			if len(cw.cache[java]) >= maxCachedLines {
+				clear(cw.cache[java])
+			}
+			cw.cache[java][string(key)] = cl
+		}
+	}
+	if open && cl.n > 0 {
+		cw.blocks = append(cw.blocks, cl.s)
+	}
+	return true
 }
 
 // parsePeriod follows Perl: a missing period, or "0", counts as 1.

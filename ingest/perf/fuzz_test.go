@@ -4,12 +4,15 @@ import (
 	"bufio"
 	"bytes"
 	"compress/gzip"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/fleetscope/fleetscope"
 )
@@ -164,6 +167,11 @@ func FuzzParse(f *testing.F) {
 	}
 	f.Add([]byte("a 1 1.5: e:\n\tff f (m)\n\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
+		watchdog := time.AfterFunc(5*time.Second, func() {
+			buf := make([]byte, 1<<20)
+			panic(fmt.Sprintf("parsing %d bytes took over 5s:\n%s", len(data), buf[:runtime.Stack(buf, true)]))
+		})
+		defer watchdog.Stop()
 		var buf bytes.Buffer
 		Collapse(bytes.NewReader(data), &buf, Options{})
 		n := 0

@@ -132,6 +132,9 @@ type frameLine struct {
 	fn   []byte // $2, the raw function (may hold "a->b" inline chains and +0x offsets)
 	mod  []byte // $3, the module (DSO)
 	tail []byte // the line from the function on: everything tidying depends on
+	// keyed: the function starts right after the address and its spaces,
+	// so the match is a function of frameKey's key alone.
+	keyed bool
 }
 
 // matchFrame emulates /^\s*(\w+)\s*(.+) \((\S*)\)/.
@@ -173,7 +176,27 @@ func matchFrame(line []byte) (f frameLine, ok bool) {
 	if a < s+1 {
 		return f, false
 	}
-	return frameLine{pc: line[s:min(a, w)], fn: line[a:q], mod: line[q+2 : r], tail: line[a:]}, true
+	return frameLine{pc: line[s:min(a, w)], fn: line[a:q], mod: line[q+2 : r], tail: line[a:], keyed: a == m}, true
+}
+
+// frameKey returns the part of a would-be stack line from its function on
+// (from its address on if withPC): the key under which its folding can be
+// cached. matchFrame's result depends only on this part whenever the
+// function starts where the leading address and its spaces end
+// (frameLine.keyed).
+func frameKey(line []byte, withPC bool) (key []byte, ok bool) {
+	s := skipSpace(line, 0)
+	w := s
+	for w < len(line) && isWord(line[w]) {
+		w++
+	}
+	if w == s {
+		return nil, false
+	}
+	if withPC {
+		return line[s:], true
+	}
+	return line[skipSpace(line, w):], true
 }
 
 // Options select stackcollapse-perf.pl's flags.

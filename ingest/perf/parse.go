@@ -195,16 +195,15 @@ func (s *sampler) chunk(w int, c *chunk) *sampled {
 			s.finish(res)
 			continue
 		}
-		if h, ok := parseHeader(line); ok {
-			seenContent = true
-			s.finish(res)
-			s.start(h, lineNo)
-			continue
-		}
-		if f, ok := matchFrame(line); ok && seenContent {
-			if s.open {
-				s.frame(f)
+		if !isSpace(line[0]) {
+			if h, ok := parseHeader(line); ok {
+				seenContent = true
+				s.finish(res)
+				s.start(h, lineNo)
+				continue
 			}
+		}
+		if seenContent && s.frameLine(line) {
 			continue
 		}
 		if !seenContent {
@@ -261,13 +260,22 @@ func (s *sampler) start(h sampleHeader, lineNo int) {
 	s.lines = s.lines[:0]
 }
 
-func (s *sampler) frame(f frameLine) {
+// frameLine handles a line if it is a stack line, reporting whether it was.
+func (s *sampler) frameLine(line []byte) bool {
+	key, ok := frameKey(line, false)
+	if !ok {
+		return false
+	}
 	java := 0
 	if s.java {
 		java = 1
 	}
-	ids, ok := s.cache[java][string(f.tail)]
-	if !ok {
+	ids, hit := s.cache[java][string(key)]
+	if !hit {
+		f, ok := matchFrame(line)
+		if !ok {
+			return false
+		}
 		frames, skip := tidy(f, s.java, Options{}, false, s.scratch[:0])
 		s.scratch = frames
 		if !skip {
@@ -276,14 +284,17 @@ func (s *sampler) frame(f frameLine) {
 				ids[i] = s.frame1(fleetscope.Frame{Name: string(fr.name), Kind: fleetscope.FrameKind(fr.kind)})
 			}
 		}
-		if len(s.cache[java]) >= maxCachedLines {
-			clear(s.cache[java])
+		if f.keyed {
+			if len(s.cache[java]) >= maxCachedLines {
+				clear(s.cache[java])
+			}
+			s.cache[java][string(key)] = ids
 		}
-		s.cache[java][string(f.tail)] = ids
 	}
-	if len(ids) > 0 {
+	if s.open && len(ids) > 0 {
 		s.lines = append(s.lines, ids)
 	}
+	return true
 }
 
 // finish ends the open sample, if any, and records it.
