@@ -6,13 +6,16 @@ GO       ?= go
 BIN      := $(CURDIR)/bin
 SHARED   ?= $(CURDIR)/../shared
 MINIO_VERSION := v0.0.0-20260212201848-7aac2a2c5b7c
+BUF_VERSION   := v1.75.0
+PROTOC_GEN_GO_VERSION := v1.36.12
+CONNECT_VERSION := v1.21.1
 PG_URL   ?= postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable
 FUZZTIME ?= 3s
 FUZZTIME_LONG ?= 2m
 
 export PATH := $(BIN):$(PATH)
 
-.PHONY: build test unit fuzz fuzz-brief bench run postgres tools clean
+.PHONY: build test fuzz fuzz-brief bench run postgres tools generate check-generated clean
 
 build:
 	$(GO) build -o $(BIN)/fleetscope ./cmd/fleetscope
@@ -27,11 +30,28 @@ postgres:
 	@pg_isready -q -h 127.0.0.1 -p 5432 || pg_ctlcluster --skip-systemctl-redirect $$(ls /etc/postgresql) main start
 	@for i in $$(seq 1 30); do pg_isready -q -h 127.0.0.1 -p 5432 && exit 0; sleep 1; done; echo "postgres did not come up" >&2; exit 1
 
-tools: $(BIN)/minio
+# Code generators for the API, pinned; buf runs them as local plugins.
+$(BIN)/buf:
+	GOBIN=$(BIN) $(GO) install github.com/bufbuild/buf/cmd/buf@$(BUF_VERSION)
+$(BIN)/protoc-gen-go:
+	GOBIN=$(BIN) $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION)
+$(BIN)/protoc-gen-connect-go:
+	GOBIN=$(BIN) $(GO) install connectrpc.com/connect/cmd/protoc-gen-connect-go@$(CONNECT_VERSION)
+
+tools: $(BIN)/minio $(BIN)/buf $(BIN)/protoc-gen-go $(BIN)/protoc-gen-connect-go
+
+# Regenerate api/gen from api/fleetscope/v1/*.proto.
+generate: $(BIN)/buf $(BIN)/protoc-gen-go $(BIN)/protoc-gen-connect-go
+	cd api && buf lint && buf generate
+
+# Fails if the committed generated code is not what the protos produce.
+check-generated: generate
+	git diff --exit-code -- api/gen
+	@test -z "$$(git status --porcelain -- api/gen)" || { echo "untracked files in api/gen" >&2; exit 1; }
 
 # The test command (README): vet, unit and integration tests against real
 # Postgres and MinIO, then each fuzz target briefly.
-test: build tools postgres
+test: build tools postgres check-generated
 	$(GO) vet ./...
 	FLEETSCOPE_TEST_REQUIRE=1 FLEETSCOPE_TEST_MINIO=$(BIN)/minio FLEETSCOPE_TEST_DATABASE_URL='$(PG_URL)' \
 		$(GO) test -count=1 -timeout 30m ./...

@@ -1,0 +1,87 @@
+package server
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+)
+
+// Config is the server's configuration. Each field has an environment
+// variable (Env); command-line flags override them.
+type Config struct {
+	Addr               string // FLEETSCOPE_ADDR: listen address
+	DatabaseURL        string // FLEETSCOPE_DATABASE_URL: Postgres URL
+	BlobURL            string // FLEETSCOPE_BLOB_URL: file:///dir or s3://bucket?endpoint=host:port&insecure=true
+	S3AccessKey        string // FLEETSCOPE_S3_ACCESS_KEY
+	S3SecretKey        string // FLEETSCOPE_S3_SECRET_KEY
+	PublicURL          string // FLEETSCOPE_PUBLIC_URL: base of permalinks (default http://ADDR)
+	MaxUploadBytes     int64  // FLEETSCOPE_MAX_UPLOAD_BYTES: largest upload, as sent
+	MaxRawBytes        int64  // FLEETSCOPE_MAX_RAW_BYTES: largest upload once decompressed
+	BrowserUploadBytes int64  // FLEETSCOPE_BROWSER_UPLOAD_BYTES: largest single-message upload
+	LogLevel           string // FLEETSCOPE_LOG_LEVEL: debug, info, warn, error
+}
+
+// Env lists the environment variables Config reads, in field order.
+var Env = []string{
+	"FLEETSCOPE_ADDR",
+	"FLEETSCOPE_DATABASE_URL",
+	"FLEETSCOPE_BLOB_URL",
+	"FLEETSCOPE_S3_ACCESS_KEY",
+	"FLEETSCOPE_S3_SECRET_KEY",
+	"FLEETSCOPE_PUBLIC_URL",
+	"FLEETSCOPE_MAX_UPLOAD_BYTES",
+	"FLEETSCOPE_MAX_RAW_BYTES",
+	"FLEETSCOPE_BROWSER_UPLOAD_BYTES",
+	"FLEETSCOPE_LOG_LEVEL",
+}
+
+// Defaults are the embedded defaults.
+func Defaults() Config {
+	return Config{
+		Addr:               "127.0.0.1:8080",
+		BlobURL:            "file://./.data/blobs",
+		MaxUploadBytes:     4 << 30,
+		MaxRawBytes:        16 << 30,
+		BrowserUploadBytes: 64 << 20,
+		LogLevel:           "info",
+	}
+}
+
+// FromEnv returns the defaults overridden by the environment (getenv is
+// os.Getenv in production).
+func FromEnv(getenv func(string) string) (Config, error) {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	c := Defaults()
+	str := map[string]*string{
+		"FLEETSCOPE_ADDR":          &c.Addr,
+		"FLEETSCOPE_DATABASE_URL":  &c.DatabaseURL,
+		"FLEETSCOPE_BLOB_URL":      &c.BlobURL,
+		"FLEETSCOPE_S3_ACCESS_KEY": &c.S3AccessKey,
+		"FLEETSCOPE_S3_SECRET_KEY": &c.S3SecretKey,
+		"FLEETSCOPE_PUBLIC_URL":    &c.PublicURL,
+		"FLEETSCOPE_LOG_LEVEL":     &c.LogLevel,
+	}
+	num := map[string]*int64{
+		"FLEETSCOPE_MAX_UPLOAD_BYTES":     &c.MaxUploadBytes,
+		"FLEETSCOPE_MAX_RAW_BYTES":        &c.MaxRawBytes,
+		"FLEETSCOPE_BROWSER_UPLOAD_BYTES": &c.BrowserUploadBytes,
+	}
+	for _, name := range Env {
+		v := getenv(name)
+		if v == "" {
+			continue
+		}
+		if p, ok := str[name]; ok {
+			*p = v
+			continue
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n <= 0 {
+			return c, fmt.Errorf("%s=%q: want a positive number of bytes", name, v)
+		}
+		*num[name] = n
+	}
+	return c, nil
+}

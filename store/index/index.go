@@ -1,0 +1,224 @@
+// Package index is the compact, exact encoding of a profile's samples that
+// the Postgres index stores: one row per (event, second) holding the
+// heatmap cells at the default 50 rows (idle and busy apart) and every
+// sample's offset within the second and stack, so any range is answered
+// exactly without the raw file. It is pure: no I/O.
+//
+// Offsets are sorted and stored as uvarint deltas in the profile's time unit
+// (1 µs when every timestamp is a whole microsecond, as perf prints them,
+// else 1 ns); stacks as uvarint indexes into the profile's stack list;
+// periods only when they vary within the event.
+package index
+
+import (
+	"encoding/binary"
+	"errors"
+	"slices"
+
+	"github.com/fleetscope/fleetscope"
+	"github.com/fleetscope/fleetscope/query/heatmap"
+)
+
+// Rows is the row count whose cells are stored precomputed.
+const Rows = heatmap.DefaultRows
+
+// Second is one stored row.
+type Second struct {
+	Event     fleetscope.EventID
+	Second    int64 // relative to the profile's start second
+	Samples   int32
+	Cells     []int32 // non-idle counts per row (Rows of them)
+	IdleCells []int32 // idle counts per row
+	Offsets   []byte
+	Stacks    []byte
+	Periods   []byte // nil when every sample has the event's period
+}
+
+// Event is one event's summary.
+type Event struct {
+	Name    string `json:"name"`
+	Samples int64  `json:"samples"`
+	Period  uint64 `json:"period"` // the period all samples share; see Second.Periods
+}
+
+// Index is a profile's encoded samples.
+type Index struct {
+	StartSecond   int64 // floor of the earliest timestamp, seconds on the profile clock
+	LastNanos     int64 // latest timestamp, ns on the profile clock
+	TimeUnitNanos int64
+	Timed         bool // false when the profiler recorded no per-sample times
+	Events        []Event
+	Seconds       []Second
+}
+
+type raw struct {
+	t      int64
+	stack  fleetscope.StackID
+	period uint64
+}
+
+// Builder collects samples (in any order) and encodes them.
+type Builder struct {
+	events   [][]raw
+	untimed  int
+	timed    int
+	allMicro bool
+}
+
+// NewBuilder returns an empty Builder.
+func NewBuilder() *Builder { return &Builder{allMicro: true} }
+
+// Add takes a batch of samples; their stack ids are the profile's own.
+func (b *Builder) Add(batch []fleetscope.Sample) {
+	for _, s := range batch {
+		for int(s.Event) >= len(b.events) {
+			b.events = append(b.events, nil)
+		}
+		if s.TimeNanos == fleetscope.NoTime {
+			b.untimed++
+		} else {
+			b.timed++
+			if s.TimeNanos%1000 != 0 {
+				b.allMicro = false
+			}
+		}
+		b.events[s.Event] = append(b.events[s.Event], raw{t: s.TimeNanos, stack: s.Stack, period: s.Period})
+	}
+}
+
+// Build encodes what was added. idle reports whether a stack is idle; names
+// are the event names by id.
+func (b *Builder) Build(idle func(fleetscope.StackID) bool, names []string) (*Index, error) {
+	if b.timed > 0 && b.untimed > 0 {
+		return nil, fleetscope.Errorf(fleetscope.EINVALID, "%d samples have timestamps and %d do not: mixed profiles are not supported", b.timed, b.untimed)
+	}
+	ix := &Index{Timed: b.untimed == 0 && b.timed > 0, TimeUnitNanos: 1}
+	if b.allMicro {
+		ix.TimeUnitNanos = 1000
+	}
+	first := true
+	for _, ev := range b.events {
+		for _, r := range ev {
+			if r.t == fleetscope.NoTime {
+				continue
+			}
+			if first || r.t < ix.StartSecond {
+				ix.StartSecond = r.t
+			}
+			if first || r.t > ix.LastNanos {
+				ix.LastNanos = r.t
+			}
+			first = false
+		}
+	}
+	ix.StartSecond = floorDiv(ix.StartSecond, 1e9)
+	for e, ev := range b.events {
+		meta := Event{Name: names[e], Samples: int64(len(ev))}
+		if len(ev) > 0 {
+			meta.Period = ev[0].period
+		}
+		varies := false
+		for _, r := range ev {
+			varies = varies || r.period != meta.Period
+		}
+		if ix.Timed {
+			slices.SortStableFunc(ev, func(a, b raw) int { return cmp64(a.t, b.t) })
+		}
+		for i := 0; i < len(ev); {
+			sec := int64(0)
+			if ix.Timed {
+				sec = floorDiv(ev[i].t, 1e9)
+			}
+			j := i
+			for j < len(ev) && (!ix.Timed || floorDiv(ev[j].t, 1e9) == sec) {
+				j++
+			}
+			ix.Seconds = append(ix.Seconds, encode(fleetscope.EventID(e), sec, ev[i:j], ix, varies, idle))
+			i = j
+		}
+		ix.Events = append(ix.Events, meta)
+	}
+	return ix, nil
+}
+
+func encode(e fleetscope.EventID, sec int64, rs []raw, ix *Index, varies bool, idle func(fleetscope.StackID) bool) Second {
+	s := Second{Event: e, Samples: int32(len(rs)), Cells: make([]int32, Rows), IdleCells: make([]int32, Rows)}
+	if ix.Timed {
+		s.Second = sec - ix.StartSecond
+	}
+	prev := int64(0)
+	for _, r := range rs {
+		off := int64(0)
+		if ix.Timed {
+			off = r.t - sec*1e9
+		}
+		row := heatmap.Row(off, Rows)
+		if idle(r.stack) {
+			s.IdleCells[row]++
+		} else {
+			s.Cells[row]++
+		}
+		u := off / ix.TimeUnitNanos
+		s.Offsets = binary.AppendUvarint(s.Offsets, uint64(u-prev))
+		prev = u
+		s.Stacks = binary.AppendUvarint(s.Stacks, uint64(r.stack))
+		if varies {
+			s.Periods = binary.AppendUvarint(s.Periods, r.period)
+		}
+	}
+	return s
+}
+
+// Decode appends the samples of a stored row to dst as samples on the
+// profile clock, with the profile's own stack ids.
+func Decode(dst []fleetscope.Sample, s *Second, startSecond, unitNanos int64, timed bool, period uint64) ([]fleetscope.Sample, error) {
+	offs, stacks, periods := s.Offsets, s.Stacks, s.Periods
+	base := (startSecond + s.Second) * 1e9
+	var u uint64
+	for i := int32(0); i < s.Samples; i++ {
+		d, n := binary.Uvarint(offs)
+		if n <= 0 {
+			return dst, errCorrupt
+		}
+		offs = offs[n:]
+		u += d
+		st, n := binary.Uvarint(stacks)
+		if n <= 0 {
+			return dst, errCorrupt
+		}
+		stacks = stacks[n:]
+		p := period
+		if periods != nil {
+			if p, n = binary.Uvarint(periods); n <= 0 {
+				return dst, errCorrupt
+			}
+			periods = periods[n:]
+		}
+		t := int64(fleetscope.NoTime)
+		if timed {
+			t = base + int64(u)*unitNanos
+		}
+		dst = append(dst, fleetscope.Sample{TimeNanos: t, Period: p, Stack: fleetscope.StackID(st), Event: s.Event, CPU: -1, PID: -1, TID: -1})
+	}
+	return dst, nil
+}
+
+var errCorrupt = errors.New("index: corrupt second row")
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && (a < 0) != (b < 0) {
+		q--
+	}
+	return q
+}
+
+func cmp64(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
