@@ -3,12 +3,14 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"strings"
 
 	"github.com/fleetscope/fleetscope"
+	fsv1 "github.com/fleetscope/fleetscope/api/gen/fleetscope/v1"
 	"github.com/fleetscope/fleetscope/ingest"
 	"github.com/fleetscope/fleetscope/ingest/perf"
 	"github.com/fleetscope/fleetscope/query"
@@ -182,14 +184,25 @@ func heatmapCmd() *cobra.Command {
 		event       string
 		asJSON      bool
 		inputFormat string
+		profile     string
 	)
 	c := &cobra.Command{
-		Use:   "heatmap [--rows N] [--include-idle] [--event E] [--json] FILE",
+		Use:   "heatmap [--rows N] [--include-idle] [--event E] [--json] (FILE | --profile ID)",
 		Short: "Print a profile's sub-second offset heatmap",
-		Args:  args(1, 1),
+		Args:  args(0, 1),
 		RunE: func(c *cobra.Command, a []string) error {
 			if err := heatmap.CheckRows(rows); err != nil {
 				return usageError{err}
+			}
+			if err := fileOrProfile(a, profile); err != nil {
+				return err
+			}
+			if profile != "" {
+				h, err := remoteHeatmap(c, profile, event, rows, includeIdle)
+				if err != nil {
+					return err
+				}
+				return printHeatmap(h, asJSON)
 			}
 			b, _ := heatmap.NewBuilder(rows, includeIdle)
 			l, err := load(a, inputFormat, b.Add)
@@ -209,15 +222,7 @@ func heatmapCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			w := bufio.NewWriter(os.Stdout)
-			if asJSON {
-				if err := json.NewEncoder(w).Encode(h); err != nil {
-					return err
-				}
-			} else {
-				renderHeatmap(w, h)
-			}
-			return w.Flush()
+			return printHeatmap(h, asJSON)
 		},
 	}
 	f := c.Flags()
@@ -226,7 +231,28 @@ func heatmapCmd() *cobra.Command {
 	f.StringVar(&event, "event", "", "event to show (default: the one with the most samples)")
 	f.BoolVar(&asJSON, "json", false, `print {"startSecond","rows","columns","maxCount"} as JSON`)
 	f.StringVar(&inputFormat, "input-format", "", "input format, instead of detecting it (perf)")
+	f.StringVar(&profile, "profile", "", "a stored profile's id: ask the server (FLEETSCOPE_URL, FLEETSCOPE_API_KEY)")
 	return c
+}
+
+// fileOrProfile checks that exactly one of FILE and --profile was given.
+func fileOrProfile(a []string, profile string) error {
+	if (len(a) == 1) == (profile != "") {
+		return usageError{errors.New("give either FILE or --profile ID")}
+	}
+	return nil
+}
+
+func printHeatmap(h *heatmap.Heatmap, asJSON bool) error {
+	w := bufio.NewWriter(os.Stdout)
+	if asJSON {
+		if err := json.NewEncoder(w).Encode(h); err != nil {
+			return err
+		}
+	} else {
+		renderHeatmap(w, h)
+	}
+	return w.Flush()
 }
 
 // renderHeatmap draws the heatmap for a terminal: one character per cell,
@@ -265,11 +291,12 @@ func flamegraphCmd() *cobra.Command {
 		inputFormat string
 		byPeriod    bool
 		ann         flame.Annotate
+		profile     string
 	)
 	c := &cobra.Command{
-		Use:   "flamegraph [--start S] [--end E] [--include-idle] [--event E] [--format folded|json] FILE",
+		Use:   "flamegraph [--start S] [--end E] [--include-idle] [--event E] [--format folded|json] (FILE | --profile ID)",
 		Short: "Print the flame graph of a time range [S, E) of a profile",
-		Args:  args(1, 1),
+		Args:  args(0, 1),
 		RunE: func(c *cobra.Command, a []string) error {
 			sel := query.Selection{IncludeIdle: includeIdle, Range: fleetscope.All}
 			var err error
@@ -285,6 +312,20 @@ func flamegraphCmd() *cobra.Command {
 			}
 			if format != "folded" && format != "json" {
 				return usageError{fmt.Errorf("unknown --format %q (folded, json)", format)}
+			}
+			if err := fileOrProfile(a, profile); err != nil {
+				return err
+			}
+			if profile != "" {
+				req := &fsv1.GetFlameGraphRequest{ProfileId: profile, Event: event, IncludeIdle: includeIdle,
+					WeightByPeriod: byPeriod, AnnotateKernel: ann.Kernel, AnnotateJit: ann.JIT}
+				if start != "" {
+					req.StartNanos = &sel.Range.Start
+				}
+				if end != "" {
+					req.EndNanos = &sel.Range.End
+				}
+				return remoteFlame(c, os.Stdout, req, format)
 			}
 			// The range is relative to the start second, known only at the
 			// end of input: keep a compact copy of the samples meanwhile.
@@ -320,5 +361,6 @@ func flamegraphCmd() *cobra.Command {
 	f.BoolVar(&byPeriod, "period", false, "weight samples by their period instead of counting them")
 	f.BoolVar(&ann.Kernel, "kernel", false, "annotate kernel functions with _[k]")
 	f.BoolVar(&ann.JIT, "jit", false, "annotate JIT functions with _[j]")
+	f.StringVar(&profile, "profile", "", "a stored profile's id: ask the server (FLEETSCOPE_URL, FLEETSCOPE_API_KEY)")
 	return c
 }

@@ -49,7 +49,8 @@ func newRoot() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(collapseCmd(), heatmapCmd(), flamegraphCmd())
+	root.AddCommand(collapseCmd(), heatmapCmd(), flamegraphCmd(),
+		serverCmd(), migrateCmd(), tenantCmd(), keyCmd(), uploadCmd(), profilesCmd())
 	return root
 }
 

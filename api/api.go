@@ -1,0 +1,149 @@
+// Package api is fleetscope's Connect API: the ingest and query handlers,
+// the authentication interceptor that resolves an API key to a tenant and
+// scope before any handler runs, and the one mapping from fleetscope error
+// codes to Connect codes. Handlers hold no state another replica needs;
+// the dictionary cache is an optimisation only.
+package api
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+
+	"connectrpc.com/connect"
+
+	"github.com/fleetscope/fleetscope"
+	"github.com/fleetscope/fleetscope/api/gen/fleetscope/v1/fleetscopev1connect"
+	"github.com/fleetscope/fleetscope/store/postgres"
+)
+
+// Scopes says which scope each procedure needs. Every registered procedure
+// must be listed: the interceptor refuses any other.
+var Scopes = map[string]string{
+	fleetscopev1connect.IngestServiceUploadProcedure:         fleetscope.ScopeIngest,
+	fleetscopev1connect.IngestServiceUploadFileProcedure:     fleetscope.ScopeIngest,
+	fleetscopev1connect.QueryServiceSearchProfilesProcedure: fleetscope.ScopeRead,
+	fleetscopev1connect.QueryServiceGetProfileProcedure:     fleetscope.ScopeRead,
+	fleetscopev1connect.QueryServiceGetHeatmapProcedure:     fleetscope.ScopeRead,
+	fleetscopev1connect.QueryServiceGetFlameGraphProcedure:  fleetscope.ScopeRead,
+}
+
+type principalKey struct{}
+
+// PrincipalFrom returns the authenticated principal of a request.
+func PrincipalFrom(ctx context.Context) (fleetscope.Principal, bool) {
+	p, ok := ctx.Value(principalKey{}).(fleetscope.Principal)
+	return p, ok
+}
+
+// Authenticator resolves API keys.
+type Authenticator interface {
+	Authenticate(ctx context.Context, secret string) (fleetscope.Principal, error)
+}
+
+var _ Authenticator = (*postgres.DB)(nil)
+
+// authInterceptor authenticates every call from its "Authorization: Bearer"
+// header and checks the procedure's scope.
+type authInterceptor struct{ auth Authenticator }
+
+func (a authInterceptor) check(ctx context.Context, procedure string, h http.Header) (context.Context, error) {
+	scope, ok := Scopes[procedure]
+	if !ok {
+		return nil, connect.NewError(connect.CodeUnimplemented, errors.New("no such procedure"))
+	}
+	secret, ok := strings.CutPrefix(h.Get("Authorization"), "Bearer ")
+	if !ok || secret == "" {
+		return nil, connect.NewError(connect.CodeUnauthenticated, errors.New("missing API key: send Authorization: Bearer <key>"))
+	}
+	p, err := a.auth.Authenticate(ctx, strings.TrimSpace(secret))
+	if err != nil {
+		return nil, toConnect(err)
+	}
+	if !p.Can(scope) {
+		return nil, connect.NewError(connect.CodePermissionDenied, errors.New("this key lacks the "+scope+" scope"))
+	}
+	return context.WithValue(ctx, principalKey{}, p), nil
+}
+
+func (a authInterceptor) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
+	return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
+		if req.Spec().IsClient {
+			return next(ctx, req)
+		}
+		ctx, err := a.check(ctx, req.Spec().Procedure, req.Header())
+		if err != nil {
+			return nil, err
+		}
+		return next(ctx, req)
+	}
+}
+
+func (a authInterceptor) WrapStreamingClient(next connect.StreamingClientFunc) connect.StreamingClientFunc {
+	return next
+}
+
+func (a authInterceptor) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
+	return func(ctx context.Context, conn connect.StreamingHandlerConn) error {
+		ctx, err := a.check(ctx, conn.Spec().Procedure, conn.RequestHeader())
+		if err != nil {
+			return err
+		}
+		return next(ctx, conn)
+	}
+}
+
+// toConnect maps fleetscope errors to Connect errors: the one place where
+// that happens. Unknown errors become Internal without their text.
+func toConnect(err error) error {
+	if err == nil {
+		return nil
+	}
+	var ce *connect.Error
+	if errors.As(err, &ce) {
+		return err
+	}
+	if errors.Is(err, context.Canceled) {
+		return connect.NewError(connect.CodeCanceled, err)
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return connect.NewError(connect.CodeDeadlineExceeded, err)
+	}
+	var fe *fleetscope.Error
+	if !errors.As(err, &fe) {
+		return connect.NewError(connect.CodeInternal, errors.New("internal error"))
+	}
+	code := map[string]connect.Code{
+		fleetscope.EINVALID:         connect.CodeInvalidArgument,
+		fleetscope.ENOTFOUND:        connect.CodeNotFound,
+		fleetscope.ECONFLICT:        connect.CodeAlreadyExists,
+		fleetscope.EUNAUTHENTICATED: connect.CodeUnauthenticated,
+		fleetscope.EFORBIDDEN:       connect.CodePermissionDenied,
+		fleetscope.ETOOLARGE:        connect.CodeResourceExhausted,
+	}[fe.Code]
+	if code == 0 {
+		code = connect.CodeInternal
+	}
+	return connect.NewError(code, errors.New(fe.Message))
+}
+
+// FromConnect maps a Connect error back to a fleetscope error (for clients).
+func FromConnect(err error) error {
+	var ce *connect.Error
+	if !errors.As(err, &ce) {
+		return err
+	}
+	code := map[connect.Code]string{
+		connect.CodeInvalidArgument:   fleetscope.EINVALID,
+		connect.CodeNotFound:          fleetscope.ENOTFOUND,
+		connect.CodeAlreadyExists:     fleetscope.ECONFLICT,
+		connect.CodeUnauthenticated:   fleetscope.EUNAUTHENTICATED,
+		connect.CodePermissionDenied:  fleetscope.EFORBIDDEN,
+		connect.CodeResourceExhausted: fleetscope.ETOOLARGE,
+	}[ce.Code()]
+	if code == "" {
+		code = fleetscope.EINTERNAL
+	}
+	return &fleetscope.Error{Code: code, Message: ce.Message()}
+}

@@ -1,0 +1,185 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"connectrpc.com/connect"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/fleetscope/fleetscope/api"
+	"github.com/fleetscope/fleetscope/ingest"
+	"github.com/fleetscope/fleetscope/store/blob"
+	_ "github.com/fleetscope/fleetscope/store/blob/localfs" // file:// URLs
+	_ "github.com/fleetscope/fleetscope/store/blob/s3"      // s3:// URLs
+	"github.com/fleetscope/fleetscope/store/postgres"
+)
+
+// Server is a configured fleetscope server.
+type Server struct {
+	cfg  Config
+	log  *slog.Logger
+	db   *postgres.DB
+	http *http.Server
+}
+
+// New connects to the index (running migrations) and the blob store
+// (creating the bucket) and builds the HTTP handler.
+func New(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
+	db, err := postgres.Open(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return nil, err
+	}
+	if err := db.Migrate(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	blobs, err := blob.Open(ctx, cfg.BlobURL, cfg.S3AccessKey, cfg.S3SecretKey)
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("blob store %s: %w", cfg.BlobURL, err)
+	}
+	h := &api.Handlers{
+		DB:  db,
+		Log: log,
+		Ingest: &ingest.Service{
+			DB: db, Blobs: blobs, Log: log,
+			MaxUploadBytes: cfg.MaxUploadBytes, MaxRawBytes: cfg.MaxRawBytes,
+		},
+		BrowserUploadBytes: cfg.BrowserUploadBytes,
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m := newMetrics(reg)
+
+	mux := http.NewServeMux()
+	h.Mount(mux, db, connect.WithInterceptors(m), connect.WithReadMaxBytes(int(cfg.BrowserUploadBytes)+64<<10))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		if err := db.Ping(ctx); err != nil {
+			http.Error(w, "database: "+err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	})
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+
+	protocols := new(http.Protocols)
+	protocols.SetHTTP1(true)
+	protocols.SetUnencryptedHTTP2(true) // client streaming without TLS
+	s := &Server{cfg: cfg, log: log, db: db, http: &http.Server{
+		Addr:              cfg.Addr,
+		Handler:           mux,
+		Protocols:         protocols,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}}
+	return s, nil
+}
+
+// Handler is the server's HTTP handler.
+func (s *Server) Handler() http.Handler { return s.http.Handler }
+
+// Serve serves on ln until ctx is cancelled, then shuts down gracefully:
+// in-flight requests (uploads included) get up to grace to finish.
+func (s *Server) Serve(ctx context.Context, ln net.Listener, grace time.Duration) error {
+	defer s.db.Close()
+	errc := make(chan error, 1)
+	go func() { errc <- s.http.Serve(ln) }()
+	s.log.Info("serving", "addr", ln.Addr().String(), "blobs", s.cfg.BlobURL)
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	s.log.Info("shutting down: finishing in-flight requests", "grace", grace)
+	sctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	if err := s.http.Shutdown(sctx); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// ListenAndServe listens on the configured address and serves.
+func (s *Server) ListenAndServe(ctx context.Context) error {
+	ln, err := net.Listen("tcp", s.cfg.Addr)
+	if err != nil {
+		return err
+	}
+	return s.Serve(ctx, ln, time.Minute)
+}
+
+// NewLogger returns the JSON logger at the configured level.
+func NewLogger(level string) (*slog.Logger, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("log level %q: %w", level, err)
+	}
+	return slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: l})), nil
+}
+
+// metrics counts and times every RPC.
+type metrics struct {
+	requests *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "fleetscope_rpc_requests_total", Help: "RPCs handled, by procedure and result code.",
+		}, []string{"procedure", "code"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "fleetscope_rpc_duration_seconds", Help: "RPC latency, by procedure.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2.5, 14),
+		}, []string{"procedure"}),
+	}
+	reg.MustRegister(m.requests, m.duration)
+	return m
+}
+
+func (m *metrics) observe(procedure string, start time.Time, err error) {
+	code := "ok"
+	if err != nil {
+		code = connect.CodeOf(err).String()
+	}
+	m.requests.WithLabelValues(procedure, code).Inc()
+	m.duration.WithLabelValues(procedure).Observe(time.Since(start).Seconds())
+}
+
+func (m *metrics) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
+	return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
+		start := time.Now()
+		res, err := next(ctx, req)
+		m.observe(req.Spec().Procedure, start, err)
+		return res, err
+	}
+}
+
+func (m *metrics) WrapStreamingClient(next connect.StreamingClientFunc) connect.StreamingClientFunc {
+	return next
+}
+
+func (m *metrics) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
+	return func(ctx context.Context, conn connect.StreamingHandlerConn) error {
+		start := time.Now()
+		err := next(ctx, conn)
+		m.observe(conn.Spec().Procedure, start, err)
+		return err
+	}
+}
+

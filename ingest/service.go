@@ -1,0 +1,241 @@
+package ingest
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/fleetscope/fleetscope"
+	"github.com/fleetscope/fleetscope/ingest/perf"
+	"github.com/fleetscope/fleetscope/query"
+	"github.com/fleetscope/fleetscope/store/blob"
+	"github.com/fleetscope/fleetscope/store/index"
+	"github.com/fleetscope/fleetscope/store/postgres"
+)
+
+// Meta is what an upload says about its file.
+type Meta struct {
+	App, Host   string
+	Labels      map[string]string
+	InputFormat string
+	Filename    string
+	// Anchor, if set, says the profile clock read AnchorClockNanos at
+	// AnchorWall; it places boot-clock profiles in absolute time.
+	AnchorClockNanos int64
+	AnchorWall       time.Time
+}
+
+// Service stores uploads: the raw bytes in the blob store under the tenant
+// and their SHA-256, the index in Postgres.
+type Service struct {
+	DB    *postgres.DB
+	Blobs blob.Store
+	// MaxUploadBytes bounds an upload as sent; MaxRawBytes once
+	// decompressed (gzip bombs).
+	MaxUploadBytes, MaxRawBytes int64
+	TempDir                     string // spool for uploads; "" = os.TempDir()
+	Log                         *slog.Logger
+	Now                         func() time.Time
+}
+
+// Formats fleetscope reads, for --input-format and detection errors.
+var Formats = []string{"perf"}
+
+// Ingest reads one profile file from body and stores it for the principal's
+// tenant. It streams: the bytes are spooled to a temporary file and hashed
+// while they are parsed, never held in memory. The blob is written once the
+// parse succeeded, then the index in one transaction; if that fails, the
+// blob is removed again unless another profile uses it. Uploading the same
+// bytes again returns the stored profile with created = false.
+func (s *Service) Ingest(ctx context.Context, p fleetscope.Principal, m Meta, body io.Reader) (*fleetscope.ProfileInfo, bool, error) {
+	if err := checkMeta(&m); err != nil {
+		return nil, false, err
+	}
+	spool, err := os.CreateTemp(s.TempDir, "fleetscope-upload-*")
+	if err != nil {
+		return nil, false, fmt.Errorf("spool: %w", err)
+	}
+	defer func() {
+		spool.Close()
+		os.Remove(spool.Name())
+	}()
+
+	// body -> (spool, hash, parser), with the size limit on what is sent.
+	hash := sha256.New()
+	pr, pw := io.Pipe()
+	sent := &limited{r: body, left: s.MaxUploadBytes, what: "upload", limit: s.MaxUploadBytes}
+	copied := make(chan error, 1)
+	var size int64
+	go func() {
+		n, err := io.Copy(io.MultiWriter(spool, hash, pw), sent)
+		size = n
+		pw.CloseWithError(err)
+		copied <- err
+	}()
+	dict, ix, prof, perr := s.parse(pr, m)
+	pr.CloseWithError(errParseDone) // stop the copy if the parse ended early
+	cerr := <-copied
+	if cerr != nil && !errors.Is(cerr, errParseDone) {
+		return nil, false, cerr // the client's stream failed or was too large
+	}
+	if perr != nil {
+		return nil, false, perr
+	}
+	sum := hash.Sum(nil)
+
+	if existing, err := s.DB.ProfileBySHA256(ctx, p.TenantID, sum); err == nil {
+		return existing, false, nil
+	} else if fleetscope.ErrorCode(err) != fleetscope.ENOTFOUND {
+		return nil, false, err
+	}
+
+	info := s.describe(m, prof, ix, sum, size)
+	info.BlobKey = fmt.Sprintf("%d/%x", p.TenantID, sum)
+	if _, err := spool.Seek(0, io.SeekStart); err != nil {
+		return nil, false, err
+	}
+	if err := s.Blobs.Put(ctx, info.BlobKey, spool, size); err != nil {
+		return nil, false, fmt.Errorf("store raw file: %w", err)
+	}
+	stored, created, err := s.DB.InsertProfile(ctx, p.TenantID, info, sum, dict, ix)
+	if err != nil {
+		s.dropBlob(info.BlobKey)
+		return nil, false, err
+	}
+	return stored, created, nil
+}
+
+var errParseDone = errors.New("parse finished")
+
+// dropBlob removes a blob whose index write failed, unless a profile refers
+// to it (the same bytes stored meanwhile).
+func (s *Service) dropBlob(key string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if used, err := s.DB.BlobInUse(ctx, key); err != nil || used {
+		return
+	}
+	if err := s.Blobs.Delete(ctx, key); err != nil && s.Log != nil {
+		s.Log.Warn("orphan blob left after failed ingest", "key", key, "err", err)
+	}
+}
+
+func checkMeta(m *Meta) error {
+	m.App = strings.TrimSpace(m.App)
+	if m.App == "" {
+		return fleetscope.Errorf(fleetscope.EINVALID, "an upload needs an app name")
+	}
+	if len(m.App) > 200 || len(m.Host) > 200 || len(m.Filename) > 1000 || len(m.Labels) > 64 {
+		return fleetscope.Errorf(fleetscope.EINVALID, "app, host, filename or labels too long")
+	}
+	for k, v := range m.Labels {
+		if k == "" || len(k) > 100 || len(v) > 200 {
+			return fleetscope.Errorf(fleetscope.EINVALID, "label %q: keys 1-100 bytes, values at most 200", k)
+		}
+	}
+	switch m.InputFormat {
+	case "", "perf":
+	default:
+		return fleetscope.Errorf(fleetscope.EINVALID, "unknown input format %q (supported: %s)", m.InputFormat, strings.Join(Formats, ", "))
+	}
+	return nil
+}
+
+// parse decompresses and parses r, building the index.
+func (s *Service) parse(r io.Reader, m Meta) (*fleetscope.Dict, *index.Index, *fleetscope.Profile, error) {
+	dr, err := Decompress(r)
+	if err != nil {
+		return nil, nil, nil, fleetscope.Errorf(fleetscope.EINVALID, "%v", err)
+	}
+	raw := &limited{r: dr, left: s.MaxRawBytes, what: "decompressed upload", limit: s.MaxRawBytes}
+	b := index.NewBuilder()
+	prof, err := perf.Parse(raw, func(_ *fleetscope.Profile, batch []fleetscope.Sample) error {
+		b.Add(batch)
+		return nil
+	})
+	if err != nil {
+		var fe *fleetscope.Error
+		if errors.As(err, &fe) {
+			return nil, nil, nil, err
+		}
+		return nil, nil, nil, fleetscope.Errorf(fleetscope.EINVALID, "reading the upload: %v", err)
+	}
+	ix, err := b.Build(prof.Dict.Idle, prof.Dict.Events())
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return prof.Dict, ix, prof, nil
+}
+
+// describe fills the profile's metadata, placing it in absolute time.
+func (s *Service) describe(m Meta, prof *fleetscope.Profile, ix *index.Index, sum []byte, size int64) *fleetscope.ProfileInfo {
+	now := time.Now
+	if s.Now != nil {
+		now = s.Now
+	}
+	if m.Host == "" {
+		m.Host = prof.Meta["hostname"]
+	}
+	info := &fleetscope.ProfileInfo{
+		App: m.App, Host: m.Host, Labels: m.Labels, Format: prof.Format, Filename: m.Filename,
+		Samples: int64(prof.Samples), Timed: ix.Timed, StartSecond: ix.StartSecond,
+		TimeUnitNanos: ix.TimeUnitNanos, SizeBytes: size, Meta: prof.Meta,
+	}
+	counts := make([]int, len(ix.Events))
+	for i, e := range ix.Events {
+		info.Events = append(info.Events, fleetscope.EventInfo{Name: e.Name, Samples: e.Samples, Period: e.Period})
+		counts[i] = int(e.Samples)
+	}
+	info.DefaultEvent = int(query.DefaultEvent(counts))
+	if ix.Timed {
+		info.DurationNanos = ix.LastNanos - ix.StartSecond*1e9
+	}
+	start := ix.StartSecond * 1e9
+	switch {
+	case ix.Timed && ix.StartSecond >= 1e9: // epoch seconds: after 2001, no host is up that long
+		info.TimeSource = "realtime"
+		info.StartTime = time.Unix(ix.StartSecond, 0)
+	case !m.AnchorWall.IsZero():
+		info.TimeSource = "anchored"
+		info.StartTime = m.AnchorWall.Add(time.Duration(start - m.AnchorClockNanos))
+	default: // the recording ended about when it was uploaded
+		info.TimeSource = "upload"
+		info.StartTime = now().Add(-time.Duration(info.DurationNanos)).Truncate(time.Second)
+	}
+	info.EndTime = info.StartTime.Add(time.Duration(info.DurationNanos))
+	info.SHA256 = fmt.Sprintf("%x", sum)
+	return info
+}
+
+// limited fails a read past its limit with ETOOLARGE.
+type limited struct {
+	r     io.Reader
+	left  int64
+	limit int64
+	what  string
+}
+
+func (l *limited) Read(p []byte) (int, error) {
+	if l.limit <= 0 {
+		return l.r.Read(p)
+	}
+	if l.left <= 0 {
+		var one [1]byte
+		if n, _ := l.r.Read(one[:]); n > 0 {
+			return 0, fleetscope.Errorf(fleetscope.ETOOLARGE, "%s larger than the limit of %d bytes", l.what, l.limit)
+		}
+		return 0, io.EOF
+	}
+	if int64(len(p)) > l.left {
+		p = p[:l.left]
+	}
+	n, err := l.r.Read(p)
+	l.left -= int64(n)
+	return n, err
+}

@@ -1,0 +1,131 @@
+// Package postgres is the Postgres index (pgx/v5): tenants and their API
+// keys, profiles, the per-tenant frame and stack dictionary, and the per
+// (profile, event, second) rows of store/index. Everything tenant-owned is
+// read and written inside a transaction that runs as the NOLOGIN role
+// fleetscope_tenant with the tenant in a transaction-local setting, so
+// row-level security stands behind every query's own tenant filter.
+// Driver errors are translated to fleetscope errors here; nothing above
+// store/ imports pgx.
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/pressly/goose/v3"
+
+	"github.com/fleetscope/fleetscope"
+	"github.com/fleetscope/fleetscope/migrations"
+)
+
+// DB is the index.
+type DB struct {
+	pool *pgxpool.Pool
+}
+
+// Open connects to the database at url.
+func Open(ctx context.Context, url string) (*DB, error) {
+	if url == "" {
+		return nil, fleetscope.Errorf(fleetscope.EINVALID, "no database URL (set FLEETSCOPE_DATABASE_URL)")
+	}
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fleetscope.Errorf(fleetscope.EINVALID, "database URL: %v", err)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("postgres %s@%s/%s: %w", cfg.ConnConfig.User, cfg.ConnConfig.Host, cfg.ConnConfig.Database, err)
+	}
+	return &DB{pool: pool}, nil
+}
+
+// Close closes the pool.
+func (db *DB) Close() { db.pool.Close() }
+
+// Ping checks the database answers.
+func (db *DB) Ping(ctx context.Context) error { return db.pool.Ping(ctx) }
+
+// Migrate applies the embedded migrations (goose).
+func (db *DB) Migrate(ctx context.Context) error {
+	sqldb := stdlib.OpenDBFromPool(db.pool)
+	defer sqldb.Close()
+	p, err := goose.NewProvider(goose.DialectPostgres, sqldb, migrations.FS)
+	if err != nil {
+		return fmt.Errorf("migrations: %w", err)
+	}
+	if _, err := p.Up(ctx); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	return db.EnsurePartitions(ctx, time.Now(), 7)
+}
+
+// EnsurePartitions creates the daily partitions of the per-second rows from
+// the day before from through days days after it. Rows of days without a
+// partition land in the default partition.
+func (db *DB) EnsurePartitions(ctx context.Context, from time.Time, days int) error {
+	day := from.UTC().Truncate(24 * time.Hour).AddDate(0, 0, -1)
+	for i := 0; i <= days+1; i++ {
+		d := day.AddDate(0, 0, i)
+		name := "seconds_" + d.Format("20060102")
+		var exists bool
+		if err := db.pool.QueryRow(ctx, `SELECT EXISTS (SELECT FROM pg_class WHERE relname = $1)`, name).Scan(&exists); err != nil {
+			return fmt.Errorf("partition %s: %w", name, err)
+		}
+		if exists {
+			continue
+		}
+		_, err := db.pool.Exec(ctx, fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s PARTITION OF seconds FOR VALUES FROM ('%s') TO ('%s')`,
+			name, d.Format(time.DateOnly), d.AddDate(0, 0, 1).Format(time.DateOnly)))
+		var pe *pgconn.PgError
+		if err != nil && !(errors.As(err, &pe) && (pe.Code == "42P07" || pe.Code == "23505")) { // created meanwhile
+			return fmt.Errorf("partition %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// inTenant runs fn in a transaction as the tenant role with the tenant set,
+// so row-level security applies to everything fn does.
+func (db *DB) inTenant(ctx context.Context, tenant int64, fn func(pgx.Tx) error) error {
+	return pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT set_config('fleetscope.tenant_id', $1, true)`, strconv.FormatInt(tenant, 10)); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `SET LOCAL ROLE fleetscope_tenant`); err != nil {
+			return err
+		}
+		return fn(tx)
+	})
+}
+
+// translate maps driver errors to fleetscope errors.
+func translate(err error, what string) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, pgx.ErrNoRows) {
+		return fleetscope.Errorf(fleetscope.ENOTFOUND, "%s not found", what)
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "23505" {
+		return fleetscope.Errorf(fleetscope.ECONFLICT, "%s already exists", what)
+	}
+	var fe *fleetscope.Error
+	if errors.As(err, &fe) {
+		return err
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}
