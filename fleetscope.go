@@ -9,6 +9,7 @@ package fleetscope
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Error codes, mapped to transport codes in exactly one place per transport.
@@ -41,3 +42,67 @@ func ErrorCode(err error) string {
 	}
 	return EINTERNAL
 }
+
+// ProfileInfo is what the index knows of a stored profile.
+type ProfileInfo struct {
+	ID            string
+	App           string
+	Host          string
+	Labels        map[string]string
+	Format        string
+	Filename      string
+	Events        []EventInfo
+	DefaultEvent  int
+	Samples       int64
+	Timed         bool      // false when the profiler recorded no per-sample times
+	StartSecond   int64     // floor(first timestamp), profile clock, seconds
+	DurationNanos int64     // from StartSecond to the last sample
+	TimeUnitNanos int64     // unit of the stored offsets
+	StartTime     time.Time // StartSecond in absolute time
+	EndTime       time.Time
+	TimeSource    string // "realtime", "anchored" or "upload"
+	SizeBytes     int64
+	SHA256        string // hex, of the bytes as uploaded
+	BlobKey       string
+	Meta          map[string]string
+	CreatedAt     time.Time
+}
+
+// EventInfo describes one event of a stored profile.
+type EventInfo struct {
+	Name    string `json:"name"`
+	Samples int64  `json:"samples"`
+	Period  uint64 `json:"period"`
+}
+
+// Scopes an API key may hold.
+const (
+	ScopeIngest = "ingest"
+	ScopeRead   = "read"
+	ScopeAdmin  = "admin"
+)
+
+// Principal is who a request acts for: a tenant, through one of its keys.
+type Principal struct {
+	TenantID int64
+	Tenant   string
+	KeyID    string
+	Scopes   []string
+}
+
+// Can reports whether the principal holds scope.
+func (p Principal) Can(scope string) bool {
+	for _, s := range p.Scopes {
+		if s == scope {
+			return true
+		}
+	}
+	return false
+}
+
+// More error codes.
+const (
+	EUNAUTHENTICATED = "unauthenticated" // no key, or a bad one
+	EFORBIDDEN       = "forbidden"       // the key lacks the scope
+	ETOOLARGE        = "too_large"       // an upload over a limit
+)

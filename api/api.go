@@ -21,8 +21,8 @@ import (
 // Scopes says which scope each procedure needs. Every registered procedure
 // must be listed: the interceptor refuses any other.
 var Scopes = map[string]string{
-	fleetscopev1connect.IngestServiceUploadProcedure:         fleetscope.ScopeIngest,
-	fleetscopev1connect.IngestServiceUploadFileProcedure:     fleetscope.ScopeIngest,
+	fleetscopev1connect.IngestServiceUploadProcedure:        fleetscope.ScopeIngest,
+	fleetscopev1connect.IngestServiceUploadFileProcedure:    fleetscope.ScopeIngest,
 	fleetscopev1connect.QueryServiceSearchProfilesProcedure: fleetscope.ScopeRead,
 	fleetscopev1connect.QueryServiceGetProfileProcedure:     fleetscope.ScopeRead,
 	fleetscopev1connect.QueryServiceGetHeatmapProcedure:     fleetscope.ScopeRead,

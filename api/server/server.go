@@ -182,4 +182,3 @@ func (m *metrics) WrapStreamingHandler(next connect.StreamingHandlerFunc) connec
 		return err
 	}
 }
-

@@ -76,7 +76,7 @@ func (db *DB) Migrate(ctx context.Context) error {
 // the day before from through days days after it. Rows of days without a
 // partition land in the default partition.
 func (db *DB) EnsurePartitions(ctx context.Context, from time.Time, days int) error {
-	day := from.UTC().Truncate(24 * time.Hour).AddDate(0, 0, -1)
+	day := from.UTC().Truncate(24*time.Hour).AddDate(0, 0, -1)
 	for i := 0; i <= days+1; i++ {
 		d := day.AddDate(0, 0, i)
 		name := "seconds_" + d.Format("20060102")
