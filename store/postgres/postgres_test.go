@@ -1,0 +1,273 @@
+package postgres_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/fleetscope/fleetscope"
+	"github.com/fleetscope/fleetscope/ingest/perf"
+	"github.com/fleetscope/fleetscope/store/index"
+	"github.com/fleetscope/fleetscope/store/postgres"
+	"github.com/fleetscope/fleetscope/store/postgres/pgtest"
+)
+
+const sample = `java 4242 [000] 100.250000: cpu-clock:pppH: 
+	400000 Lcom/acme/A;::run+0x10 (/tmp/perf-4242.map)
+	400100 start_thread+0x11 (/usr/lib/libc.so.6)
+
+swapper     0 [001] 100.500000: cpu-clock:pppH: 
+	ffffffff81000000 native_safe_halt+0x10 ([kernel.kallsyms])
+	ffffffff81001000 do_idle+0x11 ([kernel.kallsyms])
+
+java 4242 [000] 101.750000: cpu-clock:pppH: 
+	400000 Lcom/acme/A;::run+0x10 (/tmp/perf-4242.map)
+	400100 start_thread+0x11 (/usr/lib/libc.so.6)
+
+`
+
+// store parses text and writes it for tenant, as ingest does.
+func store(t *testing.T, db *postgres.DB, tenant int64, app, text string) (*fleetscope.ProfileInfo, bool) {
+	t.Helper()
+	b := index.NewBuilder()
+	prof, err := perf.Parse(strings.NewReader(text), func(_ *fleetscope.Profile, batch []fleetscope.Sample) error {
+		b.Add(batch)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix, err := b.Build(prof.Dict.Idle, prof.Dict.Events())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256([]byte(text))
+	info := &fleetscope.ProfileInfo{App: app, Format: "perf", Samples: int64(prof.Samples), Timed: ix.Timed,
+		StartSecond: ix.StartSecond, DurationNanos: ix.LastNanos - ix.StartSecond*1e9, TimeUnitNanos: ix.TimeUnitNanos,
+		StartTime: time.Unix(1795000000, 0), EndTime: time.Unix(1795000002, 0), TimeSource: "upload",
+		BlobKey: fmt.Sprintf("%d/%x", tenant, sum)}
+	for _, e := range ix.Events {
+		info.Events = append(info.Events, fleetscope.EventInfo{Name: e.Name, Samples: e.Samples, Period: e.Period})
+	}
+	out, created, err := db.InsertProfile(context.Background(), tenant, info, sum[:], prof.Dict, ix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out, created
+}
+
+func TestInsertIsIdempotentAndRoundTrips(t *testing.T) {
+	ctx := context.Background()
+	db := newDB(t)
+	acme, err := db.CreateTenant(ctx, "acme", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p1, created := store(t, db, acme, "api", sample)
+	if !created {
+		t.Fatal("first insert not created")
+	}
+	p2, created := store(t, db, acme, "api", sample)
+	if created || p2.ID != p1.ID {
+		t.Fatalf("second insert of the same bytes: created=%v id %s, want the first profile %s", created, p2.ID, p1.ID)
+	}
+	// The same stacks in a second profile reuse the tenant dictionary.
+	store(t, db, acme, "api", sample+"# other bytes\n")
+	var frames, stacks int
+	conn(t, db).QueryRow(ctx, `SELECT (SELECT count(*) FROM frames), (SELECT count(*) FROM stacks)`).Scan(&frames, &stacks)
+	if frames != 6 || stacks != 2 {
+		t.Fatalf("dictionary has %d frames and %d stacks, want 6 and 2 (deduplicated across profiles)", frames, stacks)
+	}
+	d, err := db.Dict(ctx, acme, p1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	secs, err := db.Seconds(ctx, acme, p1.ID, 0, 0, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for i := range secs {
+		batch, err := index.Decode(nil, &secs[i], p1.StartSecond, p1.TimeUnitNanos, true, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range batch {
+			var names []string
+			for _, f := range d.StackFrames(s.Stack) {
+				names = append(names, d.FrameAt(f).Name)
+			}
+			got = append(got, fmt.Sprintf("%s %s idle=%v", fleetscope.FormatSeconds(s.TimeNanos), strings.Join(names, ";"), d.Idle(s.Stack)))
+		}
+	}
+	want := []string{
+		"100.250000 java;start_thread;com/acme/A:::run idle=false",
+		"100.500000 swapper;do_idle;native_safe_halt idle=true",
+		"101.750000 java;start_thread;com/acme/A:::run idle=false",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("decoded samples:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+func conn(t *testing.T, db *postgres.DB) *pgx.Conn {
+	t.Helper()
+	c, err := pgx.Connect(context.Background(), dbURL(t, db))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close(context.Background()) })
+	return c
+}
+
+var urls = map[*postgres.DB]string{}
+
+func dbURL(t *testing.T, db *postgres.DB) string { return urls[db] }
+
+func newDB(t *testing.T) *postgres.DB {
+	url := pgtest.NewURL(t)
+	db, err := postgres.Open(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(db.Close)
+	if err := db.Migrate(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	urls[db] = url
+	return db
+}
+
+// TestRowLevelSecurity proves the second wall: a query run as the tenant
+// role that forgets its tenant filter still sees only that tenant's rows,
+// and without the tenant setting it sees nothing at all.
+func TestRowLevelSecurity(t *testing.T) {
+	ctx := context.Background()
+	db := newDB(t)
+	a, _ := db.CreateTenant(ctx, "a", false)
+	b, _ := db.CreateTenant(ctx, "b", false)
+	store(t, db, a, "api", sample)
+	store(t, db, b, "web", sample+"\n")
+	c := conn(t, db)
+	count := func(setting string) map[string]int {
+		out := map[string]int{}
+		err := pgx.BeginFunc(ctx, c, func(tx pgx.Tx) error {
+			if setting != "" {
+				if _, err := tx.Exec(ctx, `SELECT set_config('fleetscope.tenant_id', $1, true)`, setting); err != nil {
+					return err
+				}
+			}
+			if _, err := tx.Exec(ctx, `SET LOCAL ROLE fleetscope_tenant`); err != nil {
+				return err
+			}
+			for _, table := range []string{"profiles", "frames", "stacks", "profile_stacks", "seconds"} {
+				var n int
+				if err := tx.QueryRow(ctx, `SELECT count(*) FROM `+table).Scan(&n); err != nil { // no tenant filter
+					return err
+				}
+				out[table] = n
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	for table, n := range count("") {
+		if n != 0 {
+			t.Errorf("without a tenant setting, %s shows %d rows", table, n)
+		}
+	}
+	onlyA := count(fmt.Sprint(a))
+	for _, table := range []string{"profiles", "frames", "stacks", "profile_stacks", "seconds"} {
+		var n int
+		c.QueryRow(ctx, `SELECT count(*) FROM `+table+` WHERE tenant_id = $1`, a).Scan(&n)
+		if onlyA[table] != n || n == 0 {
+			t.Errorf("as tenant a, unfiltered %s shows %d rows; a owns %d", table, onlyA[table], n)
+		}
+	}
+	// Writing another tenant's rows is refused too.
+	err := pgx.BeginFunc(ctx, c, func(tx pgx.Tx) error {
+		tx.Exec(ctx, `SELECT set_config('fleetscope.tenant_id', $1, true)`, fmt.Sprint(a))
+		tx.Exec(ctx, `SET LOCAL ROLE fleetscope_tenant`)
+		_, err := tx.Exec(ctx, `INSERT INTO frames (tenant_id, id, name, kind) VALUES ($1, 1, 'x', 0)`, b)
+		return err
+	})
+	if err == nil || !strings.Contains(err.Error(), "row-level security") {
+		t.Fatalf("inserting a row of tenant b as tenant a: %v, want a row-level security violation", err)
+	}
+	// And through the store: tenant b cannot read a's profile.
+	pa, _ := store(t, db, a, "api", sample)
+	if _, err := db.Profile(ctx, b, pa.ID); fleetscope.ErrorCode(err) != fleetscope.ENOTFOUND {
+		t.Fatalf("tenant b reading a's profile: %v, want not found", err)
+	}
+	if secs, err := db.Seconds(ctx, b, pa.ID, 0, 0, -1); err != nil || len(secs) != 0 {
+		t.Fatalf("tenant b reading a's seconds: %d rows, %v", len(secs), err)
+	}
+}
+
+func TestKeysAndSearch(t *testing.T) {
+	ctx := context.Background()
+	db := pgtest.New(t)
+	if _, err := db.CreateTenant(ctx, "Bad Name", false); fleetscope.ErrorCode(err) != fleetscope.EINVALID {
+		t.Fatalf("bad tenant name: %v", err)
+	}
+	id, _ := db.CreateTenant(ctx, "acme", false)
+	if _, err := db.CreateTenant(ctx, "acme", false); fleetscope.ErrorCode(err) != fleetscope.ECONFLICT {
+		t.Fatalf("duplicate tenant: %v", err)
+	}
+	if again, err := db.CreateTenant(ctx, "acme", true); err != nil || again != id {
+		t.Fatalf("if-not-exists: %d %v, want %d", again, err, id)
+	}
+	secret, err := db.CreateKey(ctx, "acme", []string{"read"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := db.Authenticate(ctx, secret)
+	if err != nil || p.TenantID != id || !p.Can("read") || p.Can("ingest") {
+		t.Fatalf("authenticate: %+v %v", p, err)
+	}
+	for _, bad := range []string{"", "fsk_", secret + "x", strings.Replace(secret, "fsk_", "fsx_", 1)} {
+		if _, err := db.Authenticate(ctx, bad); fleetscope.ErrorCode(err) != fleetscope.EUNAUTHENTICATED {
+			t.Errorf("key %q: %v, want unauthenticated", bad, err)
+		}
+	}
+	if _, err := db.CreateKey(ctx, "acme", []string{"root"}); fleetscope.ErrorCode(err) != fleetscope.EINVALID {
+		t.Fatalf("bad scope: %v", err)
+	}
+	for i := range 5 {
+		store(t, db, id, fmt.Sprintf("app%d", i%2), sample+strings.Repeat("\n", i+1))
+	}
+	var seen []string
+	tok := ""
+	for {
+		page, next, err := db.Search(ctx, id, postgres.Filter{PageSize: 2, PageToken: tok})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range page {
+			seen = append(seen, p.ID)
+		}
+		if tok = next; tok == "" {
+			break
+		}
+	}
+	if len(seen) != 5 {
+		t.Fatalf("paged search found %d profiles, want 5", len(seen))
+	}
+	if page, _, _ := db.Search(ctx, id, postgres.Filter{App: "app1"}); len(page) != 2 {
+		t.Fatalf("search app1: %d, want 2", len(page))
+	}
+	if page, _, _ := db.Search(ctx, id, postgres.Filter{Since: time.Unix(1795000003, 0)}); len(page) != 0 {
+		t.Fatalf("search since after the end: %d, want 0", len(page))
+	}
+	if _, _, err := db.Search(ctx, id, postgres.Filter{PageToken: "garbage"}); fleetscope.ErrorCode(err) != fleetscope.EINVALID {
+		t.Fatalf("bad page token: %v", err)
+	}
+}
