@@ -105,4 +105,5 @@ const (
 	EUNAUTHENTICATED = "unauthenticated" // no key, or a bad one
 	EFORBIDDEN       = "forbidden"       // the key lacks the scope
 	ETOOLARGE        = "too_large"       // an upload over a limit
+	EUNAVAILABLE     = "unavailable"     // a backing service failed; retry later
 )

@@ -121,6 +121,7 @@ func toConnect(err error) error {
 		fleetscope.EUNAUTHENTICATED: connect.CodeUnauthenticated,
 		fleetscope.EFORBIDDEN:       connect.CodePermissionDenied,
 		fleetscope.ETOOLARGE:        connect.CodeResourceExhausted,
+		fleetscope.EUNAVAILABLE:     connect.CodeUnavailable,
 	}[fe.Code]
 	if code == 0 {
 		code = connect.CodeInternal
@@ -141,6 +142,7 @@ func FromConnect(err error) error {
 		connect.CodeUnauthenticated:   fleetscope.EUNAUTHENTICATED,
 		connect.CodePermissionDenied:  fleetscope.EFORBIDDEN,
 		connect.CodeResourceExhausted: fleetscope.ETOOLARGE,
+		connect.CodeUnavailable:       fleetscope.EUNAVAILABLE,
 	}[ce.Code()]
 	if code == "" {
 		code = fleetscope.EINTERNAL

@@ -101,17 +101,35 @@ func (s *Service) Ingest(ctx context.Context, p fleetscope.Principal, m Meta, bo
 		return nil, false, err
 	}
 	if err := s.Blobs.Put(ctx, info.BlobKey, spool, size); err != nil {
-		return nil, false, fmt.Errorf("store raw file: %w", err)
+		s.logf("blob put failed", "key", info.BlobKey, "err", err)
+		return nil, false, unavailable(err, "could not store the raw file (blob store unavailable): nothing was stored, retry later")
 	}
 	stored, created, err := s.DB.InsertProfile(ctx, p.TenantID, info, sum, dict, ix)
 	if err != nil {
 		s.dropBlob(info.BlobKey)
-		return nil, false, err
+		s.logf("index write failed", "profile sha256", info.SHA256, "err", err)
+		return nil, false, unavailable(err, "could not write the index: nothing was stored, retry later")
 	}
 	return stored, created, nil
 }
 
 var errParseDone = errors.New("parse finished")
+
+// unavailable keeps fleetscope errors and replaces others (driver and
+// network failures, logged by the caller) with a retryable message.
+func unavailable(err error, msg string) error {
+	var fe *fleetscope.Error
+	if errors.As(err, &fe) || errors.Is(err, context.Canceled) {
+		return err
+	}
+	return fleetscope.Errorf(fleetscope.EUNAVAILABLE, "%s", msg)
+}
+
+func (s *Service) logf(msg string, args ...any) {
+	if s.Log != nil {
+		s.Log.Warn(msg, args...)
+	}
+}
 
 // dropBlob removes a blob whose index write failed, unless a profile refers
 // to it (the same bytes stored meanwhile).

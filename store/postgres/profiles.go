@@ -477,3 +477,31 @@ func decodeToken(tok string) (time.Time, uuid.UUID, error) {
 
 // HexSHA256 formats a digest as stored.
 func HexSHA256(sum []byte) string { return hex.EncodeToString(sum) }
+
+// CheckConsistency reports profiles whose index is incomplete: no stack
+// list, or stored samples that do not add up to the profile's count. (A
+// transaction writes all of it or none, so this should never find any.)
+func (db *DB) CheckConsistency(ctx context.Context) ([]string, error) {
+	rows, err := db.pool.Query(ctx, `
+		SELECT p.tenant_id, p.id, p.samples, coalesce(s.n, 0), ps.profile_id IS NOT NULL
+		FROM profiles p
+		LEFT JOIN (SELECT tenant_id, profile_id, sum(samples) AS n FROM seconds GROUP BY 1, 2) s
+		  ON s.tenant_id = p.tenant_id AND s.profile_id = p.id
+		LEFT JOIN profile_stacks ps ON ps.tenant_id = p.tenant_id AND ps.profile_id = p.id
+		WHERE coalesce(s.n, 0) <> p.samples OR ps.profile_id IS NULL`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var tenant, samples, stored int64
+		var id uuid.UUID
+		var stacks bool
+		if err := rows.Scan(&tenant, &id, &samples, &stored, &stacks); err != nil {
+			return nil, err
+		}
+		out = append(out, fmt.Sprintf("tenant %d profile %s: %d samples, %d stored, stack list %v", tenant, id, samples, stored, stacks))
+	}
+	return out, rows.Err()
+}

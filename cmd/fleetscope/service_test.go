@@ -1,0 +1,646 @@
+package main
+
+// End-to-end tests of the service: the real binary, a real Postgres, a real
+// MinIO (or a directory), driven through the CLI and the Connect API.
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"connectrpc.com/connect"
+	"github.com/jackc/pgx/v5"
+
+	fsv1 "github.com/fleetscope/fleetscope/api/gen/fleetscope/v1"
+	"github.com/fleetscope/fleetscope/api/gen/fleetscope/v1/fleetscopev1connect"
+	"github.com/fleetscope/fleetscope/query/heatmap"
+	"github.com/fleetscope/fleetscope/store/blob"
+	"github.com/fleetscope/fleetscope/store/blob/miniotest"
+	"github.com/fleetscope/fleetscope/store/postgres"
+	"github.com/fleetscope/fleetscope/store/postgres/pgtest"
+)
+
+const shared = "../../../shared"
+
+var fsBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "fleetscope-bin-")
+	if err != nil {
+		panic(err)
+	}
+	fsBin = filepath.Join(dir, "fleetscope")
+	if out, err := exec.Command("go", "build", "-o", fsBin, ".").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// service is a running fleetscope server with its own database and blobs.
+type service struct {
+	t       *testing.T
+	url     string
+	key     string
+	env     []string // FLEETSCOPE_* for the server and admin commands
+	db      *postgres.DB
+	blobs   blob.Store
+	minio   *miniotest.Server
+	tmp     string // the server's TMPDIR (upload spool)
+	proc    *exec.Cmd
+	exited  chan error
+	stderr  *bytes.Buffer
+	blobURL string
+	dbURL   string
+}
+
+type serviceOpts struct {
+	s3     bool
+	extra  []string // more FLEETSCOPE_* settings
+	tenant string
+}
+
+func freePort(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func startService(t *testing.T, o serviceOpts) *service {
+	t.Helper()
+	ctx := context.Background()
+	s := &service{t: t, tmp: t.TempDir(), stderr: &bytes.Buffer{}}
+	dbURL := pgtest.NewURL(t)
+	s.dbURL = dbURL
+	s.blobURL = "file://" + t.TempDir()
+	var access, secret string
+	if o.s3 {
+		s.minio = miniotest.Start(t)
+		s.blobURL, access, secret = s.minio.URL("fleetscope"), s.minio.AccessKey, s.minio.SecretKey
+	}
+	addr := freePort(t)
+	s.url = "http://" + addr
+	s.env = append([]string{
+		"FLEETSCOPE_DATABASE_URL=" + dbURL, "FLEETSCOPE_BLOB_URL=" + s.blobURL,
+		"FLEETSCOPE_S3_ACCESS_KEY=" + access, "FLEETSCOPE_S3_SECRET_KEY=" + secret,
+		"FLEETSCOPE_ADDR=" + addr, "FLEETSCOPE_LOG_LEVEL=debug",
+	}, o.extra...)
+	tenant := o.tenant
+	if tenant == "" {
+		tenant = "acme"
+	}
+	s.admin("tenant", "create", tenant)
+	s.key = strings.TrimSpace(s.admin("key", "create", "--tenant", tenant, "--scope", "ingest,read"))
+
+	s.proc = exec.Command(fsBin, "server")
+	s.proc.Env = append(append(os.Environ(), "TMPDIR="+s.tmp), s.env...)
+	s.proc.Stderr = s.stderr
+	if err := s.proc.Start(); err != nil {
+		t.Fatal(err)
+	}
+	s.exited = make(chan error, 1)
+	go func() { s.exited <- s.proc.Wait() }()
+	t.Cleanup(func() {
+		s.proc.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-s.exited:
+		case <-time.After(20 * time.Second):
+			s.proc.Process.Kill()
+		}
+		if t.Failed() {
+			t.Logf("server log:\n%s", tail(s.stderr.String(), 4000))
+		}
+	})
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		res, err := http.Get(s.url + "/healthz")
+		if err == nil && res.StatusCode == 200 {
+			res.Body.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("server did not become healthy: %v\n%s", err, s.stderr.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	var err error
+	if s.db, err = postgres.Open(ctx, dbURL); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.db.Close)
+	if s.blobs, err = blob.Open(ctx, s.blobURL, access, secret); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return "..." + s[len(s)-n:]
+	}
+	return s
+}
+
+// admin runs a bootstrap command against the database.
+func (s *service) admin(args ...string) string {
+	s.t.Helper()
+	out, errOut, code := run1(s.env, args...)
+	if code != 0 {
+		s.t.Fatalf("fleetscope %v: exit %d: %s", args, code, errOut)
+	}
+	return out
+}
+
+// cli runs a client command against the server with the tenant's key.
+func (s *service) cli(args ...string) (string, string, int) {
+	return run1(append(s.env, "FLEETSCOPE_URL="+s.url, "FLEETSCOPE_API_KEY="+s.key), args...)
+}
+
+func (s *service) mustCLI(args ...string) string {
+	s.t.Helper()
+	out, errOut, code := s.cli(args...)
+	if code != 0 {
+		s.t.Fatalf("fleetscope %v: exit %d: %s", args, code, errOut)
+	}
+	return out
+}
+
+func run1(env []string, args ...string) (string, string, int) {
+	cmd := exec.Command(fsBin, args...)
+	cmd.Env = append(os.Environ(), env...)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		return "", err.Error(), -1
+	}
+	return out.String(), errOut.String(), code
+}
+
+// local runs a command on a local file.
+func local(t *testing.T, args ...string) string {
+	t.Helper()
+	out, errOut, code := run1(nil, args...)
+	if code != 0 {
+		t.Fatalf("fleetscope %v: exit %d: %s", args, code, errOut)
+	}
+	return out
+}
+
+func (s *service) upload(path string, args ...string) string {
+	s.t.Helper()
+	out := s.mustCLI(append(append([]string{"upload", "--app", "test"}, args...), path)...)
+	f := strings.Fields(out)
+	if len(f) != 2 || !strings.HasSuffix(f[1], "/p/"+f[0]) {
+		s.t.Fatalf("upload printed %q, want <id> <permalink>", out)
+	}
+	return f[0]
+}
+
+func (s *service) clients() (fleetscopev1connect.IngestServiceClient, fleetscopev1connect.QueryServiceClient) {
+	return s.clientsWithKey(s.key)
+}
+
+func (s *service) clientsWithKey(key string) (fleetscopev1connect.IngestServiceClient, fleetscopev1connect.QueryServiceClient) {
+	opt := connect.WithInterceptors(bearer(key))
+	return fleetscopev1connect.NewIngestServiceClient(http.DefaultClient, s.url, opt),
+		fleetscopev1connect.NewQueryServiceClient(http.DefaultClient, s.url, opt)
+}
+
+// counts returns the rows of the tables an upload writes and the blobs.
+func (s *service) counts() string {
+	s.t.Helper()
+	ctx := context.Background()
+	var n []int
+	for _, table := range []string{"profiles", "profile_stacks", "seconds", "frames", "stacks"} {
+		n = append(n, s.count(table))
+	}
+	blobs := 0
+	if err := s.blobs.List(ctx, "", func(blob.Info) error { blobs++; return nil }); err != nil {
+		s.t.Fatal(err)
+	}
+	return fmt.Sprintf("profiles=%d profile_stacks=%d seconds=%d frames=%d stacks=%d blobs=%d", n[0], n[1], n[2], n[3], n[4], blobs)
+}
+
+// count counts a table's rows (as the owner: every tenant).
+func (s *service) count(table string) int {
+	s.t.Helper()
+	var n int
+	if err := s.sql(func(c *pgx.Conn) error {
+		return c.QueryRow(context.Background(), "SELECT count(*) FROM "+table).Scan(&n)
+	}); err != nil {
+		s.t.Fatal(err)
+	}
+	return n
+}
+
+func (s *service) sql(fn func(*pgx.Conn) error) error {
+	ctx := context.Background()
+	c, err := pgx.Connect(ctx, s.dbURL)
+	if err != nil {
+		return err
+	}
+	defer c.Close(ctx)
+	return fn(c)
+}
+
+func plant(t *testing.T, args ...string) string {
+	t.Helper()
+	dir := t.TempDir()
+	out, err := exec.Command("python3", append([]string{filepath.Join(shared, "tools/planted.py"), dir}, args...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("planted.py: %v\n%s", err, out)
+	}
+	return filepath.Join(dir, "planted.perf")
+}
+
+func gzipFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	zw.Write(b)
+	zw.Close()
+	out := filepath.Join(t.TempDir(), filepath.Base(path)+".gz")
+	if err := os.WriteFile(out, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// firstSeconds writes the samples of the first n seconds of a perf file.
+func firstSeconds(t *testing.T, path string, n float64) string {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	start := -1.0
+	for _, block := range strings.SplitAfter(string(b), "\n\n") {
+		head := block
+		for strings.HasPrefix(head, "#") {
+			_, head, _ = strings.Cut(head, "\n")
+		}
+		fields := strings.Fields(strings.SplitN(head, "\n", 2)[0])
+		ts := -1.0
+		for _, f := range fields {
+			if strings.HasSuffix(f, ":") && strings.Contains(f, ".") {
+				fmt.Sscanf(strings.TrimSuffix(f, ":"), "%f", &ts)
+				break
+			}
+		}
+		if ts < 0 {
+			out.WriteString(block)
+			continue
+		}
+		if start < 0 {
+			start = float64(int64(ts))
+		}
+		if ts-start >= n {
+			break
+		}
+		out.WriteString(block)
+	}
+	p := filepath.Join(t.TempDir(), "first.perf")
+	os.WriteFile(p, []byte(out.String()), 0o644)
+	return p
+}
+
+// TestServiceAnswersEqualLocalFiles uploads profiles to a server backed by
+// Postgres and MinIO and checks that every query answers exactly what the
+// local-file command answers, and that every cell's range flame graph
+// totals the cell.
+func TestServiceAnswersEqualLocalFiles(t *testing.T) {
+	s := startService(t, serviceOpts{s3: true})
+	planted := plant(t, "--seed", "21", "--seconds", "20", "--epoch")
+	bench5 := firstSeconds(t, filepath.Join(shared, "bench/perf-mixed-60s.txt.gz"), 5)
+	files := map[string]string{
+		"planted":     planted,
+		"planted.gz":  gzipFile(t, planted),
+		"bench-5s":    bench5,
+		"bench-5s.gz": gzipFile(t, bench5),
+	}
+	for name, path := range files {
+		t.Run(name, func(t *testing.T) {
+			id := s.upload(path, "--label", "case="+name)
+			for _, args := range [][]string{
+				{"heatmap", "--json"},
+				{"heatmap", "--json", "--rows", "7"},
+				{"heatmap", "--json", "--include-idle", "--rows", "100"},
+				{"heatmap"},
+				{"flamegraph"},
+				{"flamegraph", "--include-idle", "--period"},
+				{"flamegraph", "--start", "2.4", "--end", "2.48"},
+				{"flamegraph", "--start", "0.000001", "--end", "3.999999", "--format", "json"},
+				{"flamegraph", "--start", "1", "--end", "1"},
+				{"flamegraph", "--start", "-5", "--end", "1.5", "--kernel", "--jit"},
+			} {
+				want := local(t, append(args, path)...)
+				got := s.mustCLI(append(args, "--profile", id)...)
+				if got != want {
+					t.Fatalf("%v: server answer differs from the local file's:\n got %.500q\nwant %.500q", args, got, want)
+				}
+			}
+			// Every non-empty cell's flame graph totals the cell (rows 50).
+			var h heatmap.Heatmap
+			if err := json.Unmarshal([]byte(local(t, "heatmap", "--json", path)), &h); err != nil {
+				t.Fatal(err)
+			}
+			_, q := s.clients()
+			cells := 0
+			for i, col := range h.Columns {
+				for r, n := range col {
+					if n == 0 {
+						continue
+					}
+					rg := heatmap.CellRange(i, r, h.Rows)
+					res, err := q.GetFlameGraph(context.Background(), connect.NewRequest(&fsv1.GetFlameGraphRequest{
+						ProfileId: id, StartNanos: &rg.Start, EndNanos: &rg.End, Format: fsv1.FlameGraphFormat_FLAME_GRAPH_FORMAT_FOLDED}))
+					if err != nil {
+						t.Fatal(err)
+					}
+					if res.Msg.GetTotal() != uint64(n) {
+						t.Fatalf("cell col %d row %d: count %d, its flame graph totals %d", i, r, n, res.Msg.GetTotal())
+					}
+					cells++
+				}
+			}
+			t.Logf("%s: %d non-empty cells, each equal to its flame graph total", name, cells)
+		})
+	}
+	// Search by app, label and time.
+	out := s.mustCLI("profiles", "--app", "test", "--label", "case=planted", "--json")
+	var found []map[string]any
+	if err := json.Unmarshal([]byte(out), &found); err != nil || len(found) != 1 {
+		t.Fatalf("profiles --label case=planted: %v %s", err, out)
+	}
+	if found[0]["timeSource"] != "realtime" || !strings.HasPrefix(found[0]["startTime"].(string), "2026-11-18") {
+		t.Fatalf("an epoch-clock profile should be placed at its own time: %v", found[0])
+	}
+	out = s.mustCLI("profiles", "--since", "2026-11-18", "--until", "2026-11-19", "--json")
+	if err := json.Unmarshal([]byte(out), &found); err != nil || len(found) != 2 {
+		t.Fatalf("profiles in 2026-11-18: want the 2 planted uploads, got %s", out)
+	}
+}
+
+// TestUploadIsIdempotent: the same bytes twice are one profile, one blob.
+func TestUploadIsIdempotent(t *testing.T) {
+	s := startService(t, serviceOpts{})
+	path := plant(t, "--seed", "3", "--seconds", "4")
+	a := s.upload(path)
+	before := s.counts()
+	b := s.upload(path)
+	if a != b {
+		t.Fatalf("second upload of the same bytes made profile %s, want %s", b, a)
+	}
+	if after := s.counts(); after != before || !strings.Contains(after, "profiles=1 ") || !strings.HasSuffix(after, "blobs=1") {
+		t.Fatalf("after re-upload: %s (before: %s)", after, before)
+	}
+}
+
+// TestBadInputStoresNothing: each bad upload gets a clear error and leaves
+// no index rows and no blob.
+func TestBadInputStoresNothing(t *testing.T) {
+	s := startService(t, serviceOpts{extra: []string{"FLEETSCOPE_MAX_RAW_BYTES=67108864"}})
+	dir := t.TempDir()
+	good := plant(t, "--seed", "4", "--seconds", "3")
+	gz := gzipFile(t, good)
+	gzb, _ := os.ReadFile(gz)
+	var bomb bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&bomb, gzip.BestCompression)
+	zw.Write([]byte("a 1 [000] 1.000000: cpu-clock: \n\tff f (m)\n\n"))
+	zero := bytes.Repeat([]byte("\n"), 1<<20) // blank lines: parse on, until the limit
+	for range 100 {
+		zw.Write(zero)
+	}
+	zw.Close()
+	cases := []struct {
+		name, content, want string
+	}{
+		{"not-a-profile.txt", "hello, world\nthis is not a profile\n", "not perf script output"},
+		{"empty.txt", "", "no samples"},
+		{"truncated.gz", string(gzb[:len(gzb)/2]), "unexpected EOF"},
+		{"long-line.txt", strings.Repeat("x", 10<<20) + "\n", "not perf script output"},
+		{"bomb.gz", bomb.String(), "larger than the limit"},
+	}
+	for _, c := range cases {
+		p := filepath.Join(dir, c.name)
+		os.WriteFile(p, []byte(c.content), 0o644)
+		out, errOut, code := s.cli("upload", "--app", "bad", p)
+		if code != 1 || out != "" || !strings.Contains(errOut, c.want) || strings.Count(strings.TrimSpace(errOut), "\n") != 0 {
+			t.Errorf("%s: exit %d, stdout %q, stderr %q; want exit 1 and one line containing %q", c.name, code, out, errOut, c.want)
+		}
+	}
+	if got := s.counts(); got != "profiles=0 profile_stacks=0 seconds=0 frames=0 stacks=0 blobs=0" {
+		t.Fatalf("bad uploads left: %s", got)
+	}
+	if spool, _ := os.ReadDir(s.tmp); len(spool) != 0 {
+		t.Fatalf("upload spool not cleaned: %d files", len(spool))
+	}
+	s.upload(gz) // and the service still works
+}
+
+// TestFailuresLeaveNothingHalfWritten injects failures: the blob store down,
+// database connections killed, a client that disconnects mid-stream. Each
+// failed upload leaves nothing visible; a retry succeeds; no orphans.
+func TestFailuresLeaveNothingHalfWritten(t *testing.T) {
+	s := startService(t, serviceOpts{s3: true})
+	ctx := context.Background()
+	path := plant(t, "--seed", "5", "--seconds", "6")
+
+	// MinIO down.
+	s.minio.Stop()
+	_, errOut, code := s.cli("upload", "--app", "x", path)
+	if code != 1 || !strings.Contains(errOut, "could not store the raw file") {
+		t.Fatalf("upload with MinIO down: exit %d, %q", code, errOut)
+	}
+	s.minio.Restart()
+	if got := s.counts(); got != "profiles=0 profile_stacks=0 seconds=0 frames=0 stacks=0 blobs=0" {
+		t.Fatalf("after a failed blob write: %s", got)
+	}
+	s.upload(path)
+
+	// Database connections killed while uploads run.
+	var paths []string
+	for i := range 6 {
+		paths = append(paths, plant(t, "--seed", fmt.Sprint(100+i), "--seconds", "8", "--hz", "199"))
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	killed := 0
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(40 * time.Millisecond):
+				s.sql(func(c *pgx.Conn) error {
+					var n int
+					err := c.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+						WHERE datname = current_database() AND pid <> pg_backend_pid()`).Scan(&n)
+					killed += n
+					return err
+				})
+			}
+		}
+	}()
+	failed := 0
+	for _, p := range paths {
+		if _, _, code := s.cli("upload", "--app", "x", p); code != 0 {
+			failed++
+		}
+	}
+	close(stop)
+	wg.Wait()
+	t.Logf("killed %d connections; %d of %d uploads failed", killed, failed, len(paths))
+	for _, p := range paths { // retries succeed
+		s.upload(p)
+	}
+
+	// A client that goes away mid-stream.
+	ing, _ := s.clients()
+	cctx, cancel := context.WithCancel(ctx)
+	stream := ing.Upload(cctx)
+	stream.Send(&fsv1.UploadRequest{Msg: &fsv1.UploadRequest_Metadata{Metadata: &fsv1.UploadMetadata{App: "gone"}}})
+	b, _ := os.ReadFile(plant(t, "--seed", "9", "--seconds", "10"))
+	stream.Send(&fsv1.UploadRequest{Msg: &fsv1.UploadRequest_Chunk{Chunk: b[:len(b)/2]}})
+	time.Sleep(200 * time.Millisecond)
+	cancel()
+	stream.CloseAndReceive()
+	time.Sleep(500 * time.Millisecond)
+
+	// Consistency: every profile complete, every blob referenced, nothing else.
+	check, err := s.db.CheckConsistency(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(check) != 0 {
+		t.Fatalf("inconsistent index: %v", check)
+	}
+	var keys []string
+	s.blobs.List(ctx, "", func(i blob.Info) error { keys = append(keys, i.Key); return nil })
+	if n := s.count("profiles"); n != len(keys) || n != 1+len(paths) {
+		t.Fatalf("%d profiles, %d blobs (%v), want %d each", n, len(keys), keys, 1+len(paths))
+	}
+	for _, k := range keys {
+		if used, _ := s.db.BlobInUse(ctx, k); !used {
+			t.Errorf("orphan blob %s", k)
+		}
+	}
+	if spool, _ := os.ReadDir(s.tmp); len(spool) != 0 {
+		t.Fatalf("upload spool not cleaned: %d files", len(spool))
+	}
+}
+
+// TestGracefulShutdownFinishesUploads: SIGTERM during an upload lets it
+// finish, then the server exits cleanly.
+func TestGracefulShutdownFinishesUploads(t *testing.T) {
+	s := startService(t, serviceOpts{})
+	b, _ := os.ReadFile(plant(t, "--seed", "6", "--seconds", "10"))
+	ing, _ := s.clients()
+	stream := ing.Upload(context.Background())
+	stream.Send(&fsv1.UploadRequest{Msg: &fsv1.UploadRequest_Metadata{Metadata: &fsv1.UploadMetadata{App: "slow"}}})
+	const parts = 10
+	for i := range parts {
+		if i == 2 {
+			s.proc.Process.Signal(syscall.SIGTERM)
+		}
+		chunk := b[i*len(b)/parts : (i+1)*len(b)/parts]
+		if err := stream.Send(&fsv1.UploadRequest{Msg: &fsv1.UploadRequest_Chunk{Chunk: chunk}}); err != nil {
+			t.Fatalf("send after SIGTERM: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	res, err := stream.CloseAndReceive()
+	if err != nil {
+		t.Fatalf("upload in flight at SIGTERM failed: %v", err)
+	}
+	if res.Msg.GetProfile().GetSamples() == 0 {
+		t.Fatal("no samples stored")
+	}
+	select {
+	case err := <-s.exited:
+		if err != nil {
+			t.Fatalf("server exit: %v", err)
+		}
+		s.exited <- nil
+	case <-time.After(20 * time.Second):
+		t.Fatal("server did not exit after SIGTERM")
+	}
+}
+
+// TestAuthAndTenantScope: keys are required, scopes enforced, and another
+// tenant's profiles are simply not found. (The full isolation suite is the
+// tenancy issue's.)
+func TestAuthAndTenantScope(t *testing.T) {
+	s := startService(t, serviceOpts{})
+	id := s.upload(plant(t, "--seed", "8", "--seconds", "3"))
+	s.admin("tenant", "create", "other")
+	otherKey := strings.TrimSpace(s.admin("key", "create", "--tenant", "other", "--scope", "read"))
+	ctx := context.Background()
+
+	_, q := s.clientsWithKey("")
+	if _, err := q.GetProfile(ctx, connect.NewRequest(&fsv1.GetProfileRequest{Id: id})); connect.CodeOf(err) != connect.CodeUnauthenticated {
+		t.Errorf("no key: %v", err)
+	}
+	_, q = s.clientsWithKey("fsk_wrong")
+	if _, err := q.GetProfile(ctx, connect.NewRequest(&fsv1.GetProfileRequest{Id: id})); connect.CodeOf(err) != connect.CodeUnauthenticated {
+		t.Errorf("bad key: %v", err)
+	}
+	ing, q := s.clientsWithKey(otherKey)
+	if _, err := q.GetProfile(ctx, connect.NewRequest(&fsv1.GetProfileRequest{Id: id})); connect.CodeOf(err) != connect.CodeNotFound {
+		t.Errorf("other tenant's profile: %v", err)
+	}
+	if _, err := q.GetHeatmap(ctx, connect.NewRequest(&fsv1.GetHeatmapRequest{ProfileId: id})); connect.CodeOf(err) != connect.CodeNotFound {
+		t.Errorf("other tenant's heatmap: %v", err)
+	}
+	if _, err := q.GetFlameGraph(ctx, connect.NewRequest(&fsv1.GetFlameGraphRequest{ProfileId: id})); connect.CodeOf(err) != connect.CodeNotFound {
+		t.Errorf("other tenant's flame graph: %v", err)
+	}
+	if res, err := q.SearchProfiles(ctx, connect.NewRequest(&fsv1.SearchProfilesRequest{})); err != nil || len(res.Msg.GetProfiles()) != 0 {
+		t.Errorf("other tenant's search: %v", err)
+	}
+	if _, err := ing.UploadFile(ctx, connect.NewRequest(&fsv1.UploadFileRequest{Metadata: &fsv1.UploadMetadata{App: "x"}, Data: []byte("x")})); connect.CodeOf(err) != connect.CodePermissionDenied {
+		t.Errorf("upload with a read-only key: %v", err)
+	}
+	out, errOut, code := run1([]string{"FLEETSCOPE_URL=" + s.url, "FLEETSCOPE_API_KEY=" + otherKey}, "heatmap", "--json", "--profile", id)
+	if code != 1 || out != "" || !strings.Contains(errOut, "not found") {
+		t.Errorf("CLI heatmap of another tenant's profile: exit %d %q %q", code, out, errOut)
+	}
+}
