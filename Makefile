@@ -70,5 +70,11 @@ fuzz:
 bench: build
 	SHARED=$(SHARED) bash .ci/bench
 
+# Server and UI on embedded defaults: a private Postgres under ./.data
+# (installed with apt-get if absent), blobs in ./.data/blobs, a default
+# tenant and a printed key. `bash deploy/run-local.sh stop` stops Postgres.
+run: build
+	bash deploy/run-local.sh
+
 clean:
 	rm -rf $(BIN)

@@ -7,9 +7,11 @@ package api
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"net/http"
 	"strings"
+	"time"
 
 	"connectrpc.com/connect"
 
@@ -45,8 +47,32 @@ type Authenticator interface {
 var _ Authenticator = (*postgres.DB)(nil)
 
 // authInterceptor authenticates every call from its "Authorization: Bearer"
-// header and checks the procedure's scope.
-type authInterceptor struct{ auth Authenticator }
+// header and checks the procedure's scope. Successful lookups are cached
+// for AuthTTL (keyed by the secret's hash), so a revoked key stops working
+// within that time on every replica.
+type authInterceptor struct {
+	auth  Authenticator
+	cache *cache[[32]byte, fleetscope.Principal]
+}
+
+// AuthTTL bounds how long a resolved key is trusted without the database.
+const AuthTTL = 5 * time.Second
+
+func newAuthInterceptor(a Authenticator) authInterceptor {
+	return authInterceptor{auth: a, cache: newCache[[32]byte, fleetscope.Principal](10000, AuthTTL)}
+}
+
+func (a authInterceptor) authenticate(ctx context.Context, secret string) (fleetscope.Principal, error) {
+	k := sha256.Sum256([]byte(secret))
+	if p, ok := a.cache.get(k); ok {
+		return p, nil
+	}
+	p, err := a.auth.Authenticate(ctx, secret)
+	if err == nil {
+		a.cache.put(k, p)
+	}
+	return p, err
+}
 
 func (a authInterceptor) check(ctx context.Context, procedure string, h http.Header) (context.Context, error) {
 	scope, ok := Scopes[procedure]
@@ -57,7 +83,7 @@ func (a authInterceptor) check(ctx context.Context, procedure string, h http.Hea
 	if !ok || secret == "" {
 		return nil, connect.NewError(connect.CodeUnauthenticated, errors.New("missing API key: send Authorization: Bearer <key>"))
 	}
-	p, err := a.auth.Authenticate(ctx, strings.TrimSpace(secret))
+	p, err := a.authenticate(ctx, strings.TrimSpace(secret))
 	if err != nil {
 		return nil, toConnect(err)
 	}

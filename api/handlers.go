@@ -33,7 +33,10 @@ type Handlers struct {
 	BrowserUploadBytes int64
 	Log                *slog.Logger
 
-	dicts dictCache
+	once     sync.Once
+	dicts    *cache[profileKey, *fleetscope.Dict]
+	heatmaps *cache[heatmapKey, *fsv1.GetHeatmapResponse]
+	profiles *cache[profileKey, *fleetscope.ProfileInfo]
 }
 
 var (
@@ -43,7 +46,7 @@ var (
 
 // Mount registers the services, behind the auth interceptor, on mux.
 func (h *Handlers) Mount(mux *http.ServeMux, auth Authenticator, extra ...connect.HandlerOption) {
-	opts := append([]connect.HandlerOption{connect.WithInterceptors(authInterceptor{auth})}, extra...)
+	opts := append([]connect.HandlerOption{connect.WithInterceptors(newAuthInterceptor(auth))}, extra...)
 	mux.Handle(fleetscopev1connect.NewIngestServiceHandler(h, opts...))
 	mux.Handle(fleetscopev1connect.NewQueryServiceHandler(h, append(opts, connect.WithReadMaxBytes(1<<20))...))
 }
@@ -187,7 +190,7 @@ func (h *Handlers) GetProfile(ctx context.Context, req *connect.Request[fsv1.Get
 	if err != nil {
 		return nil, err
 	}
-	info, err := h.DB.Profile(ctx, p.TenantID, req.Msg.GetId())
+	info, err := h.profile(ctx, p.TenantID, req.Msg.GetId())
 	if err != nil {
 		return nil, toConnect(err)
 	}
@@ -222,7 +225,7 @@ func (h *Handlers) GetHeatmap(ctx context.Context, req *connect.Request[fsv1.Get
 	if err := heatmap.CheckRows(rows); err != nil {
 		return nil, toConnect(err)
 	}
-	info, err := h.DB.Profile(ctx, p.TenantID, m.GetProfileId())
+	info, err := h.profile(ctx, p.TenantID, m.GetProfileId())
 	if err != nil {
 		return nil, toConnect(err)
 	}
@@ -233,6 +236,10 @@ func (h *Handlers) GetHeatmap(ctx context.Context, req *connect.Request[fsv1.Get
 	if err != nil {
 		return nil, toConnect(err)
 	}
+	key := heatmapKey{profileKey{p.TenantID, info.ID}, ev, rows, m.GetIncludeIdle()}
+	if out, ok := h.heatmaps.get(key); ok {
+		return connect.NewResponse(out), nil
+	}
 	hm, err := h.heatmap(ctx, p.TenantID, info, ev, rows, m.GetIncludeIdle())
 	if err != nil {
 		return nil, toConnect(err)
@@ -241,6 +248,7 @@ func (h *Handlers) GetHeatmap(ctx context.Context, req *connect.Request[fsv1.Get
 	for _, col := range hm.Columns {
 		out.Columns = append(out.Columns, &fsv1.Column{Counts: col})
 	}
+	h.heatmaps.put(key, out)
 	return connect.NewResponse(out), nil
 }
 
@@ -312,7 +320,7 @@ func (h *Handlers) GetFlameGraph(ctx context.Context, req *connect.Request[fsv1.
 		return nil, err
 	}
 	m := req.Msg
-	info, err := h.DB.Profile(ctx, p.TenantID, m.GetProfileId())
+	info, err := h.profile(ctx, p.TenantID, m.GetProfileId())
 	if err != nil {
 		return nil, toConnect(err)
 	}
@@ -383,48 +391,60 @@ func nodeProto(n *flame.Node) *fsv1.FlameNode {
 	return out
 }
 
-// dictCache keeps the dictionaries of recently queried profiles: they never
-// change once stored. Bounded; losing it costs only a reload.
-type dictCache struct {
-	mu      sync.Mutex
-	entries map[string]*dictEntry
+// Cache sizes and lifetimes. Profiles and their dictionaries never change
+// once stored; profile metadata is re-read after profileTTL so a deletion on
+// another replica is seen within it.
+const (
+	dictCacheSize    = 64
+	heatmapCacheSize = 512
+	profileCacheSize = 4096
+	profileTTL       = 5 * time.Second
+)
+
+type profileKey struct {
+	tenant int64
+	id     string
 }
 
-type dictEntry struct {
-	d    *fleetscope.Dict
-	used time.Time
+type heatmapKey struct {
+	profileKey
+	event, rows int
+	idle        bool
 }
 
-const dictCacheSize = 64
+func (h *Handlers) initCaches() {
+	h.once.Do(func() {
+		h.dicts = newCache[profileKey, *fleetscope.Dict](dictCacheSize, 0)
+		h.heatmaps = newCache[heatmapKey, *fsv1.GetHeatmapResponse](heatmapCacheSize, 0)
+		h.profiles = newCache[profileKey, *fleetscope.ProfileInfo](profileCacheSize, profileTTL)
+	})
+}
+
+// profile returns a tenant's profile, from the cache when fresh.
+func (h *Handlers) profile(ctx context.Context, tenant int64, id string) (*fleetscope.ProfileInfo, error) {
+	h.initCaches()
+	k := profileKey{tenant, id}
+	if p, ok := h.profiles.get(k); ok {
+		return p, nil
+	}
+	p, err := h.DB.Profile(ctx, tenant, id)
+	if err != nil {
+		return nil, err
+	}
+	h.profiles.put(k, p)
+	return p, nil
+}
 
 func (h *Handlers) dict(ctx context.Context, tenant int64, info *fleetscope.ProfileInfo) (*fleetscope.Dict, error) {
-	key := fmt.Sprintf("%d/%s", tenant, info.ID)
-	c := &h.dicts
-	c.mu.Lock()
-	if e, ok := c.entries[key]; ok {
-		e.used = time.Now()
-		c.mu.Unlock()
-		return e.d, nil
+	h.initCaches()
+	k := profileKey{tenant, info.ID}
+	if d, ok := h.dicts.get(k); ok {
+		return d, nil
 	}
-	c.mu.Unlock()
 	d, err := h.DB.Dict(ctx, tenant, info)
 	if err != nil {
 		return nil, err
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.entries == nil {
-		c.entries = make(map[string]*dictEntry)
-	}
-	if len(c.entries) >= dictCacheSize {
-		var oldest string
-		for k, e := range c.entries {
-			if oldest == "" || e.used.Before(c.entries[oldest].used) {
-				oldest = k
-			}
-		}
-		delete(c.entries, oldest)
-	}
-	c.entries[key] = &dictEntry{d: d, used: time.Now()}
+	h.dicts.put(k, d)
 	return d, nil
 }

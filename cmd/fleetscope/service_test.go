@@ -54,7 +54,7 @@ func TestMain(m *testing.M) {
 
 // service is a running fleetscope server with its own database and blobs.
 type service struct {
-	t       *testing.T
+	t       testing.TB
 	url     string
 	key     string
 	env     []string // FLEETSCOPE_* for the server and admin commands
@@ -75,7 +75,7 @@ type serviceOpts struct {
 	tenant string
 }
 
-func freePort(t *testing.T) string {
+func freePort(t testing.TB) string {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -84,7 +84,7 @@ func freePort(t *testing.T) string {
 	return ln.Addr().String()
 }
 
-func startService(t *testing.T, o serviceOpts) *service {
+func startService(t testing.TB, o serviceOpts) *service {
 	t.Helper()
 	ctx := context.Background()
 	s := &service{t: t, tmp: t.TempDir(), stderr: &bytes.Buffer{}}
@@ -265,7 +265,7 @@ func (s *service) sql(fn func(*pgx.Conn) error) error {
 	return fn(c)
 }
 
-func plant(t *testing.T, args ...string) string {
+func plant(t testing.TB, args ...string) string {
 	t.Helper()
 	dir := t.TempDir()
 	out, err := exec.Command("python3", append([]string{filepath.Join(shared, "tools/planted.py"), dir}, args...)...).CombinedOutput()

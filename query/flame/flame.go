@@ -114,45 +114,88 @@ type Node struct {
 	Name     string  `json:"name"`
 	Value    uint64  `json:"value"`
 	Children []*Node `json:"children"`
-
-	index map[string]*Node
 }
 
 // Tree merges the stacks into a tree rooted at "all". Children are sorted
-// by name.
+// by name. Frames that print the same (with or without annotations) merge.
+//
+// It sorts the stacks by their names and builds the tree in one pass, each
+// stack sharing the prefix it has with the one before: no per-node maps.
 func Tree(d *fleetscope.Dict, c *Counts, a Annotate) *Node {
-	root := &Node{Name: "all", Children: []*Node{}}
+	// Rank the distinct names, so comparing ranks compares names.
+	byFrame := make([]string, d.NumFrames())
+	for f := range byFrame {
+		byFrame[f] = a.name(d.FrameAt(fleetscope.FrameID(f)))
+	}
+	names := slices.Clone(byFrame)
+	slices.Sort(names)
+	names = slices.Compact(names)
+	rank := make([]int32, len(byFrame))
+	for f, n := range byFrame {
+		i, _ := slices.BinarySearch(names, n)
+		rank[f] = int32(i)
+	}
+	// Each stack as its sequence of ranks, back to back.
+	type entry struct {
+		off, n int32
+		v      uint64
+	}
+	var seqs []int32
+	var stacks []entry
 	c.Each(func(id fleetscope.StackID, v uint64) {
-		n := root
-		n.Value += v
-		for _, f := range d.StackFrames(id) {
-			n = n.child(a.name(d.FrameAt(f)))
-			n.Value += v
+		fs := d.StackFrames(id)
+		stacks = append(stacks, entry{off: int32(len(seqs)), n: int32(len(fs)), v: v})
+		for _, f := range fs {
+			seqs = append(seqs, rank[f])
 		}
 	})
-	root.sort()
-	return root
-}
+	seq := func(e entry) []int32 { return seqs[e.off : e.off+e.n] }
+	slices.SortFunc(stacks, func(x, y entry) int { return slices.Compare(seq(x), seq(y)) })
 
-func (n *Node) child(name string) *Node {
-	if n.index == nil {
-		n.index = make(map[string]*Node)
+	type tnode struct {
+		name   int32
+		parent int32
+		kids   int32
+		value  uint64
 	}
-	if ch, ok := n.index[name]; ok {
-		return ch
+	nodes := []tnode{{name: -1, parent: -1}}
+	path := []int32{0}
+	var prev []int32
+	for _, e := range stacks {
+		cur := seq(e)
+		common := 0
+		for common < len(cur) && common < len(prev) && cur[common] == prev[common] {
+			common++
+		}
+		path = path[:common+1]
+		for _, name := range cur[common:] {
+			p := path[len(path)-1]
+			nodes[p].kids++
+			nodes = append(nodes, tnode{name: name, parent: p})
+			path = append(path, int32(len(nodes)-1))
+		}
+		for _, n := range path {
+			nodes[n].value += e.v
+		}
+		prev = cur
 	}
-	ch := &Node{Name: name, Children: []*Node{}}
-	n.index[name] = ch
-	n.Children = append(n.Children, ch)
-	return ch
-}
-
-func (n *Node) sort() {
-	n.index = nil
-	slices.SortFunc(n.Children, func(a, b *Node) int { return strings.Compare(a.Name, b.Name) })
-	for _, ch := range n.Children {
-		ch.sort()
+	// Materialise: one slab of Nodes, children cut from one array, in the
+	// (sorted) order they were created.
+	out := make([]Node, len(nodes))
+	kids := make([]*Node, len(nodes))
+	off := 0
+	for i, n := range nodes {
+		out[i].Value = n.value
+		out[i].Name = "all"
+		if i > 0 {
+			out[i].Name = names[n.name]
+			p := &out[n.parent]
+			p.Children = append(p.Children, &out[i])
+		}
+		out[i].Children = kids[off : off : off+int(n.kids)]
+		off += int(n.kids)
 	}
+	return &out[0]
 }
 
 // WriteJSON writes the tree as JSON.

@@ -1,0 +1,159 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"connectrpc.com/connect"
+	"github.com/jackc/pgx/v5"
+
+	fsv1 "github.com/fleetscope/fleetscope/api/gen/fleetscope/v1"
+)
+
+// BenchmarkService measures the service on the benchmark profile: upload
+// to queryable heatmap, heatmap latency under 50 concurrent clients, range
+// flame graphs, index size, and the server's peak RSS ingesting ~1 GB.
+// Run with: go test -run '^$' -bench Service -benchtime 1x ./cmd/fleetscope/
+func BenchmarkService(b *testing.B) {
+	s := startService(b, serviceOpts{})
+	ctx := context.Background()
+	raw := filepath.Join(b.TempDir(), "bench.txt")
+	gz := filepath.Join(shared, "bench/perf-mixed-60s.txt.gz")
+	if out, err := runShell("zcat " + gz + " > " + raw); err != nil {
+		b.Fatalf("%v %s", err, out)
+	}
+	data, _ := os.ReadFile(raw)
+	ing, q := s.clients()
+
+	// Upload (raw, 74 MB) -> heatmap queryable. Each round a distinct file
+	// (one comment line differs) so idempotency does not short-cut it.
+	var ups []time.Duration
+	var id string
+	for i := range 3 {
+		body := append([]byte(fmt.Sprintf("# round %d\n", i)), data...)
+		start := time.Now()
+		stream := ing.Upload(ctx)
+		stream.Send(&fsv1.UploadRequest{Msg: &fsv1.UploadRequest_Metadata{Metadata: &fsv1.UploadMetadata{App: "bench"}}})
+		for off := 0; off < len(body); off += 1 << 20 {
+			stream.Send(&fsv1.UploadRequest{Msg: &fsv1.UploadRequest_Chunk{Chunk: body[off:min(off+1<<20, len(body))]}})
+		}
+		res, err := stream.CloseAndReceive()
+		if err != nil {
+			b.Fatal(err)
+		}
+		id = res.Msg.GetProfile().GetId()
+		if _, err := q.GetHeatmap(ctx, connect.NewRequest(&fsv1.GetHeatmapRequest{ProfileId: id})); err != nil {
+			b.Fatal(err)
+		}
+		ups = append(ups, time.Since(start))
+	}
+	report(b, "upload 74 MB -> heatmap queryable", ups, "target <= 0.45 s")
+
+	// Heatmap, 50 concurrent clients.
+	var mu sync.Mutex
+	var lat []time.Duration
+	var wg sync.WaitGroup
+	for range 50 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 40 {
+				t := time.Now()
+				if _, err := q.GetHeatmap(ctx, connect.NewRequest(&fsv1.GetHeatmapRequest{ProfileId: id})); err != nil {
+					b.Error(err)
+					return
+				}
+				mu.Lock()
+				lat = append(lat, time.Since(t))
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	report(b, "heatmap query, 50 concurrent clients", lat, "targets p50 <= 5 ms, p99 <= 20 ms")
+
+	flameRange := func(startNs, endNs *int64) time.Duration {
+		t := time.Now()
+		if _, err := q.GetFlameGraph(ctx, connect.NewRequest(&fsv1.GetFlameGraphRequest{ProfileId: id, StartNanos: startNs, EndNanos: endNs,
+			Format: fsv1.FlameGraphFormat_FLAME_GRAPH_FORMAT_TREE})); err != nil {
+			b.Fatal(err)
+		}
+		return time.Since(t)
+	}
+	var one, full []time.Duration
+	for range 50 {
+		st := int64(rand.IntN(60)) * 1e9
+		en := st + 1e9
+		one = append(one, flameRange(&st, &en))
+	}
+	report(b, "1-s range flame graph", one, "target p50 <= 5 ms")
+	for range 10 {
+		full = append(full, flameRange(nil, nil))
+	}
+	report(b, "full 60-s flame graph", full, "target <= 50 ms")
+
+	// Index size of one profile against the gzipped raw file.
+	var idx int64
+	s.sql(func(c *pgx.Conn) error {
+		return c.QueryRow(ctx, `SELECT
+			(SELECT coalesce(sum(pg_column_size(t.*)), 0) FROM seconds t WHERE profile_id = $1) +
+			(SELECT coalesce(sum(pg_column_size(t.*)), 0) FROM profile_stacks t WHERE profile_id = $1) +
+			(SELECT coalesce(sum(pg_column_size(t.*)), 0) FROM stacks t) +
+			(SELECT coalesce(sum(pg_column_size(t.*)), 0) FROM frames t)`, id).Scan(&idx)
+	})
+	var tables int64
+	s.sql(func(c *pgx.Conn) error {
+		return c.QueryRow(ctx, `SELECT sum(pg_total_relation_size(c.oid)) FROM pg_class c
+			WHERE c.relname IN ('frames', 'stacks', 'profile_stacks') OR c.relname LIKE 'seconds\_%'`).Scan(&tables)
+	})
+	st, _ := os.Stat(gz)
+	fmt.Printf("%-44s %8.2f MB rows, %.2f MB with pages and indexes (3 copies: shared dictionary); gzipped raw %.2f MB: %.2fx (target <= 1x)\n",
+		"index size, one profile", float64(idx)/1e6, float64(tables)/1e6, float64(st.Size())/1e6, float64(idx)/float64(st.Size()))
+
+	// Server peak RSS while ingesting a ~1 GB planted profile.
+	if os.Getenv("FLEETSCOPE_BENCH_BIG") == "0" {
+		return
+	}
+	big := plant(b, "--seconds", "1500", "--cpus", "16", "--hz", "99", "--seed", "2")
+	bst, _ := os.Stat(big)
+	t := time.Now()
+	s.upload(big)
+	took := time.Since(t)
+	status, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.proc.Process.Pid))
+	hwm := ""
+	for _, line := range strings.Split(string(status), "\n") {
+		if strings.HasPrefix(line, "VmHWM:") {
+			hwm = strings.TrimSpace(strings.TrimPrefix(line, "VmHWM:"))
+		}
+	}
+	kb, _ := strconv.Atoi(strings.Fields(hwm + " 0")[0])
+	fmt.Printf("%-44s %8d MB peak RSS (server), %d MB input in %.1f s (target <= 256 MB)\n",
+		"ingest ~1 GB planted profile", kb/1024, bst.Size()/1e6, took.Seconds())
+}
+
+func report(b *testing.B, what string, ds []time.Duration, target string) {
+	slices.Sort(ds)
+	q := func(p float64) float64 { return ds[min(int(p*float64(len(ds))), len(ds)-1)].Seconds() * 1000 }
+	fmt.Printf("%-44s p50 %8.2f ms  p99 %8.2f ms  (n=%d; %s)\n", what, q(0.5), q(0.99), len(ds), target)
+}
+
+func runShell(cmd string) (string, error) {
+	out, err := execCommand("bash", "-c", cmd)
+	return out, err
+}
+
+func execCommand(name string, args ...string) (string, error) {
+	c := exec.Command(name, args...)
+	out, err := c.CombinedOutput()
+	return string(out), err
+}

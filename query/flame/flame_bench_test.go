@@ -1,0 +1,54 @@
+package flame_test
+
+import (
+	"compress/gzip"
+	"os"
+	"testing"
+
+	"github.com/fleetscope/fleetscope"
+	"github.com/fleetscope/fleetscope/ingest/perf"
+	"github.com/fleetscope/fleetscope/query"
+	"github.com/fleetscope/fleetscope/query/flame"
+)
+
+func loadBench(b *testing.B) (*fleetscope.Profile, []fleetscope.Sample) {
+	f, err := os.Open("../../../shared/bench/perf-mixed-60s.txt.gz")
+	if err != nil {
+		b.Skip(err)
+	}
+	defer f.Close()
+	zr, _ := gzip.NewReader(f)
+	var samples []fleetscope.Sample
+	p, err := perf.Parse(zr, func(_ *fleetscope.Profile, batch []fleetscope.Sample) error {
+		samples = append(samples, batch...)
+		return nil
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return p, samples
+}
+
+// BenchmarkTreeFull builds the whole benchmark profile's flame graph tree.
+func BenchmarkTreeFull(b *testing.B) {
+	p, samples := loadBench(b)
+	sel := query.Selection{Range: fleetscope.All}
+	b.ResetTimer()
+	for b.Loop() {
+		var c flame.Counts
+		c.Add(p.Dict, &sel, samples, false)
+		flame.Tree(p.Dict, &c, flame.Annotate{})
+	}
+}
+
+// BenchmarkFoldedFull renders the whole profile as folded text.
+func BenchmarkFoldedFull(b *testing.B) {
+	p, samples := loadBench(b)
+	sel := query.Selection{Range: fleetscope.All}
+	b.ResetTimer()
+	for b.Loop() {
+		var c flame.Counts
+		c.Add(p.Dict, &sel, samples, false)
+		flame.Folded(p.Dict, &c, flame.Annotate{})
+	}
+}

@@ -1,0 +1,83 @@
+package flame_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/fleetscope/fleetscope"
+	"github.com/fleetscope/fleetscope/ingest"
+	"github.com/fleetscope/fleetscope/ingest/perf"
+	"github.com/fleetscope/fleetscope/query"
+	"github.com/fleetscope/fleetscope/query/flame"
+)
+
+// TestTreeAgreesWithFolded rebuilds folded stacks from the tree (a node's
+// self value is its value less its children's) and compares them with
+// Folded, for corpus profiles with and without annotations (which change
+// which frames merge).
+func TestTreeAgreesWithFolded(t *testing.T) {
+	files, _ := filepath.Glob("../../../shared/corpus/perf/*.txt*")
+	n := 0
+	for _, path := range files {
+		if strings.Contains(path, "LICENSE") || strings.Contains(path, "workload") {
+			continue
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, _ := ingest.Decompress(f)
+		var samples []fleetscope.Sample
+		p, err := perf.Parse(r, func(_ *fleetscope.Profile, b []fleetscope.Sample) error { samples = append(samples, b...); return nil })
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ann := range []flame.Annotate{{}, {Kernel: true, JIT: true}} {
+			var c flame.Counts
+			for e := range p.Dict.Events() {
+				sel := query.Selection{Event: fleetscope.EventID(e), IncludeIdle: true, Range: fleetscope.All}
+				c.Add(p.Dict, &sel, samples, true)
+			}
+			want := flame.Folded(p.Dict, &c, ann)
+			got := map[string]uint64{}
+			root := flame.Tree(p.Dict, &c, ann)
+			if root.Value != c.Total {
+				t.Fatalf("%s: root %d, total %d", path, root.Value, c.Total)
+			}
+			var walk func(n *flame.Node, prefix string)
+			walk = func(n *flame.Node, prefix string) {
+				self := n.Value
+				for i, ch := range n.Children {
+					if i > 0 && n.Children[i-1].Name >= ch.Name {
+						t.Fatalf("%s: children of %q not sorted: %q before %q", path, n.Name, n.Children[i-1].Name, ch.Name)
+					}
+					self -= ch.Value
+					p := ch.Name
+					if prefix != "" {
+						p = prefix + ";" + ch.Name
+					}
+					walk(ch, p)
+				}
+				if self > 0 && prefix != "" {
+					got[prefix] += self
+				}
+			}
+			walk(root, "")
+			if len(got) != len(want) {
+				t.Fatalf("%s %+v: tree gives %d stacks, folded %d", path, ann, len(got), len(want))
+			}
+			for k, v := range want {
+				if got[k] != v {
+					t.Fatalf("%s %+v: stack %q: tree %d, folded %d", path, ann, k, got[k], v)
+				}
+			}
+			n++
+		}
+	}
+	if n < 30 {
+		t.Fatalf("only %d profile variants checked", n)
+	}
+}
