@@ -370,7 +370,8 @@ func (h *Handlers) GetFlameGraph(ctx context.Context, req *connect.Request[fsv1.
 		out.Folded = b.String()
 	}
 	if f == fsv1.FlameGraphFormat_FLAME_GRAPH_FORMAT_UNSPECIFIED || f == fsv1.FlameGraphFormat_FLAME_GRAPH_FORMAT_TREE {
-		out.Root = nodeProto(flame.Tree(d, &counts, ann))
+		f := flame.FlatTree(d, &counts, ann)
+		out.Tree = &fsv1.FlameTree{Names: f.Names, Name: f.Name, Value: f.Value, Depth: f.Depth}
 	}
 	return connect.NewResponse(out), nil
 }
@@ -381,14 +382,6 @@ func floorSec(ns int64) int64 {
 		s--
 	}
 	return s
-}
-
-func nodeProto(n *flame.Node) *fsv1.FlameNode {
-	out := &fsv1.FlameNode{Name: n.Name, Value: n.Value}
-	for _, c := range n.Children {
-		out.Children = append(out.Children, nodeProto(c))
-	}
-	return out
 }
 
 // Cache sizes and lifetimes. Profiles and their dictionaries never change

@@ -100,11 +100,24 @@ func (s *Service) Ingest(ctx context.Context, p fleetscope.Principal, m Meta, bo
 	if _, err := spool.Seek(0, io.SeekStart); err != nil {
 		return nil, false, err
 	}
-	if err := s.Blobs.Put(ctx, info.BlobKey, spool, size); err != nil {
-		s.logf("blob put failed", "key", info.BlobKey, "err", err)
-		return nil, false, unavailable(err, "could not store the raw file (blob store unavailable): nothing was stored, retry later")
+	// The raw file goes to the blob store while the index is written; the
+	// index commits only once the blob is durable.
+	putDone := make(chan error, 1)
+	go func() { putDone <- s.Blobs.Put(ctx, info.BlobKey, spool, size) }()
+	var putErr error
+	waited := false
+	waitPut := func() error {
+		if !waited {
+			putErr, waited = <-putDone, true
+		}
+		return putErr
 	}
-	stored, created, err := s.DB.InsertProfile(ctx, p.TenantID, info, sum, dict, ix)
+	stored, created, err := s.DB.InsertProfile(ctx, p.TenantID, info, sum, dict, ix, waitPut)
+	if perr := waitPut(); perr != nil {
+		s.dropBlob(info.BlobKey)
+		s.logf("blob put failed", "key", info.BlobKey, "err", perr)
+		return nil, false, unavailable(perr, "could not store the raw file (blob store unavailable): nothing was stored, retry later")
+	}
 	if err != nil {
 		s.dropBlob(info.BlobKey)
 		s.logf("index write failed", "profile sha256", info.SHA256, "err", err)

@@ -61,7 +61,8 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 	m := newMetrics(reg)
 
 	mux := http.NewServeMux()
-	h.Mount(mux, db, connect.WithInterceptors(m), connect.WithReadMaxBytes(int(cfg.BrowserUploadBytes)+64<<10))
+	h.Mount(mux, db, connect.WithInterceptors(m), connect.WithReadMaxBytes(int(cfg.BrowserUploadBytes)+64<<10),
+		connect.WithCompressMinBytes(16<<10)) // small answers: not worth gzip's CPU
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 		defer cancel()

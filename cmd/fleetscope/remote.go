@@ -292,16 +292,13 @@ func remoteFlame(c *cobra.Command, w io.Writer, req *fsv1.GetFlameGraphRequest, 
 		return remoteErr(err)
 	}
 	if format == "json" {
-		return flame.WriteJSON(w, nodeFrom(res.Msg.GetRoot()))
+		t := res.Msg.GetTree()
+		flat := &flame.Flat{Names: t.GetNames(), Name: t.GetName(), Value: t.GetValue(), Depth: t.GetDepth()}
+		if err := flat.Check(); err != nil {
+			return fmt.Errorf("server sent a malformed flame graph: %w", err)
+		}
+		return flame.WriteJSON(w, flat.Tree())
 	}
 	_, err = io.WriteString(w, res.Msg.GetFolded())
 	return err
-}
-
-func nodeFrom(n *fsv1.FlameNode) *flame.Node {
-	out := &flame.Node{Name: n.GetName(), Value: n.GetValue(), Children: []*flame.Node{}}
-	for _, c := range n.GetChildren() {
-		out.Children = append(out.Children, nodeFrom(c))
-	}
-	return out
 }

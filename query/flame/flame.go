@@ -8,6 +8,8 @@ package flame
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"slices"
 	"strconv"
@@ -116,12 +118,23 @@ type Node struct {
 	Children []*Node `json:"children"`
 }
 
-// Tree merges the stacks into a tree rooted at "all". Children are sorted
-// by name. Frames that print the same (with or without annotations) merge.
-//
-// It sorts the stacks by their names and builds the tree in one pass, each
-// stack sharing the prefix it has with the one before: no per-node maps.
-func Tree(d *fleetscope.Dict, c *Counts, a Annotate) *Node {
+// Flat is a flame graph tree in depth-first pre-order, children sorted by
+// name: node i is named Names[Name[i]], has Value[i] and Depth[i]. Node 0 is
+// the root, "all", at depth 0. Flat arrays are compact on the wire and quick
+// to draw.
+type Flat struct {
+	Names []string
+	Name  []uint32
+	Value []uint64
+	Depth []uint32
+}
+
+// FlatTree merges the stacks into a tree rooted at "all", with children
+// sorted by name; frames that print the same (with or without annotations)
+// merge. It sorts the stacks by their names and builds the tree in one pass,
+// each stack sharing the prefix it has with the one before: no per-node
+// maps, and nodes come out in pre-order.
+func FlatTree(d *fleetscope.Dict, c *Counts, a Annotate) *Flat {
 	// Rank the distinct names, so comparing ranks compares names.
 	byFrame := make([]string, d.NumFrames())
 	for f := range byFrame {
@@ -130,17 +143,17 @@ func Tree(d *fleetscope.Dict, c *Counts, a Annotate) *Node {
 	names := slices.Clone(byFrame)
 	slices.Sort(names)
 	names = slices.Compact(names)
-	rank := make([]int32, len(byFrame))
+	rank := make([]uint32, len(byFrame))
 	for f, n := range byFrame {
 		i, _ := slices.BinarySearch(names, n)
-		rank[f] = int32(i)
+		rank[f] = uint32(i)
 	}
 	// Each stack as its sequence of ranks, back to back.
 	type entry struct {
 		off, n int32
 		v      uint64
 	}
-	var seqs []int32
+	var seqs []uint32
 	var stacks []entry
 	c.Each(func(id fleetscope.StackID, v uint64) {
 		fs := d.StackFrames(id)
@@ -149,18 +162,14 @@ func Tree(d *fleetscope.Dict, c *Counts, a Annotate) *Node {
 			seqs = append(seqs, rank[f])
 		}
 	})
-	seq := func(e entry) []int32 { return seqs[e.off : e.off+e.n] }
+	seq := func(e entry) []uint32 { return seqs[e.off : e.off+e.n] }
 	slices.SortFunc(stacks, func(x, y entry) int { return slices.Compare(seq(x), seq(y)) })
 
-	type tnode struct {
-		name   int32
-		parent int32
-		kids   int32
-		value  uint64
-	}
-	nodes := []tnode{{name: -1, parent: -1}}
-	path := []int32{0}
-	var prev []int32
+	out := &Flat{Name: []uint32{0}, Value: []uint64{0}, Depth: []uint32{0}}
+	used := map[uint32]uint32{}
+	out.Names = append(out.Names, "all")
+	path := []int{0}
+	var prev []uint32
 	for _, e := range stacks {
 		cur := seq(e)
 		common := 0
@@ -168,32 +177,71 @@ func Tree(d *fleetscope.Dict, c *Counts, a Annotate) *Node {
 			common++
 		}
 		path = path[:common+1]
-		for _, name := range cur[common:] {
-			p := path[len(path)-1]
-			nodes[p].kids++
-			nodes = append(nodes, tnode{name: name, parent: p})
-			path = append(path, int32(len(nodes)-1))
+		for i, r := range cur[common:] {
+			id, ok := used[r]
+			if !ok {
+				id = uint32(len(out.Names))
+				used[r] = id
+				out.Names = append(out.Names, names[r])
+			}
+			out.Name = append(out.Name, id)
+			out.Value = append(out.Value, 0)
+			out.Depth = append(out.Depth, uint32(common+i+1))
+			path = append(path, len(out.Name)-1)
 		}
 		for _, n := range path {
-			nodes[n].value += e.v
+			out.Value[n] += e.v
 		}
 		prev = cur
 	}
-	// Materialise: one slab of Nodes, children cut from one array, in the
-	// (sorted) order they were created.
-	out := make([]Node, len(nodes))
-	kids := make([]*Node, len(nodes))
-	off := 0
-	for i, n := range nodes {
-		out[i].Value = n.value
-		out[i].Name = "all"
+	return out
+}
+
+// Tree merges the stacks into a nested tree rooted at "all" (see FlatTree).
+func Tree(d *fleetscope.Dict, c *Counts, a Annotate) *Node {
+	return FlatTree(d, c, a).Tree()
+}
+
+// Check reports whether f is a well-formed pre-order tree.
+func (f *Flat) Check() error {
+	n := len(f.Name)
+	if n == 0 || len(f.Value) != n || len(f.Depth) != n || f.Depth[0] != 0 {
+		return errors.New("arrays of different lengths, or no root")
+	}
+	for i := 1; i < n; i++ {
+		if f.Depth[i] < 1 || f.Depth[i] > f.Depth[i-1]+1 || int(f.Name[i]) >= len(f.Names) {
+			return fmt.Errorf("node %d: bad depth or name", i)
+		}
+	}
+	return nil
+}
+
+// Tree nests a flat tree: one slab of Nodes, children cut from one array.
+func (f *Flat) Tree() *Node {
+	n := len(f.Name)
+	out := make([]Node, n)
+	kids := make([]int, n)
+	parent := make([]int, n)
+	path := []int{}
+	for i := range n {
+		dep := int(f.Depth[i])
+		path = append(path[:dep], i)
 		if i > 0 {
-			out[i].Name = names[n.name]
-			p := &out[n.parent]
+			parent[i] = path[dep-1]
+			kids[parent[i]]++
+		}
+	}
+	slab := make([]*Node, n)
+	off := 0
+	for i := range n {
+		out[i].Name = f.Names[f.Name[i]]
+		out[i].Value = f.Value[i]
+		out[i].Children = slab[off : off : off+kids[i]]
+		off += kids[i]
+		if i > 0 {
+			p := &out[parent[i]]
 			p.Children = append(p.Children, &out[i])
 		}
-		out[i].Children = kids[off : off : off+int(n.kids)]
-		off += int(n.kids)
 	}
 	return &out[0]
 }

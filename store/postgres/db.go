@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -38,6 +39,9 @@ func Open(ctx context.Context, url string) (*DB, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fleetscope.Errorf(fleetscope.EINVALID, "database URL: %v", err)
+	}
+	if !strings.Contains(url, "pool_max_conns") {
+		cfg.MaxConns = 16 // queries are short; more than pgx's default of 4 on 2 cores
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
@@ -101,14 +105,45 @@ func (db *DB) EnsurePartitions(ctx context.Context, from time.Time, days int) er
 // so row-level security applies to everything fn does.
 func (db *DB) inTenant(ctx context.Context, tenant int64, fn func(pgx.Tx) error) error {
 	return pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SELECT set_config('fleetscope.tenant_id', $1, true)`, strconv.FormatInt(tenant, 10)); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `SET LOCAL ROLE fleetscope_tenant`); err != nil {
+		// One round trip: the tenant id is an integer formatted here, so
+		// the two statements can go as one simple query.
+		if _, err := tx.Exec(ctx, "SELECT set_config('fleetscope.tenant_id', '"+strconv.FormatInt(tenant, 10)+"', true); SET LOCAL ROLE fleetscope_tenant", pgx.QueryExecModeSimpleProtocol); err != nil {
 			return err
 		}
 		return fn(tx)
 	})
+}
+
+// readTenant runs one read query as the tenant role in a single round trip:
+// the setting, the role and the query go as one pipeline, which Postgres
+// runs as one implicit transaction, so SET LOCAL holds for the query and
+// ends with it. scan is called with the rows.
+func (db *DB) readTenant(ctx context.Context, tenant int64, scan func(pgx.Rows) error, q string, args ...any) error {
+	b := &pgx.Batch{}
+	b.Queue(`SELECT set_config('fleetscope.tenant_id', $1, true)`, strconv.FormatInt(tenant, 10))
+	b.Queue(`SET LOCAL ROLE fleetscope_tenant`)
+	b.Queue(q, args...).Query(func(rows pgx.Rows) error {
+		defer rows.Close()
+		if err := scan(rows); err != nil {
+			return err
+		}
+		return rows.Err()
+	})
+	return db.pool.SendBatch(ctx, b).Close()
+}
+
+// readTenantRow is readTenant for a query of one row; no row is
+// pgx.ErrNoRows.
+func (db *DB) readTenantRow(ctx context.Context, tenant int64, scan func(pgx.Row) error, q string, args ...any) error {
+	return db.readTenant(ctx, tenant, func(rows pgx.Rows) error {
+		if !rows.Next() {
+			if err := rows.Err(); err != nil {
+				return err
+			}
+			return pgx.ErrNoRows
+		}
+		return scan(rows)
+	}, q, args...)
 }
 
 // translate maps driver errors to fleetscope errors.

@@ -54,7 +54,7 @@ func store(t *testing.T, db *postgres.DB, tenant int64, app, text string) (*flee
 	for _, e := range ix.Events {
 		info.Events = append(info.Events, fleetscope.EventInfo{Name: e.Name, Samples: e.Samples, Period: e.Period})
 	}
-	out, created, err := db.InsertProfile(context.Background(), tenant, info, sum[:], prof.Dict, ix)
+	out, created, err := db.InsertProfile(context.Background(), tenant, info, sum[:], prof.Dict, ix, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

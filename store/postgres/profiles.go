@@ -82,10 +82,10 @@ func (db *DB) Profile(ctx context.Context, tenant int64, id string) (*fleetscope
 		return nil, err
 	}
 	var p *fleetscope.ProfileInfo
-	err = db.inTenant(ctx, tenant, func(tx pgx.Tx) error {
-		p, err = scanProfile(tx.QueryRow(ctx, `SELECT `+profileColumns+` FROM profiles WHERE tenant_id = $1 AND id = $2`, tenant, u))
+	err = db.readTenantRow(ctx, tenant, func(row pgx.Row) (err error) {
+		p, err = scanProfile(row)
 		return err
-	})
+	}, `SELECT `+profileColumns+` FROM profiles WHERE tenant_id = $1 AND id = $2`, tenant, u)
 	return p, translate(err, "profile "+id)
 }
 
@@ -93,11 +93,10 @@ func (db *DB) Profile(ctx context.Context, tenant int64, id string) (*fleetscope
 // ENOTFOUND.
 func (db *DB) ProfileBySHA256(ctx context.Context, tenant int64, sum []byte) (*fleetscope.ProfileInfo, error) {
 	var p *fleetscope.ProfileInfo
-	err := db.inTenant(ctx, tenant, func(tx pgx.Tx) error {
-		var err error
-		p, err = scanProfile(tx.QueryRow(ctx, `SELECT `+profileColumns+` FROM profiles WHERE tenant_id = $1 AND sha256 = $2`, tenant, sum))
+	err := db.readTenantRow(ctx, tenant, func(row pgx.Row) (err error) {
+		p, err = scanProfile(row)
 		return err
-	})
+	}, `SELECT `+profileColumns+` FROM profiles WHERE tenant_id = $1 AND sha256 = $2`, tenant, sum)
 	return p, translate(err, "profile")
 }
 
@@ -112,8 +111,10 @@ func (db *DB) BlobInUse(ctx context.Context, key string) (bool, error) {
 // profile row, new frames and stacks of the tenant dictionary, the
 // profile's stack list and its per-second rows. If the tenant already has a
 // profile with the same bytes, nothing is written and that profile is
-// returned with created = false. p.ID is assigned.
-func (db *DB) InsertProfile(ctx context.Context, tenant int64, p *fleetscope.ProfileInfo, sum []byte, dict *fleetscope.Dict, ix *index.Index) (*fleetscope.ProfileInfo, bool, error) {
+// returned with created = false. p.ID is assigned. beforeCommit, if set, runs
+// last inside the transaction: its error rolls everything back (ingest waits
+// there for the raw file to be durable).
+func (db *DB) InsertProfile(ctx context.Context, tenant int64, p *fleetscope.ProfileInfo, sum []byte, dict *fleetscope.Dict, ix *index.Index, beforeCommit func() error) (*fleetscope.ProfileInfo, bool, error) {
 	id := uuid.New()
 	labels, _ := json.Marshal(nonNil(p.Labels))
 	events, _ := json.Marshal(p.Events)
@@ -144,7 +145,13 @@ func (db *DB) InsertProfile(ctx context.Context, tenant int64, p *fleetscope.Pro
 		if _, err := tx.Exec(ctx, `INSERT INTO profile_stacks (tenant_id, profile_id, stacks) VALUES ($1, $2, $3)`, tenant, id, stackIDs); err != nil {
 			return err
 		}
-		return writeSeconds(ctx, tx, tenant, id, day, ix)
+		if err := writeSeconds(ctx, tx, tenant, id, day, ix); err != nil {
+			return err
+		}
+		if beforeCommit != nil {
+			return beforeCommit()
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, false, translate(err, "profile")
@@ -264,12 +271,7 @@ func (db *DB) seconds(ctx context.Context, tenant int64, id string, event int, f
 	}
 	q += ` ORDER BY second`
 	var out []index.Second
-	err = db.inTenant(ctx, tenant, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, q, args...)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
+	err = db.readTenant(ctx, tenant, func(rows pgx.Rows) error {
 		for rows.Next() {
 			s := index.Second{Event: fleetscope.EventID(event)}
 			if err := rows.Scan(&s.Second, &s.Samples, &s.Cells, &s.IdleCells, &s.Offsets, &s.Stacks, &s.Periods); err != nil {
@@ -277,8 +279,8 @@ func (db *DB) seconds(ctx context.Context, tenant int64, id string, event int, f
 			}
 			out = append(out, s)
 		}
-		return rows.Err()
-	})
+		return nil
+	}, q, args...)
 	return out, translate(err, "profile "+id)
 }
 
@@ -423,12 +425,7 @@ func (db *DB) Search(ctx context.Context, tenant int64, f Filter) ([]*fleetscope
 	q := `SELECT ` + profileColumns + ` FROM profiles WHERE ` + strings.Join(where, " AND ") +
 		fmt.Sprintf(` ORDER BY start_time DESC, id DESC LIMIT %d`, f.PageSize+1)
 	var out []*fleetscope.ProfileInfo
-	err := db.inTenant(ctx, tenant, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, q, args...)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
+	err := db.readTenant(ctx, tenant, func(rows pgx.Rows) error {
 		for rows.Next() {
 			p, err := scanProfile(rows)
 			if err != nil {
@@ -436,8 +433,8 @@ func (db *DB) Search(ctx context.Context, tenant int64, f Filter) ([]*fleetscope
 			}
 			out = append(out, p)
 		}
-		return rows.Err()
-	})
+		return nil
+	}, q, args...)
 	if err != nil {
 		return nil, "", translate(err, "search")
 	}

@@ -629,7 +629,7 @@ type GetFlameGraphResponse struct {
 	// "frame;frame;... value" lines, sorted bytewise.
 	Folded string `protobuf:"bytes,3,opt,name=folded,proto3" json:"folded,omitempty"`
 	// The merged tree, rooted at "all", children sorted by name.
-	Root          *FlameNode `protobuf:"bytes,4,opt,name=root,proto3" json:"root,omitempty"`
+	Tree          *FlameTree `protobuf:"bytes,4,opt,name=tree,proto3" json:"tree,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -685,36 +685,41 @@ func (x *GetFlameGraphResponse) GetFolded() string {
 	return ""
 }
 
-func (x *GetFlameGraphResponse) GetRoot() *FlameNode {
+func (x *GetFlameGraphResponse) GetTree() *FlameTree {
 	if x != nil {
-		return x.Root
+		return x.Tree
 	}
 	return nil
 }
 
-type FlameNode struct {
+// FlameTree is a flame graph tree in depth-first pre-order with children
+// sorted by name: node i is named names[name[i]], has value[i] and
+// depth[i]. Node 0 is the root, "all", at depth 0. (Flat arrays: compact,
+// quick to decode and to draw.)
+type FlameTree struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
-	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	Value         uint64                 `protobuf:"varint,2,opt,name=value,proto3" json:"value,omitempty"`
-	Children      []*FlameNode           `protobuf:"bytes,3,rep,name=children,proto3" json:"children,omitempty"`
+	Names         []string               `protobuf:"bytes,1,rep,name=names,proto3" json:"names,omitempty"`
+	Name          []uint32               `protobuf:"varint,2,rep,packed,name=name,proto3" json:"name,omitempty"`
+	Value         []uint64               `protobuf:"varint,3,rep,packed,name=value,proto3" json:"value,omitempty"`
+	Depth         []uint32               `protobuf:"varint,4,rep,packed,name=depth,proto3" json:"depth,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
-func (x *FlameNode) Reset() {
-	*x = FlameNode{}
+func (x *FlameTree) Reset() {
+	*x = FlameTree{}
 	mi := &file_fleetscope_v1_query_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
 
-func (x *FlameNode) String() string {
+func (x *FlameTree) String() string {
 	return protoimpl.X.MessageStringOf(x)
 }
 
-func (*FlameNode) ProtoMessage() {}
+func (*FlameTree) ProtoMessage() {}
 
-func (x *FlameNode) ProtoReflect() protoreflect.Message {
+func (x *FlameTree) ProtoReflect() protoreflect.Message {
 	mi := &file_fleetscope_v1_query_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
@@ -726,28 +731,35 @@ func (x *FlameNode) ProtoReflect() protoreflect.Message {
 	return mi.MessageOf(x)
 }
 
-// Deprecated: Use FlameNode.ProtoReflect.Descriptor instead.
-func (*FlameNode) Descriptor() ([]byte, []int) {
+// Deprecated: Use FlameTree.ProtoReflect.Descriptor instead.
+func (*FlameTree) Descriptor() ([]byte, []int) {
 	return file_fleetscope_v1_query_proto_rawDescGZIP(), []int{9}
 }
 
-func (x *FlameNode) GetName() string {
+func (x *FlameTree) GetNames() []string {
+	if x != nil {
+		return x.Names
+	}
+	return nil
+}
+
+func (x *FlameTree) GetName() []uint32 {
 	if x != nil {
 		return x.Name
 	}
-	return ""
+	return nil
 }
 
-func (x *FlameNode) GetValue() uint64 {
+func (x *FlameTree) GetValue() []uint64 {
 	if x != nil {
 		return x.Value
 	}
-	return 0
+	return nil
 }
 
-func (x *FlameNode) GetChildren() []*FlameNode {
+func (x *FlameTree) GetDepth() []uint32 {
 	if x != nil {
-		return x.Children
+		return x.Depth
 	}
 	return nil
 }
@@ -810,11 +822,12 @@ const file_fleetscope_v1_query_proto_rawDesc = "" +
 	"\x05event\x18\x01 \x01(\tR\x05event\x12\x14\n" +
 	"\x05total\x18\x02 \x01(\x04R\x05total\x12\x16\n" +
 	"\x06folded\x18\x03 \x01(\tR\x06folded\x12,\n" +
-	"\x04root\x18\x04 \x01(\v2\x18.fleetscope.v1.FlameNodeR\x04root\"k\n" +
-	"\tFlameNode\x12\x12\n" +
-	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\x04R\x05value\x124\n" +
-	"\bchildren\x18\x03 \x03(\v2\x18.fleetscope.v1.FlameNodeR\bchildren*r\n" +
+	"\x04tree\x18\x04 \x01(\v2\x18.fleetscope.v1.FlameTreeR\x04tree\"a\n" +
+	"\tFlameTree\x12\x14\n" +
+	"\x05names\x18\x01 \x03(\tR\x05names\x12\x12\n" +
+	"\x04name\x18\x02 \x03(\rR\x04name\x12\x14\n" +
+	"\x05value\x18\x03 \x03(\x04R\x05value\x12\x14\n" +
+	"\x05depth\x18\x04 \x03(\rR\x05depth*r\n" +
 	"\x10FlameGraphFormat\x12\"\n" +
 	"\x1eFLAME_GRAPH_FORMAT_UNSPECIFIED\x10\x00\x12\x1d\n" +
 	"\x19FLAME_GRAPH_FORMAT_FOLDED\x10\x01\x12\x1b\n" +
@@ -852,7 +865,7 @@ var file_fleetscope_v1_query_proto_goTypes = []any{
 	(*Column)(nil),                 // 7: fleetscope.v1.Column
 	(*GetFlameGraphRequest)(nil),   // 8: fleetscope.v1.GetFlameGraphRequest
 	(*GetFlameGraphResponse)(nil),  // 9: fleetscope.v1.GetFlameGraphResponse
-	(*FlameNode)(nil),              // 10: fleetscope.v1.FlameNode
+	(*FlameTree)(nil),              // 10: fleetscope.v1.FlameTree
 	nil,                            // 11: fleetscope.v1.SearchProfilesRequest.LabelsEntry
 	(*timestamppb.Timestamp)(nil),  // 12: google.protobuf.Timestamp
 	(*Profile)(nil),                // 13: fleetscope.v1.Profile
@@ -865,21 +878,20 @@ var file_fleetscope_v1_query_proto_depIdxs = []int32{
 	13, // 4: fleetscope.v1.GetProfileResponse.profile:type_name -> fleetscope.v1.Profile
 	7,  // 5: fleetscope.v1.GetHeatmapResponse.columns:type_name -> fleetscope.v1.Column
 	0,  // 6: fleetscope.v1.GetFlameGraphRequest.format:type_name -> fleetscope.v1.FlameGraphFormat
-	10, // 7: fleetscope.v1.GetFlameGraphResponse.root:type_name -> fleetscope.v1.FlameNode
-	10, // 8: fleetscope.v1.FlameNode.children:type_name -> fleetscope.v1.FlameNode
-	1,  // 9: fleetscope.v1.QueryService.SearchProfiles:input_type -> fleetscope.v1.SearchProfilesRequest
-	3,  // 10: fleetscope.v1.QueryService.GetProfile:input_type -> fleetscope.v1.GetProfileRequest
-	5,  // 11: fleetscope.v1.QueryService.GetHeatmap:input_type -> fleetscope.v1.GetHeatmapRequest
-	8,  // 12: fleetscope.v1.QueryService.GetFlameGraph:input_type -> fleetscope.v1.GetFlameGraphRequest
-	2,  // 13: fleetscope.v1.QueryService.SearchProfiles:output_type -> fleetscope.v1.SearchProfilesResponse
-	4,  // 14: fleetscope.v1.QueryService.GetProfile:output_type -> fleetscope.v1.GetProfileResponse
-	6,  // 15: fleetscope.v1.QueryService.GetHeatmap:output_type -> fleetscope.v1.GetHeatmapResponse
-	9,  // 16: fleetscope.v1.QueryService.GetFlameGraph:output_type -> fleetscope.v1.GetFlameGraphResponse
-	13, // [13:17] is the sub-list for method output_type
-	9,  // [9:13] is the sub-list for method input_type
-	9,  // [9:9] is the sub-list for extension type_name
-	9,  // [9:9] is the sub-list for extension extendee
-	0,  // [0:9] is the sub-list for field type_name
+	10, // 7: fleetscope.v1.GetFlameGraphResponse.tree:type_name -> fleetscope.v1.FlameTree
+	1,  // 8: fleetscope.v1.QueryService.SearchProfiles:input_type -> fleetscope.v1.SearchProfilesRequest
+	3,  // 9: fleetscope.v1.QueryService.GetProfile:input_type -> fleetscope.v1.GetProfileRequest
+	5,  // 10: fleetscope.v1.QueryService.GetHeatmap:input_type -> fleetscope.v1.GetHeatmapRequest
+	8,  // 11: fleetscope.v1.QueryService.GetFlameGraph:input_type -> fleetscope.v1.GetFlameGraphRequest
+	2,  // 12: fleetscope.v1.QueryService.SearchProfiles:output_type -> fleetscope.v1.SearchProfilesResponse
+	4,  // 13: fleetscope.v1.QueryService.GetProfile:output_type -> fleetscope.v1.GetProfileResponse
+	6,  // 14: fleetscope.v1.QueryService.GetHeatmap:output_type -> fleetscope.v1.GetHeatmapResponse
+	9,  // 15: fleetscope.v1.QueryService.GetFlameGraph:output_type -> fleetscope.v1.GetFlameGraphResponse
+	12, // [12:16] is the sub-list for method output_type
+	8,  // [8:12] is the sub-list for method input_type
+	8,  // [8:8] is the sub-list for extension type_name
+	8,  // [8:8] is the sub-list for extension extendee
+	0,  // [0:8] is the sub-list for field type_name
 }
 
 func init() { file_fleetscope_v1_query_proto_init() }
