@@ -37,6 +37,7 @@ type Handlers struct {
 	dicts    *cache[profileKey, *fleetscope.Dict]
 	heatmaps *cache[heatmapKey, *fsv1.GetHeatmapResponse]
 	profiles *cache[profileKey, *fleetscope.ProfileInfo]
+	layouts  *cache[layoutKey, *flame.Layout]
 }
 
 var (
@@ -370,7 +371,7 @@ func (h *Handlers) GetFlameGraph(ctx context.Context, req *connect.Request[fsv1.
 		out.Folded = b.String()
 	}
 	if f == fsv1.FlameGraphFormat_FLAME_GRAPH_FORMAT_UNSPECIFIED || f == fsv1.FlameGraphFormat_FLAME_GRAPH_FORMAT_TREE {
-		f := flame.FlatTree(d, &counts, ann)
+		f := h.layout(p.TenantID, info, d, ann).Flat(d, &counts)
 		out.Tree = &fsv1.FlameTree{Names: f.Names, Name: f.Name, Value: f.Value, Depth: f.Depth}
 	}
 	return connect.NewResponse(out), nil
@@ -410,7 +411,24 @@ func (h *Handlers) initCaches() {
 		h.dicts = newCache[profileKey, *fleetscope.Dict](dictCacheSize, 0)
 		h.heatmaps = newCache[heatmapKey, *fsv1.GetHeatmapResponse](heatmapCacheSize, 0)
 		h.profiles = newCache[profileKey, *fleetscope.ProfileInfo](profileCacheSize, profileTTL)
+		h.layouts = newCache[layoutKey, *flame.Layout](dictCacheSize, 0)
 	})
+}
+
+type layoutKey struct {
+	profileKey
+	ann flame.Annotate
+}
+
+// layout returns the flame graph layout of a profile's dictionary.
+func (h *Handlers) layout(tenant int64, info *fleetscope.ProfileInfo, d *fleetscope.Dict, ann flame.Annotate) *flame.Layout {
+	k := layoutKey{profileKey{tenant, info.ID}, ann}
+	if l, ok := h.layouts.get(k); ok {
+		return l
+	}
+	l := flame.NewLayout(d, ann)
+	h.layouts.put(k, l)
+	return l
 }
 
 // profile returns a tenant's profile, from the cache when fresh.

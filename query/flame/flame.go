@@ -49,6 +49,13 @@ func (c *Counts) AddStack(stack fleetscope.StackID, v uint64) {
 	c.Total += v
 }
 
+func (c *Counts) value(id fleetscope.StackID) uint64 {
+	if int(id) < len(c.byStack) {
+		return c.byStack[id]
+	}
+	return 0
+}
+
 // Each calls fn for every stack with a non-zero value, in id order.
 func (c *Counts) Each(fn func(fleetscope.StackID, uint64)) {
 	for id, v := range c.byStack {
@@ -129,70 +136,89 @@ type Flat struct {
 	Depth []uint32
 }
 
-// FlatTree merges the stacks into a tree rooted at "all", with children
-// sorted by name; frames that print the same (with or without annotations)
-// merge. It sorts the stacks by their names and builds the tree in one pass,
-// each stack sharing the prefix it has with the one before: no per-node
-// maps, and nodes come out in pre-order.
-func FlatTree(d *fleetscope.Dict, c *Counts, a Annotate) *Flat {
-	// Rank the distinct names, so comparing ranks compares names.
+// Layout is what building a flame graph needs of a dictionary alone: the
+// frame names ranked, and every stack in name order. Compute it once per
+// dictionary and annotation choice (NewLayout) and reuse it for every range;
+// it is safe for concurrent use.
+type Layout struct {
+	names []string // distinct names, sorted
+	rank  []uint32 // by frame id
+	order []fleetscope.StackID
+}
+
+// NewLayout prepares d's stacks for flame graphs with annotations a.
+func NewLayout(d *fleetscope.Dict, a Annotate) *Layout {
 	byFrame := make([]string, d.NumFrames())
 	for f := range byFrame {
 		byFrame[f] = a.name(d.FrameAt(fleetscope.FrameID(f)))
 	}
-	names := slices.Clone(byFrame)
-	slices.Sort(names)
-	names = slices.Compact(names)
-	rank := make([]uint32, len(byFrame))
+	l := &Layout{names: slices.Compact(slices.Sorted(slices.Values(byFrame))), rank: make([]uint32, len(byFrame))}
 	for f, n := range byFrame {
-		i, _ := slices.BinarySearch(names, n)
-		rank[f] = uint32(i)
+		i, _ := slices.BinarySearch(l.names, n)
+		l.rank[f] = uint32(i)
 	}
-	// Each stack as its sequence of ranks, back to back.
-	type entry struct {
-		off, n int32
-		v      uint64
-	}
-	var seqs []uint32
-	var stacks []entry
-	c.Each(func(id fleetscope.StackID, v uint64) {
-		fs := d.StackFrames(id)
-		stacks = append(stacks, entry{off: int32(len(seqs)), n: int32(len(fs)), v: v})
-		for _, f := range fs {
-			seqs = append(seqs, rank[f])
+	// Sort the stacks by their name ranks; equal sequences (frames that
+	// print the same) end up next to each other and merge.
+	seqs := make([][]uint32, d.NumStacks())
+	l.order = make([]fleetscope.StackID, d.NumStacks())
+	for i := range seqs {
+		fs := d.StackFrames(fleetscope.StackID(i))
+		seq := make([]uint32, len(fs))
+		for j, f := range fs {
+			seq[j] = l.rank[f]
 		}
-	})
-	seq := func(e entry) []uint32 { return seqs[e.off : e.off+e.n] }
-	slices.SortFunc(stacks, func(x, y entry) int { return slices.Compare(seq(x), seq(y)) })
+		seqs[i] = seq
+		l.order[i] = fleetscope.StackID(i)
+	}
+	slices.SortFunc(l.order, func(x, y fleetscope.StackID) int { return slices.Compare(seqs[x], seqs[y]) })
+	return l
+}
 
-	out := &Flat{Name: []uint32{0}, Value: []uint64{0}, Depth: []uint32{0}}
+// FlatTree merges the stacks into a tree rooted at "all", with children
+// sorted by name; frames that print the same (with or without annotations)
+// merge.
+func FlatTree(d *fleetscope.Dict, c *Counts, a Annotate) *Flat {
+	return NewLayout(d, a).Flat(d, c)
+}
+
+// Flat builds the flame graph of counts c over l's dictionary d in one pass
+// over the stacks in name order, each sharing the prefix it has with the
+// one before: no per-node maps, and nodes come out in pre-order.
+func (l *Layout) Flat(d *fleetscope.Dict, c *Counts) *Flat {
+	out := &Flat{Names: []string{"all"}, Name: []uint32{0}, Value: []uint64{0}, Depth: []uint32{0}}
 	used := map[uint32]uint32{}
-	out.Names = append(out.Names, "all")
 	path := []int{0}
-	var prev []uint32
-	for _, e := range stacks {
-		cur := seq(e)
+	var prev, cur []uint32
+	for _, id := range l.order {
+		v := c.value(id)
+		if v == 0 {
+			continue
+		}
+		cur = cur[:0]
+		for _, f := range d.StackFrames(id) {
+			cur = append(cur, l.rank[f])
+		}
 		common := 0
 		for common < len(cur) && common < len(prev) && cur[common] == prev[common] {
 			common++
 		}
 		path = path[:common+1]
 		for i, r := range cur[common:] {
-			id, ok := used[r]
+			nid, ok := used[r]
 			if !ok {
-				id = uint32(len(out.Names))
-				used[r] = id
-				out.Names = append(out.Names, names[r])
+				nid = uint32(len(out.Names))
+				used[r] = nid
+				out.Names = append(out.Names, l.names[r])
 			}
-			out.Name = append(out.Name, id)
+			out.Name = append(out.Name, nid)
 			out.Value = append(out.Value, 0)
 			out.Depth = append(out.Depth, uint32(common+i+1))
 			path = append(path, len(out.Name)-1)
 		}
 		for _, n := range path {
-			out.Value[n] += e.v
+			out.Value[n] += v
 		}
-		prev = cur
+		prev, cur = cur, prev
 	}
 	return out
 }
