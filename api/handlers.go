@@ -31,6 +31,7 @@ type Handlers struct {
 	DB                 *postgres.DB
 	Ingest             *ingest.Service
 	BrowserUploadBytes int64
+	PublicURL          string // base of permalinks
 	Log                *slog.Logger
 
 	once     sync.Once
@@ -91,7 +92,7 @@ func (h *Handlers) Upload(ctx context.Context, stream *connect.ClientStream[fsv1
 		return nil, toConnect(err)
 	}
 	h.Log.Info("profile stored", "tenant", p.Tenant, "profile", info.ID, "app", info.App, "samples", info.Samples, "bytes", info.SizeBytes, "created", created)
-	return connect.NewResponse(&fsv1.UploadResponse{Profile: toProto(info), Created: created}), nil
+	return connect.NewResponse(&fsv1.UploadResponse{Profile: toProto(info), Created: created, Permalink: h.permalink(info.ID)}), nil
 }
 
 func (h *Handlers) logFailure(p fleetscope.Principal, md *fsv1.UploadMetadata, err error) {
@@ -100,6 +101,11 @@ func (h *Handlers) logFailure(p fleetscope.Principal, md *fsv1.UploadMetadata, e
 		level = slog.LevelError
 	}
 	h.Log.Log(context.Background(), level, "upload failed", "tenant", p.Tenant, "app", md.GetApp(), "err", err)
+}
+
+// permalink is a profile's dashboard URL.
+func (h *Handlers) permalink(id string) string {
+	return strings.TrimRight(h.PublicURL, "/") + "/p/" + id
 }
 
 // chunkReader reads the chunk messages of an upload stream as bytes.
@@ -141,7 +147,7 @@ func (h *Handlers) UploadFile(ctx context.Context, req *connect.Request[fsv1.Upl
 		h.logFailure(p, md, err)
 		return nil, toConnect(err)
 	}
-	return connect.NewResponse(&fsv1.UploadFileResponse{Profile: toProto(info), Created: created}), nil
+	return connect.NewResponse(&fsv1.UploadFileResponse{Profile: toProto(info), Created: created, Permalink: h.permalink(info.ID)}), nil
 }
 
 func toProto(p *fleetscope.ProfileInfo) *fsv1.Profile {

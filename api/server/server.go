@@ -55,6 +55,10 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 			MaxUploadBytes: cfg.MaxUploadBytes, MaxRawBytes: cfg.MaxRawBytes,
 		},
 		BrowserUploadBytes: cfg.BrowserUploadBytes,
+		PublicURL:          cfg.PublicURL,
+	}
+	if h.PublicURL == "" {
+		h.PublicURL = "http://" + cfg.Addr
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

@@ -60,7 +60,11 @@ func uploadCmd() *cobra.Command {
 				if err != nil {
 					return fmt.Errorf("%s: %w", path, err)
 				}
-				fmt.Printf("%s %s\n", res.GetProfile().GetId(), cl.permalink(res.GetProfile().GetId()))
+				link := res.GetPermalink()
+				if link == "" {
+					link = cl.permalink(res.GetProfile().GetId())
+				}
+				fmt.Printf("%s %s\n", res.GetProfile().GetId(), link)
 			}
 			return nil
 		},

@@ -301,7 +301,9 @@ type UploadResponse struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
 	Profile *Profile               `protobuf:"bytes,1,opt,name=profile,proto3" json:"profile,omitempty"`
 	// False when these bytes were already stored.
-	Created       bool `protobuf:"varint,2,opt,name=created,proto3" json:"created,omitempty"`
+	Created bool `protobuf:"varint,2,opt,name=created,proto3" json:"created,omitempty"`
+	// The dashboard URL of the profile (FLEETSCOPE_PUBLIC_URL/p/ID).
+	Permalink     string `protobuf:"bytes,3,opt,name=permalink,proto3" json:"permalink,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -350,10 +352,18 @@ func (x *UploadResponse) GetCreated() bool {
 	return false
 }
 
+func (x *UploadResponse) GetPermalink() string {
+	if x != nil {
+		return x.Permalink
+	}
+	return ""
+}
+
 type UploadFileResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Profile       *Profile               `protobuf:"bytes,1,opt,name=profile,proto3" json:"profile,omitempty"`
 	Created       bool                   `protobuf:"varint,2,opt,name=created,proto3" json:"created,omitempty"`
+	Permalink     string                 `protobuf:"bytes,3,opt,name=permalink,proto3" json:"permalink,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -402,6 +412,13 @@ func (x *UploadFileResponse) GetCreated() bool {
 	return false
 }
 
+func (x *UploadFileResponse) GetPermalink() string {
+	if x != nil {
+		return x.Permalink
+	}
+	return ""
+}
+
 var File_fleetscope_v1_ingest_proto protoreflect.FileDescriptor
 
 const file_fleetscope_v1_ingest_proto_rawDesc = "" +
@@ -427,13 +444,15 @@ const file_fleetscope_v1_ingest_proto_rawDesc = "" +
 	"\x03msg\"b\n" +
 	"\x11UploadFileRequest\x129\n" +
 	"\bmetadata\x18\x01 \x01(\v2\x1d.fleetscope.v1.UploadMetadataR\bmetadata\x12\x12\n" +
-	"\x04data\x18\x02 \x01(\fR\x04data\"\\\n" +
+	"\x04data\x18\x02 \x01(\fR\x04data\"z\n" +
 	"\x0eUploadResponse\x120\n" +
 	"\aprofile\x18\x01 \x01(\v2\x16.fleetscope.v1.ProfileR\aprofile\x12\x18\n" +
-	"\acreated\x18\x02 \x01(\bR\acreated\"`\n" +
+	"\acreated\x18\x02 \x01(\bR\acreated\x12\x1c\n" +
+	"\tpermalink\x18\x03 \x01(\tR\tpermalink\"~\n" +
 	"\x12UploadFileResponse\x120\n" +
 	"\aprofile\x18\x01 \x01(\v2\x16.fleetscope.v1.ProfileR\aprofile\x12\x18\n" +
-	"\acreated\x18\x02 \x01(\bR\acreated2\xab\x01\n" +
+	"\acreated\x18\x02 \x01(\bR\acreated\x12\x1c\n" +
+	"\tpermalink\x18\x03 \x01(\tR\tpermalink2\xab\x01\n" +
 	"\rIngestService\x12G\n" +
 	"\x06Upload\x12\x1c.fleetscope.v1.UploadRequest\x1a\x1d.fleetscope.v1.UploadResponse(\x01\x12Q\n" +
 	"\n" +
