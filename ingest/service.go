@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/fleetscope/fleetscope"
-	"github.com/fleetscope/fleetscope/ingest/perf"
 	"github.com/fleetscope/fleetscope/query"
 	"github.com/fleetscope/fleetscope/store/blob"
 	"github.com/fleetscope/fleetscope/store/index"
@@ -43,9 +42,6 @@ type Service struct {
 	Log                         *slog.Logger
 	Now                         func() time.Time
 }
-
-// Formats fleetscope reads, for --input-format and detection errors.
-var Formats = []string{"perf"}
 
 // Ingest reads one profile file from body and stores it for the principal's
 // tenant. It streams: the bytes are spooled to a temporary file and hashed
@@ -170,23 +166,18 @@ func checkMeta(m *Meta) error {
 			return fleetscope.Errorf(fleetscope.EINVALID, "label %q: keys 1-100 bytes, values at most 200", k)
 		}
 	}
-	switch m.InputFormat {
-	case "", "perf":
-	default:
-		return fleetscope.Errorf(fleetscope.EINVALID, "unknown input format %q (supported: %s)", m.InputFormat, strings.Join(Formats, ", "))
+	if m.InputFormat != "" {
+		if _, err := Lookup(m.InputFormat); err != nil {
+			return err
+		}
 	}
 	return nil
 }
 
-// parse decompresses and parses r, building the index.
+// parse decompresses, detects and parses r, building the index.
 func (s *Service) parse(r io.Reader, m Meta) (*fleetscope.Dict, *index.Index, *fleetscope.Profile, error) {
-	dr, err := Decompress(r)
-	if err != nil {
-		return nil, nil, nil, fleetscope.Errorf(fleetscope.EINVALID, "%v", err)
-	}
-	raw := &limited{r: dr, left: s.MaxRawBytes, what: "decompressed upload", limit: s.MaxRawBytes}
 	b := index.NewBuilder()
-	prof, err := perf.Parse(raw, func(_ *fleetscope.Profile, batch []fleetscope.Sample) error {
+	prof, err := Parse(r, m.InputFormat, s.MaxRawBytes, func(_ *fleetscope.Profile, batch []fleetscope.Sample) error {
 		b.Add(batch)
 		return nil
 	})

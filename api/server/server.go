@@ -21,6 +21,7 @@ import (
 	_ "github.com/fleetscope/fleetscope/store/blob/localfs" // file:// URLs
 	_ "github.com/fleetscope/fleetscope/store/blob/s3"      // s3:// URLs
 	"github.com/fleetscope/fleetscope/store/postgres"
+	"github.com/fleetscope/fleetscope/web"
 )
 
 // Server is a configured fleetscope server.
@@ -77,6 +78,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 		fmt.Fprintln(w, "ok")
 	})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.Handle("GET /", web.Handler()) // the dashboard; its routes fall back to index.html
 
 	protocols := new(http.Protocols)
 	protocols.SetHTTP1(true)

@@ -19,6 +19,18 @@ import (
 	"github.com/spf13/cobra"
 )
 
+// openRaw opens FILE, or standard input for "-" or no argument.
+func openRaw(a []string) (io.Reader, func(), error) {
+	if len(a) == 0 || a[0] == "-" {
+		return os.Stdin, func() {}, nil
+	}
+	f, err := os.Open(a[0])
+	if err != nil {
+		return nil, nil, err
+	}
+	return f, func() { f.Close() }, nil
+}
+
 // openInput opens FILE, or standard input for "-" or no argument, with
 // compression undone by content.
 func openInput(a []string) (io.Reader, func(), error) {
@@ -96,16 +108,18 @@ type loaded struct {
 // load parses FILE (or standard input), handing every batch of samples to
 // sink as it is parsed; no sample text stays in memory.
 func load(a []string, inputFormat string, sink func(d *fleetscope.Dict, batch []fleetscope.Sample)) (*loaded, error) {
-	if inputFormat != "" && inputFormat != "perf" {
-		return nil, usageError{fmt.Errorf("unknown --input-format %q (supported: perf)", inputFormat)}
+	if inputFormat != "" {
+		if _, err := ingest.Lookup(inputFormat); err != nil {
+			return nil, usageError{err}
+		}
 	}
-	r, done, err := openInput(a)
+	r, done, err := openRaw(a)
 	if err != nil {
 		return nil, err
 	}
 	defer done()
 	l := &loaded{}
-	l.p, err = perf.Parse(r, func(p *fleetscope.Profile, batch []fleetscope.Sample) error {
+	l.p, err = ingest.Parse(r, inputFormat, 0, func(p *fleetscope.Profile, batch []fleetscope.Sample) error {
 		for _, s := range batch {
 			for int(s.Event) >= len(l.counts) {
 				l.counts = append(l.counts, 0)
@@ -230,7 +244,7 @@ func heatmapCmd() *cobra.Command {
 	f.BoolVar(&includeIdle, "include-idle", false, "count the kernel's idle samples too")
 	f.StringVar(&event, "event", "", "event to show (default: the one with the most samples)")
 	f.BoolVar(&asJSON, "json", false, `print {"startSecond","rows","columns","maxCount"} as JSON`)
-	f.StringVar(&inputFormat, "input-format", "", "input format, instead of detecting it (perf)")
+	f.StringVar(&inputFormat, "input-format", "", "input format, instead of detecting it by content")
 	f.StringVar(&profile, "profile", "", "a stored profile's id: ask the server (FLEETSCOPE_URL, FLEETSCOPE_API_KEY)")
 	return c
 }
@@ -357,7 +371,7 @@ func flamegraphCmd() *cobra.Command {
 	f.BoolVar(&includeIdle, "include-idle", false, "include the kernel's idle samples")
 	f.StringVar(&event, "event", "", "event to show (default: the one with the most samples)")
 	f.StringVar(&format, "format", "folded", "output format: folded or json")
-	f.StringVar(&inputFormat, "input-format", "", "input format, instead of detecting it (perf)")
+	f.StringVar(&inputFormat, "input-format", "", "input format, instead of detecting it by content")
 	f.BoolVar(&byPeriod, "period", false, "weight samples by their period instead of counting them")
 	f.BoolVar(&ann.Kernel, "kernel", false, "annotate kernel functions with _[k]")
 	f.BoolVar(&ann.JIT, "jit", false, "annotate JIT functions with _[j]")

@@ -502,3 +502,37 @@ func atoi32(b []byte) int32 {
 	}
 	return int32(v)
 }
+
+// Detect says how sure it is that head (the first bytes of an input) is
+// perf script text: its first line that is not a comment or blank must be a
+// sample header ("comm pid ... time: event:"), and a "perf script --header"
+// banner makes it certain.
+func Detect(head []byte) int {
+	score := 0
+	for len(head) > 0 {
+		line := head
+		i := bytes.IndexByte(head, '\n')
+		if i < 0 {
+			break // a partial last line says nothing
+		}
+		line, head = head[:i], head[i+1:]
+		if len(line) == 0 {
+			continue
+		}
+		if line[0] == '#' {
+			if bytes.Contains(line, []byte("perf version")) || bytes.Contains(line, []byte("captured on")) {
+				score = 50
+			}
+			continue
+		}
+		h, ok := parseHeader(line)
+		if !ok {
+			return 0
+		}
+		if h.sample.TimeNanos != fleetscope.NoTime || len(h.event) > 0 {
+			return score + 40
+		}
+		return score + 20
+	}
+	return score
+}

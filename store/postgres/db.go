@@ -12,6 +12,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"strconv"
 	"strings"
 	"time"
@@ -129,7 +131,32 @@ func (db *DB) readTenant(ctx context.Context, tenant int64, scan func(pgx.Rows) 
 		}
 		return rows.Err()
 	})
-	return db.pool.SendBatch(ctx, b).Close()
+	return db.retry(ctx, func() error { return db.pool.SendBatch(ctx, b).Close() })
+}
+
+// retry runs fn again (up to twice more) when it failed because its
+// connection broke (a restarted or killed backend, a dropped socket): the
+// pool then hands out a fresh one. Callers' operations are idempotent: reads,
+// and profile inserts keyed by content hash.
+func (db *DB) retry(ctx context.Context, fn func() error) error {
+	var err error
+	for attempt := 0; attempt < 3; attempt++ {
+		if err = fn(); err == nil || !connectionLost(err) || ctx.Err() != nil {
+			return err
+		}
+	}
+	return err
+}
+
+// connectionLost reports errors of a connection, not of the statement.
+func connectionLost(err error) bool {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return strings.HasPrefix(pe.Code, "08") || pe.Code == "57P01" || pe.Code == "57P02" || pe.Code == "57P03"
+	}
+	var ne net.Error
+	return pgconn.SafeToRetry(err) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.As(err, &ne) ||
+		strings.Contains(err.Error(), "conn closed")
 }
 
 // readTenantRow is readTenant for a query of one row; no row is
@@ -161,6 +188,9 @@ func translate(err error, what string) error {
 	var fe *fleetscope.Error
 	if errors.As(err, &fe) {
 		return err
+	}
+	if connectionLost(err) {
+		return fleetscope.Errorf(fleetscope.EUNAVAILABLE, "database unavailable, retry later")
 	}
 	return fmt.Errorf("%s: %w", what, err)
 }

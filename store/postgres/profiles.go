@@ -121,37 +121,40 @@ func (db *DB) InsertProfile(ctx context.Context, tenant int64, p *fleetscope.Pro
 	meta, _ := json.Marshal(nonNil(p.Meta))
 	day := time.Now().UTC().Truncate(24 * time.Hour)
 	created := false
-	err := db.inTenant(ctx, tenant, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `
+	err := db.retry(ctx, func() error {
+		return db.inTenant(ctx, tenant, func(tx pgx.Tx) error {
+			created = false
+			tag, err := tx.Exec(ctx, `
 			INSERT INTO profiles (tenant_id, id, sha256, app, host, labels, format, filename, events, default_event,
 				samples, timed, start_second, duration_nanos, time_unit_nanos, start_time, end_time, time_source,
 				size_bytes, blob_key, meta, day)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22)
 			ON CONFLICT (tenant_id, sha256) DO NOTHING`,
-			tenant, id, sum, p.App, p.Host, labels, p.Format, p.Filename, events, p.DefaultEvent,
-			p.Samples, p.Timed, p.StartSecond, p.DurationNanos, p.TimeUnitNanos, p.StartTime, p.EndTime, p.TimeSource,
-			p.SizeBytes, p.BlobKey, meta, day)
-		if err != nil {
-			return err
-		}
-		if tag.RowsAffected() == 0 {
-			return nil // the same bytes are already stored
-		}
-		created = true
-		stackIDs, err := writeDictionary(ctx, tx, tenant, dict)
-		if err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `INSERT INTO profile_stacks (tenant_id, profile_id, stacks) VALUES ($1, $2, $3)`, tenant, id, stackIDs); err != nil {
-			return err
-		}
-		if err := writeSeconds(ctx, tx, tenant, id, day, ix); err != nil {
-			return err
-		}
-		if beforeCommit != nil {
-			return beforeCommit()
-		}
-		return nil
+				tenant, id, sum, p.App, p.Host, labels, p.Format, p.Filename, events, p.DefaultEvent,
+				p.Samples, p.Timed, p.StartSecond, p.DurationNanos, p.TimeUnitNanos, p.StartTime, p.EndTime, p.TimeSource,
+				p.SizeBytes, p.BlobKey, meta, day)
+			if err != nil {
+				return err
+			}
+			if tag.RowsAffected() == 0 {
+				return nil // the same bytes are already stored
+			}
+			created = true
+			stackIDs, err := writeDictionary(ctx, tx, tenant, dict)
+			if err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, `INSERT INTO profile_stacks (tenant_id, profile_id, stacks) VALUES ($1, $2, $3)`, tenant, id, stackIDs); err != nil {
+				return err
+			}
+			if err := writeSeconds(ctx, tx, tenant, id, day, ix); err != nil {
+				return err
+			}
+			if beforeCommit != nil {
+				return beforeCommit()
+			}
+			return nil
+		})
 	})
 	if err != nil {
 		return nil, false, translate(err, "profile")
