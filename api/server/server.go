@@ -78,7 +78,17 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 		fmt.Fprintln(w, "ok")
 	})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	mux.Handle("GET /", web.Handler()) // the dashboard; its routes fall back to index.html
+	// The dashboard (its routes fall back to index.html). "/" rather than
+	// "GET /": a method pattern would outrank the API's path patterns.
+	ui := web.Handler()
+	mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+			return
+		}
+		ui.ServeHTTP(w, r)
+	}))
 
 	protocols := new(http.Protocols)
 	protocols.SetHTTP1(true)

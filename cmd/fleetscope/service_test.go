@@ -131,6 +131,12 @@ func startService(t testing.TB, o serviceOpts) *service {
 	})
 	deadline := time.Now().Add(30 * time.Second)
 	for {
+		select {
+		case err := <-s.exited:
+			s.exited <- err
+			t.Fatalf("server exited at start: %v\n%s", err, s.stderr.String())
+		default:
+		}
 		res, err := http.Get(s.url + "/healthz")
 		if err == nil && res.StatusCode == 200 {
 			res.Body.Close()
@@ -451,10 +457,11 @@ func TestBadInputStoresNothing(t *testing.T) {
 	cases := []struct {
 		name, content, want string
 	}{
-		{"not-a-profile.txt", "hello, world\nthis is not a profile\n", "not perf script output"},
-		{"empty.txt", "", "no samples"},
+		{"not-a-profile.txt", "hello, world\nthis is not a profile\n", "unrecognised input"},
+		{"empty.txt", "", "empty input"},
 		{"truncated.gz", string(gzb[:len(gzb)/2]), "unexpected EOF"},
-		{"long-line.txt", strings.Repeat("x", 10<<20) + "\n", "not perf script output"},
+		{"long-line.txt", strings.Repeat("x", 10<<20) + "\n", "unrecognised input"},
+		{"perf-then-garbage.txt", "x 1 [000] 1.000000: cpu-clock: \n\tff f (m)\n\n" + strings.Repeat("y", 10<<20) + "\n", "line 4 is longer than 1024 KiB"},
 		{"bomb.gz", bomb.String(), "larger than the limit"},
 	}
 	for _, c := range cases {

@@ -95,6 +95,10 @@ func Parse(r io.Reader, fn func(p *fleetscope.Profile, batch []fleetscope.Sample
 	return p, nil
 }
 
+// MaxLine bounds a line of perf script text: symbol names run to a few KiB
+// at most, so a longer line means the input is something else.
+const MaxLine = 1 << 20
+
 // globalMap translates one worker's local dictionary ids to the profile's.
 type globalMap struct {
 	frames []fleetscope.FrameID
@@ -181,6 +185,10 @@ func (s *sampler) chunk(w int, c *chunk) *sampled {
 			line, data = data[:i], data[i+1:]
 		} else {
 			data = nil
+		}
+		if len(line) > MaxLine {
+			res.err = fleetscope.Errorf(fleetscope.EINVALID, "line %d is longer than %d KiB: not perf script text", lineNo, MaxLine>>10)
+			return res
 		}
 		if len(line) > 0 && line[0] == '#' {
 			if !seenContent {
