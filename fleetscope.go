@@ -88,6 +88,7 @@ type Principal struct {
 	Tenant   string
 	KeyID    string
 	Scopes   []string
+	Limits   Limits
 }
 
 // Can reports whether the principal holds scope.
@@ -107,3 +108,55 @@ const (
 	ETOOLARGE        = "too_large"       // an upload over a limit
 	EUNAVAILABLE     = "unavailable"     // a backing service failed; retry later
 )
+
+// Limits are a tenant's quotas; zero means none of its own (the server's
+// limits still apply).
+type Limits struct {
+	RetentionDays  int
+	MaxUploadBytes int64
+	MaxRawBytes    int64
+	MaxStoredBytes int64
+	RatePerSecond  int
+}
+
+// Tenant is one team using a deployment.
+type Tenant struct {
+	ID        int64
+	Name      string
+	CreatedAt time.Time
+	Disabled  bool
+	Limits
+}
+
+// Key describes an API key; its secret is never stored.
+type Key struct {
+	ID         string // visible prefix of the secret
+	Name       string
+	Scopes     []string
+	CreatedAt  time.Time
+	LastUsedAt time.Time // zero: never
+	ExpiresAt  time.Time // zero: never
+	RevokedAt  time.Time // zero: not revoked
+}
+
+// AuditEvent records an administrative action or a deletion.
+type AuditEvent struct {
+	At     time.Time
+	Actor  string // key id, "cli" or "retention"
+	Action string
+	Target string
+	Detail map[string]string
+}
+
+// ShareLink grants read access to one profile range without a key.
+type ShareLink struct {
+	TenantID   int64
+	ID         string // visible prefix of the token
+	ProfileID  string
+	Event      string
+	Start, End *int64 // relative ns; nil: open
+	CreatedBy  string
+	CreatedAt  time.Time
+	ExpiresAt  time.Time
+	RevokedAt  time.Time
+}

@@ -9,26 +9,45 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"connectrpc.com/connect"
+	"golang.org/x/time/rate"
 
 	"github.com/fleetscope/fleetscope"
 	"github.com/fleetscope/fleetscope/api/gen/fleetscope/v1/fleetscopev1connect"
 	"github.com/fleetscope/fleetscope/store/postgres"
 )
 
+// Public marks procedures that take no API key: share links, whose token
+// is the credential.
+const Public = ""
+
 // Scopes says which scope each procedure needs. Every registered procedure
 // must be listed: the interceptor refuses any other.
 var Scopes = map[string]string{
-	fleetscopev1connect.IngestServiceUploadProcedure:        fleetscope.ScopeIngest,
-	fleetscopev1connect.IngestServiceUploadFileProcedure:    fleetscope.ScopeIngest,
-	fleetscopev1connect.QueryServiceSearchProfilesProcedure: fleetscope.ScopeRead,
-	fleetscopev1connect.QueryServiceGetProfileProcedure:     fleetscope.ScopeRead,
-	fleetscopev1connect.QueryServiceGetHeatmapProcedure:     fleetscope.ScopeRead,
-	fleetscopev1connect.QueryServiceGetFlameGraphProcedure:  fleetscope.ScopeRead,
+	fleetscopev1connect.AdminServiceGetTenantProcedure:           fleetscope.ScopeAdmin,
+	fleetscopev1connect.AdminServiceListKeysProcedure:            fleetscope.ScopeAdmin,
+	fleetscopev1connect.AdminServiceCreateKeyProcedure:           fleetscope.ScopeAdmin,
+	fleetscopev1connect.AdminServiceRevokeKeyProcedure:           fleetscope.ScopeAdmin,
+	fleetscopev1connect.AdminServiceDeleteProfileProcedure:       fleetscope.ScopeAdmin,
+	fleetscopev1connect.AdminServiceListAuditEventsProcedure:     fleetscope.ScopeAdmin,
+	fleetscopev1connect.AdminServiceCreateShareLinkProcedure:     fleetscope.ScopeAdmin,
+	fleetscopev1connect.AdminServiceListShareLinksProcedure:      fleetscope.ScopeAdmin,
+	fleetscopev1connect.AdminServiceRevokeShareLinkProcedure:     fleetscope.ScopeAdmin,
+	fleetscopev1connect.ShareServiceGetSharedProfileProcedure:    Public,
+	fleetscopev1connect.ShareServiceGetSharedHeatmapProcedure:    Public,
+	fleetscopev1connect.ShareServiceGetSharedFlameGraphProcedure: Public,
+	fleetscopev1connect.IngestServiceUploadProcedure:             fleetscope.ScopeIngest,
+	fleetscopev1connect.IngestServiceUploadFileProcedure:         fleetscope.ScopeIngest,
+	fleetscopev1connect.QueryServiceSearchProfilesProcedure:      fleetscope.ScopeRead,
+	fleetscopev1connect.QueryServiceGetProfileProcedure:          fleetscope.ScopeRead,
+	fleetscopev1connect.QueryServiceGetHeatmapProcedure:          fleetscope.ScopeRead,
+	fleetscopev1connect.QueryServiceGetFlameGraphProcedure:       fleetscope.ScopeRead,
 }
 
 type principalKey struct{}
@@ -53,16 +72,45 @@ var _ Authenticator = (*postgres.DB)(nil)
 type authInterceptor struct {
 	auth  Authenticator
 	cache *cache[[32]byte, fleetscope.Principal]
+
+	mu       sync.Mutex
+	limiters map[int64]*rate.Limiter // per tenant with a rate limit
 }
 
 // AuthTTL bounds how long a resolved key is trusted without the database.
 const AuthTTL = 5 * time.Second
 
-func newAuthInterceptor(a Authenticator) authInterceptor {
-	return authInterceptor{auth: a, cache: newCache[[32]byte, fleetscope.Principal](10000, AuthTTL)}
+// UnaryTimeout bounds every unary call.
+const UnaryTimeout = time.Minute
+
+func newAuthInterceptor(a Authenticator) *authInterceptor {
+	return &authInterceptor{auth: a, cache: newCache[[32]byte, fleetscope.Principal](10000, AuthTTL), limiters: map[int64]*rate.Limiter{}}
 }
 
-func (a authInterceptor) authenticate(ctx context.Context, secret string) (fleetscope.Principal, error) {
+// forgetKey drops a revoked key from this replica's cache at once.
+func (a *authInterceptor) forgetKey(tenant int64, id string) {
+	a.cache.drop(func([32]byte) bool { return true }) // rare: clear all rather than index by key id
+}
+
+// allow applies the tenant's request rate limit (per replica).
+func (a *authInterceptor) allow(p fleetscope.Principal) error {
+	if p.Limits.RatePerSecond <= 0 {
+		return nil
+	}
+	a.mu.Lock()
+	l, ok := a.limiters[p.TenantID]
+	if !ok || int(l.Limit()) != p.Limits.RatePerSecond {
+		l = rate.NewLimiter(rate.Limit(p.Limits.RatePerSecond), 2*p.Limits.RatePerSecond)
+		a.limiters[p.TenantID] = l
+	}
+	a.mu.Unlock()
+	if !l.Allow() {
+		return connect.NewError(connect.CodeResourceExhausted, fmt.Errorf("rate limit of %d requests per second exceeded; retry later", p.Limits.RatePerSecond))
+	}
+	return nil
+}
+
+func (a *authInterceptor) authenticate(ctx context.Context, secret string) (fleetscope.Principal, error) {
 	k := sha256.Sum256([]byte(secret))
 	if p, ok := a.cache.get(k); ok {
 		return p, nil
@@ -74,10 +122,13 @@ func (a authInterceptor) authenticate(ctx context.Context, secret string) (fleet
 	return p, err
 }
 
-func (a authInterceptor) check(ctx context.Context, procedure string, h http.Header) (context.Context, error) {
+func (a *authInterceptor) check(ctx context.Context, procedure string, h http.Header) (context.Context, error) {
 	scope, ok := Scopes[procedure]
 	if !ok {
 		return nil, connect.NewError(connect.CodeUnimplemented, errors.New("no such procedure"))
+	}
+	if scope == Public {
+		return ctx, nil
 	}
 	secret, ok := strings.CutPrefix(h.Get("Authorization"), "Bearer ")
 	if !ok || secret == "" {
@@ -90,14 +141,19 @@ func (a authInterceptor) check(ctx context.Context, procedure string, h http.Hea
 	if !p.Can(scope) {
 		return nil, connect.NewError(connect.CodePermissionDenied, errors.New("this key lacks the "+scope+" scope"))
 	}
+	if err := a.allow(p); err != nil {
+		return nil, err
+	}
 	return context.WithValue(ctx, principalKey{}, p), nil
 }
 
-func (a authInterceptor) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
+func (a *authInterceptor) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
 	return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
 		if req.Spec().IsClient {
 			return next(ctx, req)
 		}
+		ctx, cancel := context.WithTimeout(ctx, UnaryTimeout)
+		defer cancel()
 		ctx, err := a.check(ctx, req.Spec().Procedure, req.Header())
 		if err != nil {
 			return nil, err
@@ -106,11 +162,11 @@ func (a authInterceptor) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
 	}
 }
 
-func (a authInterceptor) WrapStreamingClient(next connect.StreamingClientFunc) connect.StreamingClientFunc {
+func (a *authInterceptor) WrapStreamingClient(next connect.StreamingClientFunc) connect.StreamingClientFunc {
 	return next
 }
 
-func (a authInterceptor) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
+func (a *authInterceptor) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
 	return func(ctx context.Context, conn connect.StreamingHandlerConn) error {
 		ctx, err := a.check(ctx, conn.Spec().Procedure, conn.RequestHeader())
 		if err != nil {

@@ -34,6 +34,7 @@ type Handlers struct {
 	PublicURL          string // base of permalinks
 	Log                *slog.Logger
 
+	auth     *authInterceptor
 	once     sync.Once
 	dicts    *cache[profileKey, *fleetscope.Dict]
 	heatmaps *cache[heatmapKey, *fsv1.GetHeatmapResponse]
@@ -48,9 +49,13 @@ var (
 
 // Mount registers the services, behind the auth interceptor, on mux.
 func (h *Handlers) Mount(mux *http.ServeMux, auth Authenticator, extra ...connect.HandlerOption) {
-	opts := append([]connect.HandlerOption{connect.WithInterceptors(newAuthInterceptor(auth))}, extra...)
+	h.auth = newAuthInterceptor(auth)
+	opts := append([]connect.HandlerOption{connect.WithInterceptors(h.auth)}, extra...)
+	small := append(opts, connect.WithReadMaxBytes(1<<20))
 	mux.Handle(fleetscopev1connect.NewIngestServiceHandler(h, opts...))
-	mux.Handle(fleetscopev1connect.NewQueryServiceHandler(h, append(opts, connect.WithReadMaxBytes(1<<20))...))
+	mux.Handle(fleetscopev1connect.NewQueryServiceHandler(h, small...))
+	mux.Handle(fleetscopev1connect.NewAdminServiceHandler(h, small...))
+	mux.Handle(fleetscopev1connect.NewShareServiceHandler(h, small...))
 }
 
 func principal(ctx context.Context) (fleetscope.Principal, error) {
@@ -224,39 +229,46 @@ func (h *Handlers) GetHeatmap(ctx context.Context, req *connect.Request[fsv1.Get
 	if err != nil {
 		return nil, err
 	}
-	m := req.Msg
+	info, err := h.profile(ctx, p.TenantID, req.Msg.GetProfileId())
+	if err != nil {
+		return nil, toConnect(err)
+	}
+	out, err := h.heatmapResponse(ctx, p.TenantID, info, req.Msg)
+	if err != nil {
+		return nil, toConnect(err)
+	}
+	return connect.NewResponse(out), nil
+}
+
+func (h *Handlers) heatmapResponse(ctx context.Context, tenant int64, info *fleetscope.ProfileInfo, m *fsv1.GetHeatmapRequest) (*fsv1.GetHeatmapResponse, error) {
 	rows := int(m.GetRows())
 	if rows == 0 {
 		rows = heatmap.DefaultRows
 	}
 	if err := heatmap.CheckRows(rows); err != nil {
-		return nil, toConnect(err)
-	}
-	info, err := h.profile(ctx, p.TenantID, m.GetProfileId())
-	if err != nil {
-		return nil, toConnect(err)
+		return nil, err
 	}
 	if !info.Timed {
-		return nil, toConnect(fleetscope.Errorf(fleetscope.EINVALID, "this profile has no per-sample timestamps: no heatmap (a whole-profile flame graph works)"))
+		return nil, fleetscope.Errorf(fleetscope.EINVALID, "this profile has no per-sample timestamps: no heatmap (a whole-profile flame graph works)")
 	}
 	ev, err := event(info, m.GetEvent())
 	if err != nil {
-		return nil, toConnect(err)
+		return nil, err
 	}
-	key := heatmapKey{profileKey{p.TenantID, info.ID}, ev, rows, m.GetIncludeIdle()}
+	key := heatmapKey{profileKey{tenant, info.ID}, ev, rows, m.GetIncludeIdle()}
 	if out, ok := h.heatmaps.get(key); ok {
-		return connect.NewResponse(out), nil
+		return out, nil
 	}
-	hm, err := h.heatmap(ctx, p.TenantID, info, ev, rows, m.GetIncludeIdle())
+	hm, err := h.heatmap(ctx, tenant, info, ev, rows, m.GetIncludeIdle())
 	if err != nil {
-		return nil, toConnect(err)
+		return nil, err
 	}
 	out := &fsv1.GetHeatmapResponse{Event: hm.Event, StartSecond: hm.StartSecond, Rows: int32(hm.Rows), MaxCount: hm.MaxCount, Total: hm.Total}
 	for _, col := range hm.Columns {
 		out.Columns = append(out.Columns, &fsv1.Column{Counts: col})
 	}
 	h.heatmaps.put(key, out)
-	return connect.NewResponse(out), nil
+	return out, nil
 }
 
 func (h *Handlers) heatmap(ctx context.Context, tenant int64, info *fleetscope.ProfileInfo, ev, rows int, idle bool) (*heatmap.Heatmap, error) {
@@ -326,20 +338,28 @@ func (h *Handlers) GetFlameGraph(ctx context.Context, req *connect.Request[fsv1.
 	if err != nil {
 		return nil, err
 	}
-	m := req.Msg
-	info, err := h.profile(ctx, p.TenantID, m.GetProfileId())
+	info, err := h.profile(ctx, p.TenantID, req.Msg.GetProfileId())
 	if err != nil {
 		return nil, toConnect(err)
 	}
-	ev, err := event(info, m.GetEvent())
+	out, err := h.flameGraph(ctx, p.TenantID, info, req.Msg)
 	if err != nil {
 		return nil, toConnect(err)
+	}
+	return connect.NewResponse(out), nil
+}
+
+// flameGraph computes a flame graph of one of the tenant's profiles.
+func (h *Handlers) flameGraph(ctx context.Context, tenant int64, info *fleetscope.ProfileInfo, m *fsv1.GetFlameGraphRequest) (*fsv1.GetFlameGraphResponse, error) {
+	ev, err := event(info, m.GetEvent())
+	if err != nil {
+		return nil, err
 	}
 	sel := query.Selection{Event: fleetscope.EventID(ev), IncludeIdle: m.GetIncludeIdle(), Range: fleetscope.All, StartSecond: info.StartSecond * 1e9}
 	from, to := int64(0), int64(-1)
 	if m.StartNanos != nil || m.EndNanos != nil {
 		if !info.Timed {
-			return nil, toConnect(fleetscope.Errorf(fleetscope.EINVALID, "this profile has no per-sample timestamps: no time range (a whole-profile flame graph works)"))
+			return nil, fleetscope.Errorf(fleetscope.EINVALID, "this profile has no per-sample timestamps: no time range (a whole-profile flame graph works)")
 		}
 		if m.StartNanos != nil {
 			sel.Range.Start = m.GetStartNanos()
@@ -355,16 +375,16 @@ func (h *Handlers) GetFlameGraph(ctx context.Context, req *connect.Request[fsv1.
 	}
 	var counts flame.Counts
 	if from <= to || m.StartNanos == nil && m.EndNanos == nil {
-		err = h.samples(ctx, p.TenantID, info, ev, from, to, func(d *fleetscope.Dict, batch []fleetscope.Sample) {
+		err = h.samples(ctx, tenant, info, ev, from, to, func(d *fleetscope.Dict, batch []fleetscope.Sample) {
 			counts.Add(d, &sel, batch, m.GetWeightByPeriod())
 		})
 		if err != nil {
-			return nil, toConnect(err)
+			return nil, err
 		}
 	}
-	d, err := h.dict(ctx, p.TenantID, info)
+	d, err := h.dict(ctx, tenant, info)
 	if err != nil {
-		return nil, toConnect(err)
+		return nil, err
 	}
 	ann := flame.Annotate{Kernel: m.GetAnnotateKernel(), JIT: m.GetAnnotateJit()}
 	out := &fsv1.GetFlameGraphResponse{Event: info.Events[ev].Name, Total: counts.Total}
@@ -372,15 +392,15 @@ func (h *Handlers) GetFlameGraph(ctx context.Context, req *connect.Request[fsv1.
 	if f == fsv1.FlameGraphFormat_FLAME_GRAPH_FORMAT_UNSPECIFIED || f == fsv1.FlameGraphFormat_FLAME_GRAPH_FORMAT_FOLDED {
 		var b strings.Builder
 		if err := flame.WriteFolded(&b, d, &counts, ann); err != nil {
-			return nil, toConnect(err)
+			return nil, err
 		}
 		out.Folded = b.String()
 	}
 	if f == fsv1.FlameGraphFormat_FLAME_GRAPH_FORMAT_UNSPECIFIED || f == fsv1.FlameGraphFormat_FLAME_GRAPH_FORMAT_TREE {
-		f := h.layout(p.TenantID, info, d, ann).Flat(d, &counts)
+		f := h.layout(tenant, info, d, ann).Flat(d, &counts)
 		out.Tree = &fsv1.FlameTree{Names: f.Names, Name: f.Name, Value: f.Value, Depth: f.Depth}
 	}
-	return connect.NewResponse(out), nil
+	return out, nil
 }
 
 func floorSec(ns int64) int64 {
@@ -435,6 +455,16 @@ func (h *Handlers) layout(tenant int64, info *fleetscope.ProfileInfo, d *fleetsc
 	l := flame.NewLayout(d, ann)
 	h.layouts.put(k, l)
 	return l
+}
+
+// forget drops everything cached about a profile (after a deletion).
+func (h *Handlers) forget(tenant int64, id string) {
+	h.initCaches()
+	k := profileKey{tenant, id}
+	h.profiles.drop(func(x profileKey) bool { return x == k })
+	h.dicts.drop(func(x profileKey) bool { return x == k })
+	h.heatmaps.drop(func(x heatmapKey) bool { return x.profileKey == k })
+	h.layouts.drop(func(x layoutKey) bool { return x.profileKey == k })
 }
 
 // profile returns a tenant's profile, from the cache when fresh.

@@ -63,9 +63,11 @@ func (s *Service) Ingest(ctx context.Context, p fleetscope.Principal, m Meta, bo
 	}()
 
 	// body -> (spool, hash, parser), with the size limit on what is sent.
+	maxUpload := tighter(s.MaxUploadBytes, p.Limits.MaxUploadBytes)
+	maxRaw := tighter(s.MaxRawBytes, p.Limits.MaxRawBytes)
 	hash := sha256.New()
 	pr, pw := io.Pipe()
-	sent := &limited{r: body, left: s.MaxUploadBytes, what: "upload", limit: s.MaxUploadBytes}
+	sent := &limited{r: body, left: maxUpload, what: "upload", limit: maxUpload}
 	copied := make(chan error, 1)
 	var size int64
 	go func() {
@@ -74,7 +76,7 @@ func (s *Service) Ingest(ctx context.Context, p fleetscope.Principal, m Meta, bo
 		pw.CloseWithError(err)
 		copied <- err
 	}()
-	dict, ix, prof, perr := s.parse(pr, m)
+	dict, ix, prof, perr := s.parse(pr, m, maxRaw)
 	pr.CloseWithError(errParseDone) // stop the copy if the parse ended early
 	cerr := <-copied
 	if cerr != nil && !errors.Is(cerr, errParseDone) {
@@ -91,6 +93,15 @@ func (s *Service) Ingest(ctx context.Context, p fleetscope.Principal, m Meta, bo
 		return nil, false, err
 	}
 
+	if q := p.Limits.MaxStoredBytes; q > 0 {
+		used, _, err := s.DB.StoredBytes(ctx, p.TenantID)
+		if err != nil {
+			return nil, false, err
+		}
+		if used+size > q {
+			return nil, false, fleetscope.Errorf(fleetscope.ETOOLARGE, "storage quota exceeded: %d of %d bytes used, this upload needs %d", used, q, size)
+		}
+	}
 	info := s.describe(m, prof, ix, sum, size)
 	info.BlobKey = fmt.Sprintf("%d/%x", p.TenantID, sum)
 	if _, err := spool.Seek(0, io.SeekStart); err != nil {
@@ -175,9 +186,9 @@ func checkMeta(m *Meta) error {
 }
 
 // parse decompresses, detects and parses r, building the index.
-func (s *Service) parse(r io.Reader, m Meta) (*fleetscope.Dict, *index.Index, *fleetscope.Profile, error) {
+func (s *Service) parse(r io.Reader, m Meta, maxRaw int64) (*fleetscope.Dict, *index.Index, *fleetscope.Profile, error) {
 	b := index.NewBuilder()
-	prof, err := Parse(r, m.InputFormat, s.MaxRawBytes, func(_ *fleetscope.Profile, batch []fleetscope.Sample) error {
+	prof, err := Parse(r, m.InputFormat, maxRaw, func(_ *fleetscope.Profile, batch []fleetscope.Sample) error {
 		b.Add(batch)
 		return nil
 	})
@@ -233,6 +244,17 @@ func (s *Service) describe(m Meta, prof *fleetscope.Profile, ix *index.Index, su
 	info.EndTime = info.StartTime.Add(time.Duration(info.DurationNanos))
 	info.SHA256 = fmt.Sprintf("%x", sum)
 	return info
+}
+
+// tighter returns the smaller positive limit (0: none).
+func tighter(a, b int64) int64 {
+	switch {
+	case a <= 0:
+		return b
+	case b <= 0:
+		return a
+	}
+	return min(a, b)
 }
 
 // limited fails a read past its limit with ETOOLARGE.

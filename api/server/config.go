@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"time"
 )
 
 // Config is the server's configuration. Each field has an environment
@@ -19,6 +20,7 @@ type Config struct {
 	MaxRawBytes        int64  // FLEETSCOPE_MAX_RAW_BYTES: largest upload once decompressed
 	BrowserUploadBytes int64  // FLEETSCOPE_BROWSER_UPLOAD_BYTES: largest single-message upload
 	LogLevel           string // FLEETSCOPE_LOG_LEVEL: debug, info, warn, error
+	SweepInterval      string // FLEETSCOPE_SWEEP_INTERVAL: how often retention runs (Go duration)
 }
 
 // Env lists the environment variables Config reads, in field order.
@@ -33,6 +35,7 @@ var Env = []string{
 	"FLEETSCOPE_MAX_RAW_BYTES",
 	"FLEETSCOPE_BROWSER_UPLOAD_BYTES",
 	"FLEETSCOPE_LOG_LEVEL",
+	"FLEETSCOPE_SWEEP_INTERVAL",
 }
 
 // Defaults are the embedded defaults.
@@ -44,6 +47,7 @@ func Defaults() Config {
 		MaxRawBytes:        16 << 30,
 		BrowserUploadBytes: 64 << 20,
 		LogLevel:           "info",
+		SweepInterval:      "1h",
 	}
 }
 
@@ -55,13 +59,14 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	}
 	c := Defaults()
 	str := map[string]*string{
-		"FLEETSCOPE_ADDR":          &c.Addr,
-		"FLEETSCOPE_DATABASE_URL":  &c.DatabaseURL,
-		"FLEETSCOPE_BLOB_URL":      &c.BlobURL,
-		"FLEETSCOPE_S3_ACCESS_KEY": &c.S3AccessKey,
-		"FLEETSCOPE_S3_SECRET_KEY": &c.S3SecretKey,
-		"FLEETSCOPE_PUBLIC_URL":    &c.PublicURL,
-		"FLEETSCOPE_LOG_LEVEL":     &c.LogLevel,
+		"FLEETSCOPE_ADDR":           &c.Addr,
+		"FLEETSCOPE_DATABASE_URL":   &c.DatabaseURL,
+		"FLEETSCOPE_BLOB_URL":       &c.BlobURL,
+		"FLEETSCOPE_S3_ACCESS_KEY":  &c.S3AccessKey,
+		"FLEETSCOPE_S3_SECRET_KEY":  &c.S3SecretKey,
+		"FLEETSCOPE_PUBLIC_URL":     &c.PublicURL,
+		"FLEETSCOPE_LOG_LEVEL":      &c.LogLevel,
+		"FLEETSCOPE_SWEEP_INTERVAL": &c.SweepInterval,
 	}
 	num := map[string]*int64{
 		"FLEETSCOPE_MAX_UPLOAD_BYTES":     &c.MaxUploadBytes,
@@ -82,6 +87,9 @@ func FromEnv(getenv func(string) string) (Config, error) {
 			return c, fmt.Errorf("%s=%q: want a positive number of bytes", name, v)
 		}
 		*num[name] = n
+	}
+	if d, err := time.ParseDuration(c.SweepInterval); err != nil || d <= 0 {
+		return c, fmt.Errorf("FLEETSCOPE_SWEEP_INTERVAL=%q: want a positive duration like 1h", c.SweepInterval)
 	}
 	return c, nil
 }

@@ -26,10 +26,11 @@ import (
 
 // Server is a configured fleetscope server.
 type Server struct {
-	cfg  Config
-	log  *slog.Logger
-	db   *postgres.DB
-	http *http.Server
+	cfg    Config
+	log    *slog.Logger
+	db     *postgres.DB
+	ingest *ingest.Service
+	http   *http.Server
 }
 
 // New connects to the index (running migrations) and the blob store
@@ -93,7 +94,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 	protocols := new(http.Protocols)
 	protocols.SetHTTP1(true)
 	protocols.SetUnencryptedHTTP2(true) // client streaming without TLS
-	s := &Server{cfg: cfg, log: log, db: db, http: &http.Server{
+	s := &Server{cfg: cfg, log: log, db: db, ingest: h.Ingest, http: &http.Server{
 		Addr:              cfg.Addr,
 		Handler:           mux,
 		Protocols:         protocols,
@@ -113,6 +114,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, grace time.Duration
 	defer s.db.Close()
 	errc := make(chan error, 1)
 	go func() { errc <- s.http.Serve(ln) }()
+	go s.maintain(ctx)
 	s.log.Info("serving", "addr", ln.Addr().String(), "blobs", s.cfg.BlobURL)
 	select {
 	case err := <-errc:
@@ -129,6 +131,28 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, grace time.Duration
 		return err
 	}
 	return nil
+}
+
+// maintain runs retention and partition upkeep until ctx ends.
+func (s *Server) maintain(ctx context.Context) {
+	every, _ := time.ParseDuration(s.cfg.SweepInterval)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if n, err := s.ingest.Sweep(ctx, time.Now()); err != nil {
+			s.log.Error("retention sweep", "err", err)
+		} else if n > 0 {
+			s.log.Info("retention deleted profiles", "profiles", n)
+		}
+		if err := s.db.EnsurePartitions(ctx, time.Now(), 7); err != nil {
+			s.log.Error("partitions", "err", err)
+		}
+	}
 }
 
 // ListenAndServe listens on the configured address and serves.

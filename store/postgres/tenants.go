@@ -2,10 +2,9 @@ package postgres
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
+	"crypto/subtle"
 	"encoding/base32"
-	"slices"
 	"strings"
 
 	"github.com/fleetscope/fleetscope"
@@ -48,60 +47,52 @@ const keyPrefix = "fsk_"
 
 var b32 = base32.StdEncoding.WithPadding(base32.NoPadding)
 
-// CreateKey creates an API key for a tenant with the given scopes and
-// returns its secret, which is shown only now: the index keeps only its
-// SHA-256 and a visible prefix.
-func (db *DB) CreateKey(ctx context.Context, tenant string, scopes []string) (string, error) {
-	if len(scopes) == 0 {
-		return "", fleetscope.Errorf(fleetscope.EINVALID, "a key needs at least one scope (%s)", strings.Join(validScopes, ", "))
-	}
-	for _, s := range scopes {
-		if !slices.Contains(validScopes, s) {
-			return "", fleetscope.Errorf(fleetscope.EINVALID, "unknown scope %q (%s)", s, strings.Join(validScopes, ", "))
-		}
-	}
-	id, err := db.TenantID(ctx, tenant)
-	if err != nil {
-		return "", err
-	}
-	var raw [25]byte // 200 bits
-	if _, err := rand.Read(raw[:]); err != nil {
-		return "", err
-	}
-	body := strings.ToLower(b32.EncodeToString(raw[:]))
-	secret := keyPrefix + body
-	h := sha256.Sum256([]byte(secret))
-	_, err = db.pool.Exec(ctx, `INSERT INTO api_keys (tenant_id, id, secret_hash, scopes) VALUES ($1, $2, $3, $4)`,
-		id, keyPrefix+body[:8], h[:], scopes)
-	if err != nil {
-		return "", translate(err, "key")
-	}
-	return secret, nil
-}
-
-// Authenticate resolves a secret to its tenant and scopes. Returns
-// EUNAUTHENTICATED for any key that is not valid, without saying why.
+// Authenticate resolves a secret to its tenant, scopes and limits. The key
+// is found by its visible prefix and its SHA-256 compared in constant time.
+// Returns EUNAUTHENTICATED for any key that is not valid (unknown, revoked,
+// expired, or of a disabled tenant) without saying which.
 func (db *DB) Authenticate(ctx context.Context, secret string) (fleetscope.Principal, error) {
 	var p fleetscope.Principal
-	if !strings.HasPrefix(secret, keyPrefix) || len(secret) > 128 {
-		return p, fleetscope.Errorf(fleetscope.EUNAUTHENTICATED, "invalid API key")
+	bad := fleetscope.Errorf(fleetscope.EUNAUTHENTICATED, "invalid API key")
+	if !strings.HasPrefix(secret, keyPrefix) || len(secret) < len(keyPrefix)+8 || len(secret) > 128 {
+		return p, bad
 	}
 	h := sha256.Sum256([]byte(secret))
-	var stale bool
-	err := db.pool.QueryRow(ctx, `
-		SELECT k.tenant_id, t.name, k.id, k.scopes,
-		       k.last_used_at IS NULL OR k.last_used_at < now() - interval '1 minute'
+	rows, err := db.pool.Query(ctx, `
+		SELECT k.secret_hash, k.tenant_id, t.name, k.id, k.scopes,
+		       k.last_used_at IS NULL OR k.last_used_at < now() - interval '1 minute',
+		       coalesce(t.retention_days, 0), coalesce(t.max_upload_bytes, 0), coalesce(t.max_raw_bytes, 0),
+		       coalesce(t.max_stored_bytes, 0), coalesce(t.rate_per_second, 0)
 		FROM api_keys k JOIN tenants t ON t.id = k.tenant_id
-		WHERE k.secret_hash = $1`, h[:]).Scan(&p.TenantID, &p.Tenant, &p.KeyID, &p.Scopes, &stale)
+		WHERE k.id = $1 AND k.revoked_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > now())
+		  AND t.disabled_at IS NULL`, secret[:len(keyPrefix)+8])
 	if err != nil {
-		if fleetscope.ErrorCode(translate(err, "key")) == fleetscope.ENOTFOUND {
-			return p, fleetscope.Errorf(fleetscope.EUNAUTHENTICATED, "invalid API key")
+		return p, translate(err, "key")
+	}
+	defer rows.Close()
+	found, stale := false, false
+	for rows.Next() {
+		var hash []byte
+		var cand fleetscope.Principal
+		var st bool
+		l := &cand.Limits
+		if err := rows.Scan(&hash, &cand.TenantID, &cand.Tenant, &cand.KeyID, &cand.Scopes, &st,
+			&l.RetentionDays, &l.MaxUploadBytes, &l.MaxRawBytes, &l.MaxStoredBytes, &l.RatePerSecond); err != nil {
+			return p, err
 		}
-		return p, err
+		if subtle.ConstantTimeCompare(hash, h[:]) == 1 {
+			p, found, stale = cand, true, st
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return p, translate(err, "key")
+	}
+	if !found {
+		return fleetscope.Principal{}, bad
 	}
 	if stale { // record use at most once a minute: no write on every request
-		if _, err := db.pool.Exec(ctx, `UPDATE api_keys SET last_used_at = now() WHERE secret_hash = $1`, h[:]); err != nil {
-			return p, err
+		if _, err := db.pool.Exec(ctx, `UPDATE api_keys SET last_used_at = now() WHERE tenant_id = $1 AND id = $2`, p.TenantID, p.KeyID); err != nil {
+			return p, translate(err, "key")
 		}
 	}
 	return p, nil

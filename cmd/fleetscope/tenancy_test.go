@@ -1,0 +1,391 @@
+package main
+
+// The tenancy and security suite: a second tenant, with keys of every
+// scope, attacks the first one through every registered procedure.
+
+import (
+	"context"
+	"net/http"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"connectrpc.com/connect"
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	fsv1 "github.com/fleetscope/fleetscope/api/gen/fleetscope/v1"
+	"github.com/fleetscope/fleetscope/api/gen/fleetscope/v1/fleetscopev1connect"
+	"github.com/fleetscope/fleetscope/ingest"
+	"github.com/fleetscope/fleetscope/store/blob"
+)
+
+// clients holds every service's client for one key.
+type clients struct {
+	ingest fleetscopev1connect.IngestServiceClient
+	query  fleetscopev1connect.QueryServiceClient
+	admin  fleetscopev1connect.AdminServiceClient
+	share  fleetscopev1connect.ShareServiceClient
+}
+
+func (s *service) as(key string) clients {
+	opt := connect.WithInterceptors(bearer(key))
+	return clients{
+		ingest: fleetscopev1connect.NewIngestServiceClient(http.DefaultClient, s.url, opt),
+		query:  fleetscopev1connect.NewQueryServiceClient(http.DefaultClient, s.url, opt),
+		admin:  fleetscopev1connect.NewAdminServiceClient(http.DefaultClient, s.url, opt),
+		share:  fleetscopev1connect.NewShareServiceClient(http.DefaultClient, s.url, opt),
+	}
+}
+
+func (s *service) newKey(tenant, scopes string) string {
+	s.t.Helper()
+	return strings.TrimSpace(s.admin("key", "create", "--tenant", tenant, "--scope", scopes))
+}
+
+// procedures lists every RPC of every service in the API.
+func procedures() []string {
+	var out []string
+	for _, fd := range []protoreflect.FileDescriptor{
+		fsv1.File_fleetscope_v1_ingest_proto, fsv1.File_fleetscope_v1_query_proto,
+		fsv1.File_fleetscope_v1_admin_proto, fsv1.File_fleetscope_v1_share_proto,
+	} {
+		for i := 0; i < fd.Services().Len(); i++ {
+			svc := fd.Services().Get(i)
+			for j := 0; j < svc.Methods().Len(); j++ {
+				out = append(out, "/"+string(svc.FullName())+"/"+string(svc.Methods().Get(j).Name()))
+			}
+		}
+	}
+	return out
+}
+
+// TestTenantIsolation: tenant B's keys of each scope try to read, search,
+// query, share, delete and overwrite tenant A's data through every
+// procedure. Every attempt must fail (or, for uploads and searches, touch
+// only B's own data). A procedure without an attack here fails the test.
+func TestTenantIsolation(t *testing.T) {
+	s := startService(t, serviceOpts{})
+	ctx := context.Background()
+	aAdminKey := s.newKey("acme", "admin")
+	aAdmin := s.as(aAdminKey)
+	pathA := plant(t, "--seed", "31", "--seconds", "4")
+	idA := s.upload(pathA, "--label", "team=a")
+	idA2 := s.upload(plant(t, "--seed", "32", "--seconds", "3"))
+	linkA, err := aAdmin.admin.CreateShareLink(ctx, connect.NewRequest(&fsv1.CreateShareLinkRequest{ProfileId: idA}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	keysA, _ := aAdmin.admin.ListKeys(ctx, connect.NewRequest(&fsv1.ListKeysRequest{}))
+	aKeyIDs := map[string]bool{}
+	for _, k := range keysA.Msg.GetKeys() {
+		aKeyIDs[k.GetId()] = true
+	}
+
+	s.admin("tenant", "create", "intruder")
+	bKeys := map[string]string{}
+	for _, scope := range []string{"ingest", "read", "admin", "ingest,read,admin"} {
+		bKeys[scope] = s.newKey("intruder", scope)
+	}
+	dataA, _ := os.ReadFile(pathA)
+	guessed := []string{idA, idA2, uuid.NewString(), "not-a-uuid", strings.ToUpper(idA), idA + " "}
+
+	attempts, breaches := 0, 0
+	covered := map[string]bool{}
+	try := func(proc string, scope string, breached bool, detail any) {
+		covered[proc] = true
+		attempts++
+		if breached {
+			breaches++
+			t.Errorf("BREACH: %s with B's %q key: %v", proc, scope, detail)
+		}
+	}
+	ok := func(err error) bool { return err == nil }
+	for scope, key := range bKeys {
+		b := s.as(key)
+		for _, id := range guessed {
+			_, err := b.query.GetProfile(ctx, connect.NewRequest(&fsv1.GetProfileRequest{Id: id}))
+			try(fleetscopev1connect.QueryServiceGetProfileProcedure, scope, ok(err), id)
+			_, err = b.query.GetHeatmap(ctx, connect.NewRequest(&fsv1.GetHeatmapRequest{ProfileId: id}))
+			try(fleetscopev1connect.QueryServiceGetHeatmapProcedure, scope, ok(err), id)
+			_, err = b.query.GetHeatmap(ctx, connect.NewRequest(&fsv1.GetHeatmapRequest{ProfileId: id, Rows: 7, IncludeIdle: true}))
+			try(fleetscopev1connect.QueryServiceGetHeatmapProcedure, scope, ok(err), id)
+			st, en := int64(0), int64(1e9)
+			_, err = b.query.GetFlameGraph(ctx, connect.NewRequest(&fsv1.GetFlameGraphRequest{ProfileId: id, StartNanos: &st, EndNanos: &en}))
+			try(fleetscopev1connect.QueryServiceGetFlameGraphProcedure, scope, ok(err), id)
+			_, err = b.admin.DeleteProfile(ctx, connect.NewRequest(&fsv1.DeleteProfileRequest{Id: id}))
+			try(fleetscopev1connect.AdminServiceDeleteProfileProcedure, scope, ok(err), id)
+			_, err = b.admin.CreateShareLink(ctx, connect.NewRequest(&fsv1.CreateShareLinkRequest{ProfileId: id}))
+			try(fleetscopev1connect.AdminServiceCreateShareLinkProcedure, scope, ok(err), id)
+		}
+		for _, f := range []*fsv1.SearchProfilesRequest{{}, {App: "test"}, {Labels: map[string]string{"team": "a"}}, {Since: nil, PageSize: 1000}} {
+			res, err := b.query.SearchProfiles(ctx, connect.NewRequest(f))
+			try(fleetscopev1connect.QueryServiceSearchProfilesProcedure, scope, err == nil && slices.ContainsFunc(res.Msg.GetProfiles(), func(p *fsv1.Profile) bool {
+				return p.GetId() == idA || p.GetId() == idA2 || p.GetLabels()["team"] == "a"
+			}), f)
+		}
+		// Upload A's exact bytes: B gets a profile of its own, never A's.
+		res, err := b.ingest.UploadFile(ctx, connect.NewRequest(&fsv1.UploadFileRequest{Metadata: &fsv1.UploadMetadata{App: "test"}, Data: dataA}))
+		try(fleetscopev1connect.IngestServiceUploadFileProcedure, scope, err == nil && (res.Msg.GetProfile().GetId() == idA || !res.Msg.GetCreated() && scope == "ingest"), err)
+		stream := b.ingest.Upload(ctx)
+		stream.Send(&fsv1.UploadRequest{Msg: &fsv1.UploadRequest_Metadata{Metadata: &fsv1.UploadMetadata{App: "test"}}})
+		stream.Send(&fsv1.UploadRequest{Msg: &fsv1.UploadRequest_Chunk{Chunk: dataA}})
+		up, err := stream.CloseAndReceive()
+		try(fleetscopev1connect.IngestServiceUploadProcedure, scope, err == nil && up.Msg.GetProfile().GetId() == idA, err)
+		_ = up
+
+		gt, err := b.admin.GetTenant(ctx, connect.NewRequest(&fsv1.GetTenantRequest{}))
+		try(fleetscopev1connect.AdminServiceGetTenantProcedure, scope, err == nil && gt.Msg.GetName() != "intruder", err)
+		_ = gt
+		lk, err := b.admin.ListKeys(ctx, connect.NewRequest(&fsv1.ListKeysRequest{}))
+		leaked := false
+		if err == nil {
+			for _, k := range lk.Msg.GetKeys() {
+				leaked = leaked || aKeyIDs[k.GetId()]
+			}
+		}
+		try(fleetscopev1connect.AdminServiceListKeysProcedure, scope, err == nil && leaked, err)
+		ck, err := b.admin.CreateKey(ctx, connect.NewRequest(&fsv1.CreateKeyRequest{Scopes: []string{"read"}}))
+		if err == nil { // a key B made for itself still cannot read A
+			_, rerr := s.as(ck.Msg.GetSecret()).query.GetProfile(ctx, connect.NewRequest(&fsv1.GetProfileRequest{Id: idA}))
+			err = rerr
+		}
+		try(fleetscopev1connect.AdminServiceCreateKeyProcedure, scope, err == nil, "new key read A's profile")
+		for id := range aKeyIDs {
+			_, err := b.admin.RevokeKey(ctx, connect.NewRequest(&fsv1.RevokeKeyRequest{Id: id}))
+			try(fleetscopev1connect.AdminServiceRevokeKeyProcedure, scope, ok(err), id)
+		}
+		ae, err := b.admin.ListAuditEvents(ctx, connect.NewRequest(&fsv1.ListAuditEventsRequest{PageSize: 1000}))
+		seenA := false
+		if err == nil {
+			for _, e := range ae.Msg.GetEvents() {
+				seenA = seenA || aKeyIDs[e.GetTarget()] || e.GetTarget() == linkA.Msg.GetLink().GetId() || e.GetTarget() == idA
+			}
+		}
+		try(fleetscopev1connect.AdminServiceListAuditEventsProcedure, scope, err == nil && seenA, err)
+		ls, err := b.admin.ListShareLinks(ctx, connect.NewRequest(&fsv1.ListShareLinksRequest{}))
+		try(fleetscopev1connect.AdminServiceListShareLinksProcedure, scope, err == nil && slices.ContainsFunc(ls.Msg.GetLinks(), func(l *fsv1.ShareLink) bool { return l.GetProfileId() == idA }), err)
+		_ = ls
+		_, err = b.admin.RevokeShareLink(ctx, connect.NewRequest(&fsv1.RevokeShareLinkRequest{Id: linkA.Msg.GetLink().GetId()}))
+		try(fleetscopev1connect.AdminServiceRevokeShareLinkProcedure, scope, ok(err), "A's link")
+	}
+	// Share links: guessed, truncated and altered tokens read nothing.
+	token := linkA.Msg.GetToken()
+	pub := s.as("")
+	for _, tok := range []string{"", "fss_", "fss_" + strings.Repeat("a", 40), token[:len(token)-1], token + "x", strings.ToUpper(token), linkA.Msg.GetLink().GetId()} {
+		_, err := pub.share.GetSharedProfile(ctx, connect.NewRequest(&fsv1.GetSharedProfileRequest{Token: tok}))
+		try(fleetscopev1connect.ShareServiceGetSharedProfileProcedure, "none", ok(err), tok)
+		_, err = pub.share.GetSharedHeatmap(ctx, connect.NewRequest(&fsv1.GetSharedHeatmapRequest{Token: tok}))
+		try(fleetscopev1connect.ShareServiceGetSharedHeatmapProcedure, "none", ok(err), tok)
+		_, err = pub.share.GetSharedFlameGraph(ctx, connect.NewRequest(&fsv1.GetSharedFlameGraphRequest{Token: tok}))
+		try(fleetscopev1connect.ShareServiceGetSharedFlameGraphProcedure, "none", ok(err), tok)
+	}
+	// Every procedure was attacked.
+	for _, p := range procedures() {
+		if !covered[p] {
+			t.Errorf("procedure %s has no attack in the isolation suite", p)
+		}
+	}
+	// A's data is intact, its key and link still work.
+	if _, err := aAdmin.query.GetProfile(ctx, connect.NewRequest(&fsv1.GetProfileRequest{Id: idA})); err == nil {
+		t.Error("A's admin key (no read scope) read a profile")
+	}
+	for _, id := range []string{idA, idA2} {
+		if _, err := s.as(s.key).query.GetHeatmap(ctx, connect.NewRequest(&fsv1.GetHeatmapRequest{ProfileId: id})); err != nil {
+			t.Errorf("A lost profile %s: %v", id, err)
+		}
+	}
+	if _, err := pub.share.GetSharedFlameGraph(ctx, connect.NewRequest(&fsv1.GetSharedFlameGraphRequest{Token: token})); err != nil {
+		t.Errorf("A's share link stopped working: %v", err)
+	}
+	t.Logf("%d cross-tenant attempts over %d procedures, %d succeeded", attempts, len(covered), breaches)
+	if breaches != 0 {
+		t.Fatalf("%d of %d cross-tenant attempts succeeded", breaches, attempts)
+	}
+}
+
+// TestKeysScopesAndLinks: revocation, expiry, disabled tenants; share links
+// read without a key and stop at once when revoked.
+func TestKeysScopesAndLinks(t *testing.T) {
+	s := startService(t, serviceOpts{})
+	ctx := context.Background()
+	id := s.upload(plant(t, "--seed", "33", "--seconds", "4"))
+	admin := s.as(s.newKey("acme", "admin"))
+
+	// A key made through the API works, then stops when revoked.
+	ck, err := admin.admin.CreateKey(ctx, connect.NewRequest(&fsv1.CreateKeyRequest{Name: "ci", Scopes: []string{"read"}}))
+	if err != nil || !strings.HasPrefix(ck.Msg.GetSecret(), "fsk_") || !strings.HasPrefix(ck.Msg.GetSecret(), ck.Msg.GetKey().GetId()) {
+		t.Fatalf("create key: %v %+v", err, ck)
+	}
+	reader := s.as(ck.Msg.GetSecret())
+	if _, err := reader.query.GetProfile(ctx, connect.NewRequest(&fsv1.GetProfileRequest{Id: id})); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.admin.RevokeKey(ctx, connect.NewRequest(&fsv1.RevokeKeyRequest{Id: ck.Msg.GetKey().GetId()})); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := reader.query.GetProfile(ctx, connect.NewRequest(&fsv1.GetProfileRequest{Id: id})); connect.CodeOf(err) != connect.CodeUnauthenticated {
+		t.Fatalf("revoked key: %v", err)
+	}
+	// An expired key is refused.
+	exp, err := admin.admin.CreateKey(ctx, connect.NewRequest(&fsv1.CreateKeyRequest{Scopes: []string{"read"}, ExpiresAt: timestamppb.New(time.Now().Add(1500 * time.Millisecond))}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1600 * time.Millisecond)
+	if _, err := s.as(exp.Msg.GetSecret()).query.GetProfile(ctx, connect.NewRequest(&fsv1.GetProfileRequest{Id: id})); connect.CodeOf(err) != connect.CodeUnauthenticated {
+		t.Fatalf("expired key: %v", err)
+	}
+	// Share link: readable without a key, exactly its range; revocation holds at once.
+	st, en := int64(1e9), int64(2e9)
+	link, err := admin.admin.CreateShareLink(ctx, connect.NewRequest(&fsv1.CreateShareLinkRequest{ProfileId: id, StartNanos: &st, EndNanos: &en, TtlSeconds: 600}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasSuffix(link.Msg.GetUrl(), "/s/"+link.Msg.GetToken()) {
+		t.Fatalf("share URL %q", link.Msg.GetUrl())
+	}
+	pub := s.as("")
+	fg, err := pub.share.GetSharedFlameGraph(ctx, connect.NewRequest(&fsv1.GetSharedFlameGraphRequest{Token: link.Msg.GetToken()}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := s.as(s.key).query.GetFlameGraph(ctx, connect.NewRequest(&fsv1.GetFlameGraphRequest{ProfileId: id, StartNanos: &st, EndNanos: &en}))
+	if err != nil || fg.Msg.GetFlameGraph().GetFolded() != want.Msg.GetFolded() || want.Msg.GetTotal() == 0 {
+		t.Fatalf("shared flame graph differs from the owner's: %v", err)
+	}
+	if _, err := admin.admin.RevokeShareLink(ctx, connect.NewRequest(&fsv1.RevokeShareLinkRequest{Id: link.Msg.GetLink().GetId()})); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pub.share.GetSharedFlameGraph(ctx, connect.NewRequest(&fsv1.GetSharedFlameGraphRequest{Token: link.Msg.GetToken()})); connect.CodeOf(err) != connect.CodeNotFound {
+		t.Fatalf("revoked link: %v", err)
+	}
+	// A disabled tenant's keys stop working (within the auth cache's 5 s).
+	s.admin("tenant", "disable", "acme")
+	time.Sleep(5200 * time.Millisecond)
+	if _, err := s.as(s.key).query.GetProfile(ctx, connect.NewRequest(&fsv1.GetProfileRequest{Id: id})); connect.CodeOf(err) != connect.CodeUnauthenticated {
+		t.Fatalf("disabled tenant: %v", err)
+	}
+	s.admin("tenant", "enable", "acme")
+	// The audit log has it all, newest first.
+	time.Sleep(5200 * time.Millisecond)
+	ae, err := admin.admin.ListAuditEvents(ctx, connect.NewRequest(&fsv1.ListAuditEventsRequest{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var actions []string
+	for _, e := range ae.Msg.GetEvents() {
+		actions = append(actions, e.GetAction())
+	}
+	for _, a := range []string{"key.create", "key.revoke", "share.create", "share.revoke", "tenant.disable", "tenant.enable"} {
+		if !slices.Contains(actions, a) {
+			t.Errorf("audit log lacks %s: %v", a, actions)
+		}
+	}
+}
+
+// TestQuotas: per-tenant upload size, stored bytes and request rate limits
+// answer ResourceExhausted with a clear message and store nothing.
+func TestQuotas(t *testing.T) {
+	s := startService(t, serviceOpts{})
+	ctx := context.Background()
+	small := plant(t, "--seed", "34", "--seconds", "2")
+	st, _ := os.Stat(small)
+	s.admin("tenant", "set-limits", "acme", "--max-upload-bytes", "400000", "--max-stored-bytes", "1")
+	time.Sleep(5200 * time.Millisecond) // the auth cache holds limits for 5 s
+	big := plant(t, "--seed", "35", "--seconds", "20")
+	_, errOut, code := s.cli("upload", "--app", "q", big)
+	if code != 1 || !strings.Contains(errOut, "upload larger than the limit of 400000 bytes") {
+		t.Fatalf("over the upload limit: exit %d %q", code, errOut)
+	}
+	_, errOut, code = s.cli("upload", "--app", "q", small)
+	if code != 1 || !strings.Contains(errOut, "storage quota exceeded") {
+		t.Fatalf("over the storage quota (%d bytes): exit %d %q", st.Size(), code, errOut)
+	}
+	if got := s.counts(); got != "profiles=0 profile_stacks=0 seconds=0 frames=0 stacks=0 blobs=0" {
+		t.Fatalf("quota failures left: %s", got)
+	}
+	s.admin("tenant", "set-limits", "acme", "--rate", "5")
+	time.Sleep(5200 * time.Millisecond)
+	q := s.as(s.key).query
+	limited := 0
+	for range 40 {
+		_, err := q.SearchProfiles(ctx, connect.NewRequest(&fsv1.SearchProfilesRequest{}))
+		if connect.CodeOf(err) == connect.CodeResourceExhausted {
+			limited++
+		} else if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if limited < 20 {
+		t.Fatalf("rate 5/s: only %d of 40 rapid requests were limited", limited)
+	}
+}
+
+// TestRetentionAndDeletion: the sweeper (with an injected clock) deletes
+// expired profiles and their raw files; DeleteProfile and tenant deletion
+// leave no orphans; check reports orphans both ways.
+func TestRetentionAndDeletion(t *testing.T) {
+	s := startService(t, serviceOpts{})
+	ctx := context.Background()
+	old := s.upload(plant(t, "--seed", "36", "--seconds", "2"))
+	s.upload(plant(t, "--seed", "37", "--seconds", "2"))
+	s.admin("tenant", "set-limits", "acme", "--retention-days", "30")
+	svc := &ingest.Service{DB: s.db, Blobs: s.blobs}
+	// Make one profile 31 days old.
+	if err := s.sql(func(c *pgx.Conn) error {
+		_, err := c.Exec(ctx, `UPDATE profiles SET created_at = now() - interval '31 days' WHERE id = $1`, old)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	n, err := svc.Sweep(ctx, time.Now())
+	if err != nil || n != 1 {
+		t.Fatalf("sweep: %d deleted, %v; want 1", n, err)
+	}
+	// An injected clock 30 days on expires the other one too.
+	if n, err := svc.Sweep(ctx, time.Now().Add(31*24*time.Hour)); err != nil || n != 1 {
+		t.Fatalf("sweep a month later: %d deleted, %v; want 1", n, err)
+	}
+	if got := s.counts(); !strings.HasPrefix(got, "profiles=0 profile_stacks=0 seconds=0") || !strings.HasSuffix(got, "blobs=0") {
+		t.Fatalf("after retention: %s", got)
+	}
+	// DeleteProfile through the API.
+	id := s.upload(plant(t, "--seed", "38", "--seconds", "2"))
+	admin := s.as(s.newKey("acme", "admin"))
+	if _, err := admin.admin.DeleteProfile(ctx, connect.NewRequest(&fsv1.DeleteProfileRequest{Id: id})); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.as(s.key).query.GetHeatmap(ctx, connect.NewRequest(&fsv1.GetHeatmapRequest{ProfileId: id})); connect.CodeOf(err) != connect.CodeNotFound {
+		t.Fatalf("deleted profile: %v", err)
+	}
+	// check: an orphan blob and a missing blob are reported, --fix removes the orphan.
+	s.upload(plant(t, "--seed", "39", "--seconds", "2"))
+	if err := s.blobs.Put(ctx, "1/orphan", strings.NewReader("x"), 1); err != nil {
+		t.Fatal(err)
+	}
+	out, _, code := run1(s.env, "check")
+	if code != 1 || !strings.Contains(out, "orphan blob 1/orphan") {
+		t.Fatalf("check: exit %d %q", code, out)
+	}
+	if out, errOut, code := run1(s.env, "check", "--fix"); code != 0 {
+		t.Fatalf("check --fix: exit %d %q %q", code, out, errOut)
+	}
+	if _, _, code := run1(s.env, "check"); code != 0 {
+		t.Fatal("check after --fix still finds problems")
+	}
+	// Deleting the tenant removes everything it owns.
+	s.admin("tenant", "delete", "acme")
+	var left []string
+	s.blobs.List(ctx, "", func(i blob.Info) error { left = append(left, i.Key); return nil })
+	if got := s.counts(); !strings.HasPrefix(got, "profiles=0 profile_stacks=0 seconds=0 frames=0 stacks=0") || len(left) != 0 {
+		t.Fatalf("after tenant delete: %s, blobs %v", got, left)
+	}
+	if n := s.count("audit_log") + s.count("api_keys") + s.count("share_links"); n != 0 {
+		t.Fatalf("after tenant delete: %d audit/key/link rows left", n)
+	}
+}

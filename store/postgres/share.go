@@ -1,0 +1,108 @@
+package postgres
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/fleetscope/fleetscope"
+)
+
+// sharePrefix starts every share token.
+const sharePrefix = "fss_"
+
+// CreateShareLink makes a link to one profile range of the tenant, valid
+// until expires, and returns its secret token (shown only now; the index
+// keeps its SHA-256). Returns ENOTFOUND if the tenant has no such profile.
+func (db *DB) CreateShareLink(ctx context.Context, tenant int64, l fleetscope.ShareLink) (string, fleetscope.ShareLink, error) {
+	u, err := parseID(l.ProfileID)
+	if err != nil {
+		return "", l, err
+	}
+	var raw [25]byte
+	if _, err := rand.Read(raw[:]); err != nil {
+		return "", l, err
+	}
+	body := strings.ToLower(b32.EncodeToString(raw[:]))
+	token := sharePrefix + body
+	h := sha256.Sum256([]byte(token))
+	l.TenantID, l.ID = tenant, sharePrefix+body[:8]
+	err = db.inTenant(ctx, tenant, func(tx pgx.Tx) error {
+		var one int
+		if err := tx.QueryRow(ctx, `SELECT 1 FROM profiles WHERE tenant_id = $1 AND id = $2`, tenant, u).Scan(&one); err != nil {
+			return err
+		}
+		return tx.QueryRow(ctx, `INSERT INTO share_links (tenant_id, id, token_hash, profile_id, event, start_nanos, end_nanos, created_by, expires_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING created_at`,
+			tenant, l.ID, h[:], u, l.Event, l.Start, l.End, l.CreatedBy, l.ExpiresAt).Scan(&l.CreatedAt)
+	})
+	if err != nil {
+		return "", l, translate(err, "profile "+l.ProfileID)
+	}
+	if err := db.Audit(ctx, tenant, l.CreatedBy, "share.create", l.ID, map[string]string{"profile": l.ProfileID}); err != nil {
+		return "", l, err
+	}
+	return token, l, nil
+}
+
+const shareColumns = `tenant_id, id, profile_id::text, event, start_nanos, end_nanos, created_by, created_at, expires_at, coalesce(revoked_at, 'epoch')`
+
+func scanShare(r pgx.Row) (fleetscope.ShareLink, error) {
+	var l fleetscope.ShareLink
+	err := r.Scan(&l.TenantID, &l.ID, &l.ProfileID, &l.Event, &l.Start, &l.End, &l.CreatedBy, &l.CreatedAt, &l.ExpiresAt, &l.RevokedAt)
+	if l.RevokedAt.Unix() == 0 {
+		l.RevokedAt = time.Time{}
+	}
+	return l, err
+}
+
+// ShareLinks lists the tenant's share links.
+func (db *DB) ShareLinks(ctx context.Context, tenant int64) ([]fleetscope.ShareLink, error) {
+	var out []fleetscope.ShareLink
+	err := db.readTenant(ctx, tenant, func(rows pgx.Rows) error {
+		for rows.Next() {
+			l, err := scanShare(rows)
+			if err != nil {
+				return err
+			}
+			out = append(out, l)
+		}
+		return nil
+	}, `SELECT `+shareColumns+` FROM share_links WHERE tenant_id = $1 ORDER BY created_at DESC, id`, tenant)
+	return out, translate(err, "share links")
+}
+
+// RevokeShareLink revokes a link at once.
+func (db *DB) RevokeShareLink(ctx context.Context, tenant int64, id, actor string) error {
+	tag, err := db.pool.Exec(ctx, `UPDATE share_links SET revoked_at = coalesce(revoked_at, now()) WHERE tenant_id = $1 AND id = $2`, tenant, id)
+	if err != nil {
+		return translate(err, "share link")
+	}
+	if tag.RowsAffected() == 0 {
+		return fleetscope.Errorf(fleetscope.ENOTFOUND, "share link %q not found", id)
+	}
+	return db.Audit(ctx, tenant, actor, "share.revoke", id, nil)
+}
+
+// ResolveShareLink finds a live link by its token. Unknown, revoked and
+// expired links alike are ENOTFOUND; nothing is cached, so a revocation
+// holds from the next request on.
+func (db *DB) ResolveShareLink(ctx context.Context, token string) (fleetscope.ShareLink, error) {
+	if !strings.HasPrefix(token, sharePrefix) || len(token) > 128 {
+		return fleetscope.ShareLink{}, fleetscope.Errorf(fleetscope.ENOTFOUND, "share link not found")
+	}
+	h := sha256.Sum256([]byte(token))
+	l, err := scanShare(db.pool.QueryRow(ctx, `SELECT `+shareColumns+` FROM share_links
+		WHERE token_hash = $1 AND revoked_at IS NULL AND expires_at > now()`, h[:]))
+	if err != nil {
+		if fleetscope.ErrorCode(translate(err, "share link")) == fleetscope.ENOTFOUND {
+			return l, fleetscope.Errorf(fleetscope.ENOTFOUND, "share link not found (or revoked, or expired)")
+		}
+		return l, translate(err, "share link")
+	}
+	return l, nil
+}
