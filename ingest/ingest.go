@@ -10,6 +10,8 @@ import (
 	"compress/gzip"
 	"fmt"
 	"io"
+
+	"github.com/fleetscope/fleetscope"
 )
 
 // Decompress returns a reader of r's content with gzip undone, recognised by
@@ -24,9 +26,41 @@ func Decompress(r io.Reader) (io.Reader, error) {
 	if !bytes.Equal(magic, []byte{0x1f, 0x8b}) {
 		return br, nil
 	}
-	zr, err := gzip.NewReader(br)
+	in := &counter{r: br}
+	zr, err := gzip.NewReader(in)
 	if err != nil {
 		return nil, fmt.Errorf("gzip: %w", err)
 	}
-	return zr, nil
+	return &ratioGuard{r: zr, in: in}, nil
+}
+
+// MaxRatio bounds how much larger than its compressed form an input may
+// grow (past the first 64 MiB): real profiles compress 10-20 times, gzip
+// bombs a thousand.
+const MaxRatio = 200
+
+type counter struct {
+	r io.Reader
+	n int64
+}
+
+func (c *counter) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+type ratioGuard struct {
+	r   io.Reader
+	in  *counter
+	out int64
+}
+
+func (g *ratioGuard) Read(p []byte) (int, error) {
+	n, err := g.r.Read(p)
+	g.out += int64(n)
+	if g.out > 64<<20 && g.out > MaxRatio*g.in.n {
+		return n, fleetscope.Errorf(fleetscope.ETOOLARGE, "decompresses more than %d times its size: refused as a gzip bomb", MaxRatio)
+	}
+	return n, err
 }
