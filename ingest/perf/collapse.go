@@ -110,9 +110,6 @@ func firstEvent(data []byte) string {
 	return ""
 }
 
-// maxCachedLines bounds each worker's line cache (a few hundred bytes each).
-const maxCachedLines = 1 << 18
-
 // cachedLine is a stack line's folded frames joined by ';' (n of them).
 type cachedLine struct {
 	s string
@@ -124,7 +121,7 @@ type cachedLine struct {
 type collapser struct {
 	opts         Options
 	counts       map[string]*uint64
-	cache        [2]map[string]cachedLine // [java] -> line tail -> frames
+	cache        *lineCache[cachedLine]
 	unrecognized int
 	firstBad     int
 	filtered     bool
@@ -133,14 +130,13 @@ type collapser struct {
 	pname  []byte
 	java   bool
 	blocks []string
-	frames []tidyFrame
 }
 
 func newCollapser(opts Options) *collapser {
 	return &collapser{
 		opts:   opts,
 		counts: make(map[string]*uint64),
-		cache:  [2]map[string]cachedLine{make(map[string]cachedLine), make(map[string]cachedLine)},
+		cache:  newLineCache[cachedLine](),
 	}
 }
 
@@ -218,46 +214,26 @@ func (cw *collapser) chunk(c *chunk) error {
 // frameLine handles a line if it is a stack line, reporting whether it was.
 // Stack lines are ignored while no sample is open, as in the Perl script.
 func (cw *collapser) frameLine(line []byte, open bool) bool {
-	key, ok := frameKey(line, cw.opts.Addrs)
-	if !ok {
-		return false
-	}
-	java := 0
-	if cw.java {
-		java = 1
-	}
-	cl, hit := cw.cache[java][string(key)]
-	if !hit {
-		f, ok := matchFrame(line)
-		if !ok {
-			return false
-		}
-		if !open {
-			return true
-		}
-		frames, skip := tidy(f, java == 1, cw.opts, true, cw.frames[:0])
-		cw.frames = frames
-		if !skip {
-			var b []byte
-			for i, fr := range frames {
-				if i > 0 {
-					b = append(b, ';')
-				}
-				b = append(b, fr.name...)
-			}
-			cl = cachedLine{s: string(b), n: len(frames)}
-		}
-		if f.keyed {
-			if len(cw.cache[java]) >= maxCachedLines {
-				clear(cw.cache[java])
-			}
-			cw.cache[java][string(key)] = cl
-		}
-	}
-	if open && cl.n > 0 {
+	cl, ok := cw.cache.fold(line, cw.java, cw.opts, true, joinFrames)
+	if ok && open && cl.n > 0 {
 		cw.blocks = append(cw.blocks, cl.s)
 	}
-	return true
+	return ok
+}
+
+// joinFrames is a line's folded text.
+func joinFrames(frames []tidyFrame, skip bool) cachedLine {
+	if skip {
+		return cachedLine{}
+	}
+	var b []byte
+	for i, fr := range frames {
+		if i > 0 {
+			b = append(b, ';')
+		}
+		b = append(b, fr.name...)
+	}
+	return cachedLine{s: string(b), n: len(frames)}
 }
 
 // parsePeriod follows Perl: a missing period, or "0", counts as 1.

@@ -148,29 +148,31 @@ type sampler struct {
 	stackIndex map[string]uint32
 	events     []string
 	eventIndex map[string]uint16
-	cache      [2]map[string][]uint32 // [java] -> line tail -> frame ids, outermost first
-	nf, ns, ne int                    // dictionary sizes when the last chunk was handed over
+	cache      *lineCache[[]uint32] // frame ids of a line, outermost first
+	intern     func([]tidyFrame, bool) []uint32
+	nf, ns, ne int // dictionary sizes when the last chunk was handed over
 
 	// per sample
-	cur     fleetscope.Sample
-	open    bool
-	openAt  int
-	root    uint32
-	java    bool
-	lines   [][]uint32
-	key     []byte
-	scratch []tidyFrame
-	pbuf    []byte
-	ids     []uint32
+	cur    fleetscope.Sample
+	open   bool
+	openAt int
+	root   uint32
+	java   bool
+	lines  [][]uint32
+	key    []byte
+	pbuf   []byte
+	ids    []uint32
 }
 
 func newSampler() *sampler {
-	return &sampler{
+	s := &sampler{
 		frameIndex: make(map[fleetscope.Frame]uint32),
 		stackIndex: make(map[string]uint32),
 		eventIndex: make(map[string]uint16),
-		cache:      [2]map[string][]uint32{make(map[string][]uint32), make(map[string][]uint32)},
+		cache:      newLineCache[[]uint32](),
 	}
+	s.intern = s.internFrames
+	return s
 }
 
 func (s *sampler) chunk(w int, c *chunk) *sampled {
@@ -270,39 +272,24 @@ func (s *sampler) start(h sampleHeader, lineNo int) {
 
 // frameLine handles a line if it is a stack line, reporting whether it was.
 func (s *sampler) frameLine(line []byte) bool {
-	key, ok := frameKey(line, false)
-	if !ok {
-		return false
-	}
-	java := 0
-	if s.java {
-		java = 1
-	}
-	ids, hit := s.cache[java][string(key)]
-	if !hit {
-		f, ok := matchFrame(line)
-		if !ok {
-			return false
-		}
-		frames, skip := tidy(f, s.java, Options{}, false, s.scratch[:0])
-		s.scratch = frames
-		if !skip {
-			ids = make([]uint32, len(frames))
-			for i, fr := range frames {
-				ids[i] = s.frame1(fleetscope.Frame{Name: string(fr.name), Kind: fleetscope.FrameKind(fr.kind)})
-			}
-		}
-		if f.keyed {
-			if len(s.cache[java]) >= maxCachedLines {
-				clear(s.cache[java])
-			}
-			s.cache[java][string(key)] = ids
-		}
-	}
-	if s.open && len(ids) > 0 {
+	ids, ok := s.cache.fold(line, s.java, Options{}, false, s.intern)
+	if ok && s.open && len(ids) > 0 {
 		s.lines = append(s.lines, ids)
 	}
-	return true
+	return ok
+}
+
+// internFrames adds a line's frames to the dictionary. (s.intern holds it
+// as a method value made once, so the hot path allocates no closure.)
+func (s *sampler) internFrames(frames []tidyFrame, skip bool) []uint32 {
+	if skip {
+		return nil
+	}
+	ids := make([]uint32, len(frames))
+	for i, fr := range frames {
+		ids[i] = s.frame1(fleetscope.Frame{Name: string(fr.name), Kind: fleetscope.FrameKind(fr.kind)})
+	}
+	return ids
 }
 
 // finish ends the open sample, if any, and records it.
