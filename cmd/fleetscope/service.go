@@ -316,6 +316,7 @@ type client struct {
 	base   string
 	ingest fleetscopev1connect.IngestServiceClient
 	query  fleetscopev1connect.QueryServiceClient
+	admin  fleetscopev1connect.AdminServiceClient
 }
 
 func newClient() (*client, error) {
@@ -343,6 +344,7 @@ func newClient() (*client, error) {
 		base:   base,
 		ingest: fleetscopev1connect.NewIngestServiceClient(hc, base, auth),
 		query:  fleetscopev1connect.NewQueryServiceClient(hc, base, auth),
+		admin:  fleetscopev1connect.NewAdminServiceClient(hc, base, auth),
 	}, nil
 }
 

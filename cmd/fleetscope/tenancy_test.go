@@ -389,3 +389,44 @@ func TestRetentionAndDeletion(t *testing.T) {
 		t.Fatalf("after tenant delete: %d audit/key/link rows left", n)
 	}
 }
+
+// TestAdminCLI drives the admin service through the CLI.
+func TestAdminCLI(t *testing.T) {
+	s := startService(t, serviceOpts{})
+	id := s.upload(plant(t, "--seed", "40", "--seconds", "3"))
+	env := []string{"FLEETSCOPE_URL=" + s.url, "FLEETSCOPE_API_KEY=" + s.newKey("acme", "admin")}
+	run := func(args ...string) string {
+		t.Helper()
+		out, errOut, code := run1(env, args...)
+		if code != 0 {
+			t.Fatalf("fleetscope %v: exit %d %s", args, code, errOut)
+		}
+		return out
+	}
+	if out := run("admin", "tenant"); !strings.Contains(out, "tenant acme") || !strings.Contains(out, "profiles 1") {
+		t.Fatalf("admin tenant: %q", out)
+	}
+	secret := strings.TrimSpace(run("admin", "create-key", "--scope", "read", "--name", "dash"))
+	if !strings.HasPrefix(secret, "fsk_") {
+		t.Fatalf("create-key printed %q", secret)
+	}
+	if out := run("admin", "keys"); !strings.Contains(out, "dash") || !strings.Contains(out, secret[:12]) || strings.Contains(out, secret) {
+		t.Fatalf("admin keys (must show the prefix, never the secret): %q", out)
+	}
+	f := strings.Fields(run("admin", "share", "--profile", id, "--start", "1", "--end", "2", "--ttl", "1h"))
+	if len(f) != 2 || !strings.Contains(f[1], "/s/fss_") {
+		t.Fatalf("admin share printed %v", f)
+	}
+	run("admin", "unshare", f[0])
+	run("admin", "revoke-key", secret[:12])
+	run("admin", "delete-profile", id)
+	out := run("admin", "audit")
+	for _, a := range []string{"key.create", "share.create", "share.revoke", "key.revoke", "profile.delete"} {
+		if !strings.Contains(out, a) {
+			t.Errorf("audit lacks %s:\n%s", a, out)
+		}
+	}
+	if _, errOut, code := run1(env, "admin", "delete-profile", id); code != 1 || !strings.Contains(errOut, "not found") {
+		t.Fatalf("deleting twice: exit %d %q", code, errOut)
+	}
+}
