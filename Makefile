@@ -15,7 +15,7 @@ FUZZTIME_LONG ?= 2m
 
 export PATH := $(BIN):$(PATH)
 
-.PHONY: build test fuzz fuzz-brief bench run postgres tools generate check-generated clean
+.PHONY: build test fuzz fuzz-brief bench run postgres tools generate check-generated web clean
 
 build:
 	$(GO) build -o $(BIN)/fleetscope ./cmd/fleetscope
@@ -56,12 +56,15 @@ test: build tools postgres check-generated
 	FLEETSCOPE_TEST_REQUIRE=1 FLEETSCOPE_TEST_MINIO=$(BIN)/minio FLEETSCOPE_TEST_DATABASE_URL='$(PG_URL)' \
 		$(GO) test -count=1 -timeout 30m ./...
 	$(MAKE) --no-print-directory fuzz-brief FUZZTIME=$(FUZZTIME)
+	PG_URL='$(PG_URL)' SHARED=$(SHARED) bash web/scripts/test.sh
 
-# Each fuzz target for FUZZTIME.
+# Each fuzz target of every parser package under ingest/ for FUZZTIME.
 fuzz-brief:
-	@for t in $$($(GO) test -list '^Fuzz' ./ingest/perf/ | grep '^Fuzz'); do \
-		echo "fuzz $$t ($(FUZZTIME))"; \
-		$(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) ./ingest/perf/ || exit 1; \
+	@for p in $$($(GO) list ./ingest/...); do \
+		for t in $$($(GO) test -list '^Fuzz' $$p | grep '^Fuzz'); do \
+			echo "fuzz $$p $$t ($(FUZZTIME))"; \
+			$(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) $$p || exit 1; \
+		done; \
 	done
 
 fuzz:
@@ -69,6 +72,11 @@ fuzz:
 
 bench: build
 	SHARED=$(SHARED) bash .ci/bench
+	SHARED=$(SHARED) bash web/scripts/bench.sh
+
+# Rebuild the dashboard (web/dist, committed) from web/src with npm.
+web:
+	bash web/scripts/build.sh
 
 # Server and UI on embedded defaults: a private Postgres under ./.data
 # (installed with apt-get if absent), blobs in ./.data/blobs, a default

@@ -1,0 +1,95 @@
+// Prints the dashboard's performance figures (web/scripts/bench.sh sets
+// BENCH_URL, BENCH_KEY, BENCH_LONG, BENCH_MIXED). Each figure is the median
+// of RUNS fresh page loads in one browser (HTTP cache warm after the first,
+// as for someone who uses the dashboard); the first, cold load is shown too.
+
+import { loadavg, cpus } from "node:os";
+import { env, launch } from "./lib.mjs";
+
+const URL_ = env("BENCH_URL");
+const KEY = env("BENCH_KEY");
+const RUNS = Number(process.env.RUNS ?? 7);
+const median = (xs) => xs.slice().sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const f = (ms) => `${ms.toFixed(1)} ms`.padStart(10);
+
+console.log(`machine: ${cpus().length} cores, load average ${loadavg().map((x) => x.toFixed(2)).join(" ")} (other work on the machine inflates these times)`);
+const browser = await launch();
+try {
+  const ctx = await browser.newContext({ viewport: { width: 1600, height: 1000 } });
+  await ctx.addInitScript((k) => sessionStorage.setItem("fleetscope.apiKey", k), KEY);
+
+  async function load(path, until) {
+    const page = await ctx.newPage();
+    await page.goto(`${URL_}${path}`);
+    await page.waitForFunction(until, null, { timeout: 60_000 });
+    const perf = await page.evaluate(() => {
+      const p = window.__fleetscopePerf;
+      const fg = performance.getEntriesByType("resource").find((r) => r.name.endsWith("/GetFlameGraph"));
+      return { ...p, flameNetMs: fg ? fg.responseEnd - fg.startTime : null };
+    });
+    const cells = await page.evaluate(() => {
+      const c = document.querySelector("[data-testid=heatmap]");
+      return c ? `${c.dataset.cols}×${c.dataset.rows}` : "";
+    });
+    await page.close();
+    return { perf, cells };
+  }
+
+  // 0. Reference, in the same run: a minimal page that draws one canvas
+  // (served by the test harness at the server's origin, no app code).
+  const refHTML = `<!doctype html><meta charset=utf-8><canvas id=c width=1200 height=440></canvas><script>
+    const x = document.getElementById("c").getContext("2d"); x.fillStyle = "#420a68"; x.fillRect(0, 0, 1200, 440); x.fillText("ref", 10, 10);
+    window.__ref = performance.now();</script>`;
+  await ctx.route(`${URL_}/_reference`, (r) => r.fulfill({ body: refHTML, contentType: "text/html" }));
+  const ref = [];
+  for (let i = 0; i < RUNS; i++) {
+    const page = await ctx.newPage();
+    await page.goto(`${URL_}/_reference`);
+    await page.waitForFunction(() => window.__ref != null);
+    ref.push(await page.evaluate(() => window.__ref));
+    await page.close();
+  }
+  console.log(`reference: navigation → a minimal page's canvas drawn:       median ${f(median(ref))}`);
+
+  // 1. Navigation to heatmap drawn, 10-minute profile.
+  const heat = [];
+  let cells = "";
+  for (let i = 0; i < RUNS; i++) {
+    const r = await load(`/p/${env("BENCH_LONG")}`, () => window.__fleetscopePerf?.heatmapDrawnMs != null);
+    heat.push(r.perf.heatmapDrawnMs);
+    cells = r.cells;
+  }
+  console.log(`navigation → heatmap drawn, 10-min profile (${cells} cells):  median ${f(median(heat))}   cold ${f(heat[0])}   (${(median(heat) / median(ref)).toFixed(1)}× the reference; target ≤ 100 ms)`);
+
+  // 2. The whole benchmark profile's flame graph.
+  const fl = [];
+  for (let i = 0; i < RUNS; i++) {
+    const r = await load(`/p/${env("BENCH_MIXED")}`, () => (window.__fleetscopePerf?.flames ?? []).length > 0);
+    fl.push({ ...r.perf.flames[0], netMs: r.perf.flameNetMs, decodeOnlyMs: r.perf.flames[0].fetchMs - r.perf.flameNetMs });
+  }
+  const pick = (k) => median(fl.map((x) => x[k]));
+  console.log(`flame graph, whole benchmark profile (${fl[0].nodes.toLocaleString("en-US")} nodes):`);
+  console.log(`    server + transfer (resource timing)            median ${f(pick("netMs"))}   cold ${f(fl[0].netMs)}`);
+  console.log(`    body read + decode (flame/wire.ts), main thread median ${f(pick("decodeOnlyMs"))}`);
+  console.log(`    layout (typed arrays, offsets, subtrees)       median ${f(pick("decodeMs"))}`);
+  console.log(`    render (draw visible frames and labels)        median ${f(pick("renderMs"))}   (target ≤ 100 ms)`);
+  console.log(`    layout + render                                median ${f(median(fl.map((x) => x.decodeMs + x.renderMs)))}`);
+
+  // 3. A synthetic 100k-node tree.
+  const syn = [];
+  for (let i = 0; i < RUNS; i++) {
+    const page = await ctx.newPage();
+    await page.goto(`${URL_}/_bench/flame?nodes=100000&seed=${i + 1}`);
+    await page.waitForFunction(() => document.querySelector("[data-testid=bench-result]")?.dataset.done === "1", null, { timeout: 60_000 });
+    syn.push(await page.evaluate(() => ({ ...document.querySelector("[data-testid=bench-result]").dataset })));
+    await page.close();
+  }
+  const sm = (k) => median(syn.map((x) => Number(x[k])));
+  console.log(`flame graph, synthetic tree (${Number(syn[0].nodes).toLocaleString("en-US")} nodes, ~${sm("visible").toFixed(0)} frames wide enough to draw):`);
+  console.log(`    layout                                         median ${f(sm("layoutMs"))}`);
+  console.log(`    first render                                   median ${f(sm("firstRenderMs"))}   (target ≤ 100 ms)`);
+  console.log(`    redraw (hover, zoom, orientation)              median ${f(sm("redrawMs"))}`);
+  console.log(`    search + redraw                                median ${f(sm("searchRenderMs"))}`);
+} finally {
+  await browser.close();
+}

@@ -1,0 +1,552 @@
+// End-to-end tests of the dashboard in real Chromium against a real
+// `fleetscope server` (real Postgres, blobs in a directory), set up by
+// web/scripts/test.sh, which passes:
+//   E2E_URL, E2E_KEY            the server and a key with ingest,read
+//   E2E_PROFILE                 a planted profile (30 s, boot clock), app checkout, host web-1
+//   E2E_PERF, E2E_TRUTH         its planted.perf and truth.json
+//   E2E_EPOCH_PROFILE           a planted profile on the epoch clock, app checkout, host web-2
+//   E2E_DROP_FILE               a small planted profile to upload by drag and drop
+//   E2E_TWO_EVENTS              a recorded profile with two events (cpu-clock, context-switches)
+//   E2E_UNTIMED                 a perf profile without timestamps
+//   E2E_ARTIFACTS               where screenshots go
+// Steps run in order and share one signed-in page, like a person would.
+
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { after, before, describe, test } from "node:test";
+import { artifactsDir, env, exactHeatmap, explainTruth, launch, plantedSamples, rpc, serverFlameTotal, serverHeatmap, truthColumns } from "./lib.mjs";
+
+const URL_ = env("E2E_URL");
+const KEY = env("E2E_KEY");
+const PROFILE = env("E2E_PROFILE");
+const EPOCH_PROFILE = env("E2E_EPOCH_PROFILE");
+const ART = artifactsDir();
+const VIEWPORT = { width: 1400, height: 1000 };
+const HIGHLIGHT = [230, 0, 230];
+
+let browser;
+let ctx;
+let page;
+let shot = 0;
+const consoleErrors = [];
+
+async function screenshot(p, name) {
+  shot++;
+  const file = join(ART, `${String(shot).padStart(2, "0")}-${name}.png`);
+  await p.screenshot({ path: file, fullPage: true });
+  return file;
+}
+
+async function newContext(opts = {}) {
+  const c = await browser.newContext({ viewport: VIEWPORT, timezoneId: "UTC", locale: "en-US", ...opts });
+  await c.grantPermissions(["clipboard-read", "clipboard-write"], { origin: URL_ });
+  c.setDefaultTimeout(15_000);
+  return c;
+}
+
+function watch(p) {
+  p.on("pageerror", (e) => consoleErrors.push(`pageerror: ${e.message}`));
+  p.on("console", (m) => m.type() === "error" && !/Failed to load resource|net::ERR_/.test(m.text()) && consoleErrors.push(`console: ${m.text()}`));
+  return p;
+}
+
+/** heatmapData reads what the heatmap canvas exposes. */
+async function heatmapData(p) {
+  return p.locator("[data-testid=heatmap]").evaluate((c) => ({
+    rows: Number(c.dataset.rows),
+    cols: Number(c.dataset.cols),
+    startSecond: Number(c.dataset.startSecond),
+    total: Number(c.dataset.total),
+    cells: JSON.parse(c.dataset.cells),
+    cellWidth: Number(c.dataset.cellWidth),
+    cellHeight: Number(c.dataset.cellHeight),
+    plotLeft: Number(c.dataset.plotLeft),
+    plotTop: Number(c.dataset.plotTop),
+    selectionStart: c.dataset.selectionStart ?? null,
+    selectionEnd: c.dataset.selectionEnd ?? null,
+    selectedCount: c.dataset.selectedCount === undefined ? null : Number(c.dataset.selectedCount),
+  }));
+}
+
+/** cellPoint is the page coordinate of the centre of cell (col, row). */
+async function cellPoint(p, col, row) {
+  const box = await p.locator("[data-testid=heatmap]").boundingBox();
+  const d = await heatmapData(p);
+  return { x: box.x + d.plotLeft + (col + 0.5) * d.cellWidth, y: box.y + d.plotTop + (d.rows - 1 - row + 0.5) * d.cellHeight };
+}
+
+async function drag(p, from, to) {
+  const a = await cellPoint(p, ...from);
+  const b = await cellPoint(p, ...to);
+  await p.mouse.move(a.x, a.y);
+  await p.mouse.down();
+  await p.mouse.move((a.x + b.x) / 2, (a.y + b.y) / 2, { steps: 4 });
+  await p.mouse.move(b.x, b.y, { steps: 4 });
+  await p.mouse.up();
+}
+
+async function clickCell(p, col, row, modifiers = []) {
+  const a = await cellPoint(p, col, row);
+  for (const m of modifiers) await p.keyboard.down(m);
+  await p.mouse.click(a.x, a.y);
+  for (const m of modifiers) await p.keyboard.up(m);
+}
+
+/** flameState waits for the flame graph of the current selection and reads it. */
+async function flameState(p) {
+  await p.waitForFunction(() => {
+    const box = document.querySelector(".flame-box");
+    const c = document.querySelector("[data-testid=flamegraph]");
+    return box && !box.classList.contains("stale") && c && c.dataset.total !== undefined;
+  });
+  return p.locator("[data-testid=flamegraph]").evaluate((c) => ({ ...c.dataset }));
+}
+
+function sumCells(cells, rows, firstIdx, lastIdx) {
+  let s = 0;
+  for (let i = firstIdx; i <= lastIdx; i++) s += cells[Math.floor(i / rows)][i % rows];
+  return s;
+}
+
+/** highlightPixels counts flame graph pixels in the search highlight colour. */
+async function highlightPixels(p) {
+  return p.locator("[data-testid=flamegraph]").evaluate((c, rgb) => {
+    const d = c.getContext("2d").getImageData(0, 0, c.width, c.height).data;
+    let n = 0;
+    for (let i = 0; i < d.length; i += 4) if (d[i] === rgb[0] && d[i + 1] === rgb[1] && d[i + 2] === rgb[2]) n++;
+    return n;
+  }, HIGHLIGHT);
+}
+
+function query(p) {
+  return new URL(p.url()).searchParams;
+}
+
+async function signIn(p, key, remember = false) {
+  await p.getByTestId("api-key").fill(key);
+  if (remember) await p.getByTestId("remember").check();
+  await p.getByTestId("signin").click();
+}
+
+before(async () => {
+  browser = await launch();
+  ctx = await newContext();
+  page = watch(await ctx.newPage());
+});
+
+after(async () => {
+  await browser?.close();
+});
+
+describe("dashboard", () => {
+  test("sign in: a bad key is refused, a good one kept in sessionStorage", async () => {
+    await page.goto(`${URL_}/`);
+    await page.getByTestId("api-key").waitFor();
+    await screenshot(page, "signin");
+    await signIn(page, "fsk_not_a_key");
+    await page.getByTestId("signin-error").filter({ hasText: "not accepted" }).waitFor();
+    await signIn(page, KEY);
+    await page.getByTestId("search").waitFor();
+    const stored = await page.evaluate(() => [sessionStorage.getItem("fleetscope.apiKey"), localStorage.getItem("fleetscope.apiKey")]);
+    assert.deepEqual(stored, [KEY, null]);
+    await page.getByTestId("results").waitFor();
+    await screenshot(page, "home");
+  });
+
+  test("search by app on Enter, then by date; the URL holds the search", async () => {
+    const box = page.getByTestId("search");
+    await box.fill("checkout");
+    await box.press("Enter");
+    await page.waitForFunction(() => new URL(location.href).searchParams.get("app") === "checkout");
+    await page.waitForFunction(() => document.querySelectorAll("[data-testid=results] tbody tr").length === 2);
+    const hosts = await page.locator("[data-testid=results] tbody tr td:nth-child(2)").allTextContents();
+    assert.deepEqual(hosts.sort(), ["web-1", "web-2"]);
+    const apps = await page.locator("[data-testid=results] tbody tr td:first-child").allTextContents();
+    assert.ok(apps.every((a) => a === "checkout"), `apps: ${apps}`);
+
+    // The epoch-clock profile starts 2026-11-18 11:06:40 UTC; the browser runs in UTC.
+    await page.getByTestId("time-range").selectOption("custom");
+    await page.getByTestId("since").fill("2026-11-18T00:00");
+    await page.getByTestId("until").fill("2026-11-19T00:00");
+    await box.press("Enter");
+    await page.waitForFunction(() => document.querySelectorAll("[data-testid=results] tbody tr").length === 1);
+    assert.equal(await page.locator("[data-testid=results] tbody tr").getAttribute("data-profile-id"), EPOCH_PROFILE);
+    const q = query(page);
+    assert.equal(q.get("since"), "2026-11-18T00:00:00.000Z");
+    assert.equal(q.get("until"), "2026-11-19T00:00:00.000Z");
+    await screenshot(page, "search-by-date");
+
+    // The URL alone restores the search.
+    await page.reload();
+    await page.waitForFunction(() => document.querySelectorAll("[data-testid=results] tbody tr").length === 1);
+    assert.equal(await page.getByTestId("search").inputValue(), "checkout");
+
+    // A preset: the boot-clock profile was placed at its upload time.
+    await page.getByTestId("time-range").selectOption("1h");
+    await page.waitForFunction((id) => {
+      const rows = [...document.querySelectorAll("[data-testid=results] tbody tr")];
+      return rows.length === 1 && rows[0].dataset.profileId === id;
+    }, PROFILE);
+    assert.equal(query(page).get("range"), "1h");
+
+    // Sortable: any time, sort by host ascending then descending.
+    await page.getByTestId("time-range").selectOption("");
+    await page.waitForFunction(() => document.querySelectorAll("[data-testid=results] tbody tr").length === 2);
+    await page.getByRole("button", { name: /^Host/ }).click();
+    assert.deepEqual(await page.locator("[data-testid=results] tbody tr td:nth-child(2)").allTextContents(), ["web-1", "web-2"]);
+    await page.getByRole("button", { name: /^Host/ }).click();
+    assert.deepEqual(await page.locator("[data-testid=results] tbody tr td:nth-child(2)").allTextContents(), ["web-2", "web-1"]);
+    assert.equal(query(page).get("sort"), "host");
+    await screenshot(page, "search-sorted");
+  });
+
+  test("open a planted profile: heatmap cells equal the server's and truth.json", async () => {
+    await page.locator(`[data-testid=results] tbody tr[data-profile-id="${PROFILE}"] a`).click();
+    await page.waitForURL(`**/p/${PROFILE}`);
+    await page.waitForFunction(() => document.querySelector("[data-testid=heatmap]")?.dataset.cells);
+    const ui = await heatmapData(page);
+    const server = await serverHeatmap(URL_, KEY, PROFILE, 50);
+    assert.equal(ui.rows, 50);
+    assert.equal(ui.startSecond, server.startSecond);
+    assert.deepEqual(ui.cells, server.columns, "UI cells differ from GetHeatmap");
+
+    const samples = plantedSamples(env("E2E_PERF"));
+    const exact = exactHeatmap(samples, 50);
+    assert.equal(exact.startSecond, ui.startSecond);
+    assert.deepEqual(ui.cells, exact.columns, "UI cells differ from the exact count of planted.perf");
+    const truth = JSON.parse(readFileSync(env("E2E_TRUTH"), "utf8"));
+    const moved = explainTruth(exact.columns, exact.boundary, truthColumns(truth, ui.cols));
+    const total = ui.cells.flat().reduce((a, b) => a + b, 0);
+    assert.equal(total, truth.non_idle);
+    assert.equal(ui.total, truth.non_idle);
+    console.log(`# heatmap: ${ui.cols} columns × ${ui.rows} rows, ${total} non-idle samples = truth.json's ${truth.non_idle}; cells equal GetHeatmap exactly; ${moved} boundary sample(s) sit one cell lower in truth.json`);
+    await screenshot(page, "profile");
+  });
+
+  test("drag backwards across a second: the range runs in time order", async () => {
+    // from (7, 10) back to (6, 40): [6.80, 7.22)
+    await drag(page, [7, 10], [6, 40]);
+    await page.waitForFunction(() => new URL(location.href).searchParams.get("start") === "6.8");
+    assert.equal(query(page).get("end"), "7.22");
+    const d = await heatmapData(page);
+    const want = sumCells(d.cells, 50, 6 * 50 + 40, 7 * 50 + 10);
+    assert.equal(d.selectedCount, want);
+    const f = await flameState(page);
+    assert.equal(Number(f.total), want, "flame graph total vs the selected cells");
+    assert.equal(await serverFlameTotal(URL_, KEY, PROFILE, 6_800_000_000, 7_220_000_000), want);
+  });
+
+  test("click one cell, shift-click extends; keyboard selects too", async () => {
+    await clickCell(page, 12, 20);
+    await page.waitForFunction(() => new URL(location.href).searchParams.get("end") === "12.42");
+    assert.equal(query(page).get("start"), "12.4");
+    await clickCell(page, 12, 23, ["Shift"]);
+    await page.waitForFunction(() => new URL(location.href).searchParams.get("end") === "12.48");
+    assert.equal(query(page).get("start"), "12.4");
+    let d = await heatmapData(page);
+    assert.equal(d.selectedCount, sumCells(d.cells, 50, 12 * 50 + 20, 12 * 50 + 23));
+
+    // Keyboard: the canvas has focus after the click; Escape clears, arrows
+    // move, Enter selects one cell, Shift+Arrow extends.
+    const canvas = page.getByTestId("heatmap");
+    await canvas.focus();
+    await page.keyboard.press("Escape");
+    await page.waitForFunction(() => !new URL(location.href).searchParams.has("start"));
+    await page.keyboard.press("ArrowRight");
+    await page.keyboard.press("Enter");
+    await page.waitForFunction(() => new URL(location.href).searchParams.get("start") === "13.46");
+    await page.keyboard.press("Shift+ArrowUp");
+    await page.keyboard.press("Shift+ArrowUp");
+    await page.waitForFunction(() => new URL(location.href).searchParams.get("end") === "13.52");
+    d = await heatmapData(page);
+    assert.equal(d.selectionStart, "13.46");
+    assert.equal(d.selectedCount, sumCells(d.cells, 50, 13 * 50 + 23, 13 * 50 + 25));
+    const f = await flameState(page);
+    assert.equal(Number(f.total), d.selectedCount);
+  });
+
+  test("drag-select a GC stripe: the flame graph totals the cells and GC dominates", async () => {
+    // GC runs on CPUs 0-5 in [s+0.40, s+0.48) for s % 5 == 2: rows 20-23 of second 2
+    await drag(page, [2, 20], [2, 23]);
+    await page.waitForFunction(() => new URL(location.href).searchParams.get("start") === "2.4");
+    assert.equal(query(page).get("end"), "2.48");
+    const d = await heatmapData(page);
+    const cells = sumCells(d.cells, 50, 2 * 50 + 20, 2 * 50 + 23);
+    assert.equal(d.selectedCount, cells);
+    const f = await flameState(page);
+    assert.equal(Number(f.total), cells, "flame graph total vs the selected cells");
+    assert.equal(await page.getByTestId("selection-count").getAttribute("data-count"), String(cells));
+    assert.equal(await page.getByTestId("flame-total").getAttribute("data-total"), String(cells));
+    assert.equal(await serverFlameTotal(URL_, KEY, PROFILE, 2_400_000_000, 2_480_000_000), cells);
+    await page.locator(".selection-bar .agree").waitFor();
+
+    // Top functions, by total: GC's frames hold most of the range.
+    await page.locator("[data-testid=top-functions] [data-sort=total]").click();
+    const rows = await page.locator("[data-testid=top-functions] tbody tr").evaluateAll((trs) =>
+      trs.map((tr) => ({ name: tr.dataset.name, total: Number(tr.children[3].textContent.replace(/,/g, "")), self: Number(tr.children[1].textContent.replace(/,/g, "")) })),
+    );
+    const gc = rows.find((r) => /^GCTaskThread::run/.test(r.name));
+    assert.ok(gc, `no GCTaskThread::run row in ${JSON.stringify(rows.slice(0, 5))}`);
+    assert.ok(gc.total / cells > 0.6, `GC holds ${gc.total} of ${cells}`);
+    const topSelf = rows.slice().sort((a, b) => b.self - a.self)[0];
+    assert.match(topSelf.name, /drain_stacks_depth/);
+    console.log(`# GC stripe [2.40, 2.48): ${cells} samples in 4 cells = flame graph total; GCTaskThread::run ${gc.total} (${((100 * gc.total) / cells).toFixed(1)}%)`);
+    await screenshot(page, "gc-stripe");
+  });
+
+  test("search a function: matched % and the highlight", async () => {
+    assert.equal(await highlightPixels(page), 0);
+    await page.getByTestId("flame-search").fill("drain_stacks");
+    await page.waitForFunction(() => document.querySelector("[data-testid=matched]")?.dataset.samples);
+    const m = page.getByTestId("matched");
+    const samples = Number(await m.getAttribute("data-samples"));
+    const total = Number((await flameState(page)).total);
+    const drain = await page.locator("[data-testid=top-functions] tbody tr").evaluateAll((trs) =>
+      trs.filter((tr) => /drain_stacks_depth/.test(tr.dataset.name)).map((tr) => Number(tr.children[3].textContent.replace(/,/g, ""))),
+    );
+    assert.equal(samples, drain[0]);
+    assert.match(await m.textContent(), new RegExp(`Matched ${((100 * samples) / total).toFixed(1)}%`));
+    assert.ok((await highlightPixels(page)) > 500, "matching frames are painted in the highlight colour");
+    assert.equal(query(page).get("search"), "drain_stacks");
+    await screenshot(page, "search-highlight");
+  });
+
+  test("hover shows a frame's numbers; click zooms; orientation flips", async () => {
+    const canvas = page.getByTestId("flamegraph");
+    const box = await canvas.boundingBox();
+    const rowH = Number(await canvas.getAttribute("data-row-height"));
+    // icicle: depth 3 is java;start_thread;GCTaskThread::run
+    let found = false;
+    for (let x = box.width * 0.95; x > 0; x -= box.width * 0.05) {
+      await page.mouse.move(box.x + x, box.y + 3 * rowH + rowH / 2);
+      const tip = page.locator(".flame .tooltip");
+      if (!(await tip.isVisible())) continue;
+      if (/^GCTaskThread::run/.test(await tip.locator(".tooltip-title").textContent())) {
+        const text = await tip.textContent();
+        assert.match(text, /samples/);
+        assert.match(text, /of range/);
+        assert.match(text, /of parent/);
+        await screenshot(page, "flame-tooltip");
+        await page.mouse.click(box.x + x, box.y + 3 * rowH + rowH / 2);
+        found = true;
+        break;
+      }
+    }
+    assert.ok(found, "found the GCTaskThread::run frame");
+    await page.waitForFunction(() => new URL(location.href).searchParams.get("frame")?.endsWith("GCTaskThread::run"));
+    assert.equal(query(page).get("frame"), "java;start_thread;GCTaskThread::run");
+    assert.match(await page.getByTestId("breadcrumb").textContent(), /all.*java.*start_thread.*GCTaskThread::run/);
+    assert.equal(await canvas.getAttribute("data-zoom"), "java;start_thread;GCTaskThread::run");
+    await page.getByTestId("orient-flame").click();
+    assert.equal(query(page).get("orient"), "flame");
+    assert.equal(await canvas.getAttribute("data-orientation"), "flame");
+    await screenshot(page, "zoomed-flame");
+  });
+
+  test("copy the permalink; a fresh page opens it after sign-in with the same view", async () => {
+    await page.getByTestId("copy-link").click();
+    await page.getByTestId("copy-link").filter({ hasText: "Copied" }).waitFor();
+    const link = await page.evaluate(() => navigator.clipboard.readText());
+    assert.equal(link, page.url());
+    const q = new URL(link).searchParams;
+    assert.deepEqual(
+      { start: q.get("start"), end: q.get("end"), frame: q.get("frame"), search: q.get("search"), orient: q.get("orient") },
+      { start: "2.4", end: "2.48", frame: "java;start_thread;GCTaskThread::run", search: "drain_stacks", orient: "flame" },
+    );
+    const before = { heat: await heatmapData(page), flame: await flameState(page), pixels: await page.getByTestId("flamegraph").evaluate((c) => c.toDataURL()) };
+
+    const fresh = await newContext();
+    try {
+      const p2 = watch(await fresh.newPage());
+      await p2.goto(link);
+      await p2.getByTestId("api-key").waitFor();
+      await signIn(p2, KEY);
+      await p2.waitForFunction(() => document.querySelector("[data-testid=heatmap]")?.dataset.cells);
+      const flame = await flameState(p2);
+      const heat = await heatmapData(p2);
+      assert.equal(p2.url(), link, "the URL survives sign-in");
+      assert.equal(heat.selectionStart, before.heat.selectionStart);
+      assert.equal(heat.selectionEnd, before.heat.selectionEnd);
+      assert.equal(heat.selectedCount, before.heat.selectedCount);
+      for (const k of ["total", "zoom", "matched", "orientation", "nodes"]) assert.equal(flame[k], before.flame[k], k);
+      assert.equal(await p2.getByTestId("flame-search").inputValue(), "drain_stacks");
+      const pixels = await p2.getByTestId("flamegraph").evaluate((c) => c.toDataURL());
+      assert.ok(pixels === before.pixels, "the flame graph is drawn pixel for pixel the same");
+      await screenshot(p2, "permalink-fresh-page");
+    } finally {
+      await fresh.close();
+    }
+  });
+
+  test("rows 100 and the idle toggle keep the heatmap exact", async () => {
+    await page.getByTestId("rows").selectOption("100");
+    await page.waitForFunction(() => document.querySelector("[data-testid=heatmap]")?.dataset.rows === "100");
+    let d = await heatmapData(page);
+    const s100 = await serverHeatmap(URL_, KEY, PROFILE, 100);
+    assert.deepEqual(d.cells, s100.columns);
+    // The GC range is still [2.40, 2.48): 8 cells of 10 ms, the same samples.
+    assert.equal(d.selectedCount, sumCells(d.cells, 100, 2 * 100 + 40, 2 * 100 + 47));
+    assert.equal(d.selectedCount, Number((await flameState(page)).total));
+    assert.equal(query(page).get("rows"), "100");
+    await screenshot(page, "rows-100");
+
+    await page.getByTestId("idle").check();
+    await page.waitForFunction(() => new URL(location.href).searchParams.get("idle") === "1");
+    await page.waitForFunction((t) => Number(document.querySelector("[data-testid=heatmap]")?.dataset.total) > t, d.total);
+    d = await heatmapData(page);
+    const idle = await serverHeatmap(URL_, KEY, PROFILE, 100, true);
+    assert.deepEqual(d.cells, idle.columns);
+    const truth = JSON.parse(readFileSync(env("E2E_TRUTH"), "utf8"));
+    assert.equal(d.total, truth.samples);
+    await page.getByTestId("idle").uncheck();
+    await page.getByTestId("rows").selectOption("50");
+    await page.waitForFunction(() => document.querySelector("[data-testid=heatmap]")?.dataset.rows === "50");
+  });
+
+  test("a two-event profile: the event selector switches heatmap and flame graph", async () => {
+    const id = env("E2E_TWO_EVENTS");
+    await page.goto(`${URL_}/p/${id}`);
+    await page.waitForFunction(() => document.querySelector("[data-testid=heatmap]")?.dataset.cells);
+    const sel = page.getByTestId("event");
+    assert.equal(await sel.isEnabled(), true);
+    const options = await sel.locator("option").evaluateAll((os) => os.map((o) => o.value));
+    assert.equal(options.length, 2);
+    const first = await page.getByTestId("heatmap").getAttribute("data-event");
+    assert.equal(await sel.inputValue(), first);
+    const other = options.find((o) => o !== first);
+    await sel.selectOption(other);
+    await page.waitForFunction((ev) => document.querySelector("[data-testid=heatmap]")?.dataset.event === ev, other);
+    assert.equal(query(page).get("event"), other);
+    const d = await heatmapData(page);
+    const server = await rpc(URL_, KEY, "fleetscope.v1.QueryService/GetHeatmap", { profileId: id, event: other });
+    assert.deepEqual(d.cells, server.columns.map((c) => (c.counts ?? []).map(Number)));
+    const f = await flameState(page);
+    assert.equal(Number(f.total), d.total, "the whole-profile flame graph of the event totals its heatmap");
+    await screenshot(page, "two-events");
+  });
+
+  test("a profile without timestamps: no heatmap, the whole flame graph", async () => {
+    await page.goto(`${URL_}/p/${env("E2E_UNTIMED")}`);
+    await page.getByTestId("no-heatmap").waitFor();
+    const f = await flameState(page);
+    assert.ok(Number(f.total) > 0);
+    assert.equal(await page.getByTestId("selection").isVisible(), false);
+    await screenshot(page, "untimed");
+  });
+
+  test("upload a file by drag and drop, with progress", async () => {
+    await page.goto(`${URL_}/`);
+    await page.getByTestId("dropzone").waitFor();
+    await page.getByTestId("upload-app").fill("dropped");
+    await page.getByTestId("upload-host").fill("laptop");
+    await page.getByTestId("upload-labels").fill("env=test");
+    await page.evaluate(() => {
+      const el = document.querySelector("[data-testid=upload-status]");
+      window.__phases = [];
+      new MutationObserver(() => {
+        const ph = el.dataset.phase;
+        if (ph && window.__phases.at(-1) !== ph) window.__phases.push(ph);
+      }).observe(el, { attributes: true, attributeFilter: ["data-phase"] });
+    });
+    const bytes = readFileSync(env("E2E_DROP_FILE"));
+    const dt = await page.evaluateHandle((b64) => {
+      const bin = atob(b64);
+      const u8 = new Uint8Array(bin.length);
+      for (let i = 0; i < bin.length; i++) u8[i] = bin.charCodeAt(i);
+      const t = new DataTransfer();
+      t.items.add(new File([u8], "dropped.perf", { type: "text/plain" }));
+      return t;
+    }, bytes.toString("base64"));
+    const zone = page.getByTestId("dropzone");
+    await zone.dispatchEvent("dragenter", { dataTransfer: dt });
+    await zone.dispatchEvent("dragover", { dataTransfer: dt });
+    await screenshot(page, "drag-over");
+    await zone.dispatchEvent("drop", { dataTransfer: dt });
+    await page.getByTestId("upload-done").waitFor({ timeout: 60_000 });
+    const phases = await page.evaluate(() => window.__phases);
+    assert.ok(phases.includes("sending") && phases.includes("processing") && phases.at(-1) === "done", `phases: ${phases}`);
+    const id = await page.getByTestId("upload-done").getAttribute("data-profile-id");
+    assert.match(await page.getByTestId("upload-done").textContent(), /^Uploaded/);
+    await screenshot(page, "uploaded");
+    // Dropped anywhere on the page, the same bytes again: recognised as stored.
+    await page.locator("h1").dispatchEvent("dragenter", { dataTransfer: dt });
+    assert.equal(await page.locator(".drop-overlay").isVisible(), true);
+    await page.locator("h1").dispatchEvent("drop", { dataTransfer: dt });
+    await page.getByTestId("upload-done").filter({ hasText: "Already stored" }).waitFor();
+    assert.equal(await page.getByTestId("upload-done").getAttribute("data-profile-id"), id);
+    assert.equal(await page.locator(".drop-overlay").isVisible(), false);
+    // The results list refreshed, and the profile opens.
+    await page.getByTestId("search").fill("dropped host:laptop env=test");
+    await page.getByTestId("search").press("Enter");
+    await page.waitForFunction((pid) => [...document.querySelectorAll("[data-testid=results] tbody tr")].some((r) => r.dataset.profileId === pid), id);
+    await page.getByTestId("upload-link").click();
+    await page.waitForURL(`**/p/${id}`);
+    await page.waitForFunction(() => document.querySelector("[data-testid=heatmap]")?.dataset.cells);
+    const d = await heatmapData(page);
+    const server = await serverHeatmap(URL_, KEY, id, 50);
+    assert.deepEqual(d.cells, server.columns);
+    assert.ok(d.total > 0);
+  });
+
+  test("empty and error states: not found, no samples, server down", async () => {
+    await page.goto(`${URL_}/p/00000000-0000-4000-8000-000000000000`);
+    await page.getByTestId("not-found").waitFor();
+    await screenshot(page, "not-found");
+
+    await page.goto(`${URL_}/p/${PROFILE}?start=100&end=101`);
+    await page.getByTestId("no-samples").waitFor();
+    await screenshot(page, "no-samples");
+
+    // The flame graph's own request failing: its panel says so and retries.
+    await page.route("**/fleetscope.v1.QueryService/GetFlameGraph", (r) => r.abort("connectionrefused"));
+    await page.goto(`${URL_}/p/${PROFILE}?start=2.4&end=2.48`);
+    const flameErr = page.locator(".flame-box [data-testid=error]");
+    await flameErr.waitFor();
+    assert.equal(await flameErr.getAttribute("data-kind"), "down");
+    await page.unroute("**/fleetscope.v1.QueryService/GetFlameGraph");
+    await flameErr.getByRole("button", { name: "Retry" }).click();
+    assert.equal(Number((await flameState(page)).total), (await heatmapData(page)).selectedCount);
+
+    await page.route("**/fleetscope.v1.QueryService/**", (r) => r.abort("connectionrefused"));
+    await page.goto(`${URL_}/`);
+    const err = page.getByTestId("error");
+    await err.waitFor();
+    assert.equal(await err.getAttribute("data-kind"), "down");
+    await screenshot(page, "server-down");
+    await page.unroute("**/fleetscope.v1.QueryService/**");
+    await err.getByRole("button", { name: "Retry" }).click();
+    await page.getByTestId("results").waitFor();
+  });
+
+  test("remember me, a rejected stored key, and sign-out", async () => {
+    await page.getByTestId("signout").click();
+    await page.getByTestId("api-key").waitFor();
+    assert.deepEqual(await page.evaluate(() => [sessionStorage.getItem("fleetscope.apiKey"), localStorage.getItem("fleetscope.apiKey")]), [null, null]);
+    await signIn(page, KEY, true);
+    await page.getByTestId("search").waitFor();
+    assert.equal(await page.evaluate(() => localStorage.getItem("fleetscope.apiKey")), KEY);
+    // A new tab of the same browser profile is signed in through localStorage.
+    const p2 = watch(await ctx.newPage());
+    await p2.goto(`${URL_}/p/${PROFILE}`);
+    await p2.waitForFunction(() => document.querySelector("[data-testid=heatmap]")?.dataset.cells);
+    await p2.close();
+    await page.getByTestId("signout").click();
+    assert.equal(await page.evaluate(() => localStorage.getItem("fleetscope.apiKey")), null);
+
+    // A key preset by a test (or revoked since) that the server rejects.
+    const c = await newContext();
+    try {
+      await c.addInitScript(() => sessionStorage.setItem("fleetscope.apiKey", "fsk_revoked"));
+      const p3 = watch(await c.newPage());
+      await p3.goto(`${URL_}/`);
+      await p3.getByTestId("signin-error").filter({ hasText: "did not accept" }).waitFor();
+    } finally {
+      await c.close();
+    }
+  });
+
+  test("no script errors on any page", () => {
+    assert.deepEqual(consoleErrors, []);
+  });
+});

@@ -1,0 +1,124 @@
+// Shared helpers for the browser tests and the benchmark: Chromium through
+// playwright-core (Debian's /usr/bin/chromium, no browser download), Connect
+// JSON calls to the server under test, and exact parsing of perf script
+// timestamps for the planted profiles' ground truth.
+
+import { mkdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { chromium } from "playwright-core";
+
+export const env = (name, fallback) => {
+  const v = process.env[name] ?? fallback;
+  if (v === undefined) throw new Error(`${name} is not set (run web/scripts/test.sh)`);
+  return v;
+};
+
+/** launch starts headless Chromium (playwright gives it a fresh, temporary
+ * profile directory, removed when it closes). */
+export async function launch() {
+  return chromium.launch({
+    executablePath: process.env.CHROMIUM ?? "/usr/bin/chromium",
+    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-dev-shm-usage"],
+  });
+}
+
+/** rpc calls a Connect procedure with JSON, as a client of the server. */
+export async function rpc(baseURL, key, procedure, body) {
+  const res = await fetch(`${baseURL}/${procedure}`, {
+    method: "POST",
+    headers: { "Content-Type": "application/json", Authorization: `Bearer ${key}` },
+    body: JSON.stringify(body),
+  });
+  const json = await res.json();
+  if (!res.ok) throw new Error(`${procedure}: HTTP ${res.status} ${JSON.stringify(json)}`);
+  return json;
+}
+
+/** serverHeatmap is GetHeatmap's columns as numbers. */
+export async function serverHeatmap(baseURL, key, profileId, rows = 50, includeIdle = false) {
+  const r = await rpc(baseURL, key, "fleetscope.v1.QueryService/GetHeatmap", { profileId, rows, includeIdle });
+  return {
+    startSecond: Number(r.startSecond),
+    rows: r.rows,
+    columns: (r.columns ?? []).map((c) => (c.counts ?? []).map(Number)),
+    total: Number(r.total ?? 0),
+  };
+}
+
+/** serverFlameTotal is GetFlameGraph's total for [start, end) in ns. */
+export async function serverFlameTotal(baseURL, key, profileId, startNanos, endNanos) {
+  const r = await rpc(baseURL, key, "fleetscope.v1.QueryService/GetFlameGraph", {
+    profileId,
+    startNanos: String(startNanos),
+    endNanos: String(endNanos),
+    format: "FLAME_GRAPH_FORMAT_FOLDED",
+  });
+  return Number(r.total ?? 0);
+}
+
+/** plantedSamples reads a planted.perf's sample headers exactly: process
+ * name and timestamp in integer microseconds (planted.py prints %.6f). */
+export function plantedSamples(path) {
+  const out = [];
+  const re = /^(\S+)\s+(-?\d+)\s+\[(\d+)\]\s+(\d+)\.(\d{6}):/;
+  for (const line of readFileSync(path, "utf8").split("\n")) {
+    if (line === "" || line[0] === "#" || line[0] === "\t" || line[0] === " ") continue;
+    const m = re.exec(line);
+    if (m) out.push({ comm: m[1], us: Number(m[4]) * 1e6 + Number(m[5]) });
+  }
+  return out;
+}
+
+/** exactHeatmap counts non-idle planted samples with the server's integer
+ * rule; it also lists the samples lying exactly on a row boundary. */
+export function exactHeatmap(samples, rows) {
+  const first = Math.min(...samples.map((s) => s.us));
+  const startSecond = Math.floor(first / 1e6);
+  const cols = Math.floor(Math.max(...samples.map((s) => s.us)) / 1e6) - startSecond + 1;
+  const columns = Array.from({ length: cols }, () => new Array(rows).fill(0));
+  const boundary = Array.from({ length: cols }, () => new Array(rows).fill(0));
+  for (const s of samples) {
+    if (s.comm === "swapper") continue;
+    const col = Math.floor(s.us / 1e6) - startSecond;
+    const off = s.us % 1e6;
+    const row = Math.floor((off * rows) / 1e6);
+    columns[col][row]++;
+    if ((off * rows) % 1e6 === 0) boundary[col][row]++;
+  }
+  return { startSecond, columns, boundary };
+}
+
+/** truthColumns turns truth.json's sparse heatmap into columns. */
+export function truthColumns(truth, cols) {
+  const out = Array.from({ length: cols }, () => new Array(truth.rows).fill(0));
+  for (const [c, rowsObj] of Object.entries(truth.heatmap)) for (const [r, n] of Object.entries(rowsObj)) out[Number(c)][Number(r)] = n;
+  return out;
+}
+
+/** explainTruth checks that truth.json (float arithmetic) differs from the
+ * exact heatmap only by boundary samples moved one cell down (earlier in
+ * time). It returns how many moved, or throws with the first cell that no
+ * boundary sample explains. Cells run in time order; walking back from the
+ * last, m = samples moved out of a cell = m(next cell) - diff. */
+export function explainTruth(exact, boundary, truth) {
+  const rows = exact[0].length;
+  let movedIn = 0; // moved into the current cell from the next one
+  let total = 0;
+  for (let idx = exact.length * rows - 1; idx >= 0; idx--) {
+    const c = Math.floor(idx / rows);
+    const r = idx % rows;
+    const diff = (truth[c]?.[r] ?? 0) - exact[c][r];
+    const out = movedIn - diff; // truth = exact - out + movedIn
+    if (out < 0 || out > boundary[c][r]) throw new Error(`cell (${c}, ${r}): truth ${truth[c]?.[r] ?? 0}, exact ${exact[c][r]}, ${boundary[c][r]} boundary samples`);
+    total += out;
+    movedIn = out;
+  }
+  if (movedIn !== 0) throw new Error(`a boundary sample moved before the first cell`);
+  return total;
+}
+
+export function artifactsDir() {
+  const dir = env("E2E_ARTIFACTS", join(process.cwd(), "test-results", "e2e"));
+  mkdirSync(dir, { recursive: true });
+  return dir;
+}

@@ -1,0 +1,54 @@
+import { create, toBinary } from "@bufbuild/protobuf";
+import { expect, test } from "vitest";
+import { GetFlameGraphResponseSchema } from "../gen/fleetscope/v1/query_pb";
+import { syntheticTree } from "./model";
+import { decodeFlameGraph } from "./wire";
+
+function encode(t: { names: string[]; name: ArrayLike<number>; value: ArrayLike<number>; depth: ArrayLike<number> }, total: number) {
+  return toBinary(
+    GetFlameGraphResponseSchema,
+    create(GetFlameGraphResponseSchema, {
+      event: "cpu-clock:pppH",
+      total: BigInt(total),
+      folded: "java;GC 3\n",
+      tree: { names: t.names, name: Array.from(t.name), value: Array.from(t.value, (v) => BigInt(v)), depth: Array.from(t.depth) },
+    }),
+  );
+}
+
+test("decodes what protobuf-es encodes", () => {
+  for (const n of [1, 2, 100, 20_000]) {
+    const t = syntheticTree(n, n);
+    const names = t.names.map((s, i) => (i % 7 === 3 ? `${s} ünïcødé ✓` : s));
+    const got = decodeFlameGraph(encode({ ...t, names }, t.value[0]));
+    expect(got.event).toBe("cpu-clock:pppH");
+    expect(got.total).toBe(t.value[0]);
+    expect(got.folded).toBe("java;GC 3\n");
+    expect(got.tree!.names).toEqual(names);
+    expect(Array.from(got.tree!.name)).toEqual(Array.from(t.name));
+    expect(Array.from(got.tree!.value)).toEqual(Array.from(t.value));
+    expect(Array.from(got.tree!.depth)).toEqual(Array.from(t.depth));
+  }
+});
+
+test("large values, unpacked numbers and unknown fields", () => {
+  const big = 2 ** 52 + 3;
+  const got = decodeFlameGraph(encode({ names: ["all"], name: [0], value: [big], depth: [0] }, big));
+  expect(got.total).toBe(big);
+  expect(got.tree!.value[0]).toBe(big);
+  // FlameTree with unpacked fields (wire type 0), an unknown varint field 9
+  // and an unknown length-delimited field 10, inside a response that also
+  // has an unknown fixed64 field 11.
+  const tree = [0x0a, 3, 0x61, 0x6c, 0x6c, 0x10, 0, 0x18, 0xac, 0x02, 0x20, 0, 0x48, 5, 0x52, 2, 1, 2];
+  const msg = new Uint8Array([0x59, 1, 2, 3, 4, 5, 6, 7, 8, 0x22, tree.length, ...tree]);
+  const d = decodeFlameGraph(msg);
+  expect(d.tree!.names).toEqual(["all"]);
+  expect(Array.from(d.tree!.value)).toEqual([300]);
+  expect(Array.from(d.tree!.depth)).toEqual([0]);
+});
+
+test("an empty response and truncated input", () => {
+  expect(decodeFlameGraph(new Uint8Array())).toEqual({ event: "", total: 0, folded: "", tree: null });
+  const b = encode(syntheticTree(50, 1), 10);
+  expect(() => decodeFlameGraph(b.subarray(0, b.length - 3))).toThrow(/truncated/);
+});

@@ -1,0 +1,42 @@
+import { describe, expect, test } from "vitest";
+import { formatCount, formatDuration, formatPercent, formatSeconds, parseSeconds } from "./format";
+
+describe("relative seconds", () => {
+  test("parse exactly, without floats", () => {
+    expect(parseSeconds("2.4")).toBe(2_400_000_000);
+    expect(parseSeconds("2.48")).toBe(2_480_000_000);
+    expect(parseSeconds("0.142857143")).toBe(142_857_143);
+    expect(parseSeconds("12")).toBe(12_000_000_000);
+    expect(parseSeconds("12.")).toBe(12_000_000_000);
+    expect(parseSeconds("0.000000001")).toBe(1);
+    // 0.1 + 0.2 style traps
+    expect(parseSeconds("0.3")).toBe(300_000_000);
+  });
+  test("reject what is not a time", () => {
+    for (const s of ["", "-1", "1e3", "1.0000000001", "abc", ".5", null, undefined]) expect(parseSeconds(s)).toBeNull();
+  });
+  test("format is the shortest exact decimal and round-trips", () => {
+    expect(formatSeconds(2_400_000_000)).toBe("2.4");
+    expect(formatSeconds(3_000_000_000)).toBe("3");
+    expect(formatSeconds(142_857_143)).toBe("0.142857143");
+    for (const ns of [0, 1, 999_999_999, 1_000_000_000, 123_456_789_012, 9_007_199_254]) {
+      expect(parseSeconds(formatSeconds(ns))).toBe(ns);
+    }
+  });
+});
+
+describe("display", () => {
+  test("durations", () => {
+    expect(formatDuration(80_000_000)).toBe("80 ms");
+    expect(formatDuration(1_500_000_000)).toBe("1.5 s");
+    expect(formatDuration(600_000_000_000)).toBe("10 min 00 s");
+    expect(formatDuration(3_720_000_000_000)).toBe("1 h 02 min");
+  });
+  test("counts and percentages", () => {
+    expect(formatCount(1234567)).toBe("1,234,567");
+    expect(formatPercent(1, 3)).toBe("33.3%");
+    expect(formatPercent(1, 1)).toBe("100%");
+    expect(formatPercent(0, 0)).toBe("0%");
+    expect(formatPercent(1, 1e6)).toBe("<0.01%");
+  });
+});

@@ -1,0 +1,95 @@
+// Formatting and exact parsing of the numbers the UI shows and puts in URLs.
+// Relative times travel as decimal seconds ("2.48") and are parsed into
+// integer nanoseconds without going through a float, like the CLI does.
+
+export const NS_PER_SEC = 1_000_000_000;
+
+/** parseSeconds parses a non-negative decimal number of seconds ("12", "2.4",
+ * "0.000000001") into integer nanoseconds; null when it is not one. */
+export function parseSeconds(s: string | null | undefined): number | null {
+  if (s == null) return null;
+  const m = /^(\d{1,9})(?:\.(\d{0,9}))?$/.exec(s.trim());
+  if (!m) return null;
+  const frac = (m[2] ?? "").padEnd(9, "0");
+  return Number(m[1]) * NS_PER_SEC + Number(frac);
+}
+
+/** formatSeconds writes integer nanoseconds as the shortest exact decimal
+ * number of seconds ("2.48", "3", "0.142857143"). */
+export function formatSeconds(ns: number): string {
+  if (!Number.isSafeInteger(ns) || ns < 0) throw new RangeError(`not a time: ${ns}`);
+  const whole = Math.floor(ns / NS_PER_SEC);
+  const frac = ns - whole * NS_PER_SEC;
+  if (frac === 0) return String(whole);
+  return `${whole}.${String(frac).padStart(9, "0").replace(/0+$/, "")}`;
+}
+
+/** formatTime writes a relative time for people: seconds with millisecond
+ * precision, more digits only when the value needs them ("2.400 s"). */
+export function formatTime(ns: number): string {
+  if (ns % 1_000_000 === 0) return `${(ns / NS_PER_SEC).toFixed(3)} s`;
+  return `${formatSeconds(ns)} s`;
+}
+
+/** formatDuration writes a span of nanoseconds compactly: "80 ms", "1.5 s",
+ * "2 min 05 s", "1 h 02 min". */
+export function formatDuration(ns: number): string {
+  if (ns < 0) ns = 0;
+  if (ns < 1_000) return `${ns} ns`;
+  if (ns < 1_000_000) return `${trim(ns / 1_000)} µs`;
+  if (ns < NS_PER_SEC) return `${trim(ns / 1_000_000)} ms`;
+  const s = ns / NS_PER_SEC;
+  if (s < 60) return `${trim(s)} s`;
+  const total = Math.round(s);
+  const h = Math.floor(total / 3600);
+  const m = Math.floor((total % 3600) / 60);
+  const sec = total % 60;
+  if (h > 0) return `${h} h ${String(m).padStart(2, "0")} min`;
+  return `${m} min ${String(sec).padStart(2, "0")} s`;
+}
+
+function trim(x: number): string {
+  const digits = x >= 100 ? 0 : x >= 10 ? 1 : 2;
+  return x.toFixed(digits).replace(/\.?0+$/, "");
+}
+
+const intFmt = new Intl.NumberFormat("en-US");
+
+/** formatCount writes an integer with thousands separators. */
+export function formatCount(n: number | bigint): string {
+  return intFmt.format(n);
+}
+
+/** formatPercent writes part/whole as a percentage with sensible digits. */
+export function formatPercent(part: number, whole: number): string {
+  if (whole <= 0) return "0%";
+  const p = (100 * part) / whole;
+  if (p === 100 || p === 0) return `${p}%`;
+  if (p >= 10) return `${p.toFixed(1)}%`;
+  if (p >= 0.01) return `${p.toFixed(2)}%`;
+  return "<0.01%";
+}
+
+/** formatBytes writes a size in bytes with a binary unit. */
+export function formatBytes(n: number): string {
+  const units = ["B", "KiB", "MiB", "GiB", "TiB"];
+  let u = 0;
+  while (n >= 1024 && u < units.length - 1) {
+    n /= 1024;
+    u++;
+  }
+  return `${u === 0 ? n : n.toFixed(n >= 100 ? 0 : 1)} ${units[u]}`;
+}
+
+/** formatDate writes an absolute time in the viewer's time zone as
+ * "YYYY-MM-DD HH:MM:SS". */
+export function formatDate(d: Date): string {
+  const p = (n: number) => String(n).padStart(2, "0");
+  return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())} ${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}`;
+}
+
+/** toLocalInput writes a Date for an <input type="datetime-local">. */
+export function toLocalInput(d: Date): string {
+  const p = (n: number) => String(n).padStart(2, "0");
+  return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())}T${p(d.getHours())}:${p(d.getMinutes())}`;
+}

@@ -1,0 +1,146 @@
+import { describe, expect, test } from "vitest";
+import {
+  cellAt,
+  cellIndex,
+  cellOfIndex,
+  cellRange,
+  cellsOfRange,
+  colourLUT,
+  colourOf,
+  EMPTY,
+  extendSelection,
+  moveCell,
+  msTicks,
+  rangeOfCells,
+  rowOf,
+  secondTicks,
+  sumCells,
+} from "./model";
+
+const NS = 1_000_000_000;
+
+// A seeded generator so failures reproduce.
+function rng(seed: number) {
+  let s = seed;
+  return () => {
+    s = (Math.imul(s, 1103515245) + 12345) >>> 0;
+    return s / 4294967296;
+  };
+}
+
+describe("cellRange", () => {
+  test("20 ms cells at 50 rows", () => {
+    expect(cellRange(2, 20, 50)).toEqual({ start: 2.4e9, end: 2.42e9 });
+    expect(cellRange(0, 0, 50)).toEqual({ start: 0, end: 20_000_000 });
+    expect(cellRange(9, 49, 50)).toEqual({ start: 9.98e9, end: 10e9 });
+  });
+  test("ceil bounds at 7 rows, like query/heatmap.CellRange", () => {
+    expect(cellRange(0, 1, 7)).toEqual({ start: 142_857_143, end: 285_714_286 });
+    expect(cellRange(3, 6, 7)).toEqual({ start: 3 * NS + 857_142_858, end: 4 * NS });
+  });
+  test("each cell holds exactly the offsets rowOf puts in its row, for every row count", () => {
+    for (let rows = 1; rows <= 1000; rows++) {
+      let prev = 0;
+      for (let r = 0; r < rows; r++) {
+        const { start, end } = cellRange(0, r, rows);
+        if (start !== prev || end <= start || rowOf(start, rows) !== r || rowOf(end - 1, rows) !== r) {
+          throw new Error(`rows=${rows} r=${r}: [${start}, ${end}) rows ${rowOf(start, rows)}..${rowOf(end - 1, rows)}`);
+        }
+        prev = end;
+      }
+      expect(prev).toBe(NS);
+    }
+  });
+});
+
+describe("selections", () => {
+  test("a drag selects the same span in either direction, in time order", () => {
+    const a = cellIndex(2, 23, 50);
+    const b = cellIndex(2, 20, 50);
+    expect(rangeOfCells(a, b, 50)).toEqual({ start: 2.4e9, end: 2.48e9 });
+    expect(rangeOfCells(b, a, 50)).toEqual({ start: 2.4e9, end: 2.48e9 });
+    // across columns: from the top of second 3 to the bottom of second 5
+    expect(rangeOfCells(cellIndex(5, 0, 50), cellIndex(3, 49, 50), 50)).toEqual({ start: 3.98e9, end: 5.02e9 });
+  });
+  test("shift-click extends from the anchor", () => {
+    expect(extendSelection(10, 4)).toEqual({ first: 4, last: 10 });
+    expect(extendSelection(4, 10)).toEqual({ first: 4, last: 10 });
+  });
+  test("cellsOfRange inverts rangeOfCells and says when a range is not cell-aligned", () => {
+    const r = rng(7);
+    for (const rows of [1, 7, 25, 50, 100]) {
+      for (let k = 0; k < 500; k++) {
+        const a = Math.floor(r() * 30 * rows);
+        const b = Math.floor(r() * 30 * rows);
+        const span = cellsOfRange(rangeOfCells(a, b, rows), rows, 30)!;
+        expect(span).toEqual({ first: Math.min(a, b), last: Math.max(a, b), aligned: true });
+      }
+    }
+    expect(cellsOfRange({ start: 2.41e9, end: 2.48e9 }, 50, 30)).toEqual({ first: cellIndex(2, 20, 50), last: cellIndex(2, 23, 50), aligned: false });
+    expect(cellsOfRange({ start: 40e9, end: 41e9 }, 50, 30)).toBeNull();
+    expect(cellsOfRange({ start: 5e9, end: 5e9 }, 50, 30)).toBeNull();
+  });
+  test("the sum of the selected cells is the number of samples in the selected range", () => {
+    const r = rng(42);
+    for (const rows of [7, 50, 100, 25]) {
+      const cols = 12;
+      const samples: number[] = [];
+      for (let i = 0; i < 5000; i++) samples.push(Math.floor(r() * cols * NS));
+      // boundary samples, where float arithmetic goes wrong
+      for (let c = 0; c < cols; c++) for (let row = 0; row < rows; row++) samples.push(cellRange(c, row, rows).start);
+      const columns = Array.from({ length: cols }, () => new Array<number>(rows).fill(0));
+      for (const t of samples) {
+        const { col, row } = cellOfIndex(cellAt(t, rows), rows);
+        columns[col][row]++;
+      }
+      for (let k = 0; k < 200; k++) {
+        const a = Math.floor(r() * cols * rows);
+        const b = Math.floor(r() * cols * rows);
+        const range = rangeOfCells(a, b, rows);
+        const inRange = samples.filter((t) => t >= range.start && t < range.end).length;
+        expect(sumCells({ columns, rows }, Math.min(a, b), Math.max(a, b))).toBe(inRange);
+      }
+    }
+  });
+  test("keyboard moves clamp to the grid; up is a later row", () => {
+    const rows = 50;
+    const cols = 30;
+    expect(cellOfIndex(moveCell(cellIndex(0, 0, rows), -1, -1, rows, cols), rows)).toEqual({ col: 0, row: 0 });
+    expect(cellOfIndex(moveCell(cellIndex(0, 0, rows), 1, 1, rows, cols), rows)).toEqual({ col: 1, row: 1 });
+    expect(cellOfIndex(moveCell(cellIndex(29, 49, rows), 5, 5, rows, cols), rows)).toEqual({ col: 29, row: 49 });
+  });
+});
+
+describe("colour scale", () => {
+  const lum = ([r, g, b]: number[]) => 0.2126 * r + 0.7152 * g + 0.0722 * b;
+  test("empty cells are white and unlike a cell with one sample", () => {
+    expect(colourOf(0, 30)).toEqual(EMPTY);
+    expect(colourOf(1, 30)).not.toEqual(EMPTY);
+  });
+  test("more samples are darker, monotonically", () => {
+    let prev = Infinity;
+    for (let c = 1; c <= 100; c++) {
+      const l = lum(colourOf(c, 100));
+      expect(l).toBeLessThanOrEqual(prev);
+      prev = l;
+    }
+    expect(lum(colourOf(100, 100))).toBeLessThan(lum(colourOf(1, 100)) / 4);
+  });
+  test("the LUT packs RGBA for ImageData", () => {
+    const lut = colourLUT(10);
+    expect(lut.length).toBe(11);
+    const [r, g, b] = colourOf(10, 10);
+    expect(lut[10]).toBe(((255 << 24) | (b << 16) | (g << 8) | r) >>> 0);
+  });
+});
+
+describe("axes", () => {
+  test("second labels at least 48 px apart", () => {
+    expect(secondTicks(30, 24)).toEqual([0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30]);
+    expect(secondTicks(600, 4).slice(0, 3)).toEqual([0, 15, 30]);
+  });
+  test("ms labels", () => {
+    expect(msTicks(400)).toEqual([0, 100, 200, 300, 400, 500, 600, 700, 800, 900, 1000]);
+    expect(msTicks(100)).toEqual([0, 500, 1000]);
+  });
+});

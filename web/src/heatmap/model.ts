@@ -1,0 +1,201 @@
+// The heatmap's arithmetic, free of the DOM: which time range a cell covers,
+// which cells a range covers, selections in time order, sums, the colour
+// scale and the axis ticks. Times are integer nanoseconds relative to the
+// profile's start second, exactly as the server counts them
+// (query/heatmap: row = offset*rows/1e9; a cell's range is
+// [ceil(r*1e9/rows), ceil((r+1)*1e9/rows)) within its second), so the flame
+// graph of a selection totals exactly the selected cells.
+
+import { NS_PER_SEC } from "../format";
+
+/** Heatmap holds counts[col][row] (row 0 at the bottom) as numbers. */
+export interface Heatmap {
+  event: string;
+  startSecond: number;
+  rows: number;
+  columns: number[][];
+  maxCount: number;
+  total: number;
+}
+
+/** A half-open range [start, end) of relative nanoseconds. */
+export interface Range {
+  start: number;
+  end: number;
+}
+
+function ceilDiv(a: number, b: number): number {
+  // a, b are non-negative integers below 2^53: exact.
+  return Math.floor((a + b - 1) / b);
+}
+
+/** rowOf is the row of an offset within its second, as the server computes it. */
+export function rowOf(offsetNs: number, rows: number): number {
+  return Math.floor((offsetNs * rows) / NS_PER_SEC);
+}
+
+/** cellRange is the half-open range of relative time that cell (col, row) covers. */
+export function cellRange(col: number, row: number, rows: number): Range {
+  const base = col * NS_PER_SEC;
+  return { start: base + ceilDiv(row * NS_PER_SEC, rows), end: base + ceilDiv((row + 1) * NS_PER_SEC, rows) };
+}
+
+/** The time-order index of a cell: earlier cells have smaller indexes. */
+export function cellIndex(col: number, row: number, rows: number): number {
+  return col * rows + row;
+}
+
+export function cellOfIndex(idx: number, rows: number): { col: number; row: number } {
+  return { col: Math.floor(idx / rows), row: idx % rows };
+}
+
+/** cellAt is the index of the cell holding relative time t (t >= 0). */
+export function cellAt(t: number, rows: number): number {
+  const col = Math.floor(t / NS_PER_SEC);
+  return cellIndex(col, rowOf(t - col * NS_PER_SEC, rows), rows);
+}
+
+/** rangeOfCells is the range from the start of the earlier cell to the end
+ * of the later one: a drag from either end selects the same span (time
+ * order, as FlameScope does). */
+export function rangeOfCells(a: number, b: number, rows: number): Range {
+  const lo = Math.min(a, b);
+  const hi = Math.max(a, b);
+  const first = cellOfIndex(lo, rows);
+  const last = cellOfIndex(hi, rows);
+  return { start: cellRange(first.col, first.row, rows).start, end: cellRange(last.col, last.row, rows).end };
+}
+
+/** CellSpan is the cells a range touches, first and last inclusive, and
+ * whether the range is exactly their union (so their sum is its total). */
+export interface CellSpan {
+  first: number;
+  last: number;
+  aligned: boolean;
+}
+
+/** cellsOfRange is the span of cells that intersect r; null if none (an
+ * empty range or one outside [0, cols seconds)). */
+export function cellsOfRange(r: Range, rows: number, cols: number): CellSpan | null {
+  const limit = cols * NS_PER_SEC;
+  const start = Math.max(r.start, 0);
+  const end = Math.min(r.end, limit);
+  if (start >= end) return null;
+  const first = cellAt(start, rows);
+  const last = cellAt(end - 1, rows);
+  const cells = rangeOfCells(first, last, rows);
+  return { first, last, aligned: cells.start === r.start && cells.end === r.end };
+}
+
+/** sumCells adds the counts of cells first..last (time-order indexes). */
+export function sumCells(h: Pick<Heatmap, "columns" | "rows">, first: number, last: number): number {
+  let sum = 0;
+  for (let i = first; i <= last; i++) {
+    const { col, row } = cellOfIndex(i, h.rows);
+    const c = h.columns[col];
+    if (c) sum += c[row] ?? 0;
+  }
+  return sum;
+}
+
+/** extendSelection returns the span from the anchor cell to cell, whichever
+ * comes first in time (shift-click). */
+export function extendSelection(anchor: number, cell: number): { first: number; last: number } {
+  return { first: Math.min(anchor, cell), last: Math.max(anchor, cell) };
+}
+
+/** moveCell moves a cursor cell by (dcol, drow), clamped to the grid. Rows
+ * grow upwards (row 0 is the bottom of a column). */
+export function moveCell(idx: number, dcol: number, drow: number, rows: number, cols: number): number {
+  const { col, row } = cellOfIndex(idx, rows);
+  const c = Math.min(Math.max(col + dcol, 0), cols - 1);
+  const r = Math.min(Math.max(row + drow, 0), rows - 1);
+  return cellIndex(c, r, rows);
+}
+
+// ---- colour ---------------------------------------------------------------
+
+// Matplotlib's "inferno" (perceptually uniform, readable in grey), sampled
+// at eleven points; the scale runs from its light end (few samples) to its
+// dark end (many), so a heatmap on a light page reads like ink.
+const INFERNO: [number, number, number][] = [
+  [0x00, 0x00, 0x04],
+  [0x16, 0x0b, 0x39],
+  [0x42, 0x0a, 0x68],
+  [0x6a, 0x17, 0x6e],
+  [0x93, 0x26, 0x67],
+  [0xbc, 0x37, 0x54],
+  [0xdd, 0x51, 0x3a],
+  [0xf3, 0x78, 0x19],
+  [0xfc, 0xa5, 0x0a],
+  [0xf6, 0xd7, 0x46],
+  [0xfc, 0xff, 0xa4],
+];
+
+/** EMPTY is the colour of a cell with no samples. */
+export const EMPTY: [number, number, number] = [0xff, 0xff, 0xff];
+
+/** inferno samples the map at t in [0, 1]. */
+export function inferno(t: number): [number, number, number] {
+  const x = Math.min(Math.max(t, 0), 1) * (INFERNO.length - 1);
+  const i = Math.min(Math.floor(x), INFERNO.length - 2);
+  const f = x - i;
+  const a = INFERNO[i];
+  const b = INFERNO[i + 1];
+  return [0, 1, 2].map((k) => Math.round(a[k] + (b[k] - a[k]) * f)) as [number, number, number];
+}
+
+// The part of the map used: from its pale end (t = 1) down to deep indigo
+// (t = 0.1), leaving out the near-black end.
+const LIGHT = 1.0;
+const DARK = 0.1;
+
+/** colourOf is the colour of a count on a linear scale from 1 to max; 0 is
+ * EMPTY, so an empty cell never looks like a cell with a few samples. */
+export function colourOf(count: number, max: number): [number, number, number] {
+  if (count <= 0 || max <= 0) return EMPTY;
+  const f = max <= 1 ? 1 : (count - 1) / (max - 1);
+  return inferno(LIGHT - (LIGHT - DARK) * Math.min(f, 1));
+}
+
+/** colourLUT is colourOf for every count 0..max as packed RGBA bytes. */
+export function colourLUT(max: number): Uint32Array {
+  const lut = new Uint32Array(Math.max(max, 0) + 1);
+  for (let c = 0; c <= max; c++) {
+    const [r, g, b] = colourOf(c, max);
+    lut[c] = (255 << 24) | (b << 16) | (g << 8) | r; // little-endian ImageData order
+  }
+  return lut;
+}
+
+/** legendGradient is a CSS gradient showing the scale from 1 to max. */
+export function legendGradient(): string {
+  const stops: string[] = [];
+  for (let i = 0; i <= 10; i++) {
+    const [r, g, b] = inferno(LIGHT - ((LIGHT - DARK) * i) / 10);
+    stops.push(`rgb(${r},${g},${b}) ${i * 10}%`);
+  }
+  return `linear-gradient(to right, ${stops.join(", ")})`;
+}
+
+// ---- axes -----------------------------------------------------------------
+
+/** secondTicks picks the columns to label so that labels are at least
+ * minGap pixels apart at cellWidth pixels per column. */
+export function secondTicks(cols: number, cellWidth: number, minGap = 48): number[] {
+  const steps = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 21600, 43200, 86400];
+  const step = steps.find((s) => s * cellWidth >= minGap) ?? steps[steps.length - 1];
+  const out: number[] = [];
+  for (let c = 0; c <= cols; c += step) out.push(c);
+  return out;
+}
+
+/** msTicks picks the offsets within a second, in ms, to label on the y axis
+ * for a plot height in pixels. */
+export function msTicks(height: number, minGap = 28): number[] {
+  const steps = [100, 200, 250, 500, 1000];
+  const step = steps.find((s) => (s / 1000) * height >= minGap) ?? 1000;
+  const out: number[] = [];
+  for (let ms = 0; ms <= 1000; ms += step) out.push(ms);
+  return out;
+}

@@ -1,0 +1,38 @@
+// Timings the benchmark script reads (window.__fleetscopePerf): when the
+// first heatmap was drawn, in ms since navigation started, and what each
+// flame graph cost (server and transfer, decode and layout, drawing).
+
+export interface FlameTiming {
+  nodes: number;
+  fetchMs: number;
+  decodeMs: number;
+  renderMs: number;
+}
+
+interface PerfRecord {
+  heatmapDrawnMs: number | null;
+  flames: FlameTiming[];
+  flameRenders: number[];
+}
+
+const rec: PerfRecord = { heatmapDrawnMs: null, flames: [], flameRenders: [] };
+(window as unknown as { __fleetscopePerf: PerfRecord }).__fleetscopePerf = rec;
+
+export const perf = {
+  /** mark records a named moment once per page (performance.mark). */
+  mark(name: string) {
+    if (performance.getEntriesByName(`fleetscope:${name}`).length === 0) performance.mark(`fleetscope:${name}`);
+  },
+  heatmapDrawn(ms: number) {
+    if (rec.heatmapDrawnMs === null) {
+      rec.heatmapDrawnMs = ms;
+      performance.mark("fleetscope:heatmap-drawn");
+    }
+  },
+  flameRendered(ms: number) {
+    rec.flameRenders.push(ms);
+  },
+  flameLoaded(t: FlameTiming) {
+    rec.flames.push(t);
+  },
+};

@@ -1,0 +1,37 @@
+// The heatmap request that index.html starts for a permalink before the
+// app's code has loaded. takeHeatmap hands its answer over once, if it was
+// for the same request and succeeded; otherwise (a different view, an error
+// such as a rejected key) the app asks again the usual way, which reports
+// errors properly.
+
+import { fromBinary } from "@bufbuild/protobuf";
+import { GetHeatmapResponseSchema, type GetHeatmapResponse } from "./gen/fleetscope/v1/query_pb";
+
+interface Prefetch {
+  request: string;
+  response: Promise<Response>;
+}
+
+declare global {
+  interface Window {
+    __fleetscopePrefetch?: Prefetch;
+  }
+}
+
+/** prefetchKey names a heatmap request the way index.html does. */
+export function prefetchKey(id: string, event: string, rows: number, idle: boolean): string {
+  return JSON.stringify([id, event, rows, idle]);
+}
+
+export async function takeHeatmap(id: string, event: string, rows: number, idle: boolean): Promise<GetHeatmapResponse | null> {
+  const p = window.__fleetscopePrefetch;
+  delete window.__fleetscopePrefetch;
+  if (!p || p.request !== prefetchKey(id, event, rows, idle)) return null;
+  try {
+    const res = await p.response;
+    if (res.status !== 200 || !res.headers.get("Content-Type")?.startsWith("application/proto")) return null;
+    return fromBinary(GetHeatmapResponseSchema, new Uint8Array(await res.arrayBuffer()));
+  } catch {
+    return null;
+  }
+}

@@ -1,0 +1,11 @@
+import { expect, test } from "vitest";
+import { parseRoute } from "./router";
+
+test("routes", () => {
+  expect(parseRoute({ pathname: "/", search: "?app=x" })).toMatchObject({ name: "search" });
+  const r = parseRoute({ pathname: "/p/6f0c-1", search: "?start=2.4&end=2.48" });
+  expect(r).toMatchObject({ name: "profile", id: "6f0c-1" });
+  if (r.name === "profile") expect(r.params.get("end")).toBe("2.48");
+  expect(parseRoute({ pathname: "/p/abc/", search: "" })).toMatchObject({ name: "profile", id: "abc" });
+  expect(parseRoute({ pathname: "/nope", search: "" })).toMatchObject({ name: "notfound" });
+});
