@@ -60,20 +60,88 @@ func warn(p *fleetscope.Profile) {
 func collapseCmd() *cobra.Command {
 	var opts perf.Options
 	var all bool
+	var inputFormat string
+	// wholeProfile folds a whole profile of a format other than perf: one
+	// event (--event-filter, or the one with the most samples), idle samples
+	// included, values weighted by period as stackcollapse-perf.pl weights
+	// them, sorted as it sorts.
+	wholeProfile := func(r io.Reader, format ingest.Format, w io.Writer) error {
+		var (
+			byEvent []*flame.Counts
+			samples []int
+		)
+		p, err := format.Parse(r, func(_ *fleetscope.Profile, batch []fleetscope.Sample) error {
+			for _, s := range batch {
+				for int(s.Event) >= len(byEvent) {
+					byEvent = append(byEvent, &flame.Counts{})
+					samples = append(samples, 0)
+				}
+				byEvent[s.Event].AddStack(s.Stack, s.Period)
+				samples[s.Event]++
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		warn(p)
+		var ev fleetscope.EventID
+		if opts.EventFilter != "" {
+			if ev, err = query.ResolveEvent(p.Dict, opts.EventFilter); err != nil {
+				return err
+			}
+		} else {
+			ev = query.DefaultEvent(samples)
+		}
+		if events := p.Dict.Events(); len(events) > 1 {
+			fmt.Fprintf(os.Stderr, "fleetscope: kept only event %s (of %s; --event-filter picks another)\n", events[ev], strings.Join(events, ", "))
+		}
+		counts := &flame.Counts{}
+		if int(ev) < len(byEvent) {
+			counts = byEvent[ev]
+		}
+		return flame.WriteFolded(w, p.Dict, counts, flame.Annotate{Kernel: opts.Kernel, JIT: opts.JIT})
+	}
 	c := &cobra.Command{
-		Use:   "collapse [--pid] [--tid] [--kernel] [--jit] [--all] [--addrs] [FILE|-]",
-		Short: "Fold perf script output into stacks, byte for byte as stackcollapse-perf.pl",
+		Use:   "collapse [--pid] [--tid] [--kernel] [--jit] [--all] [--addrs] [--input-format NAME] [FILE|-]",
+		Short: "Fold a profile into stacks: perf script output byte for byte as stackcollapse-perf.pl, other formats whole",
 		Args:  args(0, 1),
 		RunE: func(c *cobra.Command, a []string) error {
 			if all {
 				opts.Kernel, opts.JIT = true, true
+			}
+			var format ingest.Format
+			if inputFormat != "" {
+				var err error
+				if format, err = ingest.Lookup(inputFormat); err != nil {
+					return usageError{err}
+				}
 			}
 			r, done, err := openInput(a)
 			if err != nil {
 				return err
 			}
 			defer done()
+			if format.Name == "" {
+				// Detect by content; what no format claims goes to the perf
+				// path, which folds what it can as stackcollapse-perf.pl does.
+				br := bufio.NewReaderSize(r, ingest.HeadSize)
+				head, _ := br.Peek(ingest.HeadSize)
+				if f, err := ingest.Detect(head); err == nil {
+					format = f
+				}
+				r = br
+			}
 			w := bufio.NewWriterSize(os.Stdout, 1<<20)
+			if format.Name != "" && format.Name != "perf" {
+				if opts.PID || opts.TID || opts.Addrs {
+					return usageError{fmt.Errorf("--pid, --tid and --addrs apply to perf script input; this is %s", format.Name)}
+				}
+				if err := wholeProfile(r, format, w); err != nil {
+					return err
+				}
+				return w.Flush()
+			}
 			st, err := perf.Collapse(r, w, opts)
 			if err != nil {
 				return err
@@ -94,7 +162,8 @@ func collapseCmd() *cobra.Command {
 	f.BoolVar(&opts.JIT, "jit", false, "annotate JIT functions with _[j]")
 	f.BoolVar(&all, "all", false, "all annotations (--kernel --jit)")
 	f.BoolVar(&opts.Addrs, "addrs", false, "include raw addresses where symbols cannot be found")
-	f.StringVar(&opts.EventFilter, "event-filter", "", "keep only this event (default: the first event seen)")
+	f.StringVar(&opts.EventFilter, "event-filter", "", "keep only this event (default: the first event seen; other formats: the one with the most samples)")
+	f.StringVar(&inputFormat, "input-format", "", "input format, instead of detecting it by content (see docs/formats.md)")
 	return c
 }
 

@@ -499,35 +499,83 @@ func atoi32(b []byte) int32 {
 }
 
 // Detect says how sure it is that head (the first bytes of an input) is
-// perf script text: its first line that is not a comment or blank must be a
-// sample header ("comm pid ... time: event:"), and a "perf script --header"
-// banner makes it certain.
+// perf script text. Lines are classified as the parser classifies them:
+// comments, sample headers ("comm pid ... time: event:") and stack lines.
+// A first sample header with stack lines under it, every header timed,
+// makes it near certain; untimed samples with stacks, or timed samples
+// without stacks (perf script without -g), likely. A stack line must start
+// with an address. Text with more than 1 in 20 lines neither comments,
+// headers nor lines under a sample, or with more unexplained lines under
+// samples than headers and stack lines, binary data (NUL bytes) and untimed
+// headers without stacks are not perf script; a "perf script --header"
+// banner alone is fairly sure.
 func Detect(head []byte) int {
-	score := 0
+	banner := false
+	headers, timed, frames, extra, other := 0, 0, 0, 0, 0
 	for len(head) > 0 {
-		line := head
 		i := bytes.IndexByte(head, '\n')
 		if i < 0 {
 			break // a partial last line says nothing
 		}
-		line, head = head[:i], head[i+1:]
-		if len(line) == 0 {
+		line := head[:i]
+		head = head[i+1:]
+		switch {
+		case bytes.IndexByte(line, 0) >= 0:
+			return 0
+		case len(line) == 0:
 			continue
-		}
-		if line[0] == '#' {
-			if bytes.Contains(line, []byte("perf version")) || bytes.Contains(line, []byte("captured on")) {
-				score = 50
+		case line[0] == '#':
+			if headers == 0 && (bytes.Contains(line, []byte("perf version")) || bytes.Contains(line, []byte("captured on"))) {
+				banner = true
 			}
 			continue
 		}
-		h, ok := parseHeader(line)
-		if !ok {
-			return 0
+		if !isSpace(line[0]) {
+			if h, ok := parseHeader(line); ok {
+				headers++
+				if h.sample.TimeNanos != fleetscope.NoTime {
+					timed++
+				}
+				continue
+			}
 		}
-		if h.sample.TimeNanos != fleetscope.NoTime || len(h.event) > 0 {
-			return score + 40
+		if _, ok := matchFrame(line); ok && headers > 0 && hexFirst(line) {
+			frames++
+			continue
 		}
-		return score + 20
+		if headers > 0 && isSpace(line[0]) {
+			extra++ // more under a sample (perf script -F +srcline, ...)
+			continue
+		}
+		other++
+	}
+	score := 0
+	switch {
+	case headers == 0 || other*20 > headers+frames || extra > headers+frames:
+	case frames > 0 && timed == headers:
+		score = 90
+	case frames > 0:
+		score = 70
+	case timed == headers:
+		score = 60
+	}
+	if banner && score == 0 && headers == 0 && other == 0 {
+		score = 50
 	}
 	return score
+}
+
+// hexFirst reports whether a stack line starts with an address: perf
+// prints one (in hex) before each frame.
+func hexFirst(line []byte) bool {
+	tok, _ := nextToken(line)
+	if len(tok) == 0 {
+		return false
+	}
+	for _, c := range tok {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
+			return false
+		}
+	}
+	return true
 }

@@ -1,0 +1,136 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// total sums the counts of folded output.
+func total(t *testing.T, folded string) int64 {
+	t.Helper()
+	var n int64
+	for _, l := range strings.Split(strings.TrimSpace(folded), "\n") {
+		v, err := strconv.ParseInt(l[strings.LastIndexByte(l, ' ')+1:], 10, 64)
+		if err != nil {
+			t.Fatalf("not folded: %q", l)
+		}
+		n += v
+	}
+	return n
+}
+
+// TestCollapseFormats: collapse, flamegraph and heatmap read every format,
+// detected by content (even renamed) or named with --input-format; perf
+// input still folds byte for byte as stackcollapse-perf.pl.
+func TestCollapseFormats(t *testing.T) {
+	t.Setenv("FLEETSCOPE_PLUGIN_DIR", "")
+	tmp := t.TempDir()
+	for _, tc := range []struct {
+		file, format string
+		collapse     int64 // collapse total: samples, or pprof's cpu sum
+		flame        int64 // flamegraph total: non-idle samples
+	}{
+		{"corpus/cpuprofile/node20-phases.cpuprofile", "", 2381, 2368},
+		{"corpus/nflxprofile/node20-phases.nflxprofile", "", 2368, 2368},
+		{"corpus/nflxprofile/nodejs1.nflxprofile", "nflxprofile", 6, 6},
+		{"corpus/trace_event/chromium156-page.trace.json.gz", "", 35028, 14127},
+		{"corpus/trace_event/chromium156-page.trace.json.gz", "traceevent:pid=13392", 18145, 13484},
+		{"corpus/pprof/go-sha-sort.cpu.pprof", "", 3030000000, 225},
+		{"corpus/perf/collapsed/perf-java-stacks-01.default.folded", "", 45, 45},
+	} {
+		raw, err := os.ReadFile(filepath.Join(shared, tc.file))
+		if err != nil {
+			t.Skip(err)
+		}
+		renamed := filepath.Join(tmp, "input")
+		os.WriteFile(renamed, raw, 0o644)
+		var flags []string
+		if tc.format != "" {
+			flags = []string{"--input-format", tc.format}
+		}
+		if got := total(t, local(t, append(append([]string{"collapse"}, flags...), renamed)...)); got != tc.collapse {
+			t.Errorf("collapse %s %v: total %d, want %d", tc.file, flags, got, tc.collapse)
+		}
+		if got := total(t, local(t, append(append([]string{"flamegraph"}, flags...), renamed)...)); got != tc.flame {
+			t.Errorf("flamegraph %s %v: total %d, want %d", tc.file, flags, got, tc.flame)
+		}
+	}
+	// pprof: its sums with --period, and no heatmap.
+	pp := filepath.Join(shared, "corpus/pprof/go-sha-sort.cpu.pprof")
+	if got := total(t, local(t, "flamegraph", "--period", "--event", "cpu", pp)); got != 3030000000 {
+		t.Errorf("pprof cpu sum %d", got)
+	}
+	if _, errOut, code := run1(nil, "heatmap", pp); code != 1 || !strings.Contains(errOut, "no per-sample timestamps") {
+		t.Errorf("pprof heatmap: exit %d, %s", code, errOut)
+	}
+	// The trace's heatmap counts its non-idle samples.
+	var h struct{ Total int64 }
+	json.Unmarshal([]byte(local(t, "heatmap", "--json", filepath.Join(shared, "corpus/trace_event/chromium156-page.trace.json.gz"))), &h)
+	if h.Total != 14127 {
+		t.Errorf("trace heatmap total %d", h.Total)
+	}
+	// perf: byte for byte as before.
+	want, _ := os.ReadFile(filepath.Join(shared, "corpus/perf/collapsed/perf-java-stacks-01.all.folded"))
+	if got := local(t, "collapse", "--all", filepath.Join(shared, "corpus/perf/perf-java-stacks-01.txt")); got != string(want) {
+		t.Errorf("perf collapse --all differs from stackcollapse-perf.pl")
+	}
+	// Flags that only perf has are refused for other formats.
+	if _, errOut, code := run1(nil, "collapse", "--pid", pp); code != 2 || !strings.Contains(errOut, "apply to perf script input") {
+		t.Errorf("collapse --pid on pprof: exit %d, %s", code, errOut)
+	}
+}
+
+// TestPluginFormat: a converter plugin's format works end to end.
+func TestPluginFormat(t *testing.T) {
+	dir, _ := filepath.Abs("../../testdata/plugins")
+	t.Setenv("FLEETSCOPE_PLUGIN_DIR", dir)
+	in := filepath.Join(dir, "dtrace-walltimestamp.out")
+	var h struct {
+		StartSecond int64
+		Total       int64
+	}
+	json.Unmarshal([]byte(local(t, "heatmap", "--json", in)), &h)
+	if h.StartSecond != 1700000000 || h.Total != 290 {
+		t.Errorf("heatmap: start %d, %d samples; want 1700000000, 290", h.StartSecond, h.Total)
+	}
+	if got := total(t, local(t, "collapse", in)); got != 290 {
+		t.Errorf("collapse total %d", got)
+	}
+}
+
+// TestServiceFormats: every format uploads, and the server answers as the
+// local file does (heatmaps for timed formats, flame graphs for all).
+func TestServiceFormats(t *testing.T) {
+	s := startService(t, serviceOpts{})
+	for _, tc := range []struct {
+		file  string
+		timed bool
+	}{
+		{filepath.Join(shared, "corpus/cpuprofile/node20-phases.cpuprofile"), true},
+		{filepath.Join(shared, "corpus/nflxprofile/nodejs1.nflxprofile"), true},
+		{filepath.Join(shared, "corpus/nflxprofile/node20-phases.nflxprofile"), true},
+		{filepath.Join(shared, "corpus/trace_event/chromium156-page.trace.json.gz"), true},
+		{filepath.Join(shared, "corpus/pprof/go-sha-sort.cpu.pprof"), false},
+		{filepath.Join(shared, "corpus/perf/collapsed/perf-java-stacks-01.default.folded"), false},
+	} {
+		t.Run(filepath.Base(tc.file), func(t *testing.T) {
+			id := s.upload(tc.file)
+			cases := [][]string{{"flamegraph"}, {"flamegraph", "--include-idle", "--period"}, {"flamegraph", "--format", "json"}}
+			if tc.timed {
+				cases = append(cases, []string{"heatmap", "--json"}, []string{"heatmap", "--json", "--rows", "7", "--include-idle"}, []string{"flamegraph", "--start", "0.5", "--end", "1.25"})
+			} else if _, errOut, code := s.cli("heatmap", "--profile", id); code != 1 || !strings.Contains(errOut, "no per-sample timestamps") {
+				t.Errorf("heatmap of an untimed profile: exit %d, %s", code, errOut)
+			}
+			for _, args := range cases {
+				want := local(t, append(args, tc.file)...)
+				if got := s.mustCLI(append(args, "--profile", id)...); got != want {
+					t.Fatalf("%v: server %.300q, local %.300q", args, got, want)
+				}
+			}
+		})
+	}
+}
