@@ -15,7 +15,7 @@ FUZZTIME_LONG ?= 2m
 
 export PATH := $(BIN):$(PATH)
 
-.PHONY: build test fuzz fuzz-brief bench run postgres tools generate check-generated web clean
+.PHONY: build test fuzz fuzz-brief bench run postgres tools generate check-generated web perf clean
 
 build:
 	$(GO) build -o $(BIN)/fleetscope ./cmd/fleetscope
@@ -38,6 +38,11 @@ $(BIN)/protoc-gen-go:
 $(BIN)/protoc-gen-connect-go:
 	GOBIN=$(BIN) $(GO) install connectrpc.com/connect/cmd/protoc-gen-connect-go@$(CONNECT_VERSION)
 
+# linux-perf for the agent's real-recording tests (they skip, saying so,
+# where perf cannot be installed or is not permitted).
+perf:
+	@command -v perf >/dev/null || { apt-get update -qq && apt-get install -y -qq linux-perf; } || echo "linux-perf not installed: the real-perf agent tests will skip" >&2
+
 tools: $(BIN)/minio $(BIN)/buf $(BIN)/protoc-gen-go $(BIN)/protoc-gen-connect-go
 
 # Regenerate api/gen from api/fleetscope/v1/*.proto.
@@ -51,7 +56,7 @@ check-generated: generate
 
 # The test command (README): vet, unit and integration tests against real
 # Postgres and MinIO, then each fuzz target briefly.
-test: build tools postgres check-generated
+test: build tools postgres perf check-generated
 	$(GO) vet ./...
 	FLEETSCOPE_TEST_REQUIRE=1 FLEETSCOPE_TEST_MINIO=$(BIN)/minio FLEETSCOPE_TEST_DATABASE_URL='$(PG_URL)' \
 		$(GO) test -count=1 -timeout 30m ./...

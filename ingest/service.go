@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -28,6 +29,9 @@ type Meta struct {
 	// AnchorWall; it places boot-clock profiles in absolute time.
 	AnchorClockNanos int64
 	AnchorWall       time.Time
+	// SpanStart and SpanEnd place a profile without per-sample times (pprof)
+	// in absolute time: it covers [SpanStart, SpanEnd).
+	SpanStart, SpanEnd time.Time
 }
 
 // Service stores uploads: the raw bytes in the blob store under the tenant
@@ -234,6 +238,19 @@ func (s *Service) describe(m Meta, prof *fleetscope.Profile, ix *index.Index, su
 	case ix.Timed && ix.StartSecond >= 1e9: // epoch seconds: after 2001, no host is up that long
 		info.TimeSource = "realtime"
 		info.StartTime = time.Unix(ix.StartSecond, 0)
+	case !ix.Timed && !m.SpanStart.IsZero():
+		info.TimeSource = "span"
+		info.StartTime = m.SpanStart
+		if m.SpanEnd.After(m.SpanStart) {
+			info.DurationNanos = int64(m.SpanEnd.Sub(m.SpanStart))
+		}
+	case !ix.Timed && prof.Meta["time_nanos"] != "":
+		// The profiler's own span (pprof's time_nanos and duration_nanos).
+		t, _ := strconv.ParseInt(prof.Meta["time_nanos"], 10, 64)
+		d, _ := strconv.ParseInt(prof.Meta["duration_nanos"], 10, 64)
+		info.TimeSource = "span"
+		info.StartTime = time.Unix(0, t)
+		info.DurationNanos = max(d, 0)
 	case !m.AnchorWall.IsZero():
 		info.TimeSource = "anchored"
 		info.StartTime = m.AnchorWall.Add(time.Duration(start - m.AnchorClockNanos))

@@ -21,6 +21,8 @@ type Config struct {
 	BrowserUploadBytes int64  // FLEETSCOPE_BROWSER_UPLOAD_BYTES: largest single-message upload
 	LogLevel           string // FLEETSCOPE_LOG_LEVEL: debug, info, warn, error
 	SweepInterval      string // FLEETSCOPE_SWEEP_INTERVAL: how often retention runs (Go duration)
+	SelfProfileKey     string // FLEETSCOPE_SELF_PROFILE_KEY: ingest key for server --self-profile
+	SelfProfileApp     string // FLEETSCOPE_SELF_PROFILE_APP: app name of the server's own profiles
 }
 
 // Env lists the environment variables Config reads, in field order.
@@ -36,6 +38,8 @@ var Env = []string{
 	"FLEETSCOPE_BROWSER_UPLOAD_BYTES",
 	"FLEETSCOPE_LOG_LEVEL",
 	"FLEETSCOPE_SWEEP_INTERVAL",
+	"FLEETSCOPE_SELF_PROFILE_KEY",
+	"FLEETSCOPE_SELF_PROFILE_APP",
 }
 
 // Defaults are the embedded defaults.
@@ -48,6 +52,7 @@ func Defaults() Config {
 		BrowserUploadBytes: 64 << 20,
 		LogLevel:           "info",
 		SweepInterval:      "1h",
+		SelfProfileApp:     "fleetscope",
 	}
 }
 
@@ -59,14 +64,16 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	}
 	c := Defaults()
 	str := map[string]*string{
-		"FLEETSCOPE_ADDR":           &c.Addr,
-		"FLEETSCOPE_DATABASE_URL":   &c.DatabaseURL,
-		"FLEETSCOPE_BLOB_URL":       &c.BlobURL,
-		"FLEETSCOPE_S3_ACCESS_KEY":  &c.S3AccessKey,
-		"FLEETSCOPE_S3_SECRET_KEY":  &c.S3SecretKey,
-		"FLEETSCOPE_PUBLIC_URL":     &c.PublicURL,
-		"FLEETSCOPE_LOG_LEVEL":      &c.LogLevel,
-		"FLEETSCOPE_SWEEP_INTERVAL": &c.SweepInterval,
+		"FLEETSCOPE_ADDR":             &c.Addr,
+		"FLEETSCOPE_DATABASE_URL":     &c.DatabaseURL,
+		"FLEETSCOPE_BLOB_URL":         &c.BlobURL,
+		"FLEETSCOPE_S3_ACCESS_KEY":    &c.S3AccessKey,
+		"FLEETSCOPE_S3_SECRET_KEY":    &c.S3SecretKey,
+		"FLEETSCOPE_PUBLIC_URL":       &c.PublicURL,
+		"FLEETSCOPE_LOG_LEVEL":        &c.LogLevel,
+		"FLEETSCOPE_SWEEP_INTERVAL":   &c.SweepInterval,
+		"FLEETSCOPE_SELF_PROFILE_KEY": &c.SelfProfileKey,
+		"FLEETSCOPE_SELF_PROFILE_APP": &c.SelfProfileApp,
 	}
 	num := map[string]*int64{
 		"FLEETSCOPE_MAX_UPLOAD_BYTES":     &c.MaxUploadBytes,

@@ -69,6 +69,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 	mux := http.NewServeMux()
 	h.Mount(mux, db, connect.WithInterceptors(m), connect.WithReadMaxBytes(int(cfg.BrowserUploadBytes)+64<<10),
 		connect.WithCompressMinBytes(16<<10)) // small answers: not worth gzip's CPU
+	mux.Handle(api.PyroscopePath, h.Pyroscope()) // Pyroscope-compatible ingest: pyroscope-go pushes here
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 		defer cancel()

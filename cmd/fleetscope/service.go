@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -20,6 +22,7 @@ import (
 	"github.com/fleetscope/fleetscope/api"
 	"github.com/fleetscope/fleetscope/api/gen/fleetscope/v1/fleetscopev1connect"
 	"github.com/fleetscope/fleetscope/api/server"
+	"github.com/fleetscope/fleetscope/cmd/fleetscope/agent"
 	"github.com/fleetscope/fleetscope/ingest"
 	"github.com/fleetscope/fleetscope/store/blob"
 	"github.com/fleetscope/fleetscope/store/postgres"
@@ -29,6 +32,7 @@ import (
 // variables; flags override them.
 func serverCmd() *cobra.Command {
 	var addr, dbURL, blobURL string
+	var selfProfile bool
 	c := &cobra.Command{
 		Use:   "server",
 		Short: "Serve the API, ingest endpoint, UI, /metrics and /healthz",
@@ -43,6 +47,11 @@ func serverCmd() *cobra.Command {
 					*p = map[string]string{"addr": addr, "database-url": dbURL, "blob-url": blobURL}[flag]
 				}
 			}
+			// A long-lived server serving concurrent uploads: the Go
+			// defaults, not the batch commands' tight memory limit (which
+			// made it collect constantly under 8 concurrent uploads).
+			debug.SetGCPercent(100)
+			debug.SetMemoryLimit(math.MaxInt64)
 			log, err := server.NewLogger(cfg.LogLevel)
 			if err != nil {
 				return usageError{err}
@@ -53,6 +62,13 @@ func serverCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if selfProfile { // the server's own CPU profiles, sent to itself (pyroscope-go)
+				stopProfiling, err := agent.SelfProfile(cfg.Addr, cfg.SelfProfileKey, cfg.SelfProfileApp, 15*time.Second, log)
+				if err != nil {
+					return usageError{err}
+				}
+				defer stopProfiling()
+			}
 			return s.ListenAndServe(ctx)
 		},
 	}
@@ -60,6 +76,7 @@ func serverCmd() *cobra.Command {
 	f.StringVar(&addr, "addr", "", "listen address (FLEETSCOPE_ADDR, default 127.0.0.1:8080)")
 	f.StringVar(&dbURL, "database-url", "", "Postgres URL (FLEETSCOPE_DATABASE_URL)")
 	f.StringVar(&blobURL, "blob-url", "", "blob store URL (FLEETSCOPE_BLOB_URL)")
+	f.BoolVar(&selfProfile, "self-profile", false, "send the server's CPU profiles to itself (key: FLEETSCOPE_SELF_PROFILE_KEY, app: FLEETSCOPE_SELF_PROFILE_APP)")
 	return c
 }
 

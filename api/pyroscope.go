@@ -1,0 +1,321 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"connectrpc.com/connect"
+
+	"github.com/fleetscope/fleetscope"
+	"github.com/fleetscope/fleetscope/ingest"
+)
+
+// PyroscopePath is where Pyroscope clients push profiles: pyroscope-go posts
+// to ServerAddress + "/ingest".
+const PyroscopePath = "/ingest"
+
+// Pyroscope returns the Pyroscope-compatible ingest endpoint, the HTTP API
+// that github.com/grafana/pyroscope-go (and other Pyroscope push clients)
+// send profiles to: POST /ingest?name=APP{k=v,...}&from=T&until=T&format=pprof
+// with a multipart/form-data body whose "profile" part is the pprof file
+// (other parts, such as "sample_type_config" and the deprecated
+// "previous_profile", are ignored; fleetscope keeps every sample type of the
+// pprof as an event). A raw body is read as format=pprof or folded
+// ("stack;frames count" lines, Pyroscope's default for raw bodies).
+//
+// The key is the same as for the Connect API, with the ingest scope: either
+// "Authorization: Bearer <key>" (pyroscope-go: HTTPHeaders, or AuthToken) or
+// HTTP Basic auth with the key as the password and any user name
+// (pyroscope-go: BasicAuthUser, BasicAuthPassword). The tenant comes from
+// the key; X-Scope-OrgID is ignored.
+//
+// The application name is the part of name before "{", less a legacy
+// ".cpu"-style profile-type suffix; the labels are those in braces, except
+// Pyroscope's reserved "__...__" ones (session id and the like); a
+// "hostname" or "host" label also sets the profile's host. from and until
+// (Unix time in s, ms, µs or ns, told apart by size, as Pyroscope does) are
+// the profile's time span: the profile is placed at from. Answers 200 with
+// {"id","created","permalink"}; errors are plain text with the HTTP status
+// of the error's code (401, 403, 400, 413, 429, 503). A profile without
+// samples (pyroscope-go sends one each period the program was idle) is
+// answered 200 {"stored": false} and not stored.
+//
+// Mount it after Mount, which sets up the shared authentication.
+func (h *Handlers) Pyroscope() http.Handler {
+	if h.auth == nil {
+		panic("api: Handlers.Pyroscope before Mount")
+	}
+	return http.HandlerFunc(h.servePyroscope)
+}
+
+func (h *Handlers) servePyroscope(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", "POST")
+		http.Error(w, "method not allowed: POST profiles here", http.StatusMethodNotAllowed)
+		return
+	}
+	p, err := h.authHTTP(r)
+	if err != nil {
+		if connect.CodeOf(err) == connect.CodeUnauthenticated {
+			w.Header().Set("WWW-Authenticate", `Basic realm="fleetscope", charset="UTF-8"`)
+		}
+		httpError(w, err)
+		return
+	}
+	q := r.URL.Query()
+	app, labels, err := parsePyroscopeName(q.Get("name"))
+	if err != nil {
+		httpError(w, err)
+		return
+	}
+	now := time.Now()
+	from, err := parsePyroscopeTime(q.Get("from"), now)
+	if err != nil {
+		httpError(w, fleetscope.Errorf(fleetscope.EINVALID, "from: %v", err))
+		return
+	}
+	until, err := parsePyroscopeTime(q.Get("until"), now)
+	if err != nil {
+		httpError(w, fleetscope.Errorf(fleetscope.EINVALID, "until: %v", err))
+		return
+	}
+	if until.Before(from) {
+		httpError(w, fleetscope.Errorf(fleetscope.EINVALID, "until (%s) is before from (%s)", until.Format(time.RFC3339Nano), from.Format(time.RFC3339Nano)))
+		return
+	}
+	if limit := tighterLimit(h.Ingest.MaxUploadBytes, p.Limits.MaxUploadBytes); limit > 0 {
+		r.Body = http.MaxBytesReader(w, r.Body, limit+1<<20) // the profile part is limited exactly by ingest
+	}
+
+	body, filename, inputFormat, err := pyroscopeBody(r, q.Get("format"))
+	if err != nil {
+		httpError(w, err)
+		return
+	}
+	m := ingest.Meta{App: app, Labels: labels, InputFormat: inputFormat, Filename: filename,
+		// pprof has no per-sample times: the profile is the span [from, until).
+		SpanStart: from, SpanEnd: until}
+	for _, k := range []string{"hostname", "host"} {
+		if v := labels[k]; v != "" && m.Host == "" {
+			m.Host = v
+		}
+	}
+	info, created, err := h.Ingest.Ingest(r.Context(), p, m, body)
+	if fleetscope.ErrorCode(err) == fleetscope.EINVALID && strings.Contains(err.Error(), "has no samples") {
+		// pyroscope-go sends a CPU profile every period, an empty one when
+		// the program was idle: nothing to store, and not the client's
+		// mistake.
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(map[string]any{"stored": false, "reason": err.Error()})
+		return
+	}
+	if err != nil {
+		h.Log.Warn("pyroscope ingest failed", "tenant", p.Tenant, "app", app, "err", err)
+		httpError(w, err)
+		return
+	}
+	h.Log.Info("profile stored", "tenant", p.Tenant, "profile", info.ID, "app", info.App, "samples", info.Samples,
+		"bytes", info.SizeBytes, "created", created, "via", "pyroscope", "spy", q.Get("spyName"))
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(map[string]any{"id": info.ID, "created": created, "permalink": h.permalink(info.ID)})
+}
+
+// authHTTP resolves the request's key (Bearer, or Basic with the key as the
+// password) with the interceptor's cache and checks the ingest scope and the
+// tenant's rate limit.
+func (h *Handlers) authHTTP(r *http.Request) (fleetscope.Principal, error) {
+	var p fleetscope.Principal
+	secret, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok {
+		_, secret, ok = r.BasicAuth()
+	}
+	secret = strings.TrimSpace(secret)
+	if !ok || secret == "" {
+		return p, connect.NewError(connect.CodeUnauthenticated, errors.New("missing API key: send Authorization: Bearer <key>, or Basic auth with the key as the password"))
+	}
+	p, err := h.auth.authenticate(r.Context(), secret)
+	if err != nil {
+		return p, toConnect(err)
+	}
+	if !p.Can(fleetscope.ScopeIngest) {
+		return p, connect.NewError(connect.CodePermissionDenied, errors.New("this key lacks the "+fleetscope.ScopeIngest+" scope"))
+	}
+	if err := h.auth.allow(p); err != nil {
+		return p, err
+	}
+	return p, nil
+}
+
+// pyroscopeBody returns the profile's bytes from a multipart body (its
+// "profile" part) or a raw one, with the input format.
+func pyroscopeBody(r *http.Request, format string) (io.Reader, string, string, error) {
+	inputFormat := ""
+	switch strings.ToLower(format) {
+	case "", "pprof":
+		inputFormat = "pprof"
+	case "folded", "collapsed":
+		inputFormat = "folded"
+	default:
+		return nil, "", "", fleetscope.Errorf(fleetscope.EINVALID, "format %q is not supported here (pprof, folded)", format)
+	}
+	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if mt != "multipart/form-data" {
+		if format == "" {
+			inputFormat = "folded" // Pyroscope's default for a raw body
+		}
+		return r.Body, "", inputFormat, nil
+	}
+	mr, err := r.MultipartReader()
+	if err != nil {
+		return nil, "", "", fleetscope.Errorf(fleetscope.EINVALID, "multipart body: %v", err)
+	}
+	for range 16 { // a few parts at most: profile, sample_type_config, previous_profile
+		part, err := mr.NextPart()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, "", "", fleetscope.Errorf(fleetscope.EINVALID, "multipart body: %v", err)
+		}
+		if part.FormName() == "profile" {
+			return part, part.FileName(), inputFormat, nil
+		}
+		if _, err := io.Copy(io.Discard, io.LimitReader(part, 64<<20)); err != nil {
+			return nil, "", "", fleetscope.Errorf(fleetscope.EINVALID, "multipart body: %v", err)
+		}
+	}
+	return nil, "", "", fleetscope.Errorf(fleetscope.EINVALID, `multipart body without a "profile" part`)
+}
+
+// legacySuffixes are the profile types old Pyroscope clients appended to
+// the application name ("app.cpu{...}").
+var legacySuffixes = []string{".cpu", ".alloc_objects", ".alloc_space", ".inuse_objects", ".inuse_space",
+	".goroutines", ".mutex_count", ".mutex_duration", ".block_count", ".block_duration", ".wall", ".itimer"}
+
+// parsePyroscopeName splits "app{k=v,k2=v2}" into the app and its labels,
+// as Pyroscope's own parser does (no escapes: values hold no ',' or '}').
+func parsePyroscopeName(name string) (string, map[string]string, error) {
+	app, rest, hasLabels := strings.Cut(name, "{")
+	app = strings.TrimSpace(app)
+	labels := map[string]string{}
+	if hasLabels {
+		body, _, closed := strings.Cut(rest, "}")
+		if !closed {
+			return "", nil, fleetscope.Errorf(fleetscope.EINVALID, "name %q: labels not closed with }", name)
+		}
+		for _, kv := range strings.Split(body, ",") {
+			if strings.TrimSpace(kv) == "" {
+				continue
+			}
+			k, v, ok := strings.Cut(kv, "=")
+			k, v = strings.TrimSpace(k), strings.TrimSpace(v)
+			if !ok || k == "" {
+				return "", nil, fleetscope.Errorf(fleetscope.EINVALID, "name %q: label %q is not key=value", name, kv)
+			}
+			if strings.HasPrefix(k, "__") && strings.HasSuffix(k, "__") {
+				continue // Pyroscope's reserved labels (__session_id__, __name__)
+			}
+			labels[k] = v
+		}
+	}
+	if app == "" {
+		app = labels["service_name"]
+	}
+	for _, s := range legacySuffixes {
+		if a, ok := strings.CutSuffix(app, s); ok && a != "" {
+			app = a
+			break
+		}
+	}
+	if app == "" {
+		return "", nil, fleetscope.Errorf(fleetscope.EINVALID, "name %q: no application name (want app{key=value,...})", name)
+	}
+	return app, labels, nil
+}
+
+// parsePyroscopeTime reads a Unix time in seconds, milliseconds,
+// microseconds or nanoseconds (told apart by magnitude), seconds with a
+// fraction, or "now"; empty means now.
+func parsePyroscopeTime(s string, now time.Time) (time.Time, error) {
+	s = strings.TrimSpace(s)
+	if s == "" || s == "now" {
+		return now, nil
+	}
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+		if n < 0 {
+			return time.Time{}, fmt.Errorf("%q: negative", s)
+		}
+		switch {
+		case n < 1e11: // seconds until the year 5138
+			return time.Unix(n, 0), nil
+		case n < 1e14:
+			return time.UnixMilli(n), nil
+		case n < 1e17:
+			return time.UnixMicro(n), nil
+		}
+		return time.Unix(0, n), nil
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || f < 0 || f > 1e11 || math.IsNaN(f) {
+		return time.Time{}, fmt.Errorf("%q: want a Unix time", s)
+	}
+	sec, frac := math.Modf(f)
+	return time.Unix(int64(sec), int64(frac*1e9)), nil
+}
+
+// tighterLimit returns the smaller positive limit (0: none).
+func tighterLimit(a, b int64) int64 {
+	switch {
+	case a <= 0:
+		return b
+	case b <= 0:
+		return a
+	}
+	return min(a, b)
+}
+
+// httpStatus is the HTTP status of each Connect code, for the plain HTTP
+// endpoints: the one place that mapping happens.
+var httpStatus = map[connect.Code]int{
+	connect.CodeInvalidArgument:    http.StatusBadRequest,
+	connect.CodeUnauthenticated:    http.StatusUnauthorized,
+	connect.CodePermissionDenied:   http.StatusForbidden,
+	connect.CodeNotFound:           http.StatusNotFound,
+	connect.CodeAlreadyExists:      http.StatusConflict,
+	connect.CodeResourceExhausted:  http.StatusRequestEntityTooLarge,
+	connect.CodeUnavailable:        http.StatusServiceUnavailable,
+	connect.CodeCanceled:           499,
+	connect.CodeDeadlineExceeded:   http.StatusGatewayTimeout,
+	connect.CodeUnimplemented:      http.StatusNotImplemented,
+	connect.CodeFailedPrecondition: http.StatusPreconditionFailed,
+}
+
+// httpError writes err (a fleetscope or Connect error) as plain text with
+// its HTTP status.
+func httpError(w http.ResponseWriter, err error) {
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		err = fleetscope.Errorf(fleetscope.ETOOLARGE, "request body larger than the limit of %d bytes", mbe.Limit)
+	}
+	ce := new(connect.Error)
+	if !errors.As(toConnect(err), &ce) {
+		http.Error(w, "internal error", http.StatusInternalServerError)
+		return
+	}
+	status, ok := httpStatus[ce.Code()]
+	if !ok {
+		status = http.StatusInternalServerError
+	}
+	if ce.Code() == connect.CodeResourceExhausted && strings.Contains(ce.Message(), "rate limit") {
+		status = http.StatusTooManyRequests
+	}
+	http.Error(w, ce.Message(), status)
+}
