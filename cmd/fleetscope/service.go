@@ -356,7 +356,7 @@ func newClient() (*client, error) {
 		}
 	}
 	hc := &http.Client{Transport: tr}
-	auth := connect.WithInterceptors(bearer(key))
+	auth := connect.WithInterceptors(api.Bearer(key))
 	return &client{
 		base:   base,
 		ingest: fleetscopev1connect.NewIngestServiceClient(hc, base, auth),
@@ -367,27 +367,6 @@ func newClient() (*client, error) {
 
 // permalink is the dashboard URL of a profile.
 func (c *client) permalink(id string) string { return c.base + "/p/" + id }
-
-type bearer string
-
-func (b bearer) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
-	return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
-		req.Header().Set("Authorization", "Bearer "+string(b))
-		return next(ctx, req)
-	}
-}
-
-func (b bearer) WrapStreamingClient(next connect.StreamingClientFunc) connect.StreamingClientFunc {
-	return func(ctx context.Context, spec connect.Spec) connect.StreamingClientConn {
-		conn := next(ctx, spec)
-		conn.RequestHeader().Set("Authorization", "Bearer "+string(b))
-		return conn
-	}
-}
-
-func (b bearer) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
-	return next
-}
 
 // remoteErr turns a Connect error into a one-line message.
 func remoteErr(err error) error {

@@ -24,6 +24,7 @@ import (
 	"connectrpc.com/connect"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/fleetscope/fleetscope/api"
 	fsv1 "github.com/fleetscope/fleetscope/api/gen/fleetscope/v1"
 	"github.com/fleetscope/fleetscope/api/gen/fleetscope/v1/fleetscopev1connect"
 	"github.com/fleetscope/fleetscope/query/heatmap"
@@ -229,7 +230,7 @@ func (s *service) clients() (fleetscopev1connect.IngestServiceClient, fleetscope
 }
 
 func (s *service) clientsWithKey(key string) (fleetscopev1connect.IngestServiceClient, fleetscopev1connect.QueryServiceClient) {
-	opt := connect.WithInterceptors(bearer(key))
+	opt := connect.WithInterceptors(api.Bearer(key))
 	return fleetscopev1connect.NewIngestServiceClient(http.DefaultClient, s.url, opt),
 		fleetscopev1connect.NewQueryServiceClient(http.DefaultClient, s.url, opt)
 }

@@ -18,6 +18,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/fleetscope/fleetscope/api"
 	fsv1 "github.com/fleetscope/fleetscope/api/gen/fleetscope/v1"
 	"github.com/fleetscope/fleetscope/api/gen/fleetscope/v1/fleetscopev1connect"
 	"github.com/fleetscope/fleetscope/ingest"
@@ -33,7 +34,7 @@ type clients struct {
 }
 
 func (s *service) as(key string) clients {
-	opt := connect.WithInterceptors(bearer(key))
+	opt := connect.WithInterceptors(api.Bearer(key))
 	return clients{
 		ingest: fleetscopev1connect.NewIngestServiceClient(http.DefaultClient, s.url, opt),
 		query:  fleetscopev1connect.NewQueryServiceClient(http.DefaultClient, s.url, opt),

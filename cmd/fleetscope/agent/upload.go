@@ -14,6 +14,7 @@ import (
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/fleetscope/fleetscope/api"
 	fsv1 "github.com/fleetscope/fleetscope/api/gen/fleetscope/v1"
 	"github.com/fleetscope/fleetscope/api/gen/fleetscope/v1/fleetscopev1connect"
 )
@@ -70,7 +71,7 @@ func NewConnectUploader(baseURL, key string) *ConnectUploader {
 		}
 	}
 	hc := &http.Client{Transport: tr}
-	return &ConnectUploader{ingest: fleetscopev1connect.NewIngestServiceClient(hc, baseURL, connect.WithInterceptors(bearer(key)))}
+	return &ConnectUploader{ingest: fleetscopev1connect.NewIngestServiceClient(hc, baseURL, connect.WithInterceptors(api.Bearer(key)))}
 }
 
 const uploadChunk = 1 << 20
@@ -132,27 +133,6 @@ func classify(err error) error {
 		return fmt.Errorf("%s (check the agent's API key: it needs the ingest scope): %s", ce.Code(), ce.Message())
 	}
 	return fmt.Errorf("%s: %s", ce.Code(), ce.Message())
-}
-
-type bearer string
-
-func (b bearer) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
-	return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
-		req.Header().Set("Authorization", "Bearer "+string(b))
-		return next(ctx, req)
-	}
-}
-
-func (b bearer) WrapStreamingClient(next connect.StreamingClientFunc) connect.StreamingClientFunc {
-	return func(ctx context.Context, spec connect.Spec) connect.StreamingClientConn {
-		conn := next(ctx, spec)
-		conn.RequestHeader().Set("Authorization", "Bearer "+string(b))
-		return conn
-	}
-}
-
-func (b bearer) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
-	return next
 }
 
 // Backoff is exponential backoff with jitter: attempt n (from 0) waits a
