@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"runtime/debug"
+	"runtime/pprof"
 
 	"github.com/spf13/cobra"
 )
@@ -18,6 +19,15 @@ func main() {
 	// but stay well inside a small memory budget.
 	debug.SetGCPercent(400)
 	debug.SetMemoryLimit(160 << 20)
+	if path := os.Getenv("FLEETSCOPE_CPUPROFILE"); path != "" { // profile fleetscope itself
+		if f, err := os.Create(path); err == nil {
+			pprof.StartCPUProfile(f)
+			code := run(os.Args[1:])
+			pprof.StopCPUProfile()
+			f.Close()
+			os.Exit(code)
+		}
+	}
 	os.Exit(run(os.Args[1:]))
 }
 

@@ -3,11 +3,14 @@ package perf
 import (
 	"bufio"
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"io"
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
+	"sync"
 )
 
 // CollapseStats reports what Collapse saw besides the folded stacks.
@@ -51,37 +54,47 @@ func Collapse(r io.Reader, w io.Writer, opts Options) (CollapseStats, error) {
 	if err != nil {
 		return st, err
 	}
-	total := workers[0].counts
-	for _, cw := range workers {
+	// Each worker sorts its own stacks (in parallel); a k-way merge then
+	// sums the stacks several workers saw and writes them in order.
+	lists := make([][]folded, len(workers))
+	var wg sync.WaitGroup
+	for i, cw := range workers {
 		if cw.unrecognized > 0 && (st.FirstBadLine == 0 || cw.firstBad < st.FirstBadLine) {
 			st.FirstBadLine = cw.firstBad
 		}
 		st.Unrecognized += cw.unrecognized
 		st.Filtered = st.Filtered || cw.filtered
-		if cw == workers[0] {
-			continue
-		}
-		for k, v := range cw.counts {
-			if p := total[k]; p != nil {
-				*p += *v
-			} else {
-				total[k] = v
-			}
-		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			lists[i] = cw.sorted()
+		}()
 	}
+	wg.Wait()
 	st.Event = filter
-	keys := make([]string, 0, len(total))
-	for k := range total {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	st.Stacks = len(keys)
 	bw := bufio.NewWriterSize(w, 256<<10)
 	var num []byte
-	for _, k := range keys {
-		bw.WriteString(k)
+	for {
+		min := -1
+		for i, l := range lists {
+			if len(l) > 0 && (min < 0 || l[0].text < lists[min][0].text) {
+				min = i
+			}
+		}
+		if min < 0 {
+			break
+		}
+		text, n := lists[min][0].text, uint64(0)
+		for i, l := range lists {
+			if len(l) > 0 && l[0].text == text {
+				n += l[0].n
+				lists[i] = l[1:]
+			}
+		}
+		st.Stacks++
+		bw.WriteString(text)
 		num = append(num[:0], ' ')
-		num = strconv.AppendUint(num, *total[k], 10)
+		num = strconv.AppendUint(num, n, 10)
 		num = append(num, '\n')
 		bw.Write(num)
 	}
@@ -110,34 +123,82 @@ func firstEvent(data []byte) string {
 	return ""
 }
 
-// cachedLine is a stack line's folded frames joined by ';' (n of them).
+// cachedLine is a stack line's folded frames joined by ';' (n of them), by
+// its id in the worker's text table.
 type cachedLine struct {
-	s string
-	n int
+	id uint32
+	n  int
 }
 
 // collapser is one worker's state: its running totals and a cache from a
-// stack line's text to its folded frames, since most lines repeat.
+// stack line's text to its folded frames, since most lines repeat. Folded
+// texts (process names and lines' frames) are interned, so a stack is keyed
+// by a few ids rather than its whole text; the texts are joined once per
+// distinct stack at the end.
 type collapser struct {
 	opts         Options
-	counts       map[string]*uint64
+	counts       map[string]*uint64 // key: text ids, process name first, as little-endian uint32s
 	cache        *lineCache[cachedLine]
+	texts        []string
+	textIDs      map[string]uint32
+	join         func([]tidyFrame, bool) cachedLine
 	unrecognized int
 	firstBad     int
 	filtered     bool
 
-	key    []byte
-	pname  []byte
-	java   bool
-	blocks []string
+	key     []byte
+	pname   []byte
+	pnameID uint32
+	java    bool
+	blocks  []uint32
+	buf     []byte
 }
 
 func newCollapser(opts Options) *collapser {
-	return &collapser{
-		opts:   opts,
-		counts: make(map[string]*uint64),
-		cache:  newLineCache[cachedLine](),
+	cw := &collapser{
+		opts:    opts,
+		counts:  make(map[string]*uint64),
+		cache:   newLineCache[cachedLine](),
+		textIDs: make(map[string]uint32),
 	}
+	cw.join = cw.joinFrames
+	return cw
+}
+
+// intern returns the id of a folded text.
+func (cw *collapser) intern(b []byte) uint32 {
+	if id, ok := cw.textIDs[string(b)]; ok {
+		return id
+	}
+	id := uint32(len(cw.texts))
+	cw.texts = append(cw.texts, string(b))
+	cw.textIDs[string(b)] = id
+	return id
+}
+
+// folded is one distinct stack's text and value.
+type folded struct {
+	text string
+	n    uint64
+}
+
+// sorted returns the stacks this worker counted, as text, sorted bytewise
+// (Perl's cmp on byte strings).
+func (cw *collapser) sorted() []folded {
+	out := make([]folded, 0, len(cw.counts))
+	var b []byte
+	for k, v := range cw.counts {
+		b = b[:0]
+		for i := 0; i+4 <= len(k); i += 4 {
+			if i > 0 {
+				b = append(b, ';')
+			}
+			b = append(b, cw.texts[binary.LittleEndian.Uint32([]byte(k[i:i+4]))]...)
+		}
+		out = append(out, folded{text: string(b), n: *v})
+	}
+	slices.SortFunc(out, func(x, y folded) int { return strings.Compare(x.text, y.text) })
+	return out
 }
 
 // chunk runs the Perl script's main loop over one chunk, which starts in the
@@ -165,10 +226,9 @@ func (cw *collapser) chunk(c *chunk) error {
 			if !havePname {
 				continue
 			}
-			key := append(cw.key[:0], cw.pname...)
+			key := binary.LittleEndian.AppendUint32(cw.key[:0], cw.pnameID)
 			for i := len(cw.blocks) - 1; i >= 0; i-- {
-				key = append(key, ';')
-				key = append(key, cw.blocks[i]...)
+				key = binary.LittleEndian.AppendUint32(key, cw.blocks[i])
 			}
 			cw.key = key
 			if p := cw.counts[string(key)]; p != nil {
@@ -196,6 +256,7 @@ func (cw *collapser) chunk(c *chunk) error {
 			}
 			period = p
 			cw.pname = pname(cw.pname[:0], h, cw.opts)
+			cw.pnameID = cw.intern(cw.pname)
 			cw.java = string(h.comm) == "java" // the reference tidies Java frames with --pid/--tid too
 			havePname = true
 			continue
@@ -214,26 +275,28 @@ func (cw *collapser) chunk(c *chunk) error {
 // frameLine handles a line if it is a stack line, reporting whether it was.
 // Stack lines are ignored while no sample is open, as in the Perl script.
 func (cw *collapser) frameLine(line []byte, open bool) bool {
-	cl, ok := cw.cache.fold(line, cw.java, cw.opts, true, joinFrames)
+	cl, ok := cw.cache.fold(line, cw.java, cw.opts, true, cw.join)
 	if ok && open && cl.n > 0 {
-		cw.blocks = append(cw.blocks, cl.s)
+		cw.blocks = append(cw.blocks, cl.id)
 	}
 	return ok
 }
 
-// joinFrames is a line's folded text.
-func joinFrames(frames []tidyFrame, skip bool) cachedLine {
+// joinFrames interns a line's folded text. (cw.join holds it as a method
+// value made once, so the hot path allocates no closure.)
+func (cw *collapser) joinFrames(frames []tidyFrame, skip bool) cachedLine {
 	if skip {
 		return cachedLine{}
 	}
-	var b []byte
+	b := cw.buf[:0]
 	for i, fr := range frames {
 		if i > 0 {
 			b = append(b, ';')
 		}
 		b = append(b, fr.name...)
 	}
-	return cachedLine{s: string(b), n: len(frames)}
+	cw.buf = b
+	return cachedLine{id: cw.intern(b), n: len(frames)}
 }
 
 // parsePeriod follows Perl: a missing period, or "0", counts as 1.
