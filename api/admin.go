@@ -92,7 +92,7 @@ func (h *Handlers) RevokeKey(ctx context.Context, req *connect.Request[fsv1.Revo
 	if err := h.DB.RevokeKey(ctx, p.TenantID, req.Msg.GetId(), p.KeyID); err != nil {
 		return nil, toConnect(err)
 	}
-	h.auth.forgetKey(p.TenantID, req.Msg.GetId())
+	h.auth.forgetKeys()
 	return connect.NewResponse(&fsv1.RevokeKeyResponse{}), nil
 }
 

@@ -87,9 +87,11 @@ func newAuthInterceptor(a Authenticator) *authInterceptor {
 	return &authInterceptor{auth: a, cache: newCache[[32]byte, fleetscope.Principal](10000, AuthTTL), limiters: map[int64]*rate.Limiter{}}
 }
 
-// forgetKey drops a revoked key from this replica's cache at once.
-func (a *authInterceptor) forgetKey(tenant int64, id string) {
-	a.cache.drop(func([32]byte) bool { return true }) // rare: clear all rather than index by key id
+// forgetKeys empties this replica's key cache, so a revocation holds here
+// at once. (Revocations are rare; the cache is keyed by secret hash, which
+// the revoking request does not know.)
+func (a *authInterceptor) forgetKeys() {
+	a.cache.drop(func([32]byte) bool { return true })
 }
 
 // allow applies the tenant's request rate limit (per replica).
