@@ -106,14 +106,43 @@ func (db *DB) EnsurePartitions(ctx context.Context, from time.Time, days int) er
 // inTenant runs fn in a transaction as the tenant role with the tenant set,
 // so row-level security applies to everything fn does.
 func (db *DB) inTenant(ctx context.Context, tenant int64, fn func(pgx.Tx) error) error {
-	return pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
-		// One round trip: the tenant id is an integer formatted here, so
-		// the two statements can go as one simple query.
-		if _, err := tx.Exec(ctx, "SELECT set_config('fleetscope.tenant_id', '"+strconv.FormatInt(tenant, 10)+"', true); SET LOCAL ROLE fleetscope_tenant", pgx.QueryExecModeSimpleProtocol); err != nil {
-			return err
-		}
-		return fn(tx)
+	return db.withConn(ctx, func(c *pgx.Conn) error {
+		return pgx.BeginFunc(ctx, c, func(tx pgx.Tx) error {
+			// One round trip: the tenant id is an integer formatted here, so
+			// the two statements can go as one simple query.
+			if _, err := tx.Exec(ctx, "SELECT set_config('fleetscope.tenant_id', '"+strconv.FormatInt(tenant, 10)+"', true); SET LOCAL ROLE fleetscope_tenant", pgx.QueryExecModeSimpleProtocol); err != nil {
+				return err
+			}
+			return fn(tx)
+		})
 	})
+}
+
+// errConnDropped marks a failure after which the connection was closed.
+type errConnDropped struct{ err error }
+
+func (e errConnDropped) Error() string { return e.err.Error() }
+func (e errConnDropped) Unwrap() error { return e.err }
+
+// withConn runs fn on a pooled connection. A failure that is neither the
+// server's answer (a PgError) nor one of ours can leave the connection in
+// a state the pool cannot see (a backend killed mid-pipeline has been seen
+// to leave pgx's statement cache out of step): such a connection is closed,
+// so the pool drops it, and the error marked for retry.
+func (db *DB) withConn(ctx context.Context, fn func(*pgx.Conn) error) error {
+	c, err := db.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Release()
+	err = fn(c.Conn())
+	var pe *pgconn.PgError
+	var fe *fleetscope.Error
+	if err != nil && !errors.As(err, &pe) && !errors.As(err, &fe) && !errors.Is(err, pgx.ErrNoRows) && ctx.Err() == nil {
+		c.Conn().Close(context.Background())
+		return errConnDropped{err}
+	}
+	return err
 }
 
 // readTenant runs one read query as the tenant role in a single round trip:
@@ -121,17 +150,25 @@ func (db *DB) inTenant(ctx context.Context, tenant int64, fn func(pgx.Tx) error)
 // runs as one implicit transaction, so SET LOCAL holds for the query and
 // ends with it. scan is called with the rows.
 func (db *DB) readTenant(ctx context.Context, tenant int64, scan func(pgx.Rows) error, q string, args ...any) error {
+	scanned := false // a retry after scan saw rows would hand it rows twice
 	b := &pgx.Batch{}
 	b.Queue(`SELECT set_config('fleetscope.tenant_id', $1, true)`, strconv.FormatInt(tenant, 10))
 	b.Queue(`SET LOCAL ROLE fleetscope_tenant`)
 	b.Queue(q, args...).Query(func(rows pgx.Rows) error {
+		scanned = true
 		defer rows.Close()
 		if err := scan(rows); err != nil {
 			return err
 		}
 		return rows.Err()
 	})
-	return db.retry(ctx, func() error { return db.pool.SendBatch(ctx, b).Close() })
+	return db.retry(ctx, func() error {
+		err := db.withConn(ctx, func(c *pgx.Conn) error { return c.SendBatch(ctx, b).Close() })
+		if err != nil && scanned && connectionLost(err) {
+			return fleetscope.Errorf(fleetscope.EUNAVAILABLE, "database connection lost while reading, retry later")
+		}
+		return err
+	})
 }
 
 // retry runs fn again (up to twice more) when it failed because its
@@ -150,6 +187,10 @@ func (db *DB) retry(ctx context.Context, fn func() error) error {
 
 // connectionLost reports errors of a connection, not of the statement.
 func connectionLost(err error) bool {
+	var dropped errConnDropped
+	if errors.As(err, &dropped) {
+		return true
+	}
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {
 		return strings.HasPrefix(pe.Code, "08") || pe.Code == "57P01" || pe.Code == "57P02" || pe.Code == "57P03"
