@@ -91,7 +91,7 @@ func (h *Handlers) servePyroscope(w http.ResponseWriter, r *http.Request) {
 		httpError(w, fleetscope.Errorf(fleetscope.EINVALID, "until (%s) is before from (%s)", until.Format(time.RFC3339Nano), from.Format(time.RFC3339Nano)))
 		return
 	}
-	if limit := tighterLimit(h.Ingest.MaxUploadBytes, p.Limits.MaxUploadBytes); limit > 0 {
+	if limit := h.Ingest.MaxUpload(p); limit > 0 {
 		r.Body = http.MaxBytesReader(w, r.Body, limit+1<<20) // the profile part is limited exactly by ingest
 	}
 
@@ -269,17 +269,6 @@ func parsePyroscopeTime(s string, now time.Time) (time.Time, error) {
 	}
 	sec, frac := math.Modf(f)
 	return time.Unix(int64(sec), int64(frac*1e9)), nil
-}
-
-// tighterLimit returns the smaller positive limit (0: none).
-func tighterLimit(a, b int64) int64 {
-	switch {
-	case a <= 0:
-		return b
-	case b <= 0:
-		return a
-	}
-	return min(a, b)
 }
 
 // httpStatus is the HTTP status of each Connect code, for the plain HTTP

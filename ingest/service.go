@@ -67,7 +67,7 @@ func (s *Service) Ingest(ctx context.Context, p fleetscope.Principal, m Meta, bo
 	}()
 
 	// body -> (spool, hash, parser), with the size limit on what is sent.
-	maxUpload := tighter(s.MaxUploadBytes, p.Limits.MaxUploadBytes)
+	maxUpload := s.MaxUpload(p)
 	maxRaw := tighter(s.MaxRawBytes, p.Limits.MaxRawBytes)
 	hash := sha256.New()
 	pr, pw := io.Pipe()
@@ -261,6 +261,12 @@ func (s *Service) describe(m Meta, prof *fleetscope.Profile, ix *index.Index, su
 	info.EndTime = info.StartTime.Add(time.Duration(info.DurationNanos))
 	info.SHA256 = fmt.Sprintf("%x", sum)
 	return info
+}
+
+// MaxUpload is the largest upload, as sent, that p may make: the tighter of
+// the server's limit and the tenant's (0: none).
+func (s *Service) MaxUpload(p fleetscope.Principal) int64 {
+	return tighter(s.MaxUploadBytes, p.Limits.MaxUploadBytes)
 }
 
 // tighter returns the smaller positive limit (0: none).

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"runtime/debug"
@@ -345,17 +343,7 @@ func newClient() (*client, error) {
 	if key == "" {
 		return nil, usageError{errors.New("FLEETSCOPE_API_KEY is not set")}
 	}
-	// HTTP/2 without TLS for http:// URLs, so client streams flow both ways.
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	if strings.HasPrefix(base, "http://") {
-		p := new(http.Protocols)
-		p.SetUnencryptedHTTP2(true)
-		tr.Protocols = p
-		tr.DialTLSContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
-			return nil, errors.New("TLS dial on an http:// URL")
-		}
-	}
-	hc := &http.Client{Transport: tr}
+	hc := api.HTTPClient(base)
 	auth := connect.WithInterceptors(api.Bearer(key))
 	return &client{
 		base:   base,

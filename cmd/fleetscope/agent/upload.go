@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"net"
-	"net/http"
 	"strings"
 	"time"
 
@@ -60,17 +58,7 @@ type ConnectUploader struct {
 // (http:// uses cleartext HTTP/2, so the stream flows both ways).
 func NewConnectUploader(baseURL, key string) *ConnectUploader {
 	baseURL = strings.TrimRight(baseURL, "/")
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.ResponseHeaderTimeout = 0
-	if strings.HasPrefix(baseURL, "http://") {
-		p := new(http.Protocols)
-		p.SetUnencryptedHTTP2(true)
-		tr.Protocols = p
-		tr.DialTLSContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
-			return nil, errors.New("TLS dial on an http:// URL")
-		}
-	}
-	hc := &http.Client{Transport: tr}
+	hc := api.HTTPClient(baseURL)
 	return &ConnectUploader{ingest: fleetscopev1connect.NewIngestServiceClient(hc, baseURL, connect.WithInterceptors(api.Bearer(key)))}
 }
 
