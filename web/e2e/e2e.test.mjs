@@ -310,6 +310,18 @@ describe("dashboard", () => {
     assert.ok((await highlightPixels(page)) > 500, "matching frames are painted in the highlight colour");
     assert.equal(query(page).get("search"), "drain_stacks");
     await screenshot(page, "search-highlight");
+
+    // A name in the top-functions table searches for exactly that function.
+    const name = await page.locator("[data-testid=top-functions] tbody tr[data-name*=drain_stacks_depth]").getAttribute("data-name");
+    await page.locator("[data-testid=top-functions] tbody tr[data-name*=drain_stacks_depth] button").click();
+    assert.match(name, /^[\w:]+$/); // nothing to escape in a /regex/
+    const exact = `/^${name}$/`;
+    await page.waitForFunction((q) => new URL(location.href).searchParams.get("search") === q, exact);
+    assert.equal(await page.getByTestId("flame-search").inputValue(), exact);
+    assert.equal(Number(await m.getAttribute("data-samples")), samples, "the one function drain_stacks matched");
+    await page.getByTestId("flame-search").fill("drain_stacks");
+    await page.getByTestId("flame-search").press("Enter");
+    await page.waitForFunction(() => new URL(location.href).searchParams.get("search") === "drain_stacks");
   });
 
   test("hover shows a frame's numbers; click zooms; orientation flips", async () => {

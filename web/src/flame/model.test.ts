@@ -1,6 +1,7 @@
 import { describe, expect, test } from "vitest";
 import {
   compileSearch,
+  exactSearch,
   findPath,
   hitTest,
   layout,
@@ -155,6 +156,14 @@ describe("search", () => {
     expect(compileSearch("  ")).toBeNull();
     expect(compileSearch("/(/")).toBeNull();
     expect(matchedTotal(l, matchNames(l.names, null)).samples).toBe(0);
+  });
+  test("an exact search matches that name only, special characters and all", () => {
+    const names = ["RegExp:[&<>\\]", "a.b", "axb", "operator()", "x/y", "$f^", "a|b", "a", "GC (young)", "f+", "ff"];
+    for (const n of names) {
+      const pred = compileSearch(exactSearch(n))!;
+      expect(names.filter(pred)).toEqual([n]);
+      expect(pred(`${n}x`) || pred(`x${n}`)).toBe(false);
+    }
   });
   test("matches within a zoomed subtree", () => {
     const z = findPath(l, "java");

@@ -205,6 +205,12 @@ export function compileSearch(q: string): ((name: string) => boolean) | null {
   return (n) => n.toLowerCase().includes(low);
 }
 
+/** exactSearch is the search text (a /regex/) that matches name and no
+ * other name. */
+export function exactSearch(name: string): string {
+  return `/^${name.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&")}$/`;
+}
+
 /** matchNames evaluates a predicate once per distinct name. */
 export function matchNames(names: string[], pred: ((name: string) => boolean) | null): Uint8Array {
   const m = new Uint8Array(names.length);

@@ -1,68 +1,29 @@
-// One profile: its facts, the sub-second heatmap, the selected range and its
-// flame graph with the top-functions table. Everything a colleague needs to
-// see the same view is in the URL (a permalink):
-//   /p/ID?event=E&rows=50&idle=1&start=2.4&end=2.48&frame=java;start_thread&search=GC&orient=flame
-// start and end are seconds relative to the profile's start second, exact
-// decimals (as the CLI's --start/--end); frame is the zoomed frame's path.
+// One profile (/p/ID?...): the header, the heatmap, the flame graph of the
+// selected range and the top-functions table, composed from the panels in
+// src/panels. This page owns the view state (src/viewstate.ts: what the URL,
+// a permalink, holds) and the requests: a panel reports what the user did,
+// the page records it in the view and the URL, asks the server what it
+// needs, and hands the answers to the panels. Answers to requests that a
+// newer one has replaced are dropped.
 
-import { timestampDate } from "@bufbuild/protobuf/wkt";
-import { getFlameGraph, problem, query } from "../api";
-import { h, replace, debounce } from "../dom";
-import { layout, findPath, pathOf, ancestors, topFunctions, sortFunctions, type Layout, type SortKey, type FunctionStat } from "../flame/model";
-import { FlameView, type Orientation } from "../flame/view";
-import { formatCount, formatDate, formatDuration, formatPercent, formatSeconds, formatTime, parseSeconds } from "../format";
-import { FlameGraphFormat, type GetHeatmapResponse } from "../gen/fleetscope/v1/query_pb";
+import { getFlameGraph, problem, query, type Problem } from "../api";
+import { h, replace } from "../dom";
+import { exactSearch, findPath, layout, pathOf, type Layout } from "../flame/model";
 import type { WireFlameGraph } from "../flame/wire";
+import { formatTime } from "../format";
+import { FlameGraphFormat, type GetHeatmapResponse } from "../gen/fleetscope/v1/query_pb";
 import type { Profile } from "../gen/fleetscope/v1/profile_pb";
-import { cellsOfRange, type Heatmap, type Range } from "../heatmap/model";
-import { HeatmapView } from "../heatmap/view";
-import { setQuery } from "../router";
-import type { Page } from "./page";
-import { emptyState, errorState, loadingState, onUnauthenticated } from "./states";
+import type { Heatmap } from "../heatmap/model";
+import { FlamePanel } from "../panels/flame";
+import { HeaderPanel } from "../panels/header";
+import { HeatmapPanel } from "../panels/heatmap";
+import { TopPanel } from "../panels/top";
 import { perf } from "../perf";
 import { takeHeatmap } from "../prefetch";
-
-const ROW_OPTIONS = [50, 100, 25];
-
-interface ViewState {
-  event: string;
-  rows: number;
-  idle: boolean;
-  range: Range | null;
-  frame: string;
-  search: string;
-  orient: Orientation;
-}
-
-export function readView(p: URLSearchParams): ViewState {
-  const rows = Number(p.get("rows"));
-  const start = parseSeconds(p.get("start"));
-  const end = parseSeconds(p.get("end"));
-  return {
-    event: p.get("event") ?? "",
-    rows: Number.isInteger(rows) && rows >= 1 && rows <= 1000 ? rows : 50,
-    idle: p.get("idle") === "1",
-    range: start !== null && end !== null ? { start, end } : null,
-    frame: p.get("frame") ?? "",
-    search: p.get("search") ?? "",
-    orient: p.get("orient") === "flame" ? "flame" : "icicle",
-  };
-}
-
-export function writeView(v: ViewState): URLSearchParams {
-  const p = new URLSearchParams();
-  if (v.event) p.set("event", v.event);
-  if (v.rows !== 50) p.set("rows", String(v.rows));
-  if (v.idle) p.set("idle", "1");
-  if (v.range) {
-    p.set("start", formatSeconds(v.range.start));
-    p.set("end", formatSeconds(v.range.end));
-  }
-  if (v.frame) p.set("frame", v.frame);
-  if (v.search) p.set("search", v.search);
-  if (v.orient !== "icicle") p.set("orient", v.orient);
-  return p;
-}
+import { setQuery } from "../router";
+import { chooseEvent, flameRequest, foldedFilename, heatmapRequest, Latest, permalink, readView, wholeProfile, writeView, type ViewState } from "../viewstate";
+import type { Page } from "./page";
+import { onUnauthenticated } from "./states";
 
 function toHeatmap(r: GetHeatmapResponse): Heatmap {
   return {
@@ -79,552 +40,221 @@ function toLayout(r: WireFlameGraph): Layout {
   return layout(r.tree ?? { names: [], name: [], value: [], depth: [] });
 }
 
-function escapeRegExp(s: string): string {
-  return s.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&");
-}
-
 export function profilePage(id: string, params: URLSearchParams): Page {
-  const view = readView(params);
+  let view = readView(params);
   const ctrl = new AbortController();
+  const heatReq = new Latest();
+  const flameReq = new Latest();
   let profile: Profile | null = null;
-  let heatmap: Heatmap | null = null;
-  let flameSeq = 0;
-  let heatSeq = 0;
-  let flameTotal: number | null = null;
-  let topSort: { key: SortKey; asc: boolean } = { key: "self", asc: false };
-  let topLimit = 50;
+  let flameTotal: number | null = null; // the shown flame graph's total, once it has arrived
 
-  const sync = () => setQuery(writeView(view));
+  /** update records a new view in the URL (without drawing anything). */
+  const update = (next: ViewState) => {
+    view = next;
+    setQuery(writeView(view));
+  };
 
-  // ---- skeleton ----------------------------------------------------------------
-  const header = h("header", { class: "profile-head" }, loadingState("profile"));
-  const eventSel = h("select", { "data-testid": "event", "aria-label": "Event", disabled: true });
-  const rowsSel = h(
-    "select",
-    { "data-testid": "rows", "aria-label": "Rows per second" },
-    ROW_OPTIONS.map((r) => h("option", { value: String(r) }, `${r} rows (${formatDuration(1e9 / r)} cells)`)),
-  );
-  if (!ROW_OPTIONS.includes(view.rows)) rowsSel.appendChild(h("option", { value: String(view.rows) }, `${view.rows} rows`));
-  rowsSel.value = String(view.rows);
-  const idleBox = h("input", { type: "checkbox", "data-testid": "idle", checked: view.idle });
-  const tableBtn = h("button", { type: "button", class: "ghost", "aria-pressed": "false", "data-testid": "heatmap-table-toggle" }, "Table");
-  const heatView = new HeatmapView({
-    onSelect: (r) => {
-      view.range = r; // the zoomed frame stays if the new range has it
-      sync();
-      renderSelection();
-      loadFlame();
+  const header = new HeaderPanel();
+  const heat = new HeatmapPanel({
+    rows: view.rows,
+    idle: view.idle,
+    onSelect: (range) => {
+      update({ ...view, range }); // the zoomed frame stays if the new range has it
+      showSelection();
+      void loadFlame();
+    },
+    onClear: () => {
+      heat.clearSelection();
+      selectWhole();
+    },
+    onEvent: (event) => {
+      update(chooseEvent(view, event, profile?.defaultEvent ?? ""));
+      void loadHeatmap();
+      void loadFlame();
+    },
+    onRows: (rows) => {
+      update({ ...view, rows });
+      void loadHeatmap();
+    },
+    onIdle: (idle) => {
+      update({ ...view, idle });
+      void loadHeatmap();
+      void loadFlame();
     },
     onDrawn: (ms) => perf.heatmapDrawn(ms),
   });
-  const heatBox = h("div", { class: "heatmap-box" }, loadingState("heatmap", 440));
-  const heatHint = h("span", { class: "muted small" }, "each column is one second; each cell a slice of it. Click a cell or drag across cells to choose a range; shift-click extends.");
-  const rowsLabel = h("label", null, "Rows ", rowsSel);
-  const selectionBar = h("div", { class: "selection-bar", "data-testid": "selection", "aria-live": "polite" });
-
-  const searchBox = h("input", {
-    type: "search",
-    class: "flame-search",
-    placeholder: "Search functions (text or /regex/)",
-    "aria-label": "Search functions",
-    "data-testid": "flame-search",
-    value: view.search,
-    spellcheck: "false",
+  const flame = new FlamePanel({
+    search: view.search,
+    orient: view.orient,
+    onSearch: (search) => {
+      update({ ...view, search });
+      redrawFlame();
+    },
+    onOrient: (orient) => {
+      update({ ...view, orient });
+      redrawFlame();
+    },
+    onZoom: (i) => zoomTo(i),
+    link: () => permalink(location.origin, id, view),
+    onDownloadFolded: () => downloadFolded(),
+    onRendered: (ms) => perf.flameRendered(ms),
   });
-  const matched = h("span", { class: "matched", "data-testid": "matched", "aria-live": "polite" });
-  const orientBtns = (["icicle", "flame"] as Orientation[]).map((o) =>
-    h(
-      "button",
-      {
-        type: "button",
-        class: "seg",
-        "data-testid": `orient-${o}`,
-        "aria-pressed": String(view.orient === o),
-        title: o === "icicle" ? "Root at the top" : "Root at the bottom",
-        onclick: () => {
-          view.orient = o;
-          orientBtns.forEach((b) => b.setAttribute("aria-pressed", String(b.dataset.testid === `orient-${o}`)));
-          sync();
-          drawFlame();
-        },
-      },
-      o === "icicle" ? "Icicle" : "Flame",
-    ),
-  );
-  const copyBtn = h("button", { type: "button", class: "primary", "data-testid": "copy-link", onclick: () => copyLink() }, "Copy link");
-  const foldedBtn = h("button", { type: "button", class: "ghost", "data-testid": "download-folded", title: "Download this range as folded stacks", onclick: () => downloadFolded() }, "Folded ↓");
-  const breadcrumb = h("nav", { class: "breadcrumb", "aria-label": "Zoomed frame", "data-testid": "breadcrumb" });
-  const resetBtn = h("button", { type: "button", class: "ghost", "data-testid": "reset-zoom", disabled: true, onclick: () => zoomTo(0) }, "Reset zoom");
-  const flameTotalEl = h("span", { class: "flame-total", "data-testid": "flame-total" });
-  const flameView = new FlameView({ onZoom: (i) => zoomTo(i), onRendered: (ms) => perf.flameRendered(ms) });
-  const flameBox = h("div", { class: "flame-box" }, loadingState("flame graph", 200));
-  const topBox = h("section", { class: "panel top-panel", "aria-labelledby": "top-title" });
-
-  const el = h(
-    "div",
-    { class: "page profile-page" },
-    header,
-    h(
-      "section",
-      { class: "panel heat-panel", "aria-labelledby": "heat-title" },
-      h(
-        "div",
-        { class: "panel-head" },
-        h("h2", { id: "heat-title" }, "Heatmap"),
-        heatHint,
-        h("div", { class: "controls" }, h("label", null, "Event ", eventSel), rowsLabel, h("label", { class: "check" }, idleBox, " Include idle"), tableBtn),
-      ),
-      heatBox,
-      selectionBar,
-    ),
-    h(
-      "section",
-      { class: "panel flame-panel", "aria-labelledby": "flame-title" },
-      h(
-        "div",
-        { class: "panel-head" },
-        h("h2", { id: "flame-title" }, "Flame graph"),
-        flameTotalEl,
-        h("div", { class: "controls" }, h("div", { class: "search-wrap" }, searchBox, matched), h("div", { class: "segmented", role: "group", "aria-label": "Orientation" }, orientBtns), foldedBtn, copyBtn),
-      ),
-      h("div", { class: "crumb-row" }, breadcrumb, resetBtn),
-      flameBox,
-    ),
-    topBox,
-  );
-
-  // ---- header ------------------------------------------------------------------
-  function renderHeader(p: Profile) {
-    const start = p.startTime ? timestampDate(p.startTime) : null;
-    const fact = (k: string, v: string | Node, title?: string) => h("div", { class: "fact", title }, h("dt", null, k), h("dd", null, v));
-    replace(
-      header,
-      h("a", { href: "/", class: "back" }, "← Profiles"),
-      h(
-        "div",
-        { class: "title-row" },
-        h("h1", null, p.app, p.host ? h("span", { class: "host" }, ` on ${p.host}`) : null),
-        Object.entries(p.labels).map(([k, v]) => h("span", { class: "chip" }, `${k}=${v}`)),
-      ),
-      h(
-        "dl",
-        { class: "facts" },
-        fact("start", start ? formatDate(start) : "—", start ? `${start.toISOString()} (${p.timeSource})` : undefined),
-        fact("duration", p.timed ? formatDuration(Number(p.durationNanos)) : "untimed", p.timed ? undefined : "no per-sample timestamps"),
-        fact("samples", formatCount(p.samples)),
-        fact("events", p.events.map((e) => `${e.name} (${formatCount(e.samples)})`).join(", ") || "—"),
-        fact("format", p.format),
-        fact("size", `${(Number(p.sizeBytes) / 1e6).toFixed(1)} MB`),
-        fact("id", h("code", null, p.id)),
-      ),
-    );
-    replace(
-      eventSel,
-      p.events.map((e) => h("option", { value: e.name }, `${e.name}${e.name === p.defaultEvent ? " (default)" : ""}`)),
-    );
-    eventSel.value = view.event || p.defaultEvent;
-    eventSel.disabled = p.events.length < 2;
-    document.title = `${p.app}${p.host ? ` on ${p.host}` : ""} · fleetscope`;
-  }
+  const top = new TopPanel({
+    onPick: (name) => {
+      const search = exactSearch(name);
+      flame.setSearch(search);
+      update({ ...view, search });
+      redrawFlame();
+    },
+  });
+  const el = h("div", { class: "page profile-page" }, header.el, heat.el, flame.el, top.el);
 
   // ---- loading -----------------------------------------------------------------
   async function loadProfile() {
     try {
       const res = await query.getProfile({ id }, { signal: ctrl.signal });
       profile = res.profile!;
-      renderHeader(profile);
-      if (!profile.timed) {
-        replace(heatBox, emptyState("No heatmap", "This profile has no per-sample timestamps, so it has no heatmap: the flame graph below is the whole profile.", "no-heatmap"));
-        for (const e of [heatHint, rowsLabel, tableBtn, selectionBar]) e.hidden = true;
-      }
+      header.show(profile);
+      heat.setEvents(profile.events, profile.defaultEvent, view.event);
+      document.title = `${profile.app}${profile.host ? ` on ${profile.host}` : ""} · fleetscope`;
+      if (!profile.timed) heat.untimed();
     } catch (err) {
       if (ctrl.signal.aborted) return;
-      fail(err, true);
+      const p = problem(err);
+      if (p.kind === "notfound") notFound();
+      else failed(p, (p) => header.error(p, () => void loadProfile()));
     }
   }
 
-  function fail(err: unknown, whole: boolean, box?: HTMLElement, retry?: () => void) {
-    const p = problem(err);
-    if (p.kind === "unauthenticated") return onUnauthenticated();
-    if (whole && p.kind === "notfound") {
-      ctrl.abort();
-      replace(
-        el,
-        h(
-          "div",
-          { class: "state error-state", role: "alert", "data-testid": "not-found" },
-          h("h2", null, "Profile not found"),
-          h("p", null, `No profile ${id} in your tenant. The link may be mistyped, the profile deleted, or it may belong to another tenant (links work only within a tenant).`),
-          h("a", { href: "/", class: "button primary" }, "Search profiles"),
-        ),
-      );
-      return;
-    }
-    if (whole) {
-      replace(header, errorState(p, () => void loadProfile()));
-      return;
-    }
-    if (box) replace(box, errorState(p, retry));
+  /** failed reports a failed request: the sign-in page for a rejected key,
+   * else show(p) in the panel that asked. */
+  function failed(p: Problem, show: (p: Problem) => void) {
+    if (p.kind === "unauthenticated") onUnauthenticated();
+    else show(p);
+  }
+
+  function notFound() {
+    ctrl.abort();
+    replace(
+      el,
+      h(
+        "div",
+        { class: "state error-state", role: "alert", "data-testid": "not-found" },
+        h("h2", null, "Profile not found"),
+        h("p", null, `No profile ${id} in your tenant. The link may be mistyped, the profile deleted, or it may belong to another tenant (links work only within a tenant).`),
+        h("a", { href: "/", class: "button primary" }, "Search profiles"),
+      ),
+    );
   }
 
   async function loadHeatmap() {
-    const seq = ++heatSeq;
-    if (!heatmap) replace(heatBox, loadingState("heatmap", 440));
-    else heatBox.classList.add("stale");
+    const current = heatReq.begin();
+    heat.loading();
     try {
-      const res =
-        (await takeHeatmap(id, view.event, view.rows, view.idle)) ??
-        (await query.getHeatmap({ profileId: id, event: view.event, rows: view.rows, includeIdle: view.idle }, { signal: ctrl.signal }));
-      if (seq !== heatSeq) return;
+      const res = (await takeHeatmap(id, view.event, view.rows, view.idle)) ?? (await query.getHeatmap(heatmapRequest(id, view), { signal: ctrl.signal }));
+      if (!current()) return;
       perf.mark("heatmap-response");
-      heatmap = toHeatmap(res);
-      heatBox.classList.remove("stale");
-      if (heatView.el.parentElement !== heatBox) replace(heatBox, heatView.el);
-      heatView.setSelection(view.range);
-      heatView.setData(heatmap);
-      if (heatmap.total === 0) {
-        heatBox.appendChild(emptyState("No samples", view.idle ? "This event has no samples." : "Every sample of this event is idle. Tick “Include idle” to see them.", "no-samples-heatmap"));
-      }
-      heatView.scrollToSelection();
-      renderSelection();
+      heat.show(toHeatmap(res), view.range, view.idle);
+      showSelection();
     } catch (err) {
-      if (ctrl.signal.aborted || seq !== heatSeq) return;
+      if (ctrl.signal.aborted || !current()) return;
       const p = problem(err);
       if (p.kind === "invalid" && profile && !profile.timed) return; // said already
       if (p.kind === "notfound") return; // the profile request says it
-      fail(err, false, heatBox, () => void loadHeatmap());
+      failed(p, (p) => heat.error(p, () => void loadHeatmap()));
     }
   }
 
   async function loadFlame() {
-    const seq = ++flameSeq;
+    const current = flameReq.begin();
     flameTotal = null;
-    flameBox.classList.add("stale");
-    if (!flameView.current) replace(flameBox, loadingState("flame graph", 200));
-    renderSelection();
+    flame.loading();
+    showSelection();
     const t0 = performance.now();
     try {
-      const res = await getFlameGraph(
-        {
-          profileId: id,
-          event: view.event,
-          startNanos: view.range ? BigInt(view.range.start) : undefined,
-          endNanos: view.range ? BigInt(view.range.end) : undefined,
-          includeIdle: view.idle,
-          format: FlameGraphFormat.TREE,
-        },
-        ctrl.signal,
-      );
-      if (seq !== flameSeq) return;
+      const res = await getFlameGraph(flameRequest(id, view, FlameGraphFormat.TREE), ctrl.signal);
+      if (!current()) return;
       const t1 = performance.now();
       const l = toLayout(res);
       const t2 = performance.now();
       flameTotal = Number(res.total);
-      flameBox.classList.remove("stale");
       let zoom = view.frame ? findPath(l, view.frame) : 0;
       if (zoom < 0) {
         zoom = 0;
-        view.frame = "";
-        sync();
+        update({ ...view, frame: "" });
       }
-      if (l.total === 0) {
-        flameView.set(l, 0, view.search, view.orient);
-        replace(
-          flameBox,
-          emptyState(
-            "No samples in this range",
-            view.range
-              ? `Nothing ran (that is not idle) in ${formatTime(view.range.start)} – ${formatTime(view.range.end)}. Choose other cells in the heatmap${view.idle ? "" : ", or include idle samples"}.`
-              : "This profile has no samples for this event.",
-            "no-samples",
-          ),
-          h("div", { hidden: true }, flameView.el),
-        );
-      } else {
-        if (flameView.el.parentElement !== flameBox) replace(flameBox, flameView.el);
-        flameView.set(l, zoom, view.search, view.orient);
-      }
-      perf.flameLoaded({ nodes: l.n, fetchMs: t1 - t0, decodeMs: t2 - t1, renderMs: Number(flameView.canvas.dataset.renderMs) });
-      renderFlameChrome();
-      renderSelection();
+      const r = view.range;
+      flame.show(
+        l,
+        zoom,
+        view.search,
+        view.orient,
+        r ? `${formatTime(r.start)} – ${formatTime(r.end)}` : "whole profile",
+        r
+          ? `Nothing ran (that is not idle) in ${formatTime(r.start)} – ${formatTime(r.end)}. Choose other cells in the heatmap${view.idle ? "" : ", or include idle samples"}.`
+          : "This profile has no samples for this event.",
+      );
+      showTop();
+      perf.flameLoaded({ nodes: l.n, fetchMs: t1 - t0, decodeMs: t2 - t1, renderMs: Number(flame.canvas.dataset.renderMs) });
+      showSelection();
     } catch (err) {
-      if (ctrl.signal.aborted || seq !== flameSeq) return;
+      if (ctrl.signal.aborted || !current()) return;
       const p = problem(err);
       if (p.kind === "notfound") return;
-      flameBox.classList.remove("stale");
       if (p.kind === "invalid" && view.range) {
-        replace(
-          flameBox,
-          errorState(p, undefined, "Cannot show this range"),
-          h("button", { type: "button", class: "ghost", onclick: () => { heatView.setSelection(null); selectWhole(); } }, "Show the whole profile"),
-        );
+        flame.badRange(p, () => {
+          heat.clearSelection();
+          selectWhole();
+        });
         return;
       }
-      fail(err, false, flameBox, () => void loadFlame());
+      failed(p, (p) => flame.error(p, () => void loadFlame()));
     }
-  }
-
-  function selectWhole() {
-    view.range = null;
-    view.frame = "";
-    sync();
-    loadFlame();
-  }
-
-  // ---- selection, flame chrome, top table ----------------------------------------
-  function renderSelection() {
-    const r = view.range;
-    if (!r) {
-      replace(
-        selectionBar,
-        h("span", { class: "sel-label" }, "Whole profile"),
-        h("span", { class: "muted" }, " — no range selected. Click a cell or drag from a start cell to an end cell."),
-        flameTotal !== null ? h("span", { class: "sel-count" }, ` ${formatCount(flameTotal)} samples`) : null,
-      );
-      delete selectionBar.dataset.start;
-      return;
-    }
-    const span = heatmap ? cellsOfRange(r, heatmap.rows, heatmap.columns.length) : null;
-    const outside = heatmap !== null && span === null;
-    const cellSum = heatmap && !outside ? heatView.selectedCount() : null;
-    const cells = span ? span.last - span.first + 1 : 0;
-    const agree = cellSum !== null && flameTotal !== null ? cellSum === flameTotal : null;
-    selectionBar.dataset.start = formatSeconds(r.start);
-    selectionBar.dataset.end = formatSeconds(r.end);
-    replace(
-      selectionBar,
-      h("span", { class: "sel-label" }, "Range "),
-      h("b", { "data-testid": "selection-range" }, `${formatTime(r.start)} – ${formatTime(r.end)}`),
-      h("span", { class: "muted" }, ` (${formatDuration(r.end - r.start)}${cells ? `, ${cells} cell${cells === 1 ? "" : "s"}` : ""})`),
-      cellSum !== null
-        ? h("span", { class: "sel-count", "data-testid": "selection-count", "data-count": String(cellSum) }, ` · ${formatCount(cellSum)} samples in the cells`)
-        : span && !span.aligned
-          ? h("span", { class: "muted" }, " · not aligned to cells: the flame graph counts the exact range")
-          : outside
-            ? h("span", { class: "muted" }, ` · outside the profile (0 – ${heatmap!.columns.length} s)`)
-            : null,
-      agree === true ? h("span", { class: "agree", title: "The flame graph's total equals the selected cells' sum" }, " ✓ flame graph total matches") : null,
-      agree === false ? h("span", { class: "disagree", role: "alert" }, ` ✗ flame graph total ${formatCount(flameTotal!)} differs`) : null,
-      h("button", { type: "button", class: "ghost small", "data-testid": "clear-selection", onclick: () => { heatView.setSelection(null); selectWhole(); } }, "Clear"),
-    );
-  }
-
-  function drawFlame() {
-    const l = flameView.current;
-    if (!l) return;
-    flameView.set(l, l.n ? flameView.zoomed : 0, view.search, view.orient);
-    renderFlameChrome();
-  }
-
-  function zoomTo(i: number) {
-    const l = flameView.current;
-    if (!l) return;
-    view.frame = i > 0 ? pathOf(l, i) : "";
-    sync();
-    flameView.set(l, i, view.search, view.orient);
-    renderFlameChrome();
-  }
-
-  function renderFlameChrome() {
-    const l = flameView.current;
-    if (!l) return;
-    flameTotalEl.dataset.total = String(l.total);
-    replace(flameTotalEl, h("b", null, formatCount(l.total)), ` samples · ${view.range ? `${formatTime(view.range.start)} – ${formatTime(view.range.end)}` : "whole profile"}`);
-    const zoom = flameView.zoomed;
-    const chain = l.n ? ancestors(l, zoom) : [];
-    replace(
-      breadcrumb,
-      chain.map((i, k) =>
-        k === chain.length - 1
-          ? h("span", { class: "crumb current", "aria-current": "true", title: l.names[l.name[i]] }, l.names[l.name[i]])
-          : [h("button", { type: "button", class: "crumb", title: l.names[l.name[i]], onclick: () => zoomTo(i) }, l.names[l.name[i]]), h("span", { class: "sep", "aria-hidden": "true" }, "›")],
-      ),
-    );
-    resetBtn.disabled = zoom === 0;
-    if (view.search.trim()) {
-      const m = flameView.matched();
-      matched.dataset.samples = String(m);
-      matched.dataset.percent = l.total ? ((100 * m) / l.total).toFixed(2) : "0";
-      matched.textContent = `Matched ${formatPercent(m, l.total)} · ${formatCount(m)} samples`;
-      matched.hidden = false;
-    } else {
-      matched.hidden = true;
-      delete matched.dataset.samples;
-    }
-    renderTop(l, zoom);
-  }
-
-  function renderTop(l: Layout, zoom: number) {
-    const stats = sortFunctions(topFunctions(l, zoom), topSort.key, topSort.asc);
-    const total = l.total;
-    const searchRe = view.search.trim();
-    const th = (key: SortKey, label: string, num: boolean) => {
-      const active = topSort.key === key;
-      return h(
-        "th",
-        { scope: "col", class: num ? "num" : undefined, "aria-sort": active ? (topSort.asc ? "ascending" : "descending") : "none" },
-        h(
-          "button",
-          {
-            type: "button",
-            class: "sort",
-            "data-sort": key,
-            onclick: () => {
-              topSort = { key, asc: active ? !topSort.asc : key === "name" };
-              renderTop(l, zoom);
-            },
-          },
-          label,
-          h("span", { class: "sort-mark", "aria-hidden": "true" }, active ? (topSort.asc ? "▲" : "▼") : ""),
-        ),
-      );
-    };
-    const row = (s: FunctionStat) =>
-      h(
-        "tr",
-        { "data-name": s.name },
-        h(
-          "td",
-          { class: "fn" },
-          h(
-            "button",
-            {
-              type: "button",
-              class: "linkish mono",
-              title: `Search for ${s.name}`,
-              onclick: () => {
-                searchBox.value = `/^${escapeRegExp(s.name)}$/`;
-                onSearch();
-              },
-            },
-            s.name,
-          ),
-        ),
-        h("td", { class: "num" }, formatCount(s.self)),
-        h("td", { class: "num bar-cell" }, h("span", { class: "bar", style: `width:${total ? (100 * s.self) / total : 0}%` }), formatPercent(s.self, total)),
-        h("td", { class: "num" }, formatCount(s.total)),
-        h("td", { class: "num bar-cell" }, h("span", { class: "bar total", style: `width:${total ? (100 * s.total) / total : 0}%` }), formatPercent(s.total, total)),
-      );
-    replace(
-      topBox,
-      h(
-        "div",
-        { class: "panel-head" },
-        h("h2", { id: "top-title" }, "Top functions"),
-        h("span", { class: "muted small" }, zoom ? `under ${l.names[l.name[zoom]]}` : "in this range", searchRe ? " · click a name to search for it" : " · click a name to highlight it"),
-      ),
-      stats.length === 0
-        ? h("p", { class: "muted" }, "No functions.")
-        : h(
-            "table",
-            { class: "data-table top-table", "data-testid": "top-functions" },
-            h("thead", null, h("tr", null, th("name", "Function", false), th("self", "Self", true), h("th", { class: "num", scope: "col" }, "Self %"), th("total", "Total", true), h("th", { class: "num", scope: "col" }, "Total %"))),
-            h("tbody", null, stats.slice(0, topLimit).map(row)),
-          ),
-      stats.length > topLimit
-        ? h(
-            "button",
-            {
-              type: "button",
-              class: "ghost",
-              onclick: () => {
-                topLimit = stats.length;
-                renderTop(l, zoom);
-              },
-            },
-            `Show all ${formatCount(stats.length)} functions`,
-          )
-        : null,
-    );
-  }
-
-  const onSearch = () => {
-    view.search = searchBox.value;
-    sync();
-    drawFlame();
-  };
-  searchBox.addEventListener("input", debounce(onSearch, 120));
-  searchBox.addEventListener("keydown", (e) => {
-    if (e.key === "Enter") onSearch();
-    if (e.key === "Escape") {
-      searchBox.value = "";
-      onSearch();
-    }
-  });
-
-  async function copyLink() {
-    const url = `${location.origin}/p/${encodeURIComponent(id)}${writeView(view).toString() ? `?${writeView(view)}` : ""}`;
-    copyBtn.dataset.link = url;
-    let ok = false;
-    try {
-      await navigator.clipboard.writeText(url);
-      ok = true;
-    } catch {
-      const ta = h("textarea", { class: "visually-hidden" }, url);
-      document.body.appendChild(ta);
-      ta.select();
-      ok = document.execCommand("copy");
-      ta.remove();
-    }
-    copyBtn.textContent = ok ? "Copied ✓" : "Copy failed";
-    setTimeout(() => (copyBtn.textContent = "Copy link"), 1800);
   }
 
   async function downloadFolded() {
-    foldedBtn.disabled = true;
     try {
-      const res = await getFlameGraph(
-        {
-          profileId: id,
-          event: view.event,
-          startNanos: view.range ? BigInt(view.range.start) : undefined,
-          endNanos: view.range ? BigInt(view.range.end) : undefined,
-          includeIdle: view.idle,
-          format: FlameGraphFormat.FOLDED,
-        },
-        ctrl.signal,
-      );
-      const a = h("a", {
-        href: URL.createObjectURL(new Blob([res.folded], { type: "text/plain" })),
-        download: `${profile?.app ?? "profile"}-${view.range ? `${formatSeconds(view.range.start)}-${formatSeconds(view.range.end)}` : "all"}.folded`,
-      });
+      const res = await getFlameGraph(flameRequest(id, view, FlameGraphFormat.FOLDED), ctrl.signal);
+      const a = h("a", { href: URL.createObjectURL(new Blob([res.folded], { type: "text/plain" })), download: foldedFilename(profile?.app, view) });
       a.click();
       setTimeout(() => URL.revokeObjectURL(a.href), 10_000);
     } catch (err) {
-      fail(err, false, flameBox, () => void loadFlame());
-    } finally {
-      foldedBtn.disabled = false;
+      failed(problem(err), (p) => flame.error(p, () => void loadFlame()));
     }
   }
 
-  // ---- controls ------------------------------------------------------------------
-  eventSel.addEventListener("change", () => {
-    view.event = eventSel.value === profile?.defaultEvent ? "" : eventSel.value;
-    view.frame = "";
-    sync();
-    loadHeatmap();
-    loadFlame();
-  });
-  rowsSel.addEventListener("change", () => {
-    view.rows = Number(rowsSel.value);
-    sync();
-    loadHeatmap();
-  });
-  idleBox.addEventListener("change", () => {
-    view.idle = idleBox.checked;
-    sync();
-    loadHeatmap();
-    loadFlame();
-  });
-  tableBtn.addEventListener("click", () => {
-    const on = tableBtn.getAttribute("aria-pressed") !== "true";
-    tableBtn.setAttribute("aria-pressed", String(on));
-    heatView.toggleTable(on);
-  });
+  // ---- changes -------------------------------------------------------------------
+  function selectWhole() {
+    update(wholeProfile(view));
+    void loadFlame();
+  }
+
+  function zoomTo(i: number) {
+    const l = flame.layout;
+    if (!l) return;
+    update({ ...view, frame: i > 0 ? pathOf(l, i) : "" });
+    flame.zoom(i, view.search, view.orient);
+    showTop();
+  }
+
+  function redrawFlame() {
+    flame.redraw(view.search, view.orient);
+    showTop();
+  }
+
+  function showTop() {
+    const l = flame.layout;
+    if (l) top.show(l, flame.zoomed, view.search.trim() !== "");
+  }
+
+  function showSelection() {
+    heat.showSelection(view.range, flameTotal);
+  }
+
   const onKey = (e: KeyboardEvent) => {
     if (e.key === "/" && !(e.target instanceof HTMLInputElement || e.target instanceof HTMLTextAreaElement || e.target instanceof HTMLSelectElement)) {
       e.preventDefault();
-      searchBox.focus();
+      flame.focusSearch();
     }
   };
   window.addEventListener("keydown", onKey);
@@ -638,15 +268,15 @@ export function profilePage(id: string, params: URLSearchParams): Page {
   void loadProfile();
   if (view.range) void loadFlame();
   else void heatDone.finally(() => !ctrl.signal.aborted && loadFlame());
-  renderSelection();
+  showSelection();
 
   return {
     el,
     title: "Profile",
     destroy() {
       ctrl.abort();
-      heatView.destroy();
-      flameView.destroy();
+      heat.destroy();
+      flame.destroy();
       window.removeEventListener("keydown", onKey);
     },
   };

@@ -1,0 +1,244 @@
+// The flame graph panel: the flame graph canvas (flame/view.ts) with its
+// total, search box and matched share, orientation switch, folded-stacks
+// download and copy-link buttons, and the zoom breadcrumb. It draws the
+// layout, zoom, search and orientation it is given; what the user asks for
+// (a search, an orientation, a zoom, a link, a download) goes to a callback
+// and comes back through show() or redraw() once the owner has recorded it.
+
+import type { Problem } from "../api";
+import { h, replace, debounce } from "../dom";
+import { ancestors, type Layout } from "../flame/model";
+import { FlameView, type Orientation } from "../flame/view";
+import { formatCount, formatPercent } from "../format";
+import { emptyState, errorState, loadingState } from "../pages/states";
+
+export interface FlamePanelOptions {
+  /** The search box's text and the orientation, initially. */
+  search: string;
+  orient: Orientation;
+  /** The search box's text, on Enter, Escape (cleared) or a pause in typing. */
+  onSearch: (search: string) => void;
+  onOrient: (o: Orientation) => void;
+  /** A frame clicked (in the graph or the breadcrumb); 0 is the root. */
+  onZoom: (node: number) => void;
+  /** The permalink to copy. */
+  link: () => string;
+  /** Downloads the graph as folded stacks (the button is disabled meanwhile). */
+  onDownloadFolded: () => Promise<void>;
+  /** After each drawing, with the milliseconds it took (for the bench). */
+  onRendered?: (ms: number) => void;
+}
+
+export class FlamePanel {
+  readonly el: HTMLElement;
+  private view: FlameView;
+  private box = h("div", { class: "flame-box" }, loadingState("flame graph", 200));
+  private totalEl = h("span", { class: "flame-total", "data-testid": "flame-total" });
+  private searchBox: HTMLInputElement;
+  private matched = h("span", { class: "matched", "data-testid": "matched", "aria-live": "polite" });
+  private orientBtns: HTMLButtonElement[];
+  private breadcrumb = h("nav", { class: "breadcrumb", "aria-label": "Zoomed frame", "data-testid": "breadcrumb" });
+  private resetBtn: HTMLButtonElement;
+  private copyBtn: HTMLButtonElement;
+  private scope = "";
+  private opts: FlamePanelOptions;
+
+  constructor(opts: FlamePanelOptions) {
+    this.opts = opts;
+    this.view = new FlameView({ onZoom: opts.onZoom, onRendered: opts.onRendered });
+    this.searchBox = h("input", {
+      type: "search",
+      class: "flame-search",
+      placeholder: "Search functions (text or /regex/)",
+      "aria-label": "Search functions",
+      "data-testid": "flame-search",
+      value: opts.search,
+      spellcheck: "false",
+    });
+    this.orientBtns = (["icicle", "flame"] as Orientation[]).map((o) =>
+      h(
+        "button",
+        { type: "button", class: "seg", "data-testid": `orient-${o}`, title: o === "icicle" ? "Root at the top" : "Root at the bottom", onclick: () => opts.onOrient(o) },
+        o === "icicle" ? "Icicle" : "Flame",
+      ),
+    );
+    this.copyBtn = h("button", { type: "button", class: "primary", "data-testid": "copy-link", onclick: () => void this.copyLink() }, "Copy link");
+    const foldedBtn = h("button", { type: "button", class: "ghost", "data-testid": "download-folded", title: "Download this range as folded stacks" }, "Folded ↓");
+    foldedBtn.addEventListener("click", async () => {
+      foldedBtn.disabled = true;
+      try {
+        await opts.onDownloadFolded();
+      } finally {
+        foldedBtn.disabled = false;
+      }
+    });
+    this.setOrient(opts.orient);
+    this.resetBtn = h("button", { type: "button", class: "ghost", "data-testid": "reset-zoom", disabled: true, onclick: () => opts.onZoom(0) }, "Reset zoom");
+
+    this.el = h(
+      "section",
+      { class: "panel flame-panel", "aria-labelledby": "flame-title" },
+      h(
+        "div",
+        { class: "panel-head" },
+        h("h2", { id: "flame-title" }, "Flame graph"),
+        this.totalEl,
+        h(
+          "div",
+          { class: "controls" },
+          h("div", { class: "search-wrap" }, this.searchBox, this.matched),
+          h("div", { class: "segmented", role: "group", "aria-label": "Orientation" }, this.orientBtns),
+          foldedBtn,
+          this.copyBtn,
+        ),
+      ),
+      h("div", { class: "crumb-row" }, this.breadcrumb, this.resetBtn),
+      this.box,
+    );
+
+    const search = () => opts.onSearch(this.searchBox.value);
+    this.searchBox.addEventListener("input", debounce(search, 120));
+    this.searchBox.addEventListener("keydown", (e) => {
+      if (e.key === "Enter") search();
+      if (e.key === "Escape") {
+        this.searchBox.value = "";
+        search();
+      }
+    });
+  }
+
+  destroy() {
+    this.view.destroy();
+  }
+
+  /** layout is the graph shown (null before the first). */
+  get layout(): Layout | null {
+    return this.view.current;
+  }
+
+  /** zoomed is the zoomed frame's node (0: the root). */
+  get zoomed(): number {
+    return this.view.zoomed;
+  }
+
+  /** The drawing's canvas (its data-* attributes carry what was drawn). */
+  get canvas(): HTMLCanvasElement {
+    return this.view.canvas;
+  }
+
+  /** loading greys out the graph while the next one is on its way (a
+   * placeholder when there is none yet). */
+  loading() {
+    this.box.classList.add("stale");
+    if (!this.view.current) replace(this.box, loadingState("flame graph", 200));
+  }
+
+  /** show draws layout l zoomed to node zoom; scope says what it covers
+   * ("whole profile", a range). An empty graph shows emptyBody instead. */
+  show(l: Layout, zoom: number, search: string, orient: Orientation, scope: string, emptyBody: string) {
+    this.scope = scope;
+    this.setOrient(orient);
+    this.box.classList.remove("stale");
+    if (l.total === 0) {
+      this.view.set(l, 0, search, orient);
+      replace(this.box, emptyState("No samples in this range", emptyBody, "no-samples"), h("div", { hidden: true }, this.view.el));
+    } else {
+      if (this.view.el.parentElement !== this.box) replace(this.box, this.view.el);
+      this.view.set(l, zoom, search, orient);
+    }
+    this.renderChrome(search);
+  }
+
+  /** redraw draws the current graph again with a search and orientation,
+   * keeping the zoom. */
+  redraw(search: string, orient: Orientation) {
+    this.setOrient(orient);
+    const l = this.view.current;
+    if (!l) return;
+    this.view.set(l, l.n ? this.view.zoomed : 0, search, orient);
+    this.renderChrome(search);
+  }
+
+  /** zoom draws the current graph zoomed to node i. */
+  zoom(i: number, search: string, orient: Orientation) {
+    const l = this.view.current;
+    if (!l) return;
+    this.view.set(l, i, search, orient);
+    this.renderChrome(search);
+  }
+
+  /** setSearch puts text in the search box (the owner then searches for it). */
+  setSearch(text: string) {
+    this.searchBox.value = text;
+  }
+
+  focusSearch() {
+    this.searchBox.focus();
+  }
+
+  /** error shows a failed request, with Retry when that can help. */
+  error(p: Problem, retry: () => void) {
+    this.box.classList.remove("stale");
+    replace(this.box, errorState(p, retry));
+  }
+
+  /** badRange says the server refused the range, offering the whole profile. */
+  badRange(p: Problem, onWhole: () => void) {
+    this.box.classList.remove("stale");
+    replace(this.box, errorState(p, undefined, "Cannot show this range"), h("button", { type: "button", class: "ghost", onclick: onWhole }, "Show the whole profile"));
+  }
+
+  // renderChrome writes what surrounds the canvas: the total, the
+  // breadcrumb of the zoomed frame, the matched share.
+  private renderChrome(search: string) {
+    const l = this.view.current;
+    if (!l) return;
+    this.totalEl.dataset.total = String(l.total);
+    replace(this.totalEl, h("b", null, formatCount(l.total)), ` samples · ${this.scope}`);
+    const zoom = this.view.zoomed;
+    const chain = l.n ? ancestors(l, zoom) : [];
+    replace(
+      this.breadcrumb,
+      chain.map((i, k) =>
+        k === chain.length - 1
+          ? h("span", { class: "crumb current", "aria-current": "true", title: l.names[l.name[i]] }, l.names[l.name[i]])
+          : [h("button", { type: "button", class: "crumb", title: l.names[l.name[i]], onclick: () => this.opts.onZoom(i) }, l.names[l.name[i]]), h("span", { class: "sep", "aria-hidden": "true" }, "›")],
+      ),
+    );
+    this.resetBtn.disabled = zoom === 0;
+    const m = this.matched;
+    if (search.trim()) {
+      const n = this.view.matched();
+      m.dataset.samples = String(n);
+      m.dataset.percent = l.total ? ((100 * n) / l.total).toFixed(2) : "0";
+      m.textContent = `Matched ${formatPercent(n, l.total)} · ${formatCount(n)} samples`;
+      m.hidden = false;
+    } else {
+      m.hidden = true;
+      delete m.dataset.samples;
+    }
+  }
+
+  private setOrient(o: Orientation) {
+    for (const b of this.orientBtns) b.setAttribute("aria-pressed", String(b.dataset.testid === `orient-${o}`));
+  }
+
+  private async copyLink() {
+    const url = this.opts.link();
+    const btn = this.copyBtn;
+    btn.dataset.link = url;
+    let ok = false;
+    try {
+      await navigator.clipboard.writeText(url);
+      ok = true;
+    } catch {
+      const ta = h("textarea", { class: "visually-hidden" }, url);
+      document.body.appendChild(ta);
+      ta.select();
+      ok = document.execCommand("copy");
+      ta.remove();
+    }
+    btn.textContent = ok ? "Copied ✓" : "Copy failed";
+    setTimeout(() => (btn.textContent = "Copy link"), 1800);
+  }
+}

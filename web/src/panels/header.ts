@@ -1,0 +1,47 @@
+// The profile header panel: the way back to the list, the profile's app,
+// host and labels, and its facts (start, duration, samples, events, format,
+// size, id). It shows a loading state until show() and an error state on
+// error(); it asks for nothing itself.
+
+import { timestampDate } from "@bufbuild/protobuf/wkt";
+import type { Problem } from "../api";
+import { h, replace } from "../dom";
+import { formatCount, formatDate, formatDuration } from "../format";
+import type { Profile } from "../gen/fleetscope/v1/profile_pb";
+import { errorState, loadingState } from "../pages/states";
+
+export class HeaderPanel {
+  readonly el = h("header", { class: "profile-head" }, loadingState("profile"));
+
+  /** show draws profile p's facts. */
+  show(p: Profile) {
+    const start = p.startTime ? timestampDate(p.startTime) : null;
+    const fact = (k: string, v: string | Node, title?: string) => h("div", { class: "fact", title }, h("dt", null, k), h("dd", null, v));
+    replace(
+      this.el,
+      h("a", { href: "/", class: "back" }, "← Profiles"),
+      h(
+        "div",
+        { class: "title-row" },
+        h("h1", null, p.app, p.host ? h("span", { class: "host" }, ` on ${p.host}`) : null),
+        Object.entries(p.labels).map(([k, v]) => h("span", { class: "chip" }, `${k}=${v}`)),
+      ),
+      h(
+        "dl",
+        { class: "facts" },
+        fact("start", start ? formatDate(start) : "—", start ? `${start.toISOString()} (${p.timeSource})` : undefined),
+        fact("duration", p.timed ? formatDuration(Number(p.durationNanos)) : "untimed", p.timed ? undefined : "no per-sample timestamps"),
+        fact("samples", formatCount(p.samples)),
+        fact("events", p.events.map((e) => `${e.name} (${formatCount(e.samples)})`).join(", ") || "—"),
+        fact("format", p.format),
+        fact("size", `${(Number(p.sizeBytes) / 1e6).toFixed(1)} MB`),
+        fact("id", h("code", null, p.id)),
+      ),
+    );
+  }
+
+  /** error replaces the header with a failed request's state. */
+  error(p: Problem, retry: () => void) {
+    replace(this.el, errorState(p, retry));
+  }
+}

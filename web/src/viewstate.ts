@@ -1,0 +1,129 @@
+// The profile page's view state: everything a permalink holds (event, rows,
+// idle, range, zoomed frame, search, orientation), read from and written to
+// the URL's query; the rules for changing it; the requests it implies; and
+// request sequencing, so that a slow answer to an older request never
+// overwrites the answer to a newer one. Pure: no DOM, no network (unit-tested
+// in viewstate.test.ts). The panels draw what it says; the page owns it.
+//
+//   /p/ID?event=E&rows=50&idle=1&start=2.4&end=2.48&frame=java;start_thread&search=GC&orient=flame
+//
+// start and end are seconds relative to the profile's start second, exact
+// decimals (as the CLI's --start/--end); frame is the zoomed frame's path.
+
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import type { Orientation } from "./flame/view";
+import { formatSeconds, parseSeconds } from "./format";
+import type { FlameGraphFormat, GetFlameGraphRequestSchema, GetHeatmapRequestSchema } from "./gen/fleetscope/v1/query_pb";
+import type { Range } from "./heatmap/model";
+
+export const DEFAULT_ROWS = 50;
+export const MAX_ROWS = 1000;
+
+export interface ViewState {
+  /** The event shown; "" is the profile's default event. */
+  event: string;
+  /** Heatmap rows per second. */
+  rows: number;
+  idle: boolean;
+  /** The selected range, or null for the whole profile. */
+  range: Range | null;
+  /** The zoomed frame's path ("" for the root). */
+  frame: string;
+  search: string;
+  orient: Orientation;
+}
+
+/** readView reads a view from a URL's query; what is missing or invalid
+ * takes its default. */
+export function readView(p: URLSearchParams): ViewState {
+  const rows = Number(p.get("rows"));
+  const start = parseSeconds(p.get("start"));
+  const end = parseSeconds(p.get("end"));
+  return {
+    event: p.get("event") ?? "",
+    rows: Number.isInteger(rows) && rows >= 1 && rows <= MAX_ROWS ? rows : DEFAULT_ROWS,
+    idle: p.get("idle") === "1",
+    range: start !== null && end !== null ? { start, end } : null,
+    frame: p.get("frame") ?? "",
+    search: p.get("search") ?? "",
+    orient: p.get("orient") === "flame" ? "flame" : "icicle",
+  };
+}
+
+/** writeView writes a view as a URL's query, leaving out defaults. */
+export function writeView(v: ViewState): URLSearchParams {
+  const p = new URLSearchParams();
+  if (v.event) p.set("event", v.event);
+  if (v.rows !== DEFAULT_ROWS) p.set("rows", String(v.rows));
+  if (v.idle) p.set("idle", "1");
+  if (v.range) {
+    p.set("start", formatSeconds(v.range.start));
+    p.set("end", formatSeconds(v.range.end));
+  }
+  if (v.frame) p.set("frame", v.frame);
+  if (v.search) p.set("search", v.search);
+  if (v.orient !== "icicle") p.set("orient", v.orient);
+  return p;
+}
+
+/** permalink is the URL that opens profile id with view v. */
+export function permalink(origin: string, id: string, v: ViewState): string {
+  const q = writeView(v).toString();
+  return `${origin}/p/${encodeURIComponent(id)}${q ? `?${q}` : ""}`;
+}
+
+// ---- changes with rules -----------------------------------------------------
+// (Plain changes, such as a new range that keeps the zoomed frame if the new
+// range has it, are spread into a copy by the page.)
+
+/** chooseEvent switches to event (stored as "" when it is the profile's
+ * default, so links stay short) and zooms out: the frame belongs to the
+ * other event's graph. */
+export function chooseEvent(v: ViewState, event: string, defaultEvent: string): ViewState {
+  return { ...v, event: event === defaultEvent ? "" : event, frame: "" };
+}
+
+/** wholeProfile clears the range and the zoom. */
+export function wholeProfile(v: ViewState): ViewState {
+  return { ...v, range: null, frame: "" };
+}
+
+// ---- requests -----------------------------------------------------------------
+
+/** heatmapRequest is the GetHeatmap request for profile id in view v. */
+export function heatmapRequest(id: string, v: ViewState): MessageInitShape<typeof GetHeatmapRequestSchema> {
+  return { profileId: id, event: v.event, rows: v.rows, includeIdle: v.idle };
+}
+
+/** flameRequest is the GetFlameGraph request for profile id in view v:
+ * the selected range, or the whole profile when there is none. */
+export function flameRequest(id: string, v: ViewState, format: FlameGraphFormat): MessageInitShape<typeof GetFlameGraphRequestSchema> {
+  return {
+    profileId: id,
+    event: v.event,
+    startNanos: v.range ? BigInt(v.range.start) : undefined,
+    endNanos: v.range ? BigInt(v.range.end) : undefined,
+    includeIdle: v.idle,
+    format,
+  };
+}
+
+/** foldedFilename names a download of view v's flame graph as folded stacks. */
+export function foldedFilename(app: string | undefined, v: ViewState): string {
+  return `${app || "profile"}-${v.range ? `${formatSeconds(v.range.start)}-${formatSeconds(v.range.end)}` : "all"}.folded`;
+}
+
+// ---- sequencing ---------------------------------------------------------------
+
+/** Latest orders one kind of request: begin() starts one and returns a
+ * function that says whether it is still the latest begun. An answer is
+ * shown only while that holds, so answers arriving out of order cannot
+ * replace a newer view with an older one. */
+export class Latest {
+  private seq = 0;
+
+  begin(): () => boolean {
+    const mine = ++this.seq;
+    return () => mine === this.seq;
+  }
+}
