@@ -79,7 +79,7 @@ try {
   const syn = [];
   for (let i = 0; i < RUNS; i++) {
     const page = await ctx.newPage();
-    await page.goto(`${URL_}/_bench/flame?nodes=100000&seed=${i + 1}`);
+    await page.goto(`${URL_}/_bench/flame.html?nodes=100000&seed=${i + 1}`);
     await page.waitForFunction(() => document.querySelector("[data-testid=bench-result]")?.dataset.done === "1", null, { timeout: 60_000 });
     syn.push(await page.evaluate(() => ({ ...document.querySelector("[data-testid=bench-result]").dataset })));
     await page.close();

@@ -558,6 +558,26 @@ describe("dashboard", () => {
     }
   });
 
+  test("the flame graph benchmark page is built and served apart from the app", async () => {
+    const p = watch(await ctx.newPage());
+    try {
+      await p.goto(`${URL_}/_bench/flame.html?nodes=2000&seed=3`);
+      await p.waitForFunction(() => document.querySelector("[data-testid=bench-result]")?.dataset.done === "1");
+      assert.equal(await p.getByTestId("bench-result").getAttribute("data-nodes"), "2000");
+      assert.equal(Number(await p.getByTestId("flamegraph").getAttribute("data-nodes")), 2000);
+    } finally {
+      await p.close();
+    }
+    // Every script the app's page loads is free of the benchmark page.
+    const html = await (await fetch(`${URL_}/`)).text();
+    const scripts = [...html.matchAll(/(?:src|href)="(\/assets\/[^"]+\.js)"/g)].map((m) => m[1]);
+    assert.ok(scripts.length > 0, "index.html loads scripts");
+    for (const s of scripts) {
+      const js = await (await fetch(`${URL_}${s}`)).text();
+      assert.ok(js.includes("data-testid") && !js.includes("bench-result"), `${s} holds the benchmark page`);
+    }
+  });
+
   test("no script errors on any page", () => {
     assert.deepEqual(consoleErrors, []);
   });

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the dashboard into web/dist (embedded by the Go package web):
 # npm ci (when package-lock.json changed), TypeScript from the protos with
-# buf + protoc-gen-es (web/src/gen), a type check, vite build, gzip copies.
+# buf + protoc-gen-es (web/src/gen), a type check, vite build (the app, then
+# the flame graph benchmark page beside it: vite.config.ts), gzip copies.
 #
 #   web/scripts/build.sh            build into web/dist (and web/src/gen)
 #   web/scripts/build.sh --check    build into a temporary directory and fail
@@ -64,6 +65,7 @@ if $check; then
   fi
   npx --no-install tsc --noEmit -p .
   npx --no-install vite build --logLevel warn --outDir "$tmp/dist" --emptyOutDir
+  npx --no-install vite build --mode bench --logLevel warn --outDir "$tmp/dist"
   node scripts/compress.mjs "$tmp/dist"
   if ! diff -r dist "$tmp/dist" >/dev/null; then
     diff -r dist "$tmp/dist" | head -20 >&2 || true
@@ -80,5 +82,6 @@ say "type check"
 npx --no-install tsc --noEmit -p .
 say "vite build"
 npx --no-install vite build --logLevel warn
+npx --no-install vite build --mode bench --logLevel warn
 node scripts/compress.mjs dist
 say "built web/dist ($(du -sh dist | cut -f1))"

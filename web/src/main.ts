@@ -2,7 +2,6 @@
 import "./style.css";
 import { apiKey, clearKey } from "./api";
 import { h, replace } from "./dom";
-import { benchPage } from "./pages/bench";
 import type { Page } from "./pages/page";
 import { profilePage } from "./pages/profile";
 import { searchPage } from "./pages/search";
@@ -69,10 +68,6 @@ function renderAccount(signedIn: boolean) {
 
 function render(message?: string) {
   const route = parseRoute(location);
-  if (route.name === "bench") {
-    renderAccount(false);
-    return show(benchPage(route.params));
-  }
   if (!apiKey()) {
     renderAccount(false);
     return show(signInPage(() => render(), message));

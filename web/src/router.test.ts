@@ -8,4 +8,6 @@ test("routes", () => {
   if (r.name === "profile") expect(r.params.get("end")).toBe("2.48");
   expect(parseRoute({ pathname: "/p/abc/", search: "" })).toMatchObject({ name: "profile", id: "abc" });
   expect(parseRoute({ pathname: "/nope", search: "" })).toMatchObject({ name: "notfound" });
+  // The benchmark page is not part of the app (a separate build entry).
+  expect(parseRoute({ pathname: "/_bench/flame", search: "?nodes=10" })).toMatchObject({ name: "notfound" });
 });

@@ -2,18 +2,15 @@
 // index.html, so these URLs can be opened directly (permalinks):
 //   /                 search (and upload)
 //   /p/<profile-id>   one profile: heatmap, range, flame graph
-//   /_bench/flame     a synthetic flame graph, timed (make bench)
 export type Route =
   | { name: "search"; params: URLSearchParams }
   | { name: "profile"; id: string; params: URLSearchParams }
-  | { name: "bench"; params: URLSearchParams }
   | { name: "notfound"; path: string };
 
 export function parseRoute(loc: { pathname: string; search: string }): Route {
   const params = new URLSearchParams(loc.search);
   const path = loc.pathname.replace(/\/+$/, "") || "/";
   if (path === "/") return { name: "search", params };
-  if (path === "/_bench/flame") return { name: "bench", params };
   const m = /^\/p\/([^/]+)$/.exec(path);
   if (m) return { name: "profile", id: decodeURIComponent(m[1]), params };
   return { name: "notfound", path };
