@@ -31,10 +31,10 @@ let page;
 let shot = 0;
 const consoleErrors = [];
 
-async function screenshot(p, name) {
+async function screenshot(p, name, fullPage = true) {
   shot++;
   const file = join(ART, `${String(shot).padStart(2, "0")}-${name}.png`);
-  await p.screenshot({ path: file, fullPage: true });
+  await p.screenshot({ path: file, fullPage });
   return file;
 }
 
@@ -436,6 +436,21 @@ describe("dashboard", () => {
     const f = await flameState(page);
     assert.equal(Number(f.total), d.total, "the whole-profile flame graph of the event totals its heatmap");
     await screenshot(page, "two-events");
+
+    // Scrolled down the long top-functions table, its header stays on top
+    // of the rows: each header cell is what is under its own centre.
+    await page.waitForFunction(() => document.querySelectorAll("[data-testid=top-functions] tbody tr").length >= 40);
+    const covered = await page.locator("[data-testid=top-functions]").evaluate((t) => {
+      window.scrollTo(0, t.getBoundingClientRect().top + window.scrollY + 300);
+      return [...t.querySelectorAll("thead th")].map((th) => {
+        const b = th.getBoundingClientRect();
+        const top = document.elementFromPoint(b.left + b.width / 2, b.top + b.height / 2);
+        return { th: th.textContent, stuck: Math.round(b.top) === 0, onTop: th.contains(top), under: `${top.tagName}.${top.className}` };
+      });
+    });
+    for (const c of covered) assert.ok(c.stuck && c.onTop, `header ${JSON.stringify(c)}`);
+    await screenshot(page, "top-table-sticky-header", false);
+    await page.evaluate(() => window.scrollTo(0, 0));
   });
 
   test("a profile without timestamps: no heatmap, the whole flame graph", async () => {
