@@ -426,6 +426,29 @@ describe("dashboard", () => {
     assert.equal(options.length, 2);
     const first = await page.getByTestId("heatmap").getAttribute("data-event");
     assert.equal(await sel.inputValue(), first);
+
+    // The default event's stacks are ~130 frames deep: the graph scrolls in a
+    // box that fits the viewport, with the root in view in both orientations.
+    await flameState(page);
+    const rootShown = () =>
+      page.getByTestId("flamegraph").evaluate((c) => {
+        const box = c.parentElement;
+        const h = c.getBoundingClientRect().height;
+        const rowH = Number(c.dataset.rowHeight);
+        const rootTop = c.dataset.orientation === "icicle" ? 0 : h - rowH;
+        return { canvas: h, box: box.clientHeight, viewport: innerHeight, visible: rootTop >= box.scrollTop && rootTop + rowH <= box.scrollTop + box.clientHeight };
+      });
+    let deep = await rootShown();
+    assert.ok(deep.canvas > deep.viewport, `a graph taller than the viewport: ${JSON.stringify(deep)}`);
+    assert.ok(deep.box < deep.viewport && deep.visible, `icicle: ${JSON.stringify(deep)}`);
+    await page.getByTestId("orient-flame").click();
+    await page.waitForFunction(() => document.querySelector("[data-testid=flamegraph]").dataset.orientation === "flame");
+    deep = await rootShown();
+    assert.ok(deep.box < deep.viewport && deep.visible, `flame: ${JSON.stringify(deep)}`);
+    await page.locator(".flame").scrollIntoViewIfNeeded();
+    await screenshot(page, "deep-flame-graph", false);
+    await page.getByTestId("orient-icicle").click();
+    assert.equal((await rootShown()).visible, true);
     const other = options.find((o) => o !== first);
     await sel.selectOption(other);
     await page.waitForFunction((ev) => document.querySelector("[data-testid=heatmap]")?.dataset.event === ev, other);

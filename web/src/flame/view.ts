@@ -7,6 +7,9 @@
 // and labels are cut by a monospace character count instead of measuring
 // each one, so a redraw stays in milliseconds at 100k nodes.
 //
+// A graph deeper than its box (at most the viewport's height, style.css)
+// scrolls inside it; a new graph, zoom or orientation scrolls to the root.
+//
 // Test hooks on the canvas: data-total (samples in the graph), data-nodes,
 // data-zoom (the zoomed frame's path), data-matched (samples in matching
 // frames), data-orientation, data-render-ms.
@@ -109,6 +112,7 @@ export class FlameView {
 
   /** set shows a tree with a zoomed node, search and orientation, and draws. */
   set(l: Layout | null, zoom: number, search: string, orientation: Orientation) {
+    const moved = l !== this.layout || zoom !== this.zoom || orientation !== this.orientation;
     if (l !== this.layout) {
       this.layout = l;
       this.colours = l ? l.names.map(frameColour) : [];
@@ -121,6 +125,13 @@ export class FlameView {
     this.searching = pred !== null;
     this.matches = l ? matchNames(l.names, pred) : new Uint8Array(0);
     this.render();
+    if (moved) this.showRoot();
+  }
+
+  /** showRoot scrolls the box to the root's row: the top for an icicle,
+   * the bottom for a flame graph. */
+  private showRoot() {
+    this.el.scrollTop = this.orientation === "icicle" ? 0 : this.el.scrollHeight;
   }
 
   /** matched is the samples in frames matching the search, within the whole graph. */
