@@ -123,6 +123,17 @@ function query(p) {
   return new URL(p.url()).searchParams;
 }
 
+/** fact reads one of the profile header's facts ("duration", "size"). */
+async function fact(p, name) {
+  const dd = p.locator(".facts .fact").filter({ has: p.locator("dt", { hasText: new RegExp(`^${name}$`) }) }).locator("dd");
+  return (await dd.textContent()).trim();
+}
+
+/** serverProfile is GetProfile's profile (JSON: int64 fields are strings). */
+async function serverProfile(id) {
+  return (await rpc(URL_, KEY, "fleetscope.v1.QueryService/GetProfile", { id })).profile;
+}
+
 async function signIn(p, key, remember = false) {
   await p.getByTestId("api-key").fill(key);
   if (remember) await p.getByTestId("remember").check();
@@ -483,6 +494,14 @@ describe("dashboard", () => {
     assert.ok(Number(f.total) > 0);
     assert.equal(await page.getByTestId("selection").isVisible(), false);
     await screenshot(page, "untimed");
+
+    // A small file's size reads in bytes or KB (not "0.0 MB"), and is right.
+    const bytes = Number((await serverProfile(env("E2E_UNTIMED"))).sizeBytes);
+    const size = await fact(page, "size");
+    const m = /^(\d+(?:\.\d)?) (B|KB|MB|GB)$/.exec(size);
+    assert.ok(m && Number(m[1]) >= 1, `size ${size}`);
+    const shown = Number(m[1]) * { B: 1, KB: 1e3, MB: 1e6, GB: 1e9 }[m[2]];
+    assert.ok(Math.abs(shown - bytes) <= 0.05 * bytes, `size ${size} for ${bytes} bytes`);
   });
 
   test("upload a file by drag and drop, with progress", async () => {

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "vitest";
-import { formatCount, formatDuration, formatPercent, formatSeconds, parseSeconds } from "./format";
+import { formatBytes, formatCount, formatDuration, formatPercent, formatSeconds, parseSeconds } from "./format";
 
 describe("relative seconds", () => {
   test("parse exactly, without floats", () => {
@@ -38,5 +38,20 @@ describe("display", () => {
     expect(formatPercent(1, 1)).toBe("100%");
     expect(formatPercent(0, 0)).toBe("0%");
     expect(formatPercent(1, 1e6)).toBe("<0.01%");
+  });
+  test("sizes: bytes, then KB, MB, GB with at most three significant digits", () => {
+    expect(formatBytes(0)).toBe("0 B");
+    expect(formatBytes(999)).toBe("999 B");
+    expect(formatBytes(1000)).toBe("1.0 KB");
+    expect(formatBytes(3_149)).toBe("3.1 KB");
+    expect(formatBytes(99_949)).toBe("99.9 KB");
+    expect(formatBytes(99_950)).toBe("100 KB");
+    expect(formatBytes(315_270)).toBe("315 KB");
+    expect(formatBytes(999_499)).toBe("999 KB");
+    expect(formatBytes(999_500)).toBe("1.0 MB"); // not "1000 KB"
+    expect(formatBytes(5_012_345)).toBe("5.0 MB");
+    expect(formatBytes(74_000_000)).toBe("74.0 MB");
+    expect(formatBytes(1_234_000_000)).toBe("1.2 GB");
+    expect(formatBytes(5e15)).toBe("5000 TB");
   });
 });

@@ -70,15 +70,17 @@ export function formatPercent(part: number, whole: number): string {
   return "<0.01%";
 }
 
-/** formatBytes writes a size in bytes with a binary unit. */
+/** formatBytes writes a size with a decimal unit (1 KB = 1000 B, as the
+ * CLI and the docs count): "512 B", "3.1 KB", "315 KB", "5.0 MB"; at most
+ * three significant digits, so a small size never shows as "0.0 MB". */
 export function formatBytes(n: number): string {
-  const units = ["B", "KiB", "MiB", "GiB", "TiB"];
-  let u = 0;
-  while (n >= 1024 && u < units.length - 1) {
-    n /= 1024;
-    u++;
+  if (n < 1000) return `${n} B`;
+  const units = ["KB", "MB", "GB", "TB"];
+  for (let u = 0; ; u++) {
+    const v = n / 1000 ** (u + 1);
+    const text = v >= 99.95 ? v.toFixed(0) : v.toFixed(1);
+    if (Number(text) < 1000 || u === units.length - 1) return `${text} ${units[u]}`;
   }
-  return `${u === 0 ? n : n.toFixed(n >= 100 ? 0 : 1)} ${units[u]}`;
 }
 
 /** formatDate writes an absolute time in the viewer's time zone as

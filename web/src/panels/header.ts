@@ -6,7 +6,7 @@
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type { Problem } from "../api";
 import { h, replace } from "../dom";
-import { formatCount, formatDate, formatDuration } from "../format";
+import { formatBytes, formatCount, formatDate, formatDuration } from "../format";
 import type { Profile } from "../gen/fleetscope/v1/profile_pb";
 import { errorState, loadingState } from "../pages/states";
 
@@ -34,7 +34,7 @@ export class HeaderPanel {
         fact("samples", formatCount(p.samples)),
         fact("events", p.events.map((e) => `${e.name} (${formatCount(e.samples)})`).join(", ") || "—"),
         fact("format", p.format),
-        fact("size", `${(Number(p.sizeBytes) / 1e6).toFixed(1)} MB`),
+        fact("size", formatBytes(Number(p.sizeBytes)), `${formatCount(p.sizeBytes)} bytes`),
         fact("id", h("code", null, p.id)),
       ),
     );
