@@ -507,6 +507,8 @@ describe("dashboard", () => {
   test("upload a file by drag and drop, with progress", async () => {
     await page.goto(`${URL_}/`);
     await page.getByTestId("dropzone").waitFor();
+    const said = await page.getByTestId("dropzone").textContent();
+    for (const format of [/perf script/, /nflxprofile/, /cpuprofile/, /trace events/, /pprof/, /folded/, /gzip/]) assert.match(said, format, "the drop zone names every format");
     await page.getByTestId("upload-app").fill("dropped");
     await page.getByTestId("upload-host").fill("laptop");
     await page.getByTestId("upload-labels").fill("env=test");

@@ -20,7 +20,15 @@ export function uploadPanel(defaultApp: () => string | false, onUploaded: () => 
     "div",
     { class: "dropzone", "data-testid": "dropzone", tabindex: "0", role: "button", "aria-label": "Drop a profile file here, or press Enter to choose one" },
     h("div", { class: "dropzone-title" }, "Drop a profile here"),
-    h("div", { class: "muted" }, "perf script text (", h("code", null, "perf script --header"), "), plain or gzip — or ", h("span", { class: "linkish" }, "choose a file")),
+    // The formats the server recognises by their content (ingest/).
+    h(
+      "div",
+      { class: "muted" },
+      "perf script (",
+      h("code", null, "perf script --header"),
+      "), nflxprofile, V8 .cpuprofile, Chrome trace events, pprof or folded stacks; plain or gzip — or ",
+      h("span", { class: "linkish" }, "choose a file"),
+    ),
   );
   const el = h(
     "section",
