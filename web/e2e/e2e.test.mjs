@@ -8,6 +8,7 @@
 //   E2E_DROP_FILE               a small planted profile to upload by drag and drop
 //   E2E_TWO_EVENTS              a recorded profile with two events (cpu-clock, context-switches)
 //   E2E_UNTIMED                 a perf profile without timestamps
+//   E2E_PPROF                   a pprof profile (no per-sample timestamps, a recorded duration), app gosort
 //   E2E_ARTIFACTS               where screenshots go
 // Steps run in order and share one signed-in page, like a person would.
 
@@ -502,6 +503,24 @@ describe("dashboard", () => {
     assert.ok(m && Number(m[1]) >= 1, `size ${size}`);
     const shown = Number(m[1]) * { B: 1, KB: 1e3, MB: 1e6, GB: 1e9 }[m[2]];
     assert.ok(Math.abs(shown - bytes) <= 0.05 * bytes, `size ${size} for ${bytes} bytes`);
+  });
+
+  test("a pprof profile: no timestamps, but the duration its profiler recorded", async () => {
+    const id = env("E2E_PPROF");
+    const prof = await serverProfile(id);
+    const nanos = Number(prof.durationNanos ?? 0);
+    assert.ok(!prof.timed && nanos > 0, `GetProfile: timed ${prof.timed}, duration_nanos ${prof.durationNanos}`);
+    const seconds = (text) => Number(/^(\d+(?:\.\d+)?) s$/.exec(text)?.[1]);
+    await page.goto(`${URL_}/p/${id}`);
+    await page.getByTestId("no-heatmap").waitFor();
+    const shown = await fact(page, "duration");
+    assert.ok(Math.abs(seconds(shown) - nanos / 1e9) < 0.01, `header: ${shown} for ${nanos} ns`);
+    await screenshot(page, "pprof");
+    await page.goto(`${URL_}/?app=gosort`);
+    const row = page.locator(`[data-testid=results] tbody tr[data-profile-id="${id}"]`);
+    await row.waitFor();
+    const listed = (await row.locator("td:nth-child(4)").textContent()).trim();
+    assert.ok(Math.abs(seconds(listed) - nanos / 1e9) < 0.01, `search results: ${listed} for ${nanos} ns`);
   });
 
   test("upload a file by drag and drop, with progress", async () => {

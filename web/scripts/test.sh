@@ -49,13 +49,14 @@ P_EPOCH=$(upload --app checkout --host web-2 --label env=staging "$TMP/epoch/pla
 upload --app billing --host db-1 "$TMP/other/planted.perf" >/dev/null
 P_TWO=$(upload --app twoevents --host vm "$SHARED/corpus/perf/recorded-perf-realtime-2events.txt")
 P_UNTIMED=$(upload --app untimed "$SHARED/corpus/perf/perf-js-stacks-01.txt")
+P_PPROF=$(upload --app gosort "$SHARED/corpus/pprof/go-sha-sort.cpu.pprof")
 
 rm -rf "$ARTIFACTS"
 mkdir -p "$ARTIFACTS"
 say "server $URL, profiles $P_BOOT (boot clock), $P_EPOCH (epoch clock); screenshots in $ARTIFACTS"
 (
   cd web
-  E2E_URL=$URL E2E_KEY=$KEY E2E_PROFILE=$P_BOOT E2E_EPOCH_PROFILE=$P_EPOCH E2E_TWO_EVENTS=$P_TWO E2E_UNTIMED=$P_UNTIMED \
+  E2E_URL=$URL E2E_KEY=$KEY E2E_PROFILE=$P_BOOT E2E_EPOCH_PROFILE=$P_EPOCH E2E_TWO_EVENTS=$P_TWO E2E_UNTIMED=$P_UNTIMED E2E_PPROF=$P_PPROF \
     E2E_PERF=$TMP/boot/planted.perf E2E_TRUTH=$TMP/boot/truth.json E2E_DROP_FILE=$TMP/drop/planted.perf \
     E2E_ARTIFACTS=$ARTIFACTS node --test --test-concurrency=1 --test-reporter=spec e2e/e2e.test.mjs
 )

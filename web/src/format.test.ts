@@ -1,5 +1,5 @@
 import { describe, expect, test } from "vitest";
-import { formatBytes, formatCount, formatDuration, formatPercent, formatSeconds, parseSeconds } from "./format";
+import { formatBytes, formatCount, formatDuration, profileDuration, formatPercent, formatSeconds, parseSeconds } from "./format";
 
 describe("relative seconds", () => {
   test("parse exactly, without floats", () => {
@@ -31,6 +31,12 @@ describe("display", () => {
     expect(formatDuration(1_500_000_000)).toBe("1.5 s");
     expect(formatDuration(600_000_000_000)).toBe("10 min 00 s");
     expect(formatDuration(3_720_000_000_000)).toBe("1 h 02 min");
+  });
+  test("a profile's duration: timed, untimed with its profiler's span, or none", () => {
+    expect(profileDuration({ timed: true, durationNanos: 30_000_000_000n })).toBe("30 s");
+    expect(profileDuration({ timed: true, durationNanos: 0n })).toBe("0 ns"); // one sample
+    expect(profileDuration({ timed: false, durationNanos: 2_503_000_000n })).toBe("2.5 s");
+    expect(profileDuration({ timed: false, durationNanos: 0n })).toBeNull();
   });
   test("counts and percentages", () => {
     expect(formatCount(1234567)).toBe("1,234,567");

@@ -48,6 +48,14 @@ export function formatDuration(ns: number): string {
   return `${m} min ${String(sec).padStart(2, "0")} s`;
 }
 
+/** profileDuration writes a profile's duration, or null when it has none:
+ * a timed profile's runs from its first to its last sample; an untimed one
+ * (no per-sample timestamps) may still carry the span its profiler
+ * recorded (pprof's duration_nanos), which is 0 when unknown. */
+export function profileDuration(p: { timed: boolean; durationNanos: bigint }): string | null {
+  return p.timed || p.durationNanos > 0n ? formatDuration(Number(p.durationNanos)) : null;
+}
+
 function trim(x: number): string {
   const digits = x >= 100 ? 0 : x >= 10 ? 1 : 2;
   return x.toFixed(digits).replace(/\.?0+$/, "");

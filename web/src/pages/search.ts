@@ -6,7 +6,7 @@
 import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { problem, query } from "../api";
 import { h, replace } from "../dom";
-import { formatCount, formatDate, formatDuration, toLocalInput } from "../format";
+import { formatCount, formatDate, profileDuration, toLocalInput } from "../format";
 import type { Profile } from "../gen/fleetscope/v1/profile_pb";
 import { navigate, setQuery } from "../router";
 import { formatFilters, parseFilters, PRESETS, type Filters } from "../searchquery";
@@ -240,7 +240,7 @@ export function searchPage(params: URLSearchParams): Page {
         h("td", null, h("a", { href }, p.app || "—")),
         h("td", null, p.host || h("span", { class: "muted" }, "—")),
         h("td", { title: start ? start.toISOString() : "" }, start ? formatDate(start) : "—", p.timeSource === "upload" ? h("span", { class: "badge", title: "placed by upload time (boot clock, no anchor)" }, "≈") : null),
-        h("td", { class: "num", title: p.timed ? undefined : "no per-sample timestamps" }, p.timed ? formatDuration(Number(p.durationNanos)) : "—"),
+        h("td", { class: "num", title: p.timed ? undefined : "no per-sample timestamps" }, profileDuration(p) ?? "—"),
         h("td", { class: "num" }, formatCount(p.samples)),
         h("td", null, p.events.map((e) => e.name).join(", ")),
         h("td", null, p.format),

@@ -4,7 +4,7 @@
 
 import { problem, uploadFile, type UploadPhase } from "../api";
 import { h, replace } from "../dom";
-import { formatBytes, formatCount, formatDuration } from "../format";
+import { formatBytes, formatCount, profileDuration } from "../format";
 import { navigate } from "../router";
 import { parseFilters } from "../searchquery";
 import { onUnauthenticated } from "./states";
@@ -158,6 +158,7 @@ export function uploadPanel(defaultApp: () => string | false, onUploaded: () => 
         ctrl.signal,
       );
       const p = res.profile!;
+      const span = profileDuration(p);
       const href = `/p/${encodeURIComponent(p.id)}`;
       status.dataset.phase = "done";
       replace(
@@ -166,7 +167,7 @@ export function uploadPanel(defaultApp: () => string | false, onUploaded: () => 
           "div",
           { class: "upload-done", "data-testid": "upload-done", "data-profile-id": p.id },
           h("span", { class: "ok" }, res.created ? "Uploaded" : "Already stored"),
-          ` ${file.name}: ${formatCount(p.samples)} samples over ${formatDuration(Number(p.durationNanos))} in ${((performance.now() - t0) / 1000).toFixed(1)} s. `,
+          ` ${file.name}: ${formatCount(p.samples)} samples${span ? ` over ${span}` : ""} in ${((performance.now() - t0) / 1000).toFixed(1)} s. `,
           h("a", { href, "data-testid": "upload-link", onclick: (e: MouseEvent) => (e.preventDefault(), navigate(href)) }, "Open profile →"),
           h("div", { class: "muted small mono" }, res.permalink),
         ),

@@ -6,7 +6,7 @@
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type { Problem } from "../api";
 import { h, replace } from "../dom";
-import { formatBytes, formatCount, formatDate, formatDuration } from "../format";
+import { formatBytes, formatCount, formatDate, profileDuration } from "../format";
 import type { Profile } from "../gen/fleetscope/v1/profile_pb";
 import { errorState, loadingState } from "../pages/states";
 
@@ -30,7 +30,7 @@ export class HeaderPanel {
         "dl",
         { class: "facts" },
         fact("start", start ? formatDate(start) : "—", start ? `${start.toISOString()} (${p.timeSource})` : undefined),
-        fact("duration", p.timed ? formatDuration(Number(p.durationNanos)) : "untimed", p.timed ? undefined : "no per-sample timestamps"),
+        fact("duration", profileDuration(p) ?? "untimed", p.timed ? undefined : `no per-sample timestamps${p.durationNanos > 0n ? "; the span the profiler recorded" : ""}`),
         fact("samples", formatCount(p.samples)),
         fact("events", p.events.map((e) => `${e.name} (${formatCount(e.samples)})`).join(", ") || "—"),
         fact("format", p.format),
