@@ -439,6 +439,11 @@ describe("dashboard", () => {
     const first = await page.getByTestId("heatmap").getAttribute("data-event");
     assert.equal(await sel.inputValue(), first);
 
+    // A 3-second profile's columns grow to fill the panel.
+    const short = await heatmapData(page);
+    const canvasWidth = (await page.getByTestId("heatmap").boundingBox()).width;
+    assert.ok(short.cols <= 6 && short.cols * short.cellWidth > 0.9 * (canvasWidth - short.plotLeft), `${short.cols} columns of ${short.cellWidth} px in ${canvasWidth} px`);
+
     // The default event's stacks are ~130 frames deep: the graph scrolls in a
     // box that fits the viewport, with the root in view in both orientations.
     await flameState(page);

@@ -11,6 +11,9 @@ import {
   extendSelection,
   moveCell,
   msTicks,
+  cellWidth,
+  MAX_CELL_WIDTH,
+  MIN_CELL_WIDTH,
   rangeOfCells,
   rowOf,
   secondTicks,
@@ -131,6 +134,21 @@ describe("colour scale", () => {
     expect(lut.length).toBe(11);
     const [r, g, b] = colourOf(10, 10);
     expect(lut[10]).toBe(((255 << 24) | (b << 16) | (g << 8) | r) >>> 0);
+  });
+});
+
+describe("geometry", () => {
+  test("columns fill the plot: a short profile as well as a long one", () => {
+    for (const cols of [3, 4, 6, 30, 100]) {
+      const w = cellWidth(1322, cols);
+      expect(cols * w).toBeLessThanOrEqual(1322);
+      expect(cols * w).toBeGreaterThan(1322 - cols); // whole pixels: less than one per column left over
+    }
+  });
+  test("within bounds: wider than the plot scrolls, narrower stops growing", () => {
+    expect(cellWidth(1322, 600)).toBe(MIN_CELL_WIDTH);
+    expect(cellWidth(1322, 1)).toBe(MAX_CELL_WIDTH);
+    expect(cellWidth(1322, 0)).toBe(MAX_CELL_WIDTH);
   });
 });
 

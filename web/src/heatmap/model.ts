@@ -178,6 +178,22 @@ export function legendGradient(): string {
   return `linear-gradient(to right, ${stops.join(", ")})`;
 }
 
+// ---- geometry ---------------------------------------------------------------
+
+/** Columns are at least this wide: a longer profile scrolls sideways. */
+export const MIN_CELL_WIDTH = 4;
+/** Columns are at most this wide: enough for three columns (a 3-second
+ * profile) to fill the widest plot, not so wide that one second is a bar
+ * across the page. */
+export const MAX_CELL_WIDTH = 480;
+
+/** cellWidth is the width in whole pixels of each of cols columns sharing
+ * a plot plotWidth pixels wide: they fill it, within the bounds above. */
+export function cellWidth(plotWidth: number, cols: number): number {
+  const fill = Math.floor(plotWidth / Math.max(cols, 1));
+  return Math.min(Math.max(fill, MIN_CELL_WIDTH), MAX_CELL_WIDTH);
+}
+
 // ---- axes -----------------------------------------------------------------
 
 /** secondTicks picks the columns to label so that labels are at least

@@ -20,6 +20,7 @@ import {
   cellOfIndex,
   cellRange,
   cellsOfRange,
+  cellWidth,
   colourLUT,
   legendGradient,
   moveCell,
@@ -205,7 +206,7 @@ export class HeatmapView {
     const d = this.data!;
     const cols = Math.max(d.columns.length, 1);
     const avail = Math.max(this.scroller.clientWidth, 320);
-    const cellW = Math.min(Math.max(Math.floor((avail - AXIS_LEFT - PAD_RIGHT) / cols), 4), 64);
+    const cellW = cellWidth(avail - AXIS_LEFT - PAD_RIGHT, cols);
     const cellH = Math.max(2, Math.round(PLOT_HEIGHT / d.rows));
     const innerWidth = Math.max(AXIS_LEFT + cols * cellW + PAD_RIGHT, avail);
     const width = Math.min(avail, innerWidth);
