@@ -24,6 +24,7 @@ import (
 	"connectrpc.com/connect"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/fleetscope/fleetscope"
 	"github.com/fleetscope/fleetscope/api"
 	fsv1 "github.com/fleetscope/fleetscope/api/gen/fleetscope/v1"
 	"github.com/fleetscope/fleetscope/api/gen/fleetscope/v1/fleetscopev1connect"
@@ -394,7 +395,7 @@ func TestServiceAnswersEqualLocalFiles(t *testing.T) {
 					if n == 0 {
 						continue
 					}
-					rg := heatmap.CellRange(i, r, h.Rows)
+					rg := fleetscope.CellRange(i, r, h.Rows)
 					res, err := q.GetFlameGraph(context.Background(), connect.NewRequest(&fsv1.GetFlameGraphRequest{
 						ProfileId: id, StartNanos: &rg.Start, EndNanos: &rg.End, Format: fsv1.FlameGraphFormat_FLAME_GRAPH_FORMAT_FOLDED}))
 					if err != nil {

@@ -7,7 +7,6 @@ import (
 
 	"github.com/fleetscope/fleetscope"
 	"github.com/fleetscope/fleetscope/ingest/perf"
-	"github.com/fleetscope/fleetscope/query"
 	"github.com/fleetscope/fleetscope/query/flame"
 )
 
@@ -32,7 +31,7 @@ func loadBench(b *testing.B) (*fleetscope.Profile, []fleetscope.Sample) {
 // BenchmarkTreeFull builds the whole benchmark profile's flame graph tree.
 func BenchmarkTreeFull(b *testing.B) {
 	p, samples := loadBench(b)
-	sel := query.Selection{Range: fleetscope.All}
+	sel := fleetscope.Selection{Range: fleetscope.All}
 	b.ResetTimer()
 	for b.Loop() {
 		var c flame.Counts
@@ -44,7 +43,7 @@ func BenchmarkTreeFull(b *testing.B) {
 // BenchmarkFoldedFull renders the whole profile as folded text.
 func BenchmarkFoldedFull(b *testing.B) {
 	p, samples := loadBench(b)
-	sel := query.Selection{Range: fleetscope.All}
+	sel := fleetscope.Selection{Range: fleetscope.All}
 	b.ResetTimer()
 	for b.Loop() {
 		var c flame.Counts

@@ -9,7 +9,6 @@ import (
 	"github.com/fleetscope/fleetscope"
 	"github.com/fleetscope/fleetscope/ingest"
 	"github.com/fleetscope/fleetscope/ingest/perf"
-	"github.com/fleetscope/fleetscope/query"
 	"github.com/fleetscope/fleetscope/query/flame"
 )
 
@@ -38,7 +37,7 @@ func TestTreeAgreesWithFolded(t *testing.T) {
 		for _, ann := range []flame.Annotate{{}, {Kernel: true, JIT: true}} {
 			var c flame.Counts
 			for e := range p.Dict.Events() {
-				sel := query.Selection{Event: fleetscope.EventID(e), IncludeIdle: true, Range: fleetscope.All}
+				sel := fleetscope.Selection{Event: fleetscope.EventID(e), IncludeIdle: true, Range: fleetscope.All}
 				c.Add(p.Dict, &sel, samples, true)
 			}
 			want := flame.Folded(p.Dict, &c, ann)
