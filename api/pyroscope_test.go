@@ -13,7 +13,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -24,6 +23,7 @@ import (
 
 	"github.com/fleetscope/fleetscope"
 	"github.com/fleetscope/fleetscope/ingest"
+	"github.com/fleetscope/fleetscope/ingest/corpus"
 	"github.com/fleetscope/fleetscope/store/blob"
 	_ "github.com/fleetscope/fleetscope/store/blob/localfs"
 	"github.com/fleetscope/fleetscope/store/postgres"
@@ -155,10 +155,7 @@ func push(t *testing.T, cfg remote.Config, job *upstream.UploadJob) []string {
 func TestPyroscopeIngest(t *testing.T) {
 	e := newPyroEnv(t)
 	ctx := context.Background()
-	data, err := os.ReadFile("../../shared/corpus/pprof/go-sha-sort.cpu.pprof")
-	if err != nil {
-		t.Fatal(err)
-	}
+	data := corpus.Read(t, "corpus/pprof/go-sha-sort.cpu.pprof")
 	from := time.Unix(1795000000, 250_000_000)
 	job := &upstream.UploadJob{Name: "shop.cpu{env=prod,__session_id__=5e55,hostname=web-1}", StartTime: from, EndTime: from.Add(10 * time.Second),
 		SpyName: "gospy", SampleRate: 100, Units: "samples", AggregationType: "sum", Format: upstream.FormatPprof, Profile: data}

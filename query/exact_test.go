@@ -17,14 +17,13 @@ import (
 
 	"github.com/fleetscope/fleetscope"
 	"github.com/fleetscope/fleetscope/ingest"
+	"github.com/fleetscope/fleetscope/ingest/corpus"
 	"github.com/fleetscope/fleetscope/ingest/perf"
 	"github.com/fleetscope/fleetscope/query"
 	"github.com/fleetscope/fleetscope/query/flame"
 	"github.com/fleetscope/fleetscope/query/heatmap"
 	"github.com/fleetscope/fleetscope/store/memory"
 )
-
-const shared = "../../shared"
 
 // truth is planted.py's truth.json.
 type truth struct {
@@ -40,7 +39,7 @@ type truth struct {
 func plant(t *testing.T, args ...string) (string, *truth) {
 	t.Helper()
 	dir := t.TempDir()
-	cmd := exec.Command("python3", append([]string{filepath.Join(shared, "tools/planted.py"), dir}, args...)...)
+	cmd := exec.Command("python3", append([]string{corpus.Path(t, "tools/planted.py"), dir}, args...)...)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("planted.py %v: %v\n%s", args, err, out)
 	}
@@ -317,7 +316,7 @@ func trim(s string) string {
 // tracepoints (and probes), whose payload after the event name keeps the
 // script from filtering them.
 func TestWholeProfileFoldedEqualsReference(t *testing.T) {
-	files, _ := filepath.Glob(filepath.Join(shared, "corpus/perf/*.txt*"))
+	files := corpus.Glob(t, "corpus/perf/*.txt*", 15)
 	n := 0
 	for _, path := range files {
 		base := filepath.Base(path)
@@ -327,10 +326,7 @@ func TestWholeProfileFoldedEqualsReference(t *testing.T) {
 		n++
 		t.Run(base, func(t *testing.T) {
 			name := strings.TrimSuffix(strings.TrimSuffix(base, ".gz"), ".txt")
-			want, err := os.ReadFile(filepath.Join(shared, "corpus/perf/collapsed", name+".default.folded"))
-			if err != nil {
-				t.Fatalf("no Perl reference for %s: %v", base, err)
-			}
+			want := corpus.Read(t, "corpus/perf/collapsed/"+name+".default.folded")
 			p := parseFile(t, path)
 			sum := map[string]uint64{}
 			first := ""
@@ -363,7 +359,7 @@ func TestWholeProfileFoldedEqualsReference(t *testing.T) {
 		})
 	}
 	if n < 15 {
-		t.Fatalf("only %d corpus files found under %s", n, shared)
+		t.Fatalf("only %d corpus files found", n)
 	}
 }
 
@@ -373,7 +369,7 @@ func TestWholeProfileFoldedEqualsReference(t *testing.T) {
 // (stackcollapse-perf.pl reads their whole header up to the period as the
 // process name; the folded stacks keep that, so collapse still matches.)
 func TestUnresolvedThreadSamplesCount(t *testing.T) {
-	path := filepath.Join(shared, "bench/perf-mixed-60s.txt.gz")
+	path := corpus.Path(t, "bench/perf-mixed-60s.txt.gz")
 	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)

@@ -6,14 +6,15 @@ import (
 	"testing"
 
 	"github.com/fleetscope/fleetscope"
+	"github.com/fleetscope/fleetscope/ingest/corpus"
 	"github.com/fleetscope/fleetscope/ingest/perf"
 	"github.com/fleetscope/fleetscope/query/flame"
 )
 
 func loadBench(b *testing.B) (*fleetscope.Profile, []fleetscope.Sample) {
-	f, err := os.Open("../../../shared/bench/perf-mixed-60s.txt.gz")
+	f, err := os.Open(corpus.Path(b, "bench/perf-mixed-60s.txt.gz"))
 	if err != nil {
-		b.Skip(err)
+		b.Fatal(err)
 	}
 	defer f.Close()
 	zr, _ := gzip.NewReader(f)

@@ -2,12 +2,12 @@ package flame_test
 
 import (
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/fleetscope/fleetscope"
 	"github.com/fleetscope/fleetscope/ingest"
+	"github.com/fleetscope/fleetscope/ingest/corpus"
 	"github.com/fleetscope/fleetscope/ingest/perf"
 	"github.com/fleetscope/fleetscope/query/flame"
 )
@@ -17,7 +17,7 @@ import (
 // Folded, for corpus profiles with and without annotations (which change
 // which frames merge).
 func TestTreeAgreesWithFolded(t *testing.T) {
-	files, _ := filepath.Glob("../../../shared/corpus/perf/*.txt*")
+	files := corpus.Glob(t, "corpus/perf/*.txt*", 15)
 	n := 0
 	for _, path := range files {
 		if strings.Contains(path, "LICENSE") || strings.Contains(path, "workload") {
