@@ -112,6 +112,15 @@ func shade(c, maxCount int64) int {
 	return 1 + int((c-1)*levels/max(maxCount, 1))
 }
 
+// shadeRange returns the counts that shade maps to level i (1..levels),
+// lo > hi when none: the legend.
+func shadeRange(i int, maxCount int64) (lo, hi int64) {
+	m, l := max(maxCount, 1), int64(i)
+	return ceilDiv((l-1)*m, levels) + 1, min(ceilDiv(l*m, levels), m)
+}
+
+func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
+
 // renderHeatmap draws the heatmap for a terminal: one character per cell,
 // the top row first, denser characters for higher counts, and a legend.
 func renderHeatmap(w io.Writer, h *heatmap.Heatmap) {
@@ -129,17 +138,9 @@ func renderHeatmap(w io.Writer, h *heatmap.Heatmap) {
 		fmt.Fprintf(w, "%-10s", fmt.Sprintf("%ds", int64(i)*h.SecondsPerColumn))
 	}
 	fmt.Fprintln(w)
-	// The legend: the counts each character stands for (the inverse of shade).
 	var legend []string
-	m := max(h.MaxCount, 1)
-	for i := int64(1); i <= levels; i++ {
-		lo, hi := (i-1)*m/levels+1, min(i*m/levels, m)
-		if (i-1)*m%levels != 0 {
-			lo++
-		}
-		if i*m%levels != 0 {
-			hi = min(hi+1, m)
-		}
+	for i := 1; i <= int(levels); i++ {
+		lo, hi := shadeRange(i, h.MaxCount)
 		switch {
 		case lo > hi:
 		case lo == hi:
