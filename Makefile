@@ -15,7 +15,15 @@ FUZZTIME_LONG ?= 2m
 
 export PATH := $(BIN):$(PATH)
 
-.PHONY: build test fuzz fuzz-brief bench run postgres tools generate check-generated web perf clean
+# The shared corpus (../shared beside the repository). CI sets
+# FLEETSCOPE_TEST_REQUIRE=1: a missing fixture then fails its test. A clone
+# with ../shared beside it requires it too; a plain clone skips the tests
+# that need it and says so once.
+SHARED_OK := $(shell test -d '$(SHARED)/corpus' && echo 1)
+FLEETSCOPE_TEST_REQUIRE ?= $(SHARED_OK)
+export FLEETSCOPE_SHARED := $(abspath $(SHARED))
+
+.PHONY: build test fuzz fuzz-brief bench run postgres tools generate check-generated check-deps web perf clean
 
 build:
 	$(GO) build -o $(BIN)/fleetscope ./cmd/fleetscope
@@ -54,11 +62,19 @@ check-generated: generate
 	git diff --exit-code -- api/gen
 	@test -z "$$(git status --porcelain -- api/gen)" || { echo "untracked files in api/gen" >&2; exit 1; }
 
+# The architecture's one-way data flow (store/ and ingest/ import no query
+# package) and a tidy go.mod.
+check-deps:
+	@if $(GO) list -deps ./store/... ./ingest/... | grep 'fleetscope/fleetscope/query'; then \
+		echo "store/ or ingest/ imports a query package (data flows api -> ingest -> store -> query)" >&2; exit 1; fi
+	$(GO) mod tidy -diff
+
 # The test command (README): vet, unit and integration tests against real
 # Postgres and MinIO, then each fuzz target briefly.
-test: build tools postgres perf check-generated
+test: build tools postgres perf check-generated check-deps
+	@test -n '$(SHARED_OK)' || echo "make test: $(SHARED) not found: the tests that need the shared corpus are skipped (go test -v names them); FLEETSCOPE_TEST_REQUIRE=1 makes them fail"
 	$(GO) vet ./...
-	FLEETSCOPE_TEST_REQUIRE=1 FLEETSCOPE_TEST_MINIO=$(BIN)/minio FLEETSCOPE_TEST_DATABASE_URL='$(PG_URL)' \
+	FLEETSCOPE_TEST_REQUIRE=$(FLEETSCOPE_TEST_REQUIRE) FLEETSCOPE_TEST_MINIO=$(BIN)/minio FLEETSCOPE_TEST_DATABASE_URL='$(PG_URL)' \
 		$(GO) test -count=1 -timeout 30m ./...
 	$(MAKE) --no-print-directory fuzz-brief FUZZTIME=$(FUZZTIME)
 	PG_URL='$(PG_URL)' SHARED=$(SHARED) bash web/scripts/test.sh

@@ -6,42 +6,7 @@
 // Data flows one way: api → ingest → store → query → web.
 package fleetscope
 
-import (
-	"errors"
-	"fmt"
-	"time"
-)
-
-// Error codes, mapped to transport codes in exactly one place per transport.
-const (
-	EINVALID  = "invalid"   // the input is malformed or not understood
-	ENOTFOUND = "not_found" // no such object (or not yours)
-	ECONFLICT = "conflict"
-	EINTERNAL = "internal"
-)
-
-// Error is an error with a code and a message meant for the user.
-type Error struct {
-	Code    string
-	Message string
-}
-
-func (e *Error) Error() string { return e.Message }
-
-// Errorf returns an *Error with code and a formatted message.
-func Errorf(code, format string, args ...any) *Error {
-	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
-}
-
-// ErrorCode returns the code of the first *Error in err's chain, or
-// EINTERNAL.
-func ErrorCode(err error) string {
-	var e *Error
-	if errors.As(err, &e) {
-		return e.Code
-	}
-	return EINTERNAL
-}
+import "time"
 
 // ProfileInfo is what the index knows of a stored profile.
 type ProfileInfo struct {
@@ -101,14 +66,6 @@ func (p Principal) Can(scope string) bool {
 	return false
 }
 
-// More error codes.
-const (
-	EUNAUTHENTICATED = "unauthenticated" // no key, or a bad one
-	EFORBIDDEN       = "forbidden"       // the key lacks the scope
-	ETOOLARGE        = "too_large"       // an upload over a limit
-	EUNAVAILABLE     = "unavailable"     // a backing service failed; retry later
-)
-
 // Limits are a tenant's quotas; zero means none of its own (the server's
 // limits still apply).
 type Limits struct {
@@ -159,4 +116,27 @@ type ShareLink struct {
 	CreatedAt  time.Time
 	ExpiresAt  time.Time
 	RevokedAt  time.Time
+}
+
+// ProfileFilter selects profiles in a search.
+type ProfileFilter struct {
+	App, Host    string
+	Labels       map[string]string // all must match
+	Since, Until time.Time         // profiles overlapping [Since, Until); zero means open
+	PageSize     int               // at most 1000; 0 means 50
+	PageToken    string
+}
+
+// ProfileRef names one profile of one tenant.
+type ProfileRef struct {
+	Tenant int64
+	ID     string
+}
+
+// KeyOptions describe a new API key.
+type KeyOptions struct {
+	Name      string
+	Scopes    []string
+	ExpiresAt time.Time // zero: never
+	Actor     string    // for the audit log
 }

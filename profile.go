@@ -194,3 +194,15 @@ type Profile struct {
 	MaxNanos int64 // latest timestamp
 	Warnings []string
 }
+
+// SizeBytes estimates the memory the dictionary holds (for caches).
+func (d *Dict) SizeBytes() int64 {
+	n := int64(len(d.stackFrame))*4 + int64(len(d.stacks))*12
+	for _, f := range d.frames {
+		n += int64(len(f.Name)) + 24
+	}
+	// Index maps: an entry, its key and bucket overhead, about 48 bytes
+	// beyond the key's own bytes (a stack's key is 4 bytes per frame).
+	n += int64(len(d.frameIndex))*48 + int64(len(d.stacks))*48 + int64(len(d.stackFrame))*4
+	return n
+}

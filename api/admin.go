@@ -5,36 +5,57 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
-	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/fleetscope/fleetscope"
 	fsv1 "github.com/fleetscope/fleetscope/api/gen/fleetscope/v1"
 	"github.com/fleetscope/fleetscope/api/gen/fleetscope/v1/fleetscopev1connect"
-	"github.com/fleetscope/fleetscope/store/postgres"
+	"github.com/fleetscope/fleetscope/query"
+	"github.com/fleetscope/fleetscope/store/lifecycle"
 )
 
-var _ fleetscopev1connect.AdminServiceHandler = (*Handlers)(nil)
+// AdminStore is what the admin service reads and writes in the index
+// (store/postgres implements it). Every method acts on one tenant.
+type AdminStore interface {
+	Tenant(ctx context.Context, id int64) (fleetscope.Tenant, error)
+	StoredBytes(ctx context.Context, tenant int64) (bytes, profiles int64, err error)
+	Keys(ctx context.Context, tenant int64) ([]fleetscope.Key, error)
+	NewKey(ctx context.Context, tenant int64, o fleetscope.KeyOptions) (string, fleetscope.Key, error)
+	RevokeKey(ctx context.Context, tenant int64, id, actor string) error
+	AuditEvents(ctx context.Context, tenant int64, pageSize int, pageToken string) ([]fleetscope.AuditEvent, string, error)
+	CreateShareLink(ctx context.Context, tenant int64, l fleetscope.ShareLink) (string, fleetscope.ShareLink, error)
+	ShareLinks(ctx context.Context, tenant int64) ([]fleetscope.ShareLink, error)
+	RevokeShareLink(ctx context.Context, tenant int64, id, actor string) error
+}
 
-func ts(t time.Time) *timestamppb.Timestamp {
-	if t.IsZero() {
-		return nil
-	}
-	return timestamppb.New(t)
+// adminHandler serves AdminService: the caller's tenant, its keys, audit
+// log, share links and profile deletion.
+type adminHandler struct {
+	store     AdminStore
+	lifecycle *lifecycle.Service
+	q         *query.Service
+	auth      *Auth
+	publicURL string
+}
+
+// NewAdmin returns the AdminService handler. Deletions go through lc and
+// are forgotten by q's caches; key revocations empty auth's key cache.
+func NewAdmin(store AdminStore, lc *lifecycle.Service, q *query.Service, auth *Auth, publicURL string) fleetscopev1connect.AdminServiceHandler {
+	return &adminHandler{store: store, lifecycle: lc, q: q, auth: auth, publicURL: publicURL}
 }
 
 // GetTenant describes the caller's tenant: limits and usage.
-func (h *Handlers) GetTenant(ctx context.Context, _ *connect.Request[fsv1.GetTenantRequest]) (*connect.Response[fsv1.GetTenantResponse], error) {
+func (h *adminHandler) GetTenant(ctx context.Context, _ *connect.Request[fsv1.GetTenantRequest]) (*connect.Response[fsv1.GetTenantResponse], error) {
 	p, err := principal(ctx)
 	if err != nil {
 		return nil, err
 	}
-	t, err := h.DB.Tenant(ctx, p.TenantID)
+	t, err := h.store.Tenant(ctx, p.TenantID)
 	if err != nil {
-		return nil, toConnect(err)
+		return nil, err
 	}
-	bytes, n, err := h.DB.StoredBytes(ctx, p.TenantID)
+	bytes, n, err := h.store.StoredBytes(ctx, p.TenantID)
 	if err != nil {
-		return nil, toConnect(err)
+		return nil, err
 	}
 	return connect.NewResponse(&fsv1.GetTenantResponse{
 		Name: t.Name, CreatedAt: ts(t.CreatedAt), RetentionDays: int32(t.RetentionDays),
@@ -49,14 +70,14 @@ func keyProto(k fleetscope.Key) *fsv1.Key {
 }
 
 // ListKeys lists the tenant's keys (never their secrets).
-func (h *Handlers) ListKeys(ctx context.Context, _ *connect.Request[fsv1.ListKeysRequest]) (*connect.Response[fsv1.ListKeysResponse], error) {
+func (h *adminHandler) ListKeys(ctx context.Context, _ *connect.Request[fsv1.ListKeysRequest]) (*connect.Response[fsv1.ListKeysResponse], error) {
 	p, err := principal(ctx)
 	if err != nil {
 		return nil, err
 	}
-	keys, err := h.DB.Keys(ctx, p.TenantID)
+	keys, err := h.store.Keys(ctx, p.TenantID)
 	if err != nil {
-		return nil, toConnect(err)
+		return nil, err
 	}
 	out := &fsv1.ListKeysResponse{}
 	for _, k := range keys {
@@ -66,58 +87,58 @@ func (h *Handlers) ListKeys(ctx context.Context, _ *connect.Request[fsv1.ListKey
 }
 
 // CreateKey creates a key for the caller's tenant.
-func (h *Handlers) CreateKey(ctx context.Context, req *connect.Request[fsv1.CreateKeyRequest]) (*connect.Response[fsv1.CreateKeyResponse], error) {
+func (h *adminHandler) CreateKey(ctx context.Context, req *connect.Request[fsv1.CreateKeyRequest]) (*connect.Response[fsv1.CreateKeyResponse], error) {
 	p, err := principal(ctx)
 	if err != nil {
 		return nil, err
 	}
-	o := postgres.KeyOptions{Name: req.Msg.GetName(), Scopes: req.Msg.GetScopes(), Actor: p.KeyID}
+	o := fleetscope.KeyOptions{Name: req.Msg.GetName(), Scopes: req.Msg.GetScopes(), Actor: p.KeyID}
 	if e := req.Msg.GetExpiresAt(); e != nil {
 		o.ExpiresAt = e.AsTime()
 	}
-	secret, k, err := h.DB.NewKey(ctx, p.TenantID, o)
+	secret, k, err := h.store.NewKey(ctx, p.TenantID, o)
 	if err != nil {
-		return nil, toConnect(err)
+		return nil, err
 	}
 	return connect.NewResponse(&fsv1.CreateKeyResponse{Key: keyProto(k), Secret: secret}), nil
 }
 
 // RevokeKey revokes one of the tenant's keys; it stops working on every
 // replica within AuthTTL, at once on this one.
-func (h *Handlers) RevokeKey(ctx context.Context, req *connect.Request[fsv1.RevokeKeyRequest]) (*connect.Response[fsv1.RevokeKeyResponse], error) {
+func (h *adminHandler) RevokeKey(ctx context.Context, req *connect.Request[fsv1.RevokeKeyRequest]) (*connect.Response[fsv1.RevokeKeyResponse], error) {
 	p, err := principal(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if err := h.DB.RevokeKey(ctx, p.TenantID, req.Msg.GetId(), p.KeyID); err != nil {
-		return nil, toConnect(err)
+	if err := h.store.RevokeKey(ctx, p.TenantID, req.Msg.GetId(), p.KeyID); err != nil {
+		return nil, err
 	}
-	h.auth.forgetKeys()
+	h.auth.ForgetKeys()
 	return connect.NewResponse(&fsv1.RevokeKeyResponse{}), nil
 }
 
 // DeleteProfile deletes a profile's index rows, then its raw file.
-func (h *Handlers) DeleteProfile(ctx context.Context, req *connect.Request[fsv1.DeleteProfileRequest]) (*connect.Response[fsv1.DeleteProfileResponse], error) {
+func (h *adminHandler) DeleteProfile(ctx context.Context, req *connect.Request[fsv1.DeleteProfileRequest]) (*connect.Response[fsv1.DeleteProfileResponse], error) {
 	p, err := principal(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if err := h.Ingest.Delete(ctx, p.TenantID, req.Msg.GetId(), p.KeyID); err != nil {
-		return nil, toConnect(err)
+	if err := h.lifecycle.Delete(ctx, p.TenantID, req.Msg.GetId(), p.KeyID); err != nil {
+		return nil, err
 	}
-	h.forget(p.TenantID, req.Msg.GetId())
+	h.q.Forget(p.TenantID, req.Msg.GetId())
 	return connect.NewResponse(&fsv1.DeleteProfileResponse{}), nil
 }
 
 // ListAuditEvents pages through the tenant's audit log, newest first.
-func (h *Handlers) ListAuditEvents(ctx context.Context, req *connect.Request[fsv1.ListAuditEventsRequest]) (*connect.Response[fsv1.ListAuditEventsResponse], error) {
+func (h *adminHandler) ListAuditEvents(ctx context.Context, req *connect.Request[fsv1.ListAuditEventsRequest]) (*connect.Response[fsv1.ListAuditEventsResponse], error) {
 	p, err := principal(ctx)
 	if err != nil {
 		return nil, err
 	}
-	evs, next, err := h.DB.AuditEvents(ctx, p.TenantID, int(req.Msg.GetPageSize()), req.Msg.GetPageToken())
+	evs, next, err := h.store.AuditEvents(ctx, p.TenantID, int(req.Msg.GetPageSize()), req.Msg.GetPageToken())
 	if err != nil {
-		return nil, toConnect(err)
+		return nil, err
 	}
 	out := &fsv1.ListAuditEventsResponse{NextPageToken: next}
 	for _, e := range evs {
@@ -135,7 +156,7 @@ func shareProto(l fleetscope.ShareLink) *fsv1.ShareLink {
 const MaxShareTTL = 30 * 24 * time.Hour
 
 // CreateShareLink makes a link to one of the tenant's profile ranges.
-func (h *Handlers) CreateShareLink(ctx context.Context, req *connect.Request[fsv1.CreateShareLinkRequest]) (*connect.Response[fsv1.CreateShareLinkResponse], error) {
+func (h *adminHandler) CreateShareLink(ctx context.Context, req *connect.Request[fsv1.CreateShareLinkRequest]) (*connect.Response[fsv1.CreateShareLinkResponse], error) {
 	p, err := principal(ctx)
 	if err != nil {
 		return nil, err
@@ -146,30 +167,29 @@ func (h *Handlers) CreateShareLink(ctx context.Context, req *connect.Request[fsv
 		ttl = 7 * 24 * time.Hour
 	}
 	if ttl < 0 || ttl > MaxShareTTL {
-		return nil, toConnect(fleetscope.Errorf(fleetscope.EINVALID, "a share link lives between 1 s and 30 days"))
+		return nil, fleetscope.Errorf(fleetscope.EINVALID, "a share link lives between 1 s and 30 days")
 	}
 	if m.StartNanos != nil && m.EndNanos != nil && m.GetStartNanos() >= m.GetEndNanos() {
-		return nil, toConnect(fleetscope.Errorf(fleetscope.EINVALID, "empty range"))
+		return nil, fleetscope.Errorf(fleetscope.EINVALID, "empty range")
 	}
 	l := fleetscope.ShareLink{ProfileID: m.GetProfileId(), Event: m.GetEvent(), Start: m.StartNanos, End: m.EndNanos,
 		CreatedBy: p.KeyID, ExpiresAt: time.Now().Add(ttl)}
-	token, l, err := h.DB.CreateShareLink(ctx, p.TenantID, l)
+	token, l, err := h.store.CreateShareLink(ctx, p.TenantID, l)
 	if err != nil {
-		return nil, toConnect(err)
+		return nil, err
 	}
-	return connect.NewResponse(&fsv1.CreateShareLinkResponse{Link: shareProto(l), Token: token,
-		Url: h.PublicURL + "/s/" + token}), nil
+	return connect.NewResponse(&fsv1.CreateShareLinkResponse{Link: shareProto(l), Token: token, Url: h.publicURL + "/s/" + token}), nil
 }
 
 // ListShareLinks lists the tenant's share links.
-func (h *Handlers) ListShareLinks(ctx context.Context, _ *connect.Request[fsv1.ListShareLinksRequest]) (*connect.Response[fsv1.ListShareLinksResponse], error) {
+func (h *adminHandler) ListShareLinks(ctx context.Context, _ *connect.Request[fsv1.ListShareLinksRequest]) (*connect.Response[fsv1.ListShareLinksResponse], error) {
 	p, err := principal(ctx)
 	if err != nil {
 		return nil, err
 	}
-	links, err := h.DB.ShareLinks(ctx, p.TenantID)
+	links, err := h.store.ShareLinks(ctx, p.TenantID)
 	if err != nil {
-		return nil, toConnect(err)
+		return nil, err
 	}
 	out := &fsv1.ListShareLinksResponse{}
 	for _, l := range links {
@@ -179,13 +199,13 @@ func (h *Handlers) ListShareLinks(ctx context.Context, _ *connect.Request[fsv1.L
 }
 
 // RevokeShareLink revokes a link; the next request through it fails.
-func (h *Handlers) RevokeShareLink(ctx context.Context, req *connect.Request[fsv1.RevokeShareLinkRequest]) (*connect.Response[fsv1.RevokeShareLinkResponse], error) {
+func (h *adminHandler) RevokeShareLink(ctx context.Context, req *connect.Request[fsv1.RevokeShareLinkRequest]) (*connect.Response[fsv1.RevokeShareLinkResponse], error) {
 	p, err := principal(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if err := h.DB.RevokeShareLink(ctx, p.TenantID, req.Msg.GetId(), p.KeyID); err != nil {
-		return nil, toConnect(err)
+	if err := h.store.RevokeShareLink(ctx, p.TenantID, req.Msg.GetId(), p.KeyID); err != nil {
+		return nil, err
 	}
 	return connect.NewResponse(&fsv1.RevokeShareLinkResponse{}), nil
 }

@@ -2,17 +2,15 @@ package api
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math"
 	"mime"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
-
-	"connectrpc.com/connect"
 
 	"github.com/fleetscope/fleetscope"
 	"github.com/fleetscope/fleetscope/ingest"
@@ -48,23 +46,28 @@ const PyroscopePath = "/ingest"
 // samples (pyroscope-go sends one each period the program was idle) is
 // answered 200 {"stored": false} and not stored.
 //
-// Mount it after Mount, which sets up the shared authentication.
-func (h *Handlers) Pyroscope() http.Handler {
-	if h.auth == nil {
-		panic("api: Handlers.Pyroscope before Mount")
-	}
-	return http.HandlerFunc(h.servePyroscope)
+// NewPyroscope returns that endpoint: keys checked by auth, profiles stored
+// by svc, permalinks under publicURL.
+func NewPyroscope(auth *Auth, svc *ingest.Service, publicURL string, log *slog.Logger) http.Handler {
+	return &pyroscopeHandler{auth: auth, ingest: svc, publicURL: publicURL, log: log}
 }
 
-func (h *Handlers) servePyroscope(w http.ResponseWriter, r *http.Request) {
+type pyroscopeHandler struct {
+	auth      *Auth
+	ingest    *ingest.Service
+	publicURL string
+	log       *slog.Logger
+}
+
+func (h *pyroscopeHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", "POST")
 		http.Error(w, "method not allowed: POST profiles here", http.StatusMethodNotAllowed)
 		return
 	}
-	p, err := h.authHTTP(r)
+	p, err := h.auth.Principal(r, fleetscope.ScopeIngest)
 	if err != nil {
-		if connect.CodeOf(err) == connect.CodeUnauthenticated {
+		if fleetscope.ErrorCode(err) == fleetscope.EUNAUTHENTICATED {
 			w.Header().Set("WWW-Authenticate", `Basic realm="fleetscope", charset="UTF-8"`)
 		}
 		httpError(w, err)
@@ -91,7 +94,7 @@ func (h *Handlers) servePyroscope(w http.ResponseWriter, r *http.Request) {
 		httpError(w, fleetscope.Errorf(fleetscope.EINVALID, "until (%s) is before from (%s)", until.Format(time.RFC3339Nano), from.Format(time.RFC3339Nano)))
 		return
 	}
-	if limit := h.Ingest.MaxUpload(p); limit > 0 {
+	if limit := h.ingest.MaxUpload(p); limit > 0 {
 		r.Body = http.MaxBytesReader(w, r.Body, limit+1<<20) // the profile part is limited exactly by ingest
 	}
 
@@ -108,8 +111,8 @@ func (h *Handlers) servePyroscope(w http.ResponseWriter, r *http.Request) {
 			m.Host = v
 		}
 	}
-	info, created, err := h.Ingest.Ingest(r.Context(), p, m, body)
-	if fleetscope.ErrorCode(err) == fleetscope.EINVALID && strings.Contains(err.Error(), "has no samples") {
+	info, created, err := h.ingest.Ingest(r.Context(), p, m, body)
+	if fleetscope.ErrorCode(err) == fleetscope.EEMPTY {
 		// pyroscope-go sends a CPU profile every period, an empty one when
 		// the program was idle: nothing to store, and not the client's
 		// mistake.
@@ -118,40 +121,14 @@ func (h *Handlers) servePyroscope(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err != nil {
-		h.Log.Warn("pyroscope ingest failed", "tenant", p.Tenant, "app", app, "err", err)
+		h.log.Log(r.Context(), logLevel(err), "pyroscope ingest failed", "tenant", p.Tenant, "app", app, "code", fleetscope.ErrorCode(err), "err", err)
 		httpError(w, err)
 		return
 	}
-	h.Log.Info("profile stored", "tenant", p.Tenant, "profile", info.ID, "app", info.App, "samples", info.Samples,
+	h.log.Info("profile stored", "tenant", p.Tenant, "profile", info.ID, "app", info.App, "samples", info.Samples,
 		"bytes", info.SizeBytes, "created", created, "via", "pyroscope", "spy", q.Get("spyName"))
 	w.Header().Set("Content-Type", "application/json")
-	json.NewEncoder(w).Encode(map[string]any{"id": info.ID, "created": created, "permalink": h.permalink(info.ID)})
-}
-
-// authHTTP resolves the request's key (Bearer, or Basic with the key as the
-// password) with the interceptor's cache and checks the ingest scope and the
-// tenant's rate limit.
-func (h *Handlers) authHTTP(r *http.Request) (fleetscope.Principal, error) {
-	var p fleetscope.Principal
-	secret, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if !ok {
-		_, secret, ok = r.BasicAuth()
-	}
-	secret = strings.TrimSpace(secret)
-	if !ok || secret == "" {
-		return p, connect.NewError(connect.CodeUnauthenticated, errors.New("missing API key: send Authorization: Bearer <key>, or Basic auth with the key as the password"))
-	}
-	p, err := h.auth.authenticate(r.Context(), secret)
-	if err != nil {
-		return p, toConnect(err)
-	}
-	if !p.Can(fleetscope.ScopeIngest) {
-		return p, connect.NewError(connect.CodePermissionDenied, errors.New("this key lacks the "+fleetscope.ScopeIngest+" scope"))
-	}
-	if err := h.auth.allow(p); err != nil {
-		return p, err
-	}
-	return p, nil
+	json.NewEncoder(w).Encode(map[string]any{"id": info.ID, "created": created, "permalink": permalink(h.publicURL, info.ID)})
 }
 
 // pyroscopeBody returns the profile's bytes from a multipart body (its
@@ -269,42 +246,4 @@ func parsePyroscopeTime(s string, now time.Time) (time.Time, error) {
 	}
 	sec, frac := math.Modf(f)
 	return time.Unix(int64(sec), int64(frac*1e9)), nil
-}
-
-// httpStatus is the HTTP status of each Connect code, for the plain HTTP
-// endpoints: the one place that mapping happens.
-var httpStatus = map[connect.Code]int{
-	connect.CodeInvalidArgument:    http.StatusBadRequest,
-	connect.CodeUnauthenticated:    http.StatusUnauthorized,
-	connect.CodePermissionDenied:   http.StatusForbidden,
-	connect.CodeNotFound:           http.StatusNotFound,
-	connect.CodeAlreadyExists:      http.StatusConflict,
-	connect.CodeResourceExhausted:  http.StatusRequestEntityTooLarge,
-	connect.CodeUnavailable:        http.StatusServiceUnavailable,
-	connect.CodeCanceled:           499,
-	connect.CodeDeadlineExceeded:   http.StatusGatewayTimeout,
-	connect.CodeUnimplemented:      http.StatusNotImplemented,
-	connect.CodeFailedPrecondition: http.StatusPreconditionFailed,
-}
-
-// httpError writes err (a fleetscope or Connect error) as plain text with
-// its HTTP status.
-func httpError(w http.ResponseWriter, err error) {
-	var mbe *http.MaxBytesError
-	if errors.As(err, &mbe) {
-		err = fleetscope.Errorf(fleetscope.ETOOLARGE, "request body larger than the limit of %d bytes", mbe.Limit)
-	}
-	ce := new(connect.Error)
-	if !errors.As(toConnect(err), &ce) {
-		http.Error(w, "internal error", http.StatusInternalServerError)
-		return
-	}
-	status, ok := httpStatus[ce.Code()]
-	if !ok {
-		status = http.StatusInternalServerError
-	}
-	if ce.Code() == connect.CodeResourceExhausted && strings.Contains(ce.Message(), "rate limit") {
-		status = http.StatusTooManyRequests
-	}
-	http.Error(w, ce.Message(), status)
 }

@@ -13,7 +13,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -24,6 +23,7 @@ import (
 
 	"github.com/fleetscope/fleetscope"
 	"github.com/fleetscope/fleetscope/ingest"
+	"github.com/fleetscope/fleetscope/ingest/corpus"
 	"github.com/fleetscope/fleetscope/store/blob"
 	_ "github.com/fleetscope/fleetscope/store/blob/localfs"
 	"github.com/fleetscope/fleetscope/store/postgres"
@@ -81,7 +81,7 @@ func TestParsePyroscopeTime(t *testing.T) {
 	}
 }
 
-// pyroEnv is a Handlers with the Pyroscope endpoint on a loopback server,
+// pyroEnv is the Pyroscope endpoint on a loopback server,
 // backed by a real Postgres and a blob directory.
 type pyroEnv struct {
 	db       *postgres.DB
@@ -100,20 +100,19 @@ func newPyroEnv(t *testing.T) *pyroEnv {
 		t.Fatal(err)
 	}
 	log := slog.New(slog.DiscardHandler)
-	h := &Handlers{DB: db, Log: log, PublicURL: "http://fleetscope.test", Ingest: &ingest.Service{DB: db, Blobs: blobs, Log: log, TempDir: t.TempDir()}}
+	ing := &ingest.Service{DB: db, Blobs: blobs, Log: log, TempDir: t.TempDir()}
 	mux := http.NewServeMux()
-	h.Mount(mux, db)
-	mux.Handle(PyroscopePath, h.Pyroscope())
+	mux.Handle(PyroscopePath, NewPyroscope(NewAuth(db), ing, "http://fleetscope.test", log))
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	e := &pyroEnv{db: db, url: srv.URL}
 	if e.tenant, err = db.CreateTenant(ctx, "acme", false); err != nil {
 		t.Fatal(err)
 	}
-	if e.key, _, err = db.NewKey(ctx, e.tenant, postgres.KeyOptions{Scopes: []string{"ingest", "read"}, Actor: "test"}); err != nil {
+	if e.key, _, err = db.NewKey(ctx, e.tenant, fleetscope.KeyOptions{Scopes: []string{"ingest", "read"}, Actor: "test"}); err != nil {
 		t.Fatal(err)
 	}
-	if e.readOnly, _, err = db.NewKey(ctx, e.tenant, postgres.KeyOptions{Scopes: []string{"read"}, Actor: "test"}); err != nil {
+	if e.readOnly, _, err = db.NewKey(ctx, e.tenant, fleetscope.KeyOptions{Scopes: []string{"read"}, Actor: "test"}); err != nil {
 		t.Fatal(err)
 	}
 	return e
@@ -156,10 +155,7 @@ func push(t *testing.T, cfg remote.Config, job *upstream.UploadJob) []string {
 func TestPyroscopeIngest(t *testing.T) {
 	e := newPyroEnv(t)
 	ctx := context.Background()
-	data, err := os.ReadFile("../../shared/corpus/pprof/go-sha-sort.cpu.pprof")
-	if err != nil {
-		t.Fatal(err)
-	}
+	data := corpus.Read(t, "corpus/pprof/go-sha-sort.cpu.pprof")
 	from := time.Unix(1795000000, 250_000_000)
 	job := &upstream.UploadJob{Name: "shop.cpu{env=prod,__session_id__=5e55,hostname=web-1}", StartTime: from, EndTime: from.Add(10 * time.Second),
 		SpyName: "gospy", SampleRate: 100, Units: "samples", AggregationType: "sum", Format: upstream.FormatPprof, Profile: data}
@@ -185,7 +181,7 @@ func TestPyroscopeIngest(t *testing.T) {
 		t.Fatalf("wrong key: %v", errs)
 	}
 
-	ps, _, err := e.db.Search(ctx, e.tenant, postgres.Filter{App: "shop"})
+	ps, _, err := e.db.Search(ctx, e.tenant, fleetscope.ProfileFilter{App: "shop"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +201,7 @@ func TestPyroscopeIngest(t *testing.T) {
 		t.Fatalf("basic-auth push not stored: %v", ps)
 	}
 	// Searches by time span and label find it.
-	if found, _, _ := e.db.Search(ctx, e.tenant, postgres.Filter{Labels: map[string]string{"env": "prod"}, Since: from.Add(-time.Second), Until: from.Add(time.Second)}); len(found) != 1 {
+	if found, _, _ := e.db.Search(ctx, e.tenant, fleetscope.ProfileFilter{Labels: map[string]string{"env": "prod"}, Since: from.Add(-time.Second), Until: from.Add(time.Second)}); len(found) != 1 {
 		t.Fatalf("search by label and time: %d", len(found))
 	}
 
@@ -271,7 +267,7 @@ func TestPyroscopeIngest(t *testing.T) {
 	if code, msg := post("name=folded-app{k=v}&from=1795000000&until=1795000010", bearer, []byte("main;work;spin 7\nmain;idle 3\n"), "text/plain"); code != 200 {
 		t.Fatalf("folded body: %d %s", code, msg)
 	}
-	if found, _, _ := e.db.Search(ctx, e.tenant, postgres.Filter{App: "folded-app"}); len(found) != 1 || found[0].Format != "folded" {
+	if found, _, _ := e.db.Search(ctx, e.tenant, fleetscope.ProfileFilter{App: "folded-app"}); len(found) != 1 || found[0].Format != "folded" {
 		t.Fatalf("folded body stored as %v", found)
 	}
 	// Only POST.

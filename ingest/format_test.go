@@ -14,14 +14,12 @@ import (
 	"testing"
 
 	"github.com/fleetscope/fleetscope"
+	"github.com/fleetscope/fleetscope/ingest/corpus"
 	"github.com/fleetscope/fleetscope/ingest/plugin"
 )
 
-// shared is the shared corpus directory, relative to this package.
-const shared = "../../shared"
-
-// corpus lists every corpus file with the format it is.
-func corpus(t testing.TB) map[string]string {
+// corpusFormats lists every corpus file with the format it is.
+func corpusFormats(t testing.TB) map[string]string {
 	t.Helper()
 	want := map[string]string{
 		"corpus/nflxprofile/nodejs1.nflxprofile":            "nflxprofile",
@@ -31,21 +29,13 @@ func corpus(t testing.TB) map[string]string {
 		"corpus/pprof/go-sha-sort.cpu.pprof":                "pprof",
 		"bench/perf-mixed-60s.txt.gz":                       "perf",
 	}
-	perfs, _ := filepath.Glob(filepath.Join(shared, "corpus/perf/*.txt*"))
-	for _, f := range perfs {
+	for _, f := range corpus.Glob(t, "corpus/perf/*.txt*", 15) {
 		if !strings.Contains(f, "workload") && !strings.Contains(f, "LICENSE") {
-			want[strings.TrimPrefix(f, shared+"/")] = "perf"
+			want["corpus/perf/"+filepath.Base(f)] = "perf"
 		}
 	}
-	folded, _ := filepath.Glob(filepath.Join(shared, "corpus/perf/collapsed/*.folded"))
-	for _, f := range folded {
-		want[strings.TrimPrefix(f, shared+"/")] = "folded"
-	}
-	if len(perfs) == 0 || len(folded) == 0 {
-		if os.Getenv("FLEETSCOPE_TEST_REQUIRE") != "" {
-			t.Fatalf("no corpus under %s", shared)
-		}
-		t.Skipf("no corpus under %s", shared)
+	for _, f := range corpus.Glob(t, "corpus/perf/collapsed/*.folded", 90) {
+		want["corpus/perf/collapsed/"+filepath.Base(f)] = "folded"
 	}
 	return want
 }
@@ -59,14 +49,11 @@ func noPlugins(t *testing.T) {
 // TestDetectCorpus: every corpus file is detected as its format by content,
 // renamed to a name without extension, and every other format is less sure.
 func TestDetectCorpus(t *testing.T) {
-	want := corpus(t)
+	want := corpusFormats(t)
 	noPlugins(t)
 	tmp := t.TempDir()
 	for rel, format := range want {
-		raw, err := os.ReadFile(filepath.Join(shared, rel))
-		if err != nil {
-			t.Fatal(err)
-		}
+		raw := corpus.Read(t, rel)
 		renamed := filepath.Join(tmp, "input")
 		if err := os.WriteFile(renamed, raw, 0o600); err != nil {
 			t.Fatal(err)
@@ -100,13 +87,13 @@ func TestDetectCorpus(t *testing.T) {
 // TestParseCorpus: every corpus file parses through the generic path
 // (detection included) into samples.
 func TestParseCorpus(t *testing.T) {
-	want := corpus(t)
+	want := corpusFormats(t)
 	noPlugins(t)
 	for rel, format := range want {
 		if testing.Short() && strings.HasPrefix(rel, "bench/") {
 			continue
 		}
-		f, err := os.Open(filepath.Join(shared, rel))
+		f, err := os.Open(corpus.Path(t, rel))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -142,10 +129,7 @@ func TestDetectRejects(t *testing.T) {
 	for i := range garbage {
 		garbage[i] = byte(rnd.UintN(256))
 	}
-	license, err := os.ReadFile(filepath.Join(shared, "corpus/perf/LICENSE-CDDL-1.0.txt"))
-	if err != nil {
-		t.Skip(err)
-	}
+	license := corpus.Read(t, "corpus/perf/LICENSE-CDDL-1.0.txt")
 	for _, tc := range []struct {
 		name string
 		in   []byte
@@ -250,13 +234,13 @@ func TestInputFormat(t *testing.T) {
 
 // TestTraceEventPick: the option picks one profile of the trace.
 func TestTraceEventPick(t *testing.T) {
-	corpus(t)
+	corpusFormats(t)
 	noPlugins(t)
 	for _, tc := range []struct {
 		format string
 		want   int
 	}{{"traceevent", 35028}, {"traceevent:pid=13392", 18145}, {"traceevent:pid=13381,tid=13381", 16883}} {
-		f, err := os.Open(filepath.Join(shared, "corpus/trace_event/chromium156-page.trace.json.gz"))
+		f, err := os.Open(corpus.Path(t, "corpus/trace_event/chromium156-page.trace.json.gz"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -266,7 +250,7 @@ func TestTraceEventPick(t *testing.T) {
 			t.Errorf("%s: %v samples, %v; want %d", tc.format, p, err, tc.want)
 		}
 	}
-	f, _ := os.Open(filepath.Join(shared, "corpus/trace_event/chromium156-page.trace.json.gz"))
+	f, _ := os.Open(corpus.Path(t, "corpus/trace_event/chromium156-page.trace.json.gz"))
 	defer f.Close()
 	_, err := Parse(f, "traceevent:pid=1", 0, func(*fleetscope.Profile, []fleetscope.Sample) error { return nil })
 	if err == nil || !strings.Contains(err.Error(), "pid=13392,tid=13392") {
@@ -312,10 +296,7 @@ func benchFile(b *testing.B, rel string) []byte {
 	if v, ok := benchFiles.Load(rel); ok {
 		return v.([]byte)
 	}
-	raw, err := os.ReadFile(filepath.Join(shared, rel))
-	if err != nil {
-		b.Skipf("benchmark input: %v", err)
-	}
+	raw := corpus.Read(b, rel)
 	r, err := Decompress(bytes.NewReader(raw))
 	if err != nil {
 		b.Fatal(err)

@@ -1,7 +1,10 @@
-// Package ingest turns uploaded bytes into profiles: it undoes compression,
-// detects the format by content and hands the stream to that format's
-// streaming parser (ingest/perf, ...). It owns no storage and no transport:
-// callers decide where the raw bytes and the parsed samples go.
+// Package ingest turns uploaded bytes into stored profiles: it undoes
+// compression, detects the format by content, hands the stream to that
+// format's streaming parser (ingest/perf, ingest/pprof, ...), builds the
+// profile's index (store/index) and stores the raw bytes (store/blob) and
+// the index (through its Index interface, which store/postgres implements)
+// so that a profile is stored whole or not at all. It speaks no transport
+// and answers no queries; deletion and retention live in store/lifecycle.
 package ingest
 
 import (

@@ -13,10 +13,8 @@ import (
 	"time"
 
 	"github.com/fleetscope/fleetscope"
-	"github.com/fleetscope/fleetscope/query"
 	"github.com/fleetscope/fleetscope/store/blob"
 	"github.com/fleetscope/fleetscope/store/index"
-	"github.com/fleetscope/fleetscope/store/postgres"
 )
 
 // Meta is what an upload says about its file.
@@ -34,10 +32,24 @@ type Meta struct {
 	SpanStart, SpanEnd time.Time
 }
 
+// Index is what ingest needs of the index (store/postgres implements it).
+type Index interface {
+	// ProfileBySHA256 returns the tenant's profile with these bytes, or ENOTFOUND.
+	ProfileBySHA256(ctx context.Context, tenant int64, sum []byte) (*fleetscope.ProfileInfo, error)
+	// StoredBytes returns the raw bytes and number of a tenant's profiles.
+	StoredBytes(ctx context.Context, tenant int64) (bytes, profiles int64, err error)
+	// InsertProfile writes a profile's index in one transaction, running
+	// beforeCommit last inside it; if the tenant has a profile with the
+	// same bytes, it writes nothing and returns that one, created = false.
+	InsertProfile(ctx context.Context, tenant int64, p *fleetscope.ProfileInfo, sum []byte, dict *fleetscope.Dict, ix *index.Index, beforeCommit func() error) (*fleetscope.ProfileInfo, bool, error)
+	// BlobInUse reports whether any profile refers to a blob key.
+	BlobInUse(ctx context.Context, key string) (bool, error)
+}
+
 // Service stores uploads: the raw bytes in the blob store under the tenant
 // and their SHA-256, the index in Postgres.
 type Service struct {
-	DB    *postgres.DB
+	DB    Index
 	Blobs blob.Store
 	// MaxUploadBytes bounds an upload as sent; MaxRawBytes once
 	// decompressed (gzip bombs).
@@ -80,7 +92,7 @@ func (s *Service) Ingest(ctx context.Context, p fleetscope.Principal, m Meta, bo
 		pw.CloseWithError(err)
 		copied <- err
 	}()
-	dict, ix, prof, perr := s.parse(pr, m, maxRaw)
+	parsed, perr := ParseIndex(pr, m.InputFormat, maxRaw)
 	pr.CloseWithError(errParseDone) // stop the copy if the parse ended early
 	cerr := <-copied
 	if cerr != nil && !errors.Is(cerr, errParseDone) {
@@ -106,7 +118,9 @@ func (s *Service) Ingest(ctx context.Context, p fleetscope.Principal, m Meta, bo
 			return nil, false, fleetscope.Errorf(fleetscope.ETOOLARGE, "storage quota exceeded: %d of %d bytes used, this upload needs %d", used, q, size)
 		}
 	}
-	info := s.describe(m, prof, ix, sum, size)
+	info := Describe(m, parsed, s.now())
+	info.SHA256 = fmt.Sprintf("%x", sum)
+	info.SizeBytes = size
 	info.BlobKey = fmt.Sprintf("%d/%x", p.TenantID, sum)
 	if _, err := spool.Seek(0, io.SeekStart); err != nil {
 		return nil, false, err
@@ -123,15 +137,13 @@ func (s *Service) Ingest(ctx context.Context, p fleetscope.Principal, m Meta, bo
 		}
 		return putErr
 	}
-	stored, created, err := s.DB.InsertProfile(ctx, p.TenantID, info, sum, dict, ix, waitPut)
+	stored, created, err := s.DB.InsertProfile(ctx, p.TenantID, info, sum, parsed.Profile.Dict, parsed.Index, waitPut)
 	if perr := waitPut(); perr != nil {
 		s.dropBlob(info.BlobKey)
-		s.logf("blob put failed", "key", info.BlobKey, "err", perr)
 		return nil, false, unavailable(perr, "could not store the raw file (blob store unavailable): nothing was stored, retry later")
 	}
 	if err != nil {
 		s.dropBlob(info.BlobKey)
-		s.logf("index write failed", "profile sha256", info.SHA256, "err", err)
 		return nil, false, unavailable(err, "could not write the index: nothing was stored, retry later")
 	}
 	return stored, created, nil
@@ -139,20 +151,15 @@ func (s *Service) Ingest(ctx context.Context, p fleetscope.Principal, m Meta, bo
 
 var errParseDone = errors.New("parse finished")
 
-// unavailable keeps fleetscope errors and replaces others (driver and
-// network failures, logged by the caller) with a retryable message.
+// unavailable keeps fleetscope errors and wraps others (driver and
+// network failures, logged by the caller with their cause) in a retryable
+// one with msg.
 func unavailable(err error, msg string) error {
 	var fe *fleetscope.Error
 	if errors.As(err, &fe) || errors.Is(err, context.Canceled) {
 		return err
 	}
-	return fleetscope.Errorf(fleetscope.EUNAVAILABLE, "%s", msg)
-}
-
-func (s *Service) logf(msg string, args ...any) {
-	if s.Log != nil {
-		s.Log.Warn(msg, args...)
-	}
+	return fleetscope.Wrap(err, fleetscope.EUNAVAILABLE, msg)
 }
 
 // dropBlob removes a blob whose index write failed, unless a profile refers
@@ -163,7 +170,7 @@ func (s *Service) dropBlob(key string) {
 	if used, err := s.DB.BlobInUse(ctx, key); err != nil || used {
 		return
 	}
-	if err := s.Blobs.Delete(ctx, key); err != nil && s.Log != nil {
+	if err := s.Blobs.Delete(ctx, key); err != nil && s.Log != nil { // check --fix removes it later
 		s.Log.Warn("orphan blob left after failed ingest", "key", key, "err", err)
 	}
 }
@@ -189,47 +196,62 @@ func checkMeta(m *Meta) error {
 	return nil
 }
 
-// parse decompresses, detects and parses r, building the index.
-func (s *Service) parse(r io.Reader, m Meta, maxRaw int64) (*fleetscope.Dict, *index.Index, *fleetscope.Profile, error) {
+// Parsed is a profile parsed and indexed in memory: what ingest stores, and
+// what the local commands query (through store/memory).
+type Parsed struct {
+	Profile *fleetscope.Profile
+	Index   *index.Index
+}
+
+// ParseIndex decompresses r, detects its format (or takes inputFormat),
+// parses it and builds its index. maxRaw bounds the decompressed size
+// (0: none). Input that is not a profile is EINVALID.
+func ParseIndex(r io.Reader, inputFormat string, maxRaw int64) (*Parsed, error) {
 	b := index.NewBuilder()
-	prof, err := Parse(r, m.InputFormat, maxRaw, func(_ *fleetscope.Profile, batch []fleetscope.Sample) error {
+	prof, err := Parse(r, inputFormat, maxRaw, func(_ *fleetscope.Profile, batch []fleetscope.Sample) error {
 		b.Add(batch)
 		return nil
 	})
 	if err != nil {
 		var fe *fleetscope.Error
 		if errors.As(err, &fe) {
-			return nil, nil, nil, err
+			return nil, err
 		}
-		return nil, nil, nil, fleetscope.Errorf(fleetscope.EINVALID, "reading the upload: %v", err)
+		return nil, fleetscope.Wrap(err, fleetscope.EINVALID, "reading the profile: "+err.Error())
 	}
 	ix, err := b.Build(prof.Dict.Idle, prof.Dict.Events())
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, err
 	}
-	return prof.Dict, ix, prof, nil
+	return &Parsed{Profile: prof, Index: ix}, nil
 }
 
-// describe fills the profile's metadata, placing it in absolute time.
-func (s *Service) describe(m Meta, prof *fleetscope.Profile, ix *index.Index, sum []byte, size int64) *fleetscope.ProfileInfo {
-	now := time.Now
+func (s *Service) now() time.Time {
 	if s.Now != nil {
-		now = s.Now
+		return s.Now()
 	}
+	return time.Now()
+}
+
+// Describe returns a parsed profile's metadata (all but its id, hash and
+// size), placing it in absolute time: by its own epoch timestamps, the
+// upload's clock anchor or span, or else as ending at now.
+func Describe(m Meta, parsed *Parsed, now time.Time) *fleetscope.ProfileInfo {
+	prof, ix := parsed.Profile, parsed.Index
 	if m.Host == "" {
 		m.Host = prof.Meta["hostname"]
 	}
 	info := &fleetscope.ProfileInfo{
 		App: m.App, Host: m.Host, Labels: m.Labels, Format: prof.Format, Filename: m.Filename,
 		Samples: int64(prof.Samples), Timed: ix.Timed, StartSecond: ix.StartSecond,
-		TimeUnitNanos: ix.TimeUnitNanos, SizeBytes: size, Meta: prof.Meta,
+		TimeUnitNanos: ix.TimeUnitNanos, Meta: prof.Meta,
 	}
-	counts := make([]int, len(ix.Events))
+	counts := make([]int64, len(ix.Events))
 	for i, e := range ix.Events {
 		info.Events = append(info.Events, fleetscope.EventInfo{Name: e.Name, Samples: e.Samples, Period: e.Period})
-		counts[i] = int(e.Samples)
+		counts[i] = e.Samples
 	}
-	info.DefaultEvent = int(query.DefaultEvent(counts))
+	info.DefaultEvent = int(fleetscope.DefaultEvent(counts))
 	if ix.Timed {
 		info.DurationNanos = ix.LastNanos - ix.StartSecond*1e9
 	}
@@ -256,10 +278,9 @@ func (s *Service) describe(m Meta, prof *fleetscope.Profile, ix *index.Index, su
 		info.StartTime = m.AnchorWall.Add(time.Duration(start - m.AnchorClockNanos))
 	default: // the recording ended about when it was uploaded
 		info.TimeSource = "upload"
-		info.StartTime = now().Add(-time.Duration(info.DurationNanos)).Truncate(time.Second)
+		info.StartTime = now.Add(-time.Duration(info.DurationNanos)).Truncate(time.Second)
 	}
 	info.EndTime = info.StartTime.Add(time.Duration(info.DurationNanos))
-	info.SHA256 = fmt.Sprintf("%x", sum)
 	return info
 }
 

@@ -2,23 +2,28 @@ package query_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/fleetscope/fleetscope"
 	"github.com/fleetscope/fleetscope/ingest"
+	"github.com/fleetscope/fleetscope/ingest/corpus"
 	"github.com/fleetscope/fleetscope/ingest/perf"
 	"github.com/fleetscope/fleetscope/query"
 	"github.com/fleetscope/fleetscope/query/flame"
 	"github.com/fleetscope/fleetscope/query/heatmap"
+	"github.com/fleetscope/fleetscope/store/memory"
 )
-
-const shared = "../../shared"
 
 // truth is planted.py's truth.json.
 type truth struct {
@@ -34,7 +39,7 @@ type truth struct {
 func plant(t *testing.T, args ...string) (string, *truth) {
 	t.Helper()
 	dir := t.TempDir()
-	cmd := exec.Command("python3", append([]string{filepath.Join(shared, "tools/planted.py"), dir}, args...)...)
+	cmd := exec.Command("python3", append([]string{corpus.Path(t, "tools/planted.py"), dir}, args...)...)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("planted.py %v: %v\n%s", args, err, out)
 	}
@@ -49,10 +54,14 @@ func plant(t *testing.T, args ...string) (string, *truth) {
 	return filepath.Join(dir, "planted.perf"), &tr
 }
 
-// parsed is a profile parsed the way the CLI does, kept in memory.
+// parsed is a profile parsed and indexed as an upload is, kept in memory
+// (store/memory) and queried through the query service: the code path of
+// both the CLI and the server.
 type parsed struct {
-	p       *fleetscope.Profile
-	samples []fleetscope.Sample
+	t  testing.TB
+	p  *fleetscope.Profile
+	q  *query.Service
+	id string
 }
 
 func parseFile(t testing.TB, path string) *parsed {
@@ -62,29 +71,18 @@ func parseFile(t testing.TB, path string) *parsed {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	r, err := ingest.Decompress(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := &parsed{}
-	out.p, err = perf.Parse(r, func(_ *fleetscope.Profile, batch []fleetscope.Sample) error {
-		out.samples = append(out.samples, batch...)
-		return nil
-	})
+	pr, err := ingest.ParseIndex(f, "", 0)
 	if err != nil {
 		t.Fatalf("parse %s: %v", path, err)
 	}
-	return out
+	st := memory.New()
+	id := st.Add(ingest.Describe(ingest.Meta{}, pr, time.Now()), pr.Profile.Dict, pr.Index)
+	return &parsed{t: t, p: pr.Profile, q: query.New(st, query.Options{}), id: id}
 }
 
 func (p *parsed) heatmap(t testing.TB, rows int) *heatmap.Heatmap {
 	t.Helper()
-	b, err := heatmap.NewBuilder(rows, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b.Add(p.p.Dict, p.samples)
-	h, err := b.Heatmap(0, p.p.Dict.Events()[0], query.StartSecond(p.p.MinNanos)/1e9, query.StartSecond(p.p.MaxNanos)/1e9)
+	h, err := p.q.Heatmap(context.Background(), 0, query.HeatmapRequest{ProfileID: p.id, Rows: rows})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,10 +90,12 @@ func (p *parsed) heatmap(t testing.TB, rows int) *heatmap.Heatmap {
 }
 
 func (p *parsed) flame(r fleetscope.Range) *flame.Counts {
-	sel := query.Selection{Range: r, StartSecond: query.StartSecond(p.p.MinNanos)}
-	var c flame.Counts
-	c.Add(p.p.Dict, &sel, p.samples, false)
-	return &c
+	p.t.Helper()
+	g, err := p.q.FlameGraph(context.Background(), 0, query.FlameRequest{ProfileID: p.id, Range: &r})
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	return g.Counts
 }
 
 // block is one sample of the planted text, read independently of the
@@ -172,7 +172,7 @@ func TestHeatmapEqualsPlantedTruth(t *testing.T) {
 					diff[[2]int{ci, ri}] -= n
 				}
 			}
-			start := query.StartSecond(p.p.MinNanos)
+			start := (fleetscope.FloorSecond(p.p.MinNanos) * 1e9)
 			boundary := 0
 			for _, b := range blocks(t, path) {
 				off := (b.nanos - start) % 1e9
@@ -211,9 +211,9 @@ func TestCellFlameGraphTotalsCellCount(t *testing.T) {
 		cells := 0
 		for i, col := range h.Columns {
 			for r, n := range col {
-				got := p.flame(heatmap.CellRange(i, r, rows)).Total
+				got := p.flame(fleetscope.CellRange(i, r, rows)).Total
 				if got != uint64(n) {
-					t.Fatalf("rows %d, cell col %d row %d: count %d, flame graph of %v totals %d", rows, i, r, n, heatmap.CellRange(i, r, rows), got)
+					t.Fatalf("rows %d, cell col %d row %d: count %d, flame graph of %v totals %d", rows, i, r, n, fleetscope.CellRange(i, r, rows), got)
 				}
 				if n > 0 {
 					cells++
@@ -233,7 +233,7 @@ func TestRangeFoldedEqualsCollapseOfRange(t *testing.T) {
 			path, tr := plant(t, args...)
 			p := parseFile(t, path)
 			all := blocks(t, path)
-			start := query.StartSecond(p.p.MinNanos)
+			start := (fleetscope.FloorSecond(p.p.MinNanos) * 1e9)
 			check := func(r fleetscope.Range) (string, []block) {
 				var text strings.Builder
 				var in []block
@@ -308,11 +308,15 @@ func trim(s string) string {
 	return s
 }
 
-// TestWholeProfileFoldedEqualsCollapse checks every perf corpus file: the
-// flame graph of the whole profile (idle included, weighted by period) equals
-// stackcollapse-perf.pl's folding of the event it keeps.
-func TestWholeProfileFoldedEqualsCollapse(t *testing.T) {
-	files, _ := filepath.Glob(filepath.Join(shared, "corpus/perf/*.txt*"))
+// TestWholeProfileFoldedEqualsReference checks every perf corpus file: the
+// flame graph of the whole profile (idle included, weighted by period)
+// equals stackcollapse-perf.pl's own output (the corpus reference
+// collapsed/NAME.default.folded, made by the Perl script) for the events the
+// script keeps: the first event of the file that is not a tracepoint, and
+// tracepoints (and probes), whose payload after the event name keeps the
+// script from filtering them.
+func TestWholeProfileFoldedEqualsReference(t *testing.T) {
+	files := corpus.Glob(t, "corpus/perf/*.txt*", 15)
 	n := 0
 	for _, path := range files {
 		base := filepath.Base(path)
@@ -321,34 +325,41 @@ func TestWholeProfileFoldedEqualsCollapse(t *testing.T) {
 		}
 		n++
 		t.Run(base, func(t *testing.T) {
+			name := strings.TrimSuffix(strings.TrimSuffix(base, ".gz"), ".txt")
+			want := corpus.Read(t, "corpus/perf/collapsed/"+name+".default.folded")
 			p := parseFile(t, path)
-			f, _ := os.Open(path)
-			defer f.Close()
-			r, _ := ingest.Decompress(f)
-			var want bytes.Buffer
-			st, err := perf.Collapse(r, &want, perf.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			var c flame.Counts
-			for _, s := range p.samples {
-				// The Perl script filters only events it can read off a
-				// header ending in "event:"; tracepoints with a payload
-				// after the name pass unfiltered.
-				if ev := p.p.Dict.Events()[s.Event]; st.Event == "" || ev == st.Event || tracepoint(ev) {
-					c.AddStack(s.Stack, s.Period)
+			sum := map[string]uint64{}
+			first := ""
+			for _, ev := range p.p.Dict.Events() {
+				if !tracepoint(ev) && first == "" {
+					first = ev
 				}
 			}
-			var got bytes.Buffer
-			flame.WriteFolded(&got, p.p.Dict, &c, flame.Annotate{})
-			if got.String() != want.String() {
-				t.Fatalf("whole-profile flame graph differs from collapse:\n got %q\nwant %q", trim(got.String()), trim(want.String()))
+			for _, ev := range p.p.Dict.Events() {
+				if ev != first && !tracepoint(ev) {
+					continue
+				}
+				g, err := p.q.FlameGraph(context.Background(), 0, query.FlameRequest{ProfileID: p.id, Event: ev, IncludeIdle: true, ByPeriod: true})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for stack, v := range flame.Folded(g.Dict, g.Counts, flame.Annotate{}) {
+					sum[stack] += v
+				}
+			}
+			stacks := slices.Sorted(maps.Keys(sum))
+			var got strings.Builder
+			for _, k := range stacks {
+				fmt.Fprintf(&got, "%s %d\n", k, sum[k])
+			}
+			if got.String() != string(want) {
+				t.Fatalf("whole-profile flame graph differs from stackcollapse-perf.pl's:\n got %q\nwant %q", trim(got.String()), trim(string(want)))
 			}
 			t.Logf("%d samples, events %v, %d stacks", p.p.Samples, p.p.Dict.Events(), p.p.Dict.NumStacks())
 		})
 	}
 	if n < 15 {
-		t.Fatalf("only %d corpus files found under %s", n, shared)
+		t.Fatalf("only %d corpus files found", n)
 	}
 }
 
@@ -358,13 +369,25 @@ func TestWholeProfileFoldedEqualsCollapse(t *testing.T) {
 // (stackcollapse-perf.pl reads their whole header up to the period as the
 // process name; the folded stacks keep that, so collapse still matches.)
 func TestUnresolvedThreadSamplesCount(t *testing.T) {
-	path := filepath.Join(shared, "bench/perf-mixed-60s.txt.gz")
-	p := parseFile(t, path)
-	if p.p.Samples != 56990 || p.p.Untimed != 0 {
-		t.Fatalf("parsed %d samples (%d without time), want 56,990 all timed", p.p.Samples, p.p.Untimed)
+	path := corpus.Path(t, "bench/perf-mixed-60s.txt.gz")
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var samples []fleetscope.Sample
+	prof, err := ingest.Parse(f, "", 0, func(_ *fleetscope.Profile, batch []fleetscope.Sample) error {
+		samples = append(samples, batch...)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if prof.Samples != 56990 || prof.Untimed != 0 {
+		t.Fatalf("parsed %d samples (%d without time), want 56,990 all timed", prof.Samples, prof.Untimed)
 	}
 	unresolved := 0
-	for _, s := range p.samples {
+	for _, s := range samples {
 		if s.PID == -1 && s.TID == -1 {
 			unresolved++
 			if s.CPU < 0 || s.TimeNanos == fleetscope.NoTime {

@@ -1,85 +1,210 @@
-// Package query answers questions about parsed profiles: which samples a
-// selection (event, idle, time range) keeps; its subpackages build heatmaps
-// (query/heatmap) and flame graphs (query/flame) from those samples. Query
-// code is pure: no I/O beyond the writers it is handed, so it is easy to test
-// and to benchmark.
+// Package query is the query service: it answers searches, heatmaps and
+// exact range flame graphs for the API and for the command line alike,
+// from a Source of stored profiles (store/postgres for the server,
+// store/memory for local files), so that a local file and the server give
+// the same answer by construction. It owns the caches (bounded in bytes)
+// and the rules that turn a request into reads: event resolution, the
+// seconds a range needs, the heatmap's columns. Its subpackages are pure:
+// query/heatmap counts cells, query/flame builds flame graphs, query/cache
+// is the LRU. It writes nothing and speaks no transport.
 package query
 
 import (
-	"math"
-	"strings"
+	"context"
+	"time"
 
 	"github.com/fleetscope/fleetscope"
+	"github.com/fleetscope/fleetscope/query/cache"
+	"github.com/fleetscope/fleetscope/query/flame"
+	"github.com/fleetscope/fleetscope/query/heatmap"
+	"github.com/fleetscope/fleetscope/store/index"
 )
 
-// Selection chooses samples: one event, idle or not, and a half-open range
-// of time relative to the profile's start second.
-type Selection struct {
-	Event       fleetscope.EventID
-	IncludeIdle bool
-	Range       fleetscope.Range
-	// StartSecond is the profile's start second in ns (floor of the first
-	// sample's timestamp); Range is relative to it.
-	StartSecond int64
+// Profiles finds stored profiles.
+type Profiles interface {
+	// Profile returns one of the tenant's profiles; ENOTFOUND if the
+	// tenant has none with that id.
+	Profile(ctx context.Context, tenant int64, id string) (*fleetscope.ProfileInfo, error)
+	// Search returns the tenant's profiles matching f, newest first, and
+	// the token of the next page ("" on the last).
+	Search(ctx context.Context, tenant int64, f fleetscope.ProfileFilter) ([]*fleetscope.ProfileInfo, string, error)
 }
 
-// Keep reports whether the selection keeps sample s.
-func (q *Selection) Keep(d *fleetscope.Dict, s *fleetscope.Sample) bool {
-	if s.Event != q.Event || (!q.IncludeIdle && d.Idle(s.Stack)) {
-		return false
-	}
-	if q.Range == fleetscope.All {
-		return true
-	}
-	if s.TimeNanos == fleetscope.NoTime {
-		return false
-	}
-	return q.Range.Contains(s.TimeNanos - q.StartSecond)
+// Dictionaries rebuilds a profile's frame and stack dictionary: stack i of
+// the result is the profile's stack i, as its stored samples refer to it.
+type Dictionaries interface {
+	Dict(ctx context.Context, tenant int64, p *fleetscope.ProfileInfo) (*fleetscope.Dict, error)
 }
 
-// StartSecond is floor(t) for a timestamp t in ns, as ns.
-func StartSecond(t int64) int64 {
-	s := t / 1e9
-	if t < 0 && t%1e9 != 0 {
-		s--
-	}
-	return s * 1e9
+// Cells reads an event's per-second rows with their precomputed heatmap
+// cells (index.Rows rows) but without their samples.
+type Cells interface {
+	Cells(ctx context.Context, tenant int64, id string, event int) ([]index.Second, error)
 }
 
-// DefaultEvent picks the event with the most samples (the first such on a
-// tie), given per-event sample counts.
-func DefaultEvent(counts []int) fleetscope.EventID {
-	best, n := 0, math.MinInt
-	for i, c := range counts {
-		if c > n {
-			best, n = i, c
+// Seconds reads an event's per-second rows with their samples, for the
+// relative seconds [from, to] (both included; from > to: all).
+type Seconds interface {
+	Seconds(ctx context.Context, tenant int64, id string, event int, from, to int64) ([]index.Second, error)
+}
+
+// Source is where the service reads stored profiles.
+type Source interface {
+	Profiles
+	Dictionaries
+	Cells
+	Seconds
+}
+
+// Options tune a Service.
+type Options struct {
+	// CacheBytes bounds the memory of all caches together (default 256 MiB).
+	CacheBytes int64
+	// ProfileTTL is how long profile metadata is trusted (default 5 s), so
+	// a deletion on another replica is seen within it. Profiles' samples
+	// and dictionaries never change once stored and are cached until
+	// evicted.
+	ProfileTTL time.Duration
+}
+
+// Service answers queries from a Source. It is safe for concurrent use and
+// holds no state another replica needs.
+type Service struct {
+	src      Source
+	profiles *cache.LRU[profileKey, *fleetscope.ProfileInfo]
+	dicts    *cache.LRU[profileKey, *fleetscope.Dict]
+	heatmaps *cache.LRU[heatmapKey, *heatmap.Heatmap]
+	layouts  *cache.LRU[layoutKey, *flame.Layout]
+}
+
+type profileKey struct {
+	tenant int64
+	id     string
+}
+
+type heatmapKey struct {
+	profileKey
+	event, rows int
+	idle        bool
+}
+
+type layoutKey struct {
+	profileKey
+	ann flame.Annotate
+}
+
+// New returns a service reading from src.
+func New(src Source, o Options) *Service {
+	if o.CacheBytes <= 0 {
+		o.CacheBytes = 256 << 20
+	}
+	if o.ProfileTTL <= 0 {
+		o.ProfileTTL = 5 * time.Second
+	}
+	b := o.CacheBytes
+	return &Service{
+		src: src,
+		profiles: cache.New(b/32, o.ProfileTTL, func(_ profileKey, p *fleetscope.ProfileInfo) int64 {
+			return 1024 + int64(len(p.Labels)+len(p.Meta)+len(p.Events))*64
+		}),
+		dicts:    cache.New(b/2, 0, func(_ profileKey, d *fleetscope.Dict) int64 { return d.SizeBytes() }),
+		heatmaps: cache.New(b/4, 0, func(_ heatmapKey, h *heatmap.Heatmap) int64 { return h.SizeBytes() }),
+		layouts:  cache.New(b/4-b/32, 0, func(_ layoutKey, l *flame.Layout) int64 { return l.SizeBytes() }),
+	}
+}
+
+// Search returns the tenant's profiles matching f, newest first, and the
+// token of the next page. A page holds at most 1000 profiles.
+func (s *Service) Search(ctx context.Context, tenant int64, f fleetscope.ProfileFilter) ([]*fleetscope.ProfileInfo, string, error) {
+	if f.PageSize < 0 || f.PageSize > 1000 {
+		return nil, "", fleetscope.Errorf(fleetscope.EINVALID, "page size %d: between 1 and 1000 (0: 50)", f.PageSize)
+	}
+	if f.PageSize == 0 {
+		f.PageSize = 50
+	}
+	return s.src.Search(ctx, tenant, f)
+}
+
+// Profile returns one of the tenant's profiles, from the cache when fresh.
+// Returns ENOTFOUND if the tenant has none with that id.
+func (s *Service) Profile(ctx context.Context, tenant int64, id string) (*fleetscope.ProfileInfo, error) {
+	k := profileKey{tenant, id}
+	if p, ok := s.profiles.Get(k); ok {
+		return p, nil
+	}
+	p, err := s.src.Profile(ctx, tenant, id)
+	if err != nil {
+		return nil, err
+	}
+	s.profiles.Put(k, p)
+	return p, nil
+}
+
+// Forget drops everything cached about a profile (after its deletion).
+func (s *Service) Forget(tenant int64, id string) {
+	k := profileKey{tenant, id}
+	s.profiles.Drop(func(x profileKey) bool { return x == k })
+	s.dicts.Drop(func(x profileKey) bool { return x == k })
+	s.heatmaps.Drop(func(x heatmapKey) bool { return x.profileKey == k })
+	s.layouts.Drop(func(x layoutKey) bool { return x.profileKey == k })
+}
+
+// dict returns a profile's dictionary, cached.
+func (s *Service) dict(ctx context.Context, tenant int64, info *fleetscope.ProfileInfo) (*fleetscope.Dict, error) {
+	k := profileKey{tenant, info.ID}
+	if d, ok := s.dicts.Get(k); ok {
+		return d, nil
+	}
+	d, err := s.src.Dict(ctx, tenant, info)
+	if err != nil {
+		return nil, err
+	}
+	s.dicts.Put(k, d)
+	return d, nil
+}
+
+// layout returns the flame graph layout of a profile's dictionary, cached.
+func (s *Service) layout(tenant int64, info *fleetscope.ProfileInfo, d *fleetscope.Dict, ann flame.Annotate) *flame.Layout {
+	k := layoutKey{profileKey{tenant, info.ID}, ann}
+	if l, ok := s.layouts.Get(k); ok {
+		return l
+	}
+	l := flame.NewLayout(d, ann)
+	s.layouts.Put(k, l)
+	return l
+}
+
+// event resolves an event name against a stored profile ("": its default).
+func event(info *fleetscope.ProfileInfo, name string) (int, error) {
+	if name == "" {
+		return info.DefaultEvent, nil
+	}
+	names := make([]string, len(info.Events))
+	for i, e := range info.Events {
+		names[i] = e.Name
+	}
+	id, err := fleetscope.ResolveEvent(names, name)
+	return int(id), err
+}
+
+// samples decodes the stored samples of event in relative seconds
+// [from, to] (all if from > to) and hands them to fn with the dictionary.
+func (s *Service) samples(ctx context.Context, tenant int64, info *fleetscope.ProfileInfo, ev int, from, to int64, fn func(*fleetscope.Dict, []fleetscope.Sample)) error {
+	d, err := s.dict(ctx, tenant, info)
+	if err != nil {
+		return err
+	}
+	secs, err := s.src.Seconds(ctx, tenant, info.ID, ev, from, to)
+	if err != nil {
+		return err
+	}
+	var batch []fleetscope.Sample
+	for i := range secs {
+		batch, err = index.Decode(batch[:0], &secs[i], info.StartSecond, info.TimeUnitNanos, info.Timed, info.Events[ev].Period)
+		if err != nil {
+			return fleetscope.Wrap(err, fleetscope.EINTERNAL, "profile "+info.ID+": corrupt index row")
 		}
+		fn(d, batch)
 	}
-	return fleetscope.EventID(best)
-}
-
-// ResolveEvent finds an event by name: the exact name, or the name without
-// perf's modifiers ("cpu-clock" for "cpu-clock:pppH").
-func ResolveEvent(d *fleetscope.Dict, name string) (fleetscope.EventID, error) {
-	if id, ok := d.EventID(name); ok {
-		return id, nil
-	}
-	for i, e := range d.Events() {
-		if rest, ok := strings.CutPrefix(e, name+":"); ok && isModifiers(rest) {
-			return fleetscope.EventID(i), nil
-		}
-	}
-	return 0, fleetscope.Errorf(fleetscope.EINVALID, "no event %q in this profile; it has: %s", name, strings.Join(d.Events(), ", "))
-}
-
-func isModifiers(s string) bool {
-	if s == "" {
-		return false
-	}
-	for _, c := range s {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
-			return false
-		}
-	}
-	return true
+	return nil
 }

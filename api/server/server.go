@@ -16,21 +16,24 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/fleetscope/fleetscope/api"
+	"github.com/fleetscope/fleetscope/api/gen/fleetscope/v1/fleetscopev1connect"
 	"github.com/fleetscope/fleetscope/ingest"
+	"github.com/fleetscope/fleetscope/query"
 	"github.com/fleetscope/fleetscope/store/blob"
 	_ "github.com/fleetscope/fleetscope/store/blob/localfs" // file:// URLs
 	_ "github.com/fleetscope/fleetscope/store/blob/s3"      // s3:// URLs
+	"github.com/fleetscope/fleetscope/store/lifecycle"
 	"github.com/fleetscope/fleetscope/store/postgres"
 	"github.com/fleetscope/fleetscope/web"
 )
 
 // Server is a configured fleetscope server.
 type Server struct {
-	cfg    Config
-	log    *slog.Logger
-	db     *postgres.DB
-	ingest *ingest.Service
-	http   *http.Server
+	cfg       Config
+	log       *slog.Logger
+	db        *postgres.DB
+	lifecycle *lifecycle.Service
+	http      *http.Server
 }
 
 // New connects to the index (running migrations) and the blob store
@@ -49,27 +52,31 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 		db.Close()
 		return nil, fmt.Errorf("blob store %s: %w", cfg.BlobURL, err)
 	}
-	h := &api.Handlers{
-		DB:  db,
-		Log: log,
-		Ingest: &ingest.Service{
-			DB: db, Blobs: blobs, Log: log,
-			MaxUploadBytes: cfg.MaxUploadBytes, MaxRawBytes: cfg.MaxRawBytes,
-		},
-		BrowserUploadBytes: cfg.BrowserUploadBytes,
-		PublicURL:          cfg.PublicURL,
+	publicURL := cfg.PublicURL
+	if publicURL == "" {
+		publicURL = "http://" + cfg.Addr
 	}
-	if h.PublicURL == "" {
-		h.PublicURL = "http://" + cfg.Addr
-	}
+	ing := &ingest.Service{DB: db, Blobs: blobs, Log: log, MaxUploadBytes: cfg.MaxUploadBytes, MaxRawBytes: cfg.MaxRawBytes}
+	lc := &lifecycle.Service{DB: db, Blobs: blobs, Log: log}
+	q := query.New(db, query.Options{})
+	auth := api.NewAuth(db)
+
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m := newMetrics(reg)
 
+	// Interceptors, outermost first: metrics see the final code; errors are
+	// logged and mapped once; then authentication.
+	opts := []connect.HandlerOption{connect.WithInterceptors(m, api.ErrorInterceptor(log), auth.Interceptor()),
+		connect.WithCompressMinBytes(16 << 10)} // small answers: not worth gzip's CPU
+	small := append(opts, connect.WithReadMaxBytes(1<<20))
 	mux := http.NewServeMux()
-	h.Mount(mux, db, connect.WithInterceptors(m), connect.WithReadMaxBytes(int(cfg.BrowserUploadBytes)+64<<10),
-		connect.WithCompressMinBytes(16<<10)) // small answers: not worth gzip's CPU
-	mux.Handle(api.PyroscopePath, h.Pyroscope()) // Pyroscope-compatible ingest: pyroscope-go pushes here
+	mux.Handle(fleetscopev1connect.NewIngestServiceHandler(api.NewIngest(ing, publicURL, log),
+		append(opts, connect.WithReadMaxBytes(int(cfg.BrowserUploadBytes)+64<<10))...))
+	mux.Handle(fleetscopev1connect.NewQueryServiceHandler(api.NewQuery(q), small...))
+	mux.Handle(fleetscopev1connect.NewAdminServiceHandler(api.NewAdmin(db, lc, q, auth, publicURL), small...))
+	mux.Handle(fleetscopev1connect.NewShareServiceHandler(api.NewShare(db, q), small...))
+	mux.Handle(api.PyroscopePath, api.NewPyroscope(auth, ing, publicURL, log)) // pyroscope-go pushes here
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 		defer cancel()
@@ -95,7 +102,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 	protocols := new(http.Protocols)
 	protocols.SetHTTP1(true)
 	protocols.SetUnencryptedHTTP2(true) // client streaming without TLS
-	s := &Server{cfg: cfg, log: log, db: db, ingest: h.Ingest, http: &http.Server{
+	s := &Server{cfg: cfg, log: log, db: db, lifecycle: lc, http: &http.Server{
 		Addr:              cfg.Addr,
 		Handler:           mux,
 		Protocols:         protocols,
@@ -145,7 +152,7 @@ func (s *Server) maintain(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		if n, err := s.ingest.Sweep(ctx, time.Now()); err != nil {
+		if n, err := s.lifecycle.Sweep(ctx, time.Now()); err != nil {
 			s.log.Error("retention sweep", "err", err)
 		} else if n > 0 {
 			s.log.Info("retention deleted profiles", "profiles", n)

@@ -22,6 +22,7 @@ import (
 	"github.com/klauspost/compress/gzip"
 
 	"github.com/fleetscope/fleetscope/cmd/fleetscope/agent"
+	"github.com/fleetscope/fleetscope/ingest/corpus"
 )
 
 // cpuTime is a process's user+system CPU time so far, from /proc.
@@ -169,10 +170,7 @@ func fillSpools(tb testing.TB, spools []string, n int, gz []byte, rawLen int64) 
 // raw (uncompressed) throughput, the agents' CPU and the server's.
 func uploadBench(b *testing.B, agents, per int) {
 	s := startService(b, serviceOpts{})
-	gz, err := os.ReadFile(filepath.Join(shared, "bench/perf-mixed-60s.txt.gz"))
-	if err != nil {
-		b.Fatal(err)
-	}
+	gz := corpus.Read(b, "bench/perf-mixed-60s.txt.gz")
 	zr, err := gzip.NewReader(bytes.NewReader(gz))
 	if err != nil {
 		b.Fatal(err)

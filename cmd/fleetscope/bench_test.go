@@ -18,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	fsv1 "github.com/fleetscope/fleetscope/api/gen/fleetscope/v1"
+	"github.com/fleetscope/fleetscope/ingest/corpus"
 )
 
 // BenchmarkService measures the service on the benchmark profile: upload
@@ -28,7 +29,7 @@ func BenchmarkService(b *testing.B) {
 	s := startService(b, serviceOpts{})
 	ctx := context.Background()
 	raw := filepath.Join(b.TempDir(), "bench.txt")
-	gz := filepath.Join(shared, "bench/perf-mixed-60s.txt.gz")
+	gz := corpus.Path(b, "bench/perf-mixed-60s.txt.gz")
 	if out, err := runShell("zcat " + gz + " > " + raw); err != nil {
 		b.Fatalf("%v %s", err, out)
 	}

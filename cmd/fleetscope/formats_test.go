@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/fleetscope/fleetscope/ingest/corpus"
 )
 
 // total sums the counts of folded output.
@@ -42,10 +44,7 @@ func TestCollapseFormats(t *testing.T) {
 		{"corpus/pprof/go-sha-sort.cpu.pprof", "", 3030000000, 225},
 		{"corpus/perf/collapsed/perf-java-stacks-01.default.folded", "", 45, 45},
 	} {
-		raw, err := os.ReadFile(filepath.Join(shared, tc.file))
-		if err != nil {
-			t.Skip(err)
-		}
+		raw := corpus.Read(t, tc.file)
 		renamed := filepath.Join(tmp, "input")
 		os.WriteFile(renamed, raw, 0o644)
 		var flags []string
@@ -60,7 +59,7 @@ func TestCollapseFormats(t *testing.T) {
 		}
 	}
 	// pprof: its sums with --period, and no heatmap.
-	pp := filepath.Join(shared, "corpus/pprof/go-sha-sort.cpu.pprof")
+	pp := corpus.Path(t, "corpus/pprof/go-sha-sort.cpu.pprof")
 	if got := total(t, local(t, "flamegraph", "--period", "--event", "cpu", pp)); got != 3030000000 {
 		t.Errorf("pprof cpu sum %d", got)
 	}
@@ -69,13 +68,13 @@ func TestCollapseFormats(t *testing.T) {
 	}
 	// The trace's heatmap counts its non-idle samples.
 	var h struct{ Total int64 }
-	json.Unmarshal([]byte(local(t, "heatmap", "--json", filepath.Join(shared, "corpus/trace_event/chromium156-page.trace.json.gz"))), &h)
+	json.Unmarshal([]byte(local(t, "heatmap", "--json", corpus.Path(t, "corpus/trace_event/chromium156-page.trace.json.gz"))), &h)
 	if h.Total != 14127 {
 		t.Errorf("trace heatmap total %d", h.Total)
 	}
 	// perf: byte for byte as before.
-	want, _ := os.ReadFile(filepath.Join(shared, "corpus/perf/collapsed/perf-java-stacks-01.all.folded"))
-	if got := local(t, "collapse", "--all", filepath.Join(shared, "corpus/perf/perf-java-stacks-01.txt")); got != string(want) {
+	want := corpus.Read(t, "corpus/perf/collapsed/perf-java-stacks-01.all.folded")
+	if got := local(t, "collapse", "--all", corpus.Path(t, "corpus/perf/perf-java-stacks-01.txt")); got != string(want) {
 		t.Errorf("perf collapse --all differs from stackcollapse-perf.pl")
 	}
 	// Flags that only perf has are refused for other formats.
@@ -110,12 +109,12 @@ func TestServiceFormats(t *testing.T) {
 		file  string
 		timed bool
 	}{
-		{filepath.Join(shared, "corpus/cpuprofile/node20-phases.cpuprofile"), true},
-		{filepath.Join(shared, "corpus/nflxprofile/nodejs1.nflxprofile"), true},
-		{filepath.Join(shared, "corpus/nflxprofile/node20-phases.nflxprofile"), true},
-		{filepath.Join(shared, "corpus/trace_event/chromium156-page.trace.json.gz"), true},
-		{filepath.Join(shared, "corpus/pprof/go-sha-sort.cpu.pprof"), false},
-		{filepath.Join(shared, "corpus/perf/collapsed/perf-java-stacks-01.default.folded"), false},
+		{corpus.Path(t, "corpus/cpuprofile/node20-phases.cpuprofile"), true},
+		{corpus.Path(t, "corpus/nflxprofile/nodejs1.nflxprofile"), true},
+		{corpus.Path(t, "corpus/nflxprofile/node20-phases.nflxprofile"), true},
+		{corpus.Path(t, "corpus/trace_event/chromium156-page.trace.json.gz"), true},
+		{corpus.Path(t, "corpus/pprof/go-sha-sort.cpu.pprof"), false},
+		{corpus.Path(t, "corpus/perf/collapsed/perf-java-stacks-01.default.folded"), false},
 	} {
 		t.Run(filepath.Base(tc.file), func(t *testing.T) {
 			id := s.upload(tc.file)

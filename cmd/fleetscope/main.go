@@ -1,7 +1,11 @@
 // Command fleetscope is the one fleetscope binary: the local profile tools
-// (collapse, heatmap, flamegraph) and, as they land, the server and its
-// clients. main stays small: it builds the command tree and maps errors to
-// exit codes (1 for failures, 2 for usage errors), one line on stderr.
+// (collapse, heatmap, flamegraph), the server, its clients (upload,
+// profiles, admin, the agent) and the bootstrap commands (migrate, tenant,
+// key, check). One file per command or command group; env.go is the one
+// place configuration is read. Commands parse flags and print answers: the
+// work is done by the ingest, query and store packages. main stays small:
+// it builds the command tree and maps errors to exit codes (1 for
+// failures, 2 for usage errors), one line on stderr.
 package main
 
 import (
@@ -15,10 +19,6 @@ import (
 )
 
 func main() {
-	// Batch commands allocate little that lives long: collect less often,
-	// but stay well inside a small memory budget.
-	debug.SetGCPercent(400)
-	debug.SetMemoryLimit(160 << 20)
 	if path := os.Getenv("FLEETSCOPE_CPUPROFILE"); path != "" { // profile fleetscope itself
 		if f, err := os.Create(path); err == nil {
 			pprof.StartCPUProfile(f)
@@ -62,6 +62,14 @@ func newRoot() *cobra.Command {
 	root.AddCommand(collapseCmd(), heatmapCmd(), flamegraphCmd(),
 		serverCmd(), migrateCmd(), tenantCmd(), keyCmd(), checkCmd(), uploadCmd(), profilesCmd(), adminCmd(), agentCmd())
 	return root
+}
+
+// batch tunes the garbage collector for a one-shot local command, which
+// allocates little that lives long: collect less often, but stay well
+// inside a small memory budget. (The server keeps Go's defaults.)
+func batch() {
+	debug.SetGCPercent(400)
+	debug.SetMemoryLimit(160 << 20)
 }
 
 // args checks positional arguments, reporting a usage error.

@@ -24,17 +24,17 @@ import (
 	"connectrpc.com/connect"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/fleetscope/fleetscope"
 	"github.com/fleetscope/fleetscope/api"
 	fsv1 "github.com/fleetscope/fleetscope/api/gen/fleetscope/v1"
 	"github.com/fleetscope/fleetscope/api/gen/fleetscope/v1/fleetscopev1connect"
+	"github.com/fleetscope/fleetscope/ingest/corpus"
 	"github.com/fleetscope/fleetscope/query/heatmap"
 	"github.com/fleetscope/fleetscope/store/blob"
 	"github.com/fleetscope/fleetscope/store/blob/miniotest"
 	"github.com/fleetscope/fleetscope/store/postgres"
 	"github.com/fleetscope/fleetscope/store/postgres/pgtest"
 )
-
-const shared = "../../../shared"
 
 var fsBin string
 
@@ -275,7 +275,7 @@ func (s *service) sql(fn func(*pgx.Conn) error) error {
 func plant(t testing.TB, args ...string) string {
 	t.Helper()
 	dir := t.TempDir()
-	out, err := exec.Command("python3", append([]string{filepath.Join(shared, "tools/planted.py"), dir}, args...)...).CombinedOutput()
+	out, err := exec.Command("python3", append([]string{corpus.Path(t, "tools/planted.py"), dir}, args...)...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("planted.py: %v\n%s", err, out)
 	}
@@ -354,7 +354,7 @@ func firstSeconds(t *testing.T, path string, n float64) string {
 func TestServiceAnswersEqualLocalFiles(t *testing.T) {
 	s := startService(t, serviceOpts{s3: true})
 	planted := plant(t, "--seed", "21", "--seconds", "20", "--epoch")
-	bench5 := firstSeconds(t, filepath.Join(shared, "bench/perf-mixed-60s.txt.gz"), 5)
+	bench5 := firstSeconds(t, corpus.Path(t, "bench/perf-mixed-60s.txt.gz"), 5)
 	files := map[string]string{
 		"planted":     planted,
 		"planted.gz":  gzipFile(t, planted),
@@ -394,7 +394,7 @@ func TestServiceAnswersEqualLocalFiles(t *testing.T) {
 					if n == 0 {
 						continue
 					}
-					rg := heatmap.CellRange(i, r, h.Rows)
+					rg := fleetscope.CellRange(i, r, h.Rows)
 					res, err := q.GetFlameGraph(context.Background(), connect.NewRequest(&fsv1.GetFlameGraphRequest{
 						ProfileId: id, StartNanos: &rg.Start, EndNanos: &rg.End, Format: fsv1.FlameGraphFormat_FLAME_GRAPH_FORMAT_FOLDED}))
 					if err != nil {

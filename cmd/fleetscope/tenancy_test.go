@@ -21,8 +21,8 @@ import (
 	"github.com/fleetscope/fleetscope/api"
 	fsv1 "github.com/fleetscope/fleetscope/api/gen/fleetscope/v1"
 	"github.com/fleetscope/fleetscope/api/gen/fleetscope/v1/fleetscopev1connect"
-	"github.com/fleetscope/fleetscope/ingest"
 	"github.com/fleetscope/fleetscope/store/blob"
+	"github.com/fleetscope/fleetscope/store/lifecycle"
 )
 
 // clients holds every service's client for one key.
@@ -336,7 +336,7 @@ func TestRetentionAndDeletion(t *testing.T) {
 	old := s.upload(plant(t, "--seed", "36", "--seconds", "2"))
 	s.upload(plant(t, "--seed", "37", "--seconds", "2"))
 	s.admin("tenant", "set-limits", "acme", "--retention-days", "30")
-	svc := &ingest.Service{DB: s.db, Blobs: s.blobs}
+	svc := &lifecycle.Service{DB: s.db, Blobs: s.blobs}
 	// Make one profile 31 days old.
 	if err := s.sql(func(c *pgx.Conn) error {
 		_, err := c.Exec(ctx, `UPDATE profiles SET created_at = now() - interval '31 days' WHERE id = $1`, old)

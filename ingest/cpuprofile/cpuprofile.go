@@ -103,7 +103,7 @@ func Parse(r io.Reader, sink func(*fleetscope.Profile, []fleetscope.Sample) erro
 	case !haveNodes:
 		return p, fleetscope.Errorf(fleetscope.EINVALID, `cpuprofile: no "nodes" field: not a V8 CPU profile`)
 	case len(samples) == 0:
-		return p, fleetscope.Errorf(fleetscope.EINVALID, `cpuprofile: no samples (the "samples" field is missing or empty)`)
+		return p, fleetscope.Errorf(fleetscope.EEMPTY, `cpuprofile: no samples (the "samples" field is missing or empty)`)
 	case haveTD && len(deltas) != len(samples):
 		return p, fleetscope.Errorf(fleetscope.EINVALID, `cpuprofile: %d "timeDeltas" for %d "samples": they must pair up`, len(deltas), len(samples))
 	}

@@ -115,8 +115,12 @@ func TestErrors(t *testing.T) {
 		{`{"nodes":[`, "ends at byte"},
 	} {
 		_, err := Parse(strings.NewReader(tc.in), func(*fleetscope.Profile, []fleetscope.Sample) error { return nil })
-		if err == nil || fleetscope.ErrorCode(err) != fleetscope.EINVALID || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%s: err = %v, want EINVALID with %q", tc.in, err, tc.want)
+		code := fleetscope.EINVALID
+		if tc.want == "no samples" {
+			code = fleetscope.EEMPTY // well formed, nothing in it
+		}
+		if err == nil || fleetscope.ErrorCode(err) != code || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: err = %v, want %s with %q", tc.in, err, code, tc.want)
 		}
 	}
 }

@@ -62,7 +62,7 @@ func Parse(r io.Reader, sink func(*fleetscope.Profile, []fleetscope.Sample) erro
 	describe(p, &m)
 	n := len(m.Samples)
 	if n == 0 {
-		return p, fleetscope.Errorf(fleetscope.EINVALID, "nflxprofile: no samples (field 3, samples, is empty)")
+		return p, fleetscope.Errorf(fleetscope.EEMPTY, "nflxprofile: no samples (field 3, samples, is empty)")
 	}
 	timed := len(m.TimeDeltas) > 0
 	switch {

@@ -13,7 +13,6 @@ import (
 	nflxv1 "github.com/fleetscope/fleetscope/api/gen/nflxprofile/v1"
 	"github.com/fleetscope/fleetscope/ingest/cpuprofile"
 	"github.com/fleetscope/fleetscope/ingest/internal/fstest"
-	"github.com/fleetscope/fleetscope/query"
 	"github.com/fleetscope/fleetscope/query/flame"
 )
 
@@ -65,7 +64,7 @@ func TestFlameGraphMatchesReference(t *testing.T) {
 			want := map[string]uint64{}
 			ref.selfByPath("", want)
 
-			sel := query.Selection{IncludeIdle: true, Range: fleetscope.All}
+			sel := fleetscope.Selection{IncludeIdle: true, Range: fleetscope.All}
 			var c flame.Counts
 			c.Add(p.Dict, &sel, all, false)
 			got := map[string]uint64{}
@@ -196,8 +195,12 @@ func TestErrors(t *testing.T) {
 	} {
 		data, _ := proto.Marshal(tc.m)
 		_, err := Parse(bytes.NewReader(data), func(*fleetscope.Profile, []fleetscope.Sample) error { return nil })
-		if err == nil || fleetscope.ErrorCode(err) != fleetscope.EINVALID || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%s: err = %v, want EINVALID with %q", tc.name, err, tc.want)
+		code := fleetscope.EINVALID
+		if tc.want == "no samples" {
+			code = fleetscope.EEMPTY // well formed, nothing in it
+		}
+		if err == nil || fleetscope.ErrorCode(err) != code || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: err = %v, want %s with %q", tc.name, err, code, tc.want)
 		}
 	}
 	if _, err := Parse(strings.NewReader("not protobuf at all"), nil); fleetscope.ErrorCode(err) != fleetscope.EINVALID {

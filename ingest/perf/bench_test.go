@@ -5,14 +5,16 @@ import (
 	"compress/gzip"
 	"io"
 	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 
 	"github.com/fleetscope/fleetscope"
+	"github.com/fleetscope/fleetscope/ingest/corpus"
 )
 
 var benchData = sync.OnceValues(func() ([]byte, error) {
-	f, err := os.Open("../../../shared/bench/perf-mixed-60s.txt.gz")
+	f, err := os.Open(filepath.Join(corpus.Dir(), "bench/perf-mixed-60s.txt.gz"))
 	if err != nil {
 		return nil, err
 	}
@@ -25,9 +27,10 @@ var benchData = sync.OnceValues(func() ([]byte, error) {
 })
 
 func benchInput(b *testing.B) []byte {
+	corpus.Path(b, "bench/perf-mixed-60s.txt.gz") // skips, or fails when required, without it
 	data, err := benchData()
 	if err != nil {
-		b.Skipf("benchmark file: %v", err)
+		b.Fatal(err)
 	}
 	b.SetBytes(int64(len(data)))
 	b.ResetTimer()

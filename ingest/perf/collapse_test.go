@@ -9,10 +9,9 @@ import (
 	"testing"
 
 	"github.com/fleetscope/fleetscope/ingest"
+	"github.com/fleetscope/fleetscope/ingest/corpus"
 	"github.com/fleetscope/fleetscope/ingest/perf"
 )
-
-const corpus = "../../../shared/corpus"
 
 // modes maps the reference files' MODE to stackcollapse-perf.pl's flags.
 var modes = map[string]perf.Options{
@@ -28,10 +27,7 @@ var modes = map[string]perf.Options{
 // TestCollapseMatchesStackcollapse checks every reference output in the
 // corpus: fleetscope must reproduce stackcollapse-perf.pl byte for byte.
 func TestCollapseMatchesStackcollapse(t *testing.T) {
-	refs, err := filepath.Glob(filepath.Join(corpus, "perf/collapsed/*.folded"))
-	if err != nil || len(refs) == 0 {
-		t.Fatalf("no reference outputs under %s (is ../shared beside the repo?): %v", corpus, err)
-	}
+	refs := corpus.Glob(t, "corpus/perf/collapsed/*.folded", 93)
 	for _, ref := range refs {
 		base := strings.TrimSuffix(filepath.Base(ref), ".folded")
 		dot := strings.LastIndexByte(base, '.')
@@ -57,7 +53,7 @@ func TestCollapseMatchesStackcollapse(t *testing.T) {
 func inputFor(t testing.TB, name string) string {
 	t.Helper()
 	for _, ext := range []string{".txt", ".txt.gz"} {
-		p := filepath.Join(corpus, "perf", name+ext)
+		p := filepath.Join(corpus.Dir(), "corpus/perf", name+ext)
 		if _, err := os.Stat(p); err == nil {
 			return p
 		}

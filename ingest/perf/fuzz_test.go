@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/fleetscope/fleetscope"
+	"github.com/fleetscope/fleetscope/ingest/corpus"
 )
 
 // The Perl script's expressions, in RE2 syntax. Go's regexp picks the match a
@@ -82,7 +83,7 @@ func checkLine(t *testing.T, line []byte) {
 // corpusLines returns up to n lines from each perf corpus file.
 func corpusLines(t testing.TB, n int) [][]byte {
 	var out [][]byte
-	files, _ := filepath.Glob("../../../shared/corpus/perf/*.txt*")
+	files, _ := filepath.Glob(filepath.Join(corpus.Dir(), "corpus/perf/*.txt*")) // seeds, when present
 	for _, p := range files {
 		if strings.Contains(p, "LICENSE") || strings.Contains(p, "workload") {
 			continue
@@ -157,7 +158,7 @@ func FuzzLine(f *testing.F) {
 // FuzzParse feeds arbitrary input to both parsers: they must not panic or
 // hang, and what Parse returns must be consistent.
 func FuzzParse(f *testing.F) {
-	files, _ := filepath.Glob("../../../shared/corpus/perf/*.txt")
+	files, _ := filepath.Glob(filepath.Join(corpus.Dir(), "corpus/perf/*.txt")) // seeds, when present
 	for _, p := range files {
 		b, _ := os.ReadFile(p)
 		if len(b) > 8<<10 {

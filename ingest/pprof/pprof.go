@@ -60,7 +60,7 @@ func Parse(r io.Reader, sink func(*fleetscope.Profile, []fleetscope.Sample) erro
 		return p, fleetscope.Errorf(fleetscope.EINVALID, "pprof: not a valid profile: %v", err)
 	}
 	if len(pp.SampleType) == 0 || len(pp.Sample) == 0 {
-		return p, fleetscope.Errorf(fleetscope.EINVALID, "pprof: the profile has no samples (%d sample types, %d samples)", len(pp.SampleType), len(pp.Sample))
+		return p, fleetscope.Errorf(fleetscope.EEMPTY, "pprof: the profile has no samples (%d sample types, %d samples)", len(pp.SampleType), len(pp.Sample))
 	}
 	describe(p, pp)
 	d := p.Dict

@@ -9,7 +9,6 @@ import (
 
 	"github.com/fleetscope/fleetscope"
 	"github.com/fleetscope/fleetscope/ingest/internal/fstest"
-	"github.com/fleetscope/fleetscope/query"
 	"github.com/fleetscope/fleetscope/query/flame"
 )
 
@@ -33,11 +32,11 @@ func TestTotals(t *testing.T) {
 		for _, s := range ref.Sample {
 			want += s.Value[i]
 		}
-		ev, err := query.ResolveEvent(p.Dict, st.Type)
+		ev, err := fleetscope.ResolveEvent(p.Dict.Events(), st.Type)
 		if err != nil {
 			t.Fatal(err)
 		}
-		sel := query.Selection{Event: ev, IncludeIdle: true, Range: fleetscope.All}
+		sel := fleetscope.Selection{Event: ev, IncludeIdle: true, Range: fleetscope.All}
 		var c flame.Counts
 		c.Add(p.Dict, &sel, all, true)
 		if c.Total != uint64(want) || want == 0 {

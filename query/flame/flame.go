@@ -16,7 +16,6 @@ import (
 	"strings"
 
 	"github.com/fleetscope/fleetscope"
-	"github.com/fleetscope/fleetscope/query"
 )
 
 // Counts is a value per stack id.
@@ -26,7 +25,7 @@ type Counts struct {
 }
 
 // Add adds the samples of batch that sel keeps, weighted by period if asked.
-func (c *Counts) Add(d *fleetscope.Dict, sel *query.Selection, batch []fleetscope.Sample, byPeriod bool) {
+func (c *Counts) Add(d *fleetscope.Dict, sel *fleetscope.Selection, batch []fleetscope.Sample, byPeriod bool) {
 	for i := range batch {
 		s := &batch[i]
 		if !sel.Keep(d, s) {
@@ -172,6 +171,15 @@ func NewLayout(d *fleetscope.Dict, a Annotate) *Layout {
 	}
 	slices.SortFunc(l.order, func(x, y fleetscope.StackID) int { return slices.Compare(seqs[x], seqs[y]) })
 	return l
+}
+
+// SizeBytes estimates the memory the layout holds (for caches).
+func (l *Layout) SizeBytes() int64 {
+	n := int64(len(l.rank))*4 + int64(len(l.order))*4
+	for _, s := range l.names {
+		n += int64(len(s)) + 16
+	}
+	return n
 }
 
 // FlatTree merges the stacks into a tree rooted at "all", with children

@@ -6,15 +6,15 @@ import (
 	"testing"
 
 	"github.com/fleetscope/fleetscope"
+	"github.com/fleetscope/fleetscope/ingest/corpus"
 	"github.com/fleetscope/fleetscope/ingest/perf"
-	"github.com/fleetscope/fleetscope/query"
 	"github.com/fleetscope/fleetscope/query/flame"
 )
 
 func loadBench(b *testing.B) (*fleetscope.Profile, []fleetscope.Sample) {
-	f, err := os.Open("../../../shared/bench/perf-mixed-60s.txt.gz")
+	f, err := os.Open(corpus.Path(b, "bench/perf-mixed-60s.txt.gz"))
 	if err != nil {
-		b.Skip(err)
+		b.Fatal(err)
 	}
 	defer f.Close()
 	zr, _ := gzip.NewReader(f)
@@ -32,7 +32,7 @@ func loadBench(b *testing.B) (*fleetscope.Profile, []fleetscope.Sample) {
 // BenchmarkTreeFull builds the whole benchmark profile's flame graph tree.
 func BenchmarkTreeFull(b *testing.B) {
 	p, samples := loadBench(b)
-	sel := query.Selection{Range: fleetscope.All}
+	sel := fleetscope.Selection{Range: fleetscope.All}
 	b.ResetTimer()
 	for b.Loop() {
 		var c flame.Counts
@@ -44,7 +44,7 @@ func BenchmarkTreeFull(b *testing.B) {
 // BenchmarkFoldedFull renders the whole profile as folded text.
 func BenchmarkFoldedFull(b *testing.B) {
 	p, samples := loadBench(b)
-	sel := query.Selection{Range: fleetscope.All}
+	sel := fleetscope.Selection{Range: fleetscope.All}
 	b.ResetTimer()
 	for b.Loop() {
 		var c flame.Counts

@@ -2,14 +2,13 @@ package flame_test
 
 import (
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/fleetscope/fleetscope"
 	"github.com/fleetscope/fleetscope/ingest"
+	"github.com/fleetscope/fleetscope/ingest/corpus"
 	"github.com/fleetscope/fleetscope/ingest/perf"
-	"github.com/fleetscope/fleetscope/query"
 	"github.com/fleetscope/fleetscope/query/flame"
 )
 
@@ -18,7 +17,7 @@ import (
 // Folded, for corpus profiles with and without annotations (which change
 // which frames merge).
 func TestTreeAgreesWithFolded(t *testing.T) {
-	files, _ := filepath.Glob("../../../shared/corpus/perf/*.txt*")
+	files := corpus.Glob(t, "corpus/perf/*.txt*", 15)
 	n := 0
 	for _, path := range files {
 		if strings.Contains(path, "LICENSE") || strings.Contains(path, "workload") {
@@ -38,7 +37,7 @@ func TestTreeAgreesWithFolded(t *testing.T) {
 		for _, ann := range []flame.Annotate{{}, {Kernel: true, JIT: true}} {
 			var c flame.Counts
 			for e := range p.Dict.Events() {
-				sel := query.Selection{Event: fleetscope.EventID(e), IncludeIdle: true, Range: fleetscope.All}
+				sel := fleetscope.Selection{Event: fleetscope.EventID(e), IncludeIdle: true, Range: fleetscope.All}
 				c.Add(p.Dict, &sel, samples, true)
 			}
 			want := flame.Folded(p.Dict, &c, ann)

@@ -16,11 +16,10 @@ import (
 	"slices"
 
 	"github.com/fleetscope/fleetscope"
-	"github.com/fleetscope/fleetscope/query/heatmap"
 )
 
 // Rows is the row count whose cells are stored precomputed.
-const Rows = heatmap.DefaultRows
+const Rows = fleetscope.DefaultRows
 
 // Second is one stored row.
 type Second struct {
@@ -111,7 +110,7 @@ func (b *Builder) Build(idle func(fleetscope.StackID) bool, names []string) (*In
 			first = false
 		}
 	}
-	ix.StartSecond = floorDiv(ix.StartSecond, 1e9)
+	ix.StartSecond = fleetscope.FloorSecond(ix.StartSecond)
 	for e, ev := range b.events {
 		meta := Event{Name: names[e], Samples: int64(len(ev))}
 		if len(ev) > 0 {
@@ -127,10 +126,10 @@ func (b *Builder) Build(idle func(fleetscope.StackID) bool, names []string) (*In
 		for i := 0; i < len(ev); {
 			sec := int64(0)
 			if ix.Timed {
-				sec = floorDiv(ev[i].t, 1e9)
+				sec = fleetscope.FloorSecond(ev[i].t)
 			}
 			j := i
-			for j < len(ev) && (!ix.Timed || floorDiv(ev[j].t, 1e9) == sec) {
+			for j < len(ev) && (!ix.Timed || fleetscope.FloorSecond(ev[j].t) == sec) {
 				j++
 			}
 			ix.Seconds = append(ix.Seconds, encode(fleetscope.EventID(e), sec, ev[i:j], ix, varies, idle))
@@ -152,7 +151,7 @@ func encode(e fleetscope.EventID, sec int64, rs []raw, ix *Index, varies bool, i
 		if ix.Timed {
 			off = r.t - sec*1e9
 		}
-		row := heatmap.Row(off, Rows)
+		row := fleetscope.Row(off, Rows)
 		if idle(r.stack) {
 			s.IdleCells[row]++
 		} else {
@@ -204,14 +203,6 @@ func Decode(dst []fleetscope.Sample, s *Second, startSecond, unitNanos int64, ti
 }
 
 var errCorrupt = errors.New("index: corrupt second row")
-
-func floorDiv(a, b int64) int64 {
-	q := a / b
-	if a%b != 0 && (a < 0) != (b < 0) {
-		q--
-	}
-	return q
-}
 
 func cmp64(a, b int64) int {
 	switch {

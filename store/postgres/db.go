@@ -18,6 +18,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -78,31 +79,6 @@ func (db *DB) Migrate(ctx context.Context) error {
 	return db.EnsurePartitions(ctx, time.Now(), 7)
 }
 
-// EnsurePartitions creates the daily partitions of the per-second rows from
-// the day before from through days days after it. Rows of days without a
-// partition land in the default partition.
-func (db *DB) EnsurePartitions(ctx context.Context, from time.Time, days int) error {
-	day := from.UTC().Truncate(24*time.Hour).AddDate(0, 0, -1)
-	for i := 0; i <= days+1; i++ {
-		d := day.AddDate(0, 0, i)
-		name := "seconds_" + d.Format("20060102")
-		var exists bool
-		if err := db.pool.QueryRow(ctx, `SELECT EXISTS (SELECT FROM pg_class WHERE relname = $1)`, name).Scan(&exists); err != nil {
-			return fmt.Errorf("partition %s: %w", name, err)
-		}
-		if exists {
-			continue
-		}
-		_, err := db.pool.Exec(ctx, fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s PARTITION OF seconds FOR VALUES FROM ('%s') TO ('%s')`,
-			name, d.Format(time.DateOnly), d.AddDate(0, 0, 1).Format(time.DateOnly)))
-		var pe *pgconn.PgError
-		if err != nil && !(errors.As(err, &pe) && (pe.Code == "42P07" || pe.Code == "23505")) { // created meanwhile
-			return fmt.Errorf("partition %s: %w", name, err)
-		}
-	}
-	return nil
-}
-
 // inTenant runs fn in a transaction as the tenant role with the tenant set,
 // so row-level security applies to everything fn does.
 func (db *DB) inTenant(ctx context.Context, tenant int64, fn func(pgx.Tx) error) error {
@@ -136,9 +112,15 @@ func (db *DB) withConn(ctx context.Context, fn func(*pgx.Conn) error) error {
 	}
 	defer c.Release()
 	err = fn(c.Conn())
+	if err == nil {
+		return nil
+	}
+	if c.Conn().IsClosed() { // pgx closed it: a broken socket, a killed backend
+		return errConnDropped{err}
+	}
 	var pe *pgconn.PgError
 	var fe *fleetscope.Error
-	if err != nil && !errors.As(err, &pe) && !errors.As(err, &fe) && !errors.Is(err, pgx.ErrNoRows) && ctx.Err() == nil {
+	if !errors.As(err, &pe) && !errors.As(err, &fe) && !errors.Is(err, pgx.ErrNoRows) && ctx.Err() == nil {
 		c.Conn().Close(context.Background())
 		return errConnDropped{err}
 	}
@@ -196,8 +178,7 @@ func connectionLost(err error) bool {
 		return strings.HasPrefix(pe.Code, "08") || pe.Code == "57P01" || pe.Code == "57P02" || pe.Code == "57P03"
 	}
 	var ne net.Error
-	return pgconn.SafeToRetry(err) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.As(err, &ne) ||
-		strings.Contains(err.Error(), "conn closed")
+	return pgconn.SafeToRetry(err) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.As(err, &ne)
 }
 
 // readTenantRow is readTenant for a query of one row; no row is
@@ -214,24 +195,34 @@ func (db *DB) readTenantRow(ctx context.Context, tenant int64, scan func(pgx.Row
 	}, q, args...)
 }
 
-// translate maps driver errors to fleetscope errors.
+// translate maps driver errors to fleetscope errors, keeping the driver's
+// error as the cause: no row is ENOTFOUND, a unique violation ECONFLICT,
+// text Postgres cannot store (NUL bytes, invalid UTF-8) EINVALID, a lost
+// connection or a full disk EUNAVAILABLE.
 func translate(err error, what string) error {
 	if err == nil {
 		return nil
-	}
-	if errors.Is(err, pgx.ErrNoRows) {
-		return fleetscope.Errorf(fleetscope.ENOTFOUND, "%s not found", what)
-	}
-	var pe *pgconn.PgError
-	if errors.As(err, &pe) && pe.Code == "23505" {
-		return fleetscope.Errorf(fleetscope.ECONFLICT, "%s already exists", what)
 	}
 	var fe *fleetscope.Error
 	if errors.As(err, &fe) {
 		return err
 	}
+	if errors.Is(err, pgx.ErrNoRows) {
+		return fleetscope.Wrap(err, fleetscope.ENOTFOUND, what+" not found")
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		switch pe.Code {
+		case pgerrcode.UniqueViolation:
+			return fleetscope.Wrap(err, fleetscope.ECONFLICT, what+" already exists")
+		case pgerrcode.CharacterNotInRepertoire, pgerrcode.UntranslatableCharacter, pgerrcode.InvalidTextRepresentation:
+			return fleetscope.Wrap(err, fleetscope.EINVALID, what+": text with a NUL byte or invalid UTF-8")
+		case pgerrcode.DiskFull, pgerrcode.InsufficientResources, pgerrcode.OutOfMemory:
+			return fleetscope.Wrap(err, fleetscope.EUNAVAILABLE, "the database is out of disk or memory: nothing was stored, retry later")
+		}
+	}
 	if connectionLost(err) {
-		return fleetscope.Errorf(fleetscope.EUNAVAILABLE, "database unavailable, retry later")
+		return fleetscope.Wrap(err, fleetscope.EUNAVAILABLE, "database unavailable, retry later")
 	}
 	return fmt.Errorf("%s: %w", what, err)
 }

@@ -247,7 +247,7 @@ func TestKeysAndSearch(t *testing.T) {
 	var seen []string
 	tok := ""
 	for {
-		page, next, err := db.Search(ctx, id, postgres.Filter{PageSize: 2, PageToken: tok})
+		page, next, err := db.Search(ctx, id, fleetscope.ProfileFilter{PageSize: 2, PageToken: tok})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -261,13 +261,13 @@ func TestKeysAndSearch(t *testing.T) {
 	if len(seen) != 5 {
 		t.Fatalf("paged search found %d profiles, want 5", len(seen))
 	}
-	if page, _, _ := db.Search(ctx, id, postgres.Filter{App: "app1"}); len(page) != 2 {
+	if page, _, _ := db.Search(ctx, id, fleetscope.ProfileFilter{App: "app1"}); len(page) != 2 {
 		t.Fatalf("search app1: %d, want 2", len(page))
 	}
-	if page, _, _ := db.Search(ctx, id, postgres.Filter{Since: time.Unix(1795000003, 0)}); len(page) != 0 {
+	if page, _, _ := db.Search(ctx, id, fleetscope.ProfileFilter{Since: time.Unix(1795000003, 0)}); len(page) != 0 {
 		t.Fatalf("search since after the end: %d, want 0", len(page))
 	}
-	if _, _, err := db.Search(ctx, id, postgres.Filter{PageToken: "garbage"}); fleetscope.ErrorCode(err) != fleetscope.EINVALID {
+	if _, _, err := db.Search(ctx, id, fleetscope.ProfileFilter{PageToken: "garbage"}); fleetscope.ErrorCode(err) != fleetscope.EINVALID {
 		t.Fatalf("bad page token: %v", err)
 	}
 }

@@ -2,12 +2,13 @@ package postgres
 
 import (
 	"context"
-	"crypto/sha256"
-	"crypto/subtle"
-	"encoding/base32"
-	"strings"
+	"encoding/json"
+	"errors"
+	"fmt"
 
 	"github.com/fleetscope/fleetscope"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // CreateTenant creates a tenant and returns its id. With ifNotExists an
@@ -18,11 +19,12 @@ func (db *DB) CreateTenant(ctx context.Context, name string, ifNotExists bool) (
 	if err == nil {
 		return id, nil
 	}
-	if err := translate(err, "tenant"); fleetscope.ErrorCode(err) != fleetscope.ENOTFOUND {
-		if strings.Contains(err.Error(), "tenants_name_check") {
-			return 0, fleetscope.Errorf(fleetscope.EINVALID, "tenant name %q: use lowercase letters, digits, '.', '_' or '-' (at most 63)", name)
-		}
-		return 0, err
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.ConstraintName == "tenants_name_check" {
+		return 0, fleetscope.Wrap(err, fleetscope.EINVALID, fmt.Sprintf("tenant name %q: use lowercase letters, digits, '.', '_' or '-' (at most 63)", name))
+	}
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return 0, translate(err, "tenant")
 	}
 	if !ifNotExists {
 		return 0, fleetscope.Errorf(fleetscope.ECONFLICT, "tenant %q already exists", name)
@@ -40,60 +42,96 @@ func (db *DB) TenantID(ctx context.Context, name string) (int64, error) {
 	return id, nil
 }
 
-var validScopes = []string{fleetscope.ScopeIngest, fleetscope.ScopeRead, fleetscope.ScopeAdmin}
+const tenantColumns = `id, name, created_at, disabled_at IS NOT NULL, coalesce(retention_days, 0),
+	coalesce(max_upload_bytes, 0), coalesce(max_raw_bytes, 0), coalesce(max_stored_bytes, 0), coalesce(rate_per_second, 0)`
 
-// keyPrefix starts every secret, so leaked keys are easy to find.
-const keyPrefix = "fsk_"
+func scanTenant(row pgx.Row) (fleetscope.Tenant, error) {
+	var t fleetscope.Tenant
+	err := row.Scan(&t.ID, &t.Name, &t.CreatedAt, &t.Disabled, &t.RetentionDays, &t.MaxUploadBytes, &t.MaxRawBytes, &t.MaxStoredBytes, &t.RatePerSecond)
+	return t, err
+}
 
-var b32 = base32.StdEncoding.WithPadding(base32.NoPadding)
+// Tenant returns a tenant by id.
+func (db *DB) Tenant(ctx context.Context, id int64) (fleetscope.Tenant, error) {
+	t, err := scanTenant(db.pool.QueryRow(ctx, `SELECT `+tenantColumns+` FROM tenants WHERE id = $1`, id))
+	return t, translate(err, "tenant")
+}
 
-// Authenticate resolves a secret to its tenant, scopes and limits. The key
-// is found by its visible prefix and its SHA-256 compared in constant time.
-// Returns EUNAUTHENTICATED for any key that is not valid (unknown, revoked,
-// expired, or of a disabled tenant) without saying which.
-func (db *DB) Authenticate(ctx context.Context, secret string) (fleetscope.Principal, error) {
-	var p fleetscope.Principal
-	bad := fleetscope.Errorf(fleetscope.EUNAUTHENTICATED, "invalid API key")
-	if !strings.HasPrefix(secret, keyPrefix) || len(secret) < len(keyPrefix)+8 || len(secret) > 128 {
-		return p, bad
-	}
-	h := sha256.Sum256([]byte(secret))
-	rows, err := db.pool.Query(ctx, `
-		SELECT k.secret_hash, k.tenant_id, t.name, k.id, k.scopes,
-		       k.last_used_at IS NULL OR k.last_used_at < now() - interval '1 minute',
-		       coalesce(t.retention_days, 0), coalesce(t.max_upload_bytes, 0), coalesce(t.max_raw_bytes, 0),
-		       coalesce(t.max_stored_bytes, 0), coalesce(t.rate_per_second, 0)
-		FROM api_keys k JOIN tenants t ON t.id = k.tenant_id
-		WHERE k.id = $1 AND k.revoked_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > now())
-		  AND t.disabled_at IS NULL`, secret[:len(keyPrefix)+8])
+// Tenants lists every tenant (operators only: the bootstrap CLI).
+func (db *DB) Tenants(ctx context.Context) ([]fleetscope.Tenant, error) {
+	rows, err := db.pool.Query(ctx, `SELECT `+tenantColumns+` FROM tenants ORDER BY name`)
 	if err != nil {
-		return p, translate(err, "key")
+		return nil, err
 	}
-	defer rows.Close()
-	found, stale := false, false
-	for rows.Next() {
-		var hash []byte
-		var cand fleetscope.Principal
-		var st bool
-		l := &cand.Limits
-		if err := rows.Scan(&hash, &cand.TenantID, &cand.Tenant, &cand.KeyID, &cand.Scopes, &st,
-			&l.RetentionDays, &l.MaxUploadBytes, &l.MaxRawBytes, &l.MaxStoredBytes, &l.RatePerSecond); err != nil {
-			return p, err
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (fleetscope.Tenant, error) { return scanTenant(r) })
+}
+
+// SetTenantDisabled disables (or re-enables) a tenant: its keys stop working.
+func (db *DB) SetTenantDisabled(ctx context.Context, name string, disabled bool) error {
+	tag, err := db.pool.Exec(ctx, `UPDATE tenants SET disabled_at = CASE WHEN $2 THEN coalesce(disabled_at, now()) END WHERE name = $1`, name, disabled)
+	if err == nil && tag.RowsAffected() == 0 {
+		return fleetscope.Errorf(fleetscope.ENOTFOUND, "tenant %q not found", name)
+	}
+	if err == nil {
+		err = db.audit(ctx, db.pool, name, "cli", map[bool]string{true: "tenant.disable", false: "tenant.enable"}[disabled], name, nil)
+	}
+	return translate(err, "tenant")
+}
+
+// SetTenantLimits sets a tenant's quotas and retention (zero: none).
+func (db *DB) SetTenantLimits(ctx context.Context, name string, l fleetscope.Limits) error {
+	null := func(v int64) any {
+		if v <= 0 {
+			return nil
 		}
-		if subtle.ConstantTimeCompare(hash, h[:]) == 1 {
-			p, found, stale = cand, true, st
+		return v
+	}
+	tag, err := db.pool.Exec(ctx, `UPDATE tenants SET retention_days = $2, max_upload_bytes = $3, max_raw_bytes = $4,
+		max_stored_bytes = $5, rate_per_second = $6 WHERE name = $1`,
+		name, null(int64(l.RetentionDays)), null(l.MaxUploadBytes), null(l.MaxRawBytes), null(l.MaxStoredBytes), null(int64(l.RatePerSecond)))
+	if err == nil && tag.RowsAffected() == 0 {
+		return fleetscope.Errorf(fleetscope.ENOTFOUND, "tenant %q not found", name)
+	}
+	if err == nil {
+		b, _ := json.Marshal(l)
+		err = db.audit(ctx, db.pool, name, "cli", "tenant.limits", name, map[string]string{"limits": string(b)})
+	}
+	return translate(err, "tenant")
+}
+
+// StoredBytes is the total raw size of a tenant's profiles.
+func (db *DB) StoredBytes(ctx context.Context, tenant int64) (bytes, profiles int64, err error) {
+	err = db.readTenantRow(ctx, tenant, func(r pgx.Row) error { return r.Scan(&bytes, &profiles) },
+		`SELECT coalesce(sum(size_bytes), 0)::bigint, count(*) FROM profiles WHERE tenant_id = $1`, tenant)
+	return bytes, profiles, translate(err, "usage")
+}
+
+// DeleteTenant removes a tenant and everything it owns from the index and
+// returns the blob keys its profiles used, for the caller to delete.
+func (db *DB) DeleteTenant(ctx context.Context, name string) ([]string, error) {
+	var keys []string
+	err := pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
+		var id int64
+		if err := tx.QueryRow(ctx, `SELECT id FROM tenants WHERE name = $1 FOR UPDATE`, name).Scan(&id); err != nil {
+			return err
 		}
-	}
-	if err := rows.Err(); err != nil {
-		return p, translate(err, "key")
-	}
-	if !found {
-		return fleetscope.Principal{}, bad
-	}
-	if stale { // record use at most once a minute: no write on every request
-		if _, err := db.pool.Exec(ctx, `UPDATE api_keys SET last_used_at = now() WHERE tenant_id = $1 AND id = $2`, p.TenantID, p.KeyID); err != nil {
-			return p, translate(err, "key")
+		rows, err := tx.Query(ctx, `SELECT blob_key FROM profiles WHERE tenant_id = $1`, id)
+		if err != nil {
+			return err
 		}
-	}
-	return p, nil
+		if keys, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
+			return err
+		}
+		for _, q := range []string{
+			`DELETE FROM seconds WHERE tenant_id = $1`, `DELETE FROM share_links WHERE tenant_id = $1`,
+			`DELETE FROM profiles WHERE tenant_id = $1`, `DELETE FROM stacks WHERE tenant_id = $1`,
+			`DELETE FROM frames WHERE tenant_id = $1`, `DELETE FROM tenants WHERE id = $1`,
+		} {
+			if _, err := tx.Exec(ctx, q, id); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return keys, translate(err, "tenant "+name)
 }

@@ -12,6 +12,7 @@ import (
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/fleetscope/fleetscope"
 	"github.com/fleetscope/fleetscope/api"
 	fsv1 "github.com/fleetscope/fleetscope/api/gen/fleetscope/v1"
 	"github.com/fleetscope/fleetscope/api/gen/fleetscope/v1/fleetscopev1connect"
@@ -64,10 +65,8 @@ func NewConnectUploader(baseURL, key string) *ConnectUploader {
 
 const uploadChunk = 1 << 20
 
-// Upload streams body to the server. Errors the server answers with
-// InvalidArgument, or a size limit the file exceeds, are Rejected; the rest
-// (server down, database or blob store unavailable, rate limits, a bad key
-// that an operator may fix) are worth a retry.
+// Upload streams body to the server; see classify for which failures are
+// Rejected.
 func (u *ConnectUploader) Upload(ctx context.Context, m Meta, body io.Reader, size int64) (Result, error) {
 	// Bound the whole upload: generous for the size, but never forever.
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute+time.Duration(size)*time.Second/(1<<20))
@@ -104,20 +103,20 @@ func (u *ConnectUploader) Upload(ctx context.Context, m Meta, body io.Reader, si
 	return Result{ID: p.GetId(), Permalink: res.Msg.GetPermalink(), SHA256: p.GetSha256(), Created: res.Msg.GetCreated()}, nil
 }
 
-// classify marks the errors no retry can fix.
+// classify marks the errors no retry can fix, by the code the server
+// answered with (never its wording): invalid, empty or too large files are
+// Rejected; the rest (server down, database or blob store unavailable,
+// rate limits, a bad key that an operator may fix) are worth a retry.
 func classify(err error) error {
 	var ce *connect.Error
 	if !errors.As(err, &ce) {
 		return err
 	}
-	switch ce.Code() {
-	case connect.CodeInvalidArgument:
+	code := fleetscope.ErrorCode(api.FromConnect(err))
+	switch code {
+	case fleetscope.EINVALID, fleetscope.EEMPTY, fleetscope.ETOOLARGE:
 		return Rejected(fmt.Errorf("server refused the file: %s", ce.Message()))
-	case connect.CodeResourceExhausted:
-		if strings.Contains(ce.Message(), "larger than the limit") {
-			return Rejected(fmt.Errorf("server refused the file: %s", ce.Message()))
-		}
-	case connect.CodeUnauthenticated, connect.CodePermissionDenied:
+	case fleetscope.EUNAUTHENTICATED, fleetscope.EFORBIDDEN:
 		return fmt.Errorf("%s (check the agent's API key: it needs the ingest scope): %s", ce.Code(), ce.Message())
 	}
 	return fmt.Errorf("%s: %s", ce.Code(), ce.Message())

@@ -10,34 +10,26 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/fleetscope/fleetscope"
+	"github.com/fleetscope/fleetscope/ingest/corpus"
 )
 
-// Shared is the path of the shared corpus directory.
+// Shared is the path of a file in the shared directory (see ingest/corpus),
+// whether or not it exists (fuzz seeds).
 func Shared(parts ...string) string {
-	_, file, _, _ := runtime.Caller(0)
-	root := filepath.Join(filepath.Dir(file), "..", "..", "..", "..", "shared")
-	return filepath.Join(append([]string{root}, parts...)...)
+	return filepath.Join(append([]string{corpus.Dir()}, parts...)...)
 }
 
-// Read returns a corpus file's bytes with gzip undone, skipping the test
-// if the corpus is missing.
+// Read returns a shared file's bytes with gzip undone, skipping the test
+// (or failing it under FLEETSCOPE_TEST_REQUIRE=1) if it is missing.
 func Read(t testing.TB, parts ...string) []byte {
 	t.Helper()
-	path := Shared(parts...)
-	data, err := os.ReadFile(path)
-	if err != nil {
-		if os.Getenv("FLEETSCOPE_TEST_REQUIRE") != "" {
-			t.Fatal(err)
-		}
-		t.Skipf("corpus: %v", err)
-	}
+	data := corpus.Read(t, filepath.Join(parts...))
 	if bytes.HasPrefix(data, []byte{0x1f, 0x8b}) {
 		zr, err := gzip.NewReader(bytes.NewReader(data))
 		if err != nil {

@@ -377,19 +377,22 @@ func (x *GetHeatmapRequest) GetIncludeIdle() bool {
 	return false
 }
 
-// GetHeatmapResponse is FlameScope's sub-second offset heatmap: column i is
-// the second [start_second+i, start_second+i+1); row r (0 at the bottom)
-// counts samples whose offset within the second lies in [r/rows, (r+1)/rows).
+// GetHeatmapResponse is FlameScope's sub-second offset heatmap: column i
+// covers the seconds_per_column seconds from start_second +
+// i·seconds_per_column (one second per column for profiles up to 1,000 s);
+// row r (0 at the bottom) counts samples whose offset within their second
+// lies in [r/rows, (r+1)/rows).
 type GetHeatmapResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Event         string                 `protobuf:"bytes,1,opt,name=event,proto3" json:"event,omitempty"`
-	StartSecond   int64                  `protobuf:"varint,2,opt,name=start_second,json=startSecond,proto3" json:"start_second,omitempty"`
-	Rows          int32                  `protobuf:"varint,3,opt,name=rows,proto3" json:"rows,omitempty"`
-	Columns       []*Column              `protobuf:"bytes,4,rep,name=columns,proto3" json:"columns,omitempty"`
-	MaxCount      int64                  `protobuf:"varint,5,opt,name=max_count,json=maxCount,proto3" json:"max_count,omitempty"`
-	Total         int64                  `protobuf:"varint,6,opt,name=total,proto3" json:"total,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state            protoimpl.MessageState `protogen:"open.v1"`
+	Event            string                 `protobuf:"bytes,1,opt,name=event,proto3" json:"event,omitempty"`
+	StartSecond      int64                  `protobuf:"varint,2,opt,name=start_second,json=startSecond,proto3" json:"start_second,omitempty"`
+	Rows             int32                  `protobuf:"varint,3,opt,name=rows,proto3" json:"rows,omitempty"`
+	Columns          []*Column              `protobuf:"bytes,4,rep,name=columns,proto3" json:"columns,omitempty"`
+	MaxCount         int64                  `protobuf:"varint,5,opt,name=max_count,json=maxCount,proto3" json:"max_count,omitempty"`
+	Total            int64                  `protobuf:"varint,6,opt,name=total,proto3" json:"total,omitempty"`
+	SecondsPerColumn int64                  `protobuf:"varint,7,opt,name=seconds_per_column,json=secondsPerColumn,proto3" json:"seconds_per_column,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *GetHeatmapResponse) Reset() {
@@ -460,6 +463,13 @@ func (x *GetHeatmapResponse) GetMaxCount() int64 {
 func (x *GetHeatmapResponse) GetTotal() int64 {
 	if x != nil {
 		return x.Total
+	}
+	return 0
+}
+
+func (x *GetHeatmapResponse) GetSecondsPerColumn() int64 {
+	if x != nil {
+		return x.SecondsPerColumn
 	}
 	return 0
 }
@@ -793,14 +803,15 @@ const file_fleetscope_v1_query_proto_rawDesc = "" +
 	"profile_id\x18\x01 \x01(\tR\tprofileId\x12\x14\n" +
 	"\x05event\x18\x02 \x01(\tR\x05event\x12\x12\n" +
 	"\x04rows\x18\x03 \x01(\x05R\x04rows\x12!\n" +
-	"\finclude_idle\x18\x04 \x01(\bR\vincludeIdle\"\xc5\x01\n" +
+	"\finclude_idle\x18\x04 \x01(\bR\vincludeIdle\"\xf3\x01\n" +
 	"\x12GetHeatmapResponse\x12\x14\n" +
 	"\x05event\x18\x01 \x01(\tR\x05event\x12!\n" +
 	"\fstart_second\x18\x02 \x01(\x03R\vstartSecond\x12\x12\n" +
 	"\x04rows\x18\x03 \x01(\x05R\x04rows\x12/\n" +
 	"\acolumns\x18\x04 \x03(\v2\x15.fleetscope.v1.ColumnR\acolumns\x12\x1b\n" +
 	"\tmax_count\x18\x05 \x01(\x03R\bmaxCount\x12\x14\n" +
-	"\x05total\x18\x06 \x01(\x03R\x05total\" \n" +
+	"\x05total\x18\x06 \x01(\x03R\x05total\x12,\n" +
+	"\x12seconds_per_column\x18\a \x01(\x03R\x10secondsPerColumn\" \n" +
 	"\x06Column\x12\x16\n" +
 	"\x06counts\x18\x01 \x03(\x03R\x06counts\"\x83\x03\n" +
 	"\x14GetFlameGraphRequest\x12\x1d\n" +

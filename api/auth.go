@@ -1,0 +1,164 @@
+package api
+
+import (
+	"context"
+	"crypto/sha256"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"connectrpc.com/connect"
+	"golang.org/x/time/rate"
+
+	"github.com/fleetscope/fleetscope"
+	"github.com/fleetscope/fleetscope/query/cache"
+)
+
+// Authenticator resolves API keys (store/postgres implements it).
+type Authenticator interface {
+	// Authenticate returns the principal of a key's secret, or
+	// EUNAUTHENTICATED for any key that is not valid, without saying why.
+	Authenticate(ctx context.Context, secret string) (fleetscope.Principal, error)
+}
+
+// AuthTTL bounds how long a resolved key is trusted without the database.
+const AuthTTL = 5 * time.Second
+
+// UnaryTimeout bounds every unary call.
+const UnaryTimeout = time.Minute
+
+// Auth authenticates requests: Connect calls through its interceptor,
+// plain HTTP endpoints through Principal. Resolved keys are cached for
+// AuthTTL (keyed by the secret's hash), so a revoked key stops working
+// within that time on every replica and at once on the one that revoked it.
+// Tenants' request rates are limited here, per replica.
+type Auth struct {
+	auth  Authenticator
+	cache *cache.LRU[[32]byte, fleetscope.Principal]
+
+	mu       sync.Mutex
+	limiters map[int64]*rate.Limiter // per tenant with a rate limit
+}
+
+// NewAuth returns the authentication of a server.
+func NewAuth(a Authenticator) *Auth {
+	return &Auth{
+		auth:     a,
+		cache:    cache.New(16<<20, AuthTTL, func([32]byte, fleetscope.Principal) int64 { return 512 }),
+		limiters: map[int64]*rate.Limiter{},
+	}
+}
+
+// ForgetKeys empties this replica's key cache, so a revocation holds here
+// at once. (Revocations are rare; the cache is keyed by secret hash, which
+// the revoking request does not know.)
+func (a *Auth) ForgetKeys() { a.cache.Drop(func([32]byte) bool { return true }) }
+
+// allow applies the tenant's request rate limit (per replica).
+func (a *Auth) allow(p fleetscope.Principal) error {
+	if p.Limits.RatePerSecond <= 0 {
+		return nil
+	}
+	a.mu.Lock()
+	l, ok := a.limiters[p.TenantID]
+	if !ok || int(l.Limit()) != p.Limits.RatePerSecond {
+		l = rate.NewLimiter(rate.Limit(p.Limits.RatePerSecond), 2*p.Limits.RatePerSecond)
+		a.limiters[p.TenantID] = l
+	}
+	a.mu.Unlock()
+	if !l.Allow() {
+		return fleetscope.Errorf(fleetscope.ERATELIMITED, "rate limit of %d requests per second exceeded; retry later", p.Limits.RatePerSecond)
+	}
+	return nil
+}
+
+func (a *Auth) authenticate(ctx context.Context, secret string) (fleetscope.Principal, error) {
+	k := sha256.Sum256([]byte(secret))
+	if p, ok := a.cache.Get(k); ok {
+		return p, nil
+	}
+	p, err := a.auth.Authenticate(ctx, secret)
+	if err == nil {
+		a.cache.Put(k, p)
+	}
+	return p, err
+}
+
+// principalFor authenticates secret and checks that its key holds scope
+// and its tenant is within its rate.
+func (a *Auth) principalFor(ctx context.Context, secret, scope string) (fleetscope.Principal, error) {
+	secret = strings.TrimSpace(secret)
+	if secret == "" {
+		return fleetscope.Principal{}, fleetscope.Errorf(fleetscope.EUNAUTHENTICATED, "missing API key: send Authorization: Bearer <key>")
+	}
+	p, err := a.authenticate(ctx, secret)
+	if err != nil {
+		return p, err
+	}
+	if !p.Can(scope) {
+		return p, fleetscope.Errorf(fleetscope.EFORBIDDEN, "this key lacks the %s scope", scope)
+	}
+	return p, a.allow(p)
+}
+
+// Principal authenticates a plain HTTP request with the key as a Bearer
+// token or as the password of Basic auth, and checks scope.
+func (a *Auth) Principal(r *http.Request, scope string) (fleetscope.Principal, error) {
+	secret, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok {
+		_, secret, _ = r.BasicAuth()
+	}
+	return a.principalFor(r.Context(), secret, scope)
+}
+
+// Interceptor is the Connect interceptor that authenticates every call
+// before its handler runs and refuses procedures missing from Scopes.
+func (a *Auth) Interceptor() connect.Interceptor { return authInterceptor{a} }
+
+type authInterceptor struct{ a *Auth }
+
+func (i authInterceptor) check(ctx context.Context, procedure string, h http.Header) (context.Context, error) {
+	scope, ok := Scopes[procedure]
+	if !ok {
+		return nil, connect.NewError(connect.CodeUnimplemented, nil)
+	}
+	if scope == Public {
+		return ctx, nil
+	}
+	secret, _ := strings.CutPrefix(h.Get("Authorization"), "Bearer ")
+	p, err := i.a.principalFor(ctx, secret, scope)
+	if err != nil {
+		return nil, err
+	}
+	return context.WithValue(ctx, principalKey{}, p), nil
+}
+
+func (i authInterceptor) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
+	return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
+		if req.Spec().IsClient {
+			return next(ctx, req)
+		}
+		ctx, cancel := context.WithTimeout(ctx, UnaryTimeout)
+		defer cancel()
+		ctx, err := i.check(ctx, req.Spec().Procedure, req.Header())
+		if err != nil {
+			return nil, err
+		}
+		return next(ctx, req)
+	}
+}
+
+func (i authInterceptor) WrapStreamingClient(next connect.StreamingClientFunc) connect.StreamingClientFunc {
+	return next
+}
+
+func (i authInterceptor) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
+	return func(ctx context.Context, conn connect.StreamingHandlerConn) error {
+		ctx, err := i.check(ctx, conn.Spec().Procedure, conn.RequestHeader())
+		if err != nil {
+			return err
+		}
+		return next(ctx, conn)
+	}
+}

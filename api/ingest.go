@@ -1,0 +1,114 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+
+	"connectrpc.com/connect"
+
+	"github.com/fleetscope/fleetscope"
+	fsv1 "github.com/fleetscope/fleetscope/api/gen/fleetscope/v1"
+	"github.com/fleetscope/fleetscope/api/gen/fleetscope/v1/fleetscopev1connect"
+	"github.com/fleetscope/fleetscope/ingest"
+)
+
+// ingestHandler serves IngestService through the ingest service.
+type ingestHandler struct {
+	ingest    *ingest.Service
+	publicURL string
+	log       *slog.Logger
+}
+
+// NewIngest returns the IngestService handler: uploads, streamed or in one
+// message, stored by svc. publicURL is the base of permalinks.
+func NewIngest(svc *ingest.Service, publicURL string, log *slog.Logger) fleetscopev1connect.IngestServiceHandler {
+	return &ingestHandler{ingest: svc, publicURL: publicURL, log: log}
+}
+
+// permalink is a profile's dashboard URL.
+func permalink(base, id string) string {
+	return strings.TrimRight(base, "/") + "/p/" + id
+}
+
+func metaFrom(m *fsv1.UploadMetadata) ingest.Meta {
+	out := ingest.Meta{App: m.GetApp(), Host: m.GetHost(), Labels: m.GetLabels(), InputFormat: m.GetInputFormat(), Filename: m.GetFilename()}
+	if a := m.GetAnchor(); a != nil && a.GetWallTime() != nil {
+		out.AnchorClockNanos = a.GetClockNanos()
+		out.AnchorWall = a.GetWallTime().AsTime()
+	}
+	return out
+}
+
+// store ingests one upload and logs what was stored.
+func (h *ingestHandler) store(ctx context.Context, md *fsv1.UploadMetadata, body io.Reader) (*fleetscope.ProfileInfo, bool, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, false, err
+	}
+	info, created, err := h.ingest.Ingest(ctx, p, metaFrom(md), body)
+	if err != nil {
+		return nil, false, err
+	}
+	h.log.Info("profile stored", "tenant", p.Tenant, "profile", info.ID, "app", info.App, "samples", info.Samples, "bytes", info.SizeBytes, "created", created)
+	return info, created, nil
+}
+
+// Upload reads the metadata message, then streams the chunks into ingest.
+func (h *ingestHandler) Upload(ctx context.Context, stream *connect.ClientStream[fsv1.UploadRequest]) (*connect.Response[fsv1.UploadResponse], error) {
+	if !stream.Receive() {
+		if err := stream.Err(); err != nil {
+			return nil, err
+		}
+		return nil, fleetscope.Errorf(fleetscope.EINVALID, "empty upload: send the metadata first")
+	}
+	md := stream.Msg().GetMetadata()
+	if md == nil {
+		return nil, fleetscope.Errorf(fleetscope.EINVALID, "the first message of an upload must carry its metadata")
+	}
+	info, created, err := h.store(ctx, md, &chunkReader{stream: stream})
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&fsv1.UploadResponse{Profile: profileProto(info), Created: created, Permalink: permalink(h.publicURL, info.ID)}), nil
+}
+
+// chunkReader reads the chunk messages of an upload stream as bytes.
+type chunkReader struct {
+	stream *connect.ClientStream[fsv1.UploadRequest]
+	buf    []byte
+}
+
+func (r *chunkReader) Read(p []byte) (int, error) {
+	for len(r.buf) == 0 {
+		if !r.stream.Receive() {
+			if err := r.stream.Err(); err != nil {
+				return 0, fmt.Errorf("upload stream: %w", err)
+			}
+			return 0, io.EOF
+		}
+		if r.stream.Msg().GetMetadata() != nil {
+			return 0, fleetscope.Errorf(fleetscope.EINVALID, "metadata sent twice in one upload")
+		}
+		r.buf = r.stream.Msg().GetChunk()
+	}
+	n := copy(p, r.buf)
+	r.buf = r.buf[n:]
+	return n, nil
+}
+
+// UploadFile stores a file sent in one message (browsers).
+func (h *ingestHandler) UploadFile(ctx context.Context, req *connect.Request[fsv1.UploadFileRequest]) (*connect.Response[fsv1.UploadFileResponse], error) {
+	md := req.Msg.GetMetadata()
+	if md == nil {
+		return nil, fleetscope.Errorf(fleetscope.EINVALID, "metadata missing")
+	}
+	info, created, err := h.store(ctx, md, bytes.NewReader(req.Msg.GetData()))
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&fsv1.UploadFileResponse{Profile: profileProto(info), Created: created, Permalink: permalink(h.publicURL, info.ID)}), nil
+}

@@ -1,0 +1,134 @@
+package api
+
+import (
+	"context"
+	"strings"
+
+	"connectrpc.com/connect"
+
+	"github.com/fleetscope/fleetscope"
+	fsv1 "github.com/fleetscope/fleetscope/api/gen/fleetscope/v1"
+	"github.com/fleetscope/fleetscope/api/gen/fleetscope/v1/fleetscopev1connect"
+	"github.com/fleetscope/fleetscope/query"
+	"github.com/fleetscope/fleetscope/query/flame"
+)
+
+// queryHandler serves QueryService from the query service.
+type queryHandler struct {
+	q *query.Service
+}
+
+// NewQuery returns the QueryService handler: searches, heatmaps and exact
+// range flame graphs of the caller's tenant, answered by q.
+func NewQuery(q *query.Service) fleetscopev1connect.QueryServiceHandler {
+	return &queryHandler{q: q}
+}
+
+// SearchProfiles lists the tenant's profiles.
+func (h *queryHandler) SearchProfiles(ctx context.Context, req *connect.Request[fsv1.SearchProfilesRequest]) (*connect.Response[fsv1.SearchProfilesResponse], error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	m := req.Msg
+	f := fleetscope.ProfileFilter{App: m.GetApp(), Host: m.GetHost(), Labels: m.GetLabels(), PageSize: int(m.GetPageSize()), PageToken: m.GetPageToken()}
+	if m.GetSince() != nil {
+		f.Since = m.GetSince().AsTime()
+	}
+	if m.GetUntil() != nil {
+		f.Until = m.GetUntil().AsTime()
+	}
+	profiles, next, err := h.q.Search(ctx, p.TenantID, f)
+	if err != nil {
+		return nil, err
+	}
+	out := &fsv1.SearchProfilesResponse{NextPageToken: next}
+	for _, pr := range profiles {
+		out.Profiles = append(out.Profiles, profileProto(pr))
+	}
+	return connect.NewResponse(out), nil
+}
+
+// GetProfile returns one profile's metadata.
+func (h *queryHandler) GetProfile(ctx context.Context, req *connect.Request[fsv1.GetProfileRequest]) (*connect.Response[fsv1.GetProfileResponse], error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	info, err := h.q.Profile(ctx, p.TenantID, req.Msg.GetId())
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&fsv1.GetProfileResponse{Profile: profileProto(info)}), nil
+}
+
+// GetHeatmap returns a profile's heatmap.
+func (h *queryHandler) GetHeatmap(ctx context.Context, req *connect.Request[fsv1.GetHeatmapRequest]) (*connect.Response[fsv1.GetHeatmapResponse], error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	m := req.Msg
+	hm, err := h.q.Heatmap(ctx, p.TenantID, query.HeatmapRequest{ProfileID: m.GetProfileId(), Event: m.GetEvent(), Rows: int(m.GetRows()), IncludeIdle: m.GetIncludeIdle()})
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(heatmapProto(hm)), nil
+}
+
+// GetFlameGraph answers any range exactly from the stored samples.
+func (h *queryHandler) GetFlameGraph(ctx context.Context, req *connect.Request[fsv1.GetFlameGraphRequest]) (*connect.Response[fsv1.GetFlameGraphResponse], error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out, err := flameGraph(ctx, h.q, p.TenantID, flameRequest(req.Msg), req.Msg.GetFormat())
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(out), nil
+}
+
+// flameRequest reads a GetFlameGraphRequest.
+func flameRequest(m *fsv1.GetFlameGraphRequest) query.FlameRequest {
+	r := query.FlameRequest{ProfileID: m.GetProfileId(), Event: m.GetEvent(), IncludeIdle: m.GetIncludeIdle(),
+		ByPeriod: m.GetWeightByPeriod(), Annotate: flame.Annotate{Kernel: m.GetAnnotateKernel(), JIT: m.GetAnnotateJit()}}
+	r.Range = rangeOf(m.StartNanos, m.EndNanos)
+	return r
+}
+
+// rangeOf is the range of two optional bounds; nil when neither is given.
+func rangeOf(start, end *int64) *fleetscope.Range {
+	if start == nil && end == nil {
+		return nil
+	}
+	rg := fleetscope.All
+	if start != nil {
+		rg.Start = *start
+	}
+	if end != nil {
+		rg.End = *end
+	}
+	return &rg
+}
+
+// flameGraph computes a flame graph and renders it in the format asked.
+func flameGraph(ctx context.Context, q *query.Service, tenant int64, r query.FlameRequest, format fsv1.FlameGraphFormat) (*fsv1.GetFlameGraphResponse, error) {
+	g, err := q.FlameGraph(ctx, tenant, r)
+	if err != nil {
+		return nil, err
+	}
+	out := &fsv1.GetFlameGraphResponse{Event: g.Event, Total: g.Total}
+	if format == fsv1.FlameGraphFormat_FLAME_GRAPH_FORMAT_UNSPECIFIED || format == fsv1.FlameGraphFormat_FLAME_GRAPH_FORMAT_FOLDED {
+		var b strings.Builder
+		if err := g.WriteFolded(&b); err != nil {
+			return nil, err
+		}
+		out.Folded = b.String()
+	}
+	if format == fsv1.FlameGraphFormat_FLAME_GRAPH_FORMAT_UNSPECIFIED || format == fsv1.FlameGraphFormat_FLAME_GRAPH_FORMAT_TREE {
+		f := g.Flat()
+		out.Tree = &fsv1.FlameTree{Names: f.Names, Name: f.Name, Value: f.Value, Depth: f.Depth}
+	}
+	return out, nil
+}

@@ -1,0 +1,68 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"connectrpc.com/connect"
+
+	"github.com/fleetscope/fleetscope"
+	"github.com/fleetscope/fleetscope/api"
+	"github.com/fleetscope/fleetscope/api/gen/fleetscope/v1/fleetscopev1connect"
+)
+
+// client talks to the server at FLEETSCOPE_URL with FLEETSCOPE_API_KEY.
+type client struct {
+	base   string
+	ingest fleetscopev1connect.IngestServiceClient
+	query  fleetscopev1connect.QueryServiceClient
+	admin  fleetscopev1connect.AdminServiceClient
+}
+
+func newClient() (*client, error) {
+	base, key, err := clientEnv()
+	if err != nil {
+		return nil, err
+	}
+	hc := api.HTTPClient(base)
+	auth := connect.WithInterceptors(api.Bearer(key))
+	return &client{
+		base:   base,
+		ingest: fleetscopev1connect.NewIngestServiceClient(hc, base, auth),
+		query:  fleetscopev1connect.NewQueryServiceClient(hc, base, auth),
+		admin:  fleetscopev1connect.NewAdminServiceClient(hc, base, auth),
+	}, nil
+}
+
+// permalink is the dashboard URL of a profile.
+func (c *client) permalink(id string) string { return c.base + "/p/" + id }
+
+// remoteErr turns a Connect error into a one-line fleetscope error.
+func remoteErr(err error) error {
+	var ce *connect.Error
+	if err == nil || !errors.As(err, &ce) {
+		return err
+	}
+	err = api.FromConnect(err)
+	switch fleetscope.ErrorCode(err) {
+	case fleetscope.EUNAVAILABLE:
+		return fmt.Errorf("server unavailable: %s", ce.Message())
+	case fleetscope.EUNAUTHENTICATED:
+		return fmt.Errorf("%s (FLEETSCOPE_API_KEY: create a key with fleetscope key create, or use .data/api-key after make run)", ce.Message())
+	}
+	return err
+}
+
+// parseLabels reads --label k=v flags.
+func parseLabels(kv []string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, s := range kv {
+		k, v, ok := strings.Cut(s, "=")
+		if !ok || k == "" {
+			return nil, usageError{fmt.Errorf("--label %q: want key=value", s)}
+		}
+		out[k] = v
+	}
+	return out, nil
+}

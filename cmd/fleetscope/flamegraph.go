@@ -1,0 +1,135 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+
+	"connectrpc.com/connect"
+	"github.com/spf13/cobra"
+
+	"github.com/fleetscope/fleetscope"
+	fsv1 "github.com/fleetscope/fleetscope/api/gen/fleetscope/v1"
+	"github.com/fleetscope/fleetscope/query"
+	"github.com/fleetscope/fleetscope/query/flame"
+)
+
+func flamegraphCmd() *cobra.Command {
+	var (
+		r           query.FlameRequest
+		start, end  string
+		format      string
+		inputFormat string
+	)
+	c := &cobra.Command{
+		Use:   "flamegraph [--start S] [--end E] [--include-idle] [--event E] [--format folded|json] (FILE | --profile ID)",
+		Short: "Print the flame graph of a time range [S, E) of a profile",
+		Args:  args(0, 1),
+		RunE: func(c *cobra.Command, a []string) error {
+			rg, err := parseRange(start, end)
+			if err != nil {
+				return err
+			}
+			r.Range = rg
+			if format != "folded" && format != "json" {
+				return usageError{fmt.Errorf("unknown --format %q (folded, json)", format)}
+			}
+			if err := fileOrProfile(a, r.ProfileID); err != nil {
+				return err
+			}
+			w := bufio.NewWriterSize(os.Stdout, 1<<20)
+			if r.ProfileID != "" {
+				err = remoteFlame(c, w, r, format)
+			} else {
+				err = localFlame(c, w, a, inputFormat, r, format)
+			}
+			if err != nil {
+				return err
+			}
+			return w.Flush()
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&start, "start", "", "range start, seconds relative to the start second (inclusive)")
+	f.StringVar(&end, "end", "", "range end, seconds relative to the start second (exclusive)")
+	f.BoolVar(&r.IncludeIdle, "include-idle", false, "include the kernel's idle samples")
+	f.StringVar(&r.Event, "event", "", "event to show (default: the one with the most samples)")
+	f.StringVar(&format, "format", "folded", "output format: folded or json")
+	f.StringVar(&inputFormat, "input-format", "", "input format, instead of detecting it by content")
+	f.BoolVar(&r.ByPeriod, "period", false, "weight samples by their period instead of counting them")
+	f.BoolVar(&r.Annotate.Kernel, "kernel", false, "annotate kernel functions with _[k]")
+	f.BoolVar(&r.Annotate.JIT, "jit", false, "annotate JIT functions with _[j]")
+	f.StringVar(&r.ProfileID, "profile", "", "a stored profile's id: ask the server (FLEETSCOPE_URL, FLEETSCOPE_API_KEY)")
+	return c
+}
+
+// parseRange reads --start and --end (exact decimal seconds); nil when
+// neither is given.
+func parseRange(start, end string) (*fleetscope.Range, error) {
+	if start == "" && end == "" {
+		return nil, nil
+	}
+	rg := fleetscope.All
+	var err error
+	if start != "" {
+		if rg.Start, err = fleetscope.ParseSeconds(start); err != nil {
+			return nil, usageError{fmt.Errorf("--start: %w", err)}
+		}
+	}
+	if end != "" {
+		if rg.End, err = fleetscope.ParseSeconds(end); err != nil {
+			return nil, usageError{fmt.Errorf("--end: %w", err)}
+		}
+	}
+	return &rg, nil
+}
+
+// localFlame answers for a local file.
+func localFlame(c *cobra.Command, w io.Writer, a []string, inputFormat string, r query.FlameRequest, format string) error {
+	l, err := openLocal(a, inputFormat)
+	if err != nil {
+		return err
+	}
+	r.ProfileID = l.id
+	g, err := l.q.FlameGraph(c.Context(), 0, r)
+	if err != nil {
+		return err
+	}
+	if format == "json" {
+		return flame.WriteJSON(w, g.Flat().Tree())
+	}
+	return g.WriteFolded(w)
+}
+
+// remoteFlame fetches a stored profile's flame graph and writes it as the
+// local command would.
+func remoteFlame(c *cobra.Command, w io.Writer, r query.FlameRequest, format string) error {
+	cl, err := newClient()
+	if err != nil {
+		return err
+	}
+	req := &fsv1.GetFlameGraphRequest{ProfileId: r.ProfileID, Event: r.Event, IncludeIdle: r.IncludeIdle,
+		WeightByPeriod: r.ByPeriod, AnnotateKernel: r.Annotate.Kernel, AnnotateJit: r.Annotate.JIT,
+		Format: fsv1.FlameGraphFormat_FLAME_GRAPH_FORMAT_FOLDED}
+	if r.Range != nil {
+		req.StartNanos, req.EndNanos = &r.Range.Start, &r.Range.End
+	}
+	if format == "json" {
+		req.Format = fsv1.FlameGraphFormat_FLAME_GRAPH_FORMAT_TREE
+	}
+	res, err := cl.query.GetFlameGraph(c.Context(), connect.NewRequest(req))
+	if err != nil {
+		return remoteErr(err)
+	}
+	if format == "json" {
+		t := res.Msg.GetTree()
+		flat := &flame.Flat{Names: t.GetNames(), Name: t.GetName(), Value: t.GetValue(), Depth: t.GetDepth()}
+		if err := flat.Check(); err != nil {
+			return fmt.Errorf("server sent a malformed flame graph: %w", err)
+		}
+		return flame.WriteJSON(w, flat.Tree())
+	}
+	_, err = io.WriteString(w, res.Msg.GetFolded())
+	return err
+}

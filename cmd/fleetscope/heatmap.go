@@ -1,0 +1,153 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"connectrpc.com/connect"
+	"github.com/spf13/cobra"
+
+	"github.com/fleetscope/fleetscope"
+	fsv1 "github.com/fleetscope/fleetscope/api/gen/fleetscope/v1"
+	"github.com/fleetscope/fleetscope/query"
+	"github.com/fleetscope/fleetscope/query/heatmap"
+)
+
+func heatmapCmd() *cobra.Command {
+	var (
+		r           query.HeatmapRequest
+		asJSON      bool
+		inputFormat string
+	)
+	c := &cobra.Command{
+		Use:   "heatmap [--rows N] [--include-idle] [--event E] [--json] (FILE | --profile ID)",
+		Short: "Print a profile's sub-second offset heatmap",
+		Args:  args(0, 1),
+		RunE: func(c *cobra.Command, a []string) error {
+			if err := fleetscope.CheckRows(r.Rows); err != nil {
+				return usageError{err}
+			}
+			if err := fileOrProfile(a, r.ProfileID); err != nil {
+				return err
+			}
+			var h *heatmap.Heatmap
+			if r.ProfileID != "" {
+				var err error
+				if h, err = remoteHeatmap(c, r); err != nil {
+					return err
+				}
+			} else {
+				l, err := openLocal(a, inputFormat)
+				if err != nil {
+					return err
+				}
+				r.ProfileID = l.id
+				if h, err = l.q.Heatmap(c.Context(), 0, r); err != nil {
+					return err
+				}
+			}
+			return printHeatmap(h, asJSON)
+		},
+	}
+	f := c.Flags()
+	f.IntVar(&r.Rows, "rows", fleetscope.DefaultRows, "rows per column (offset buckets within a second)")
+	f.BoolVar(&r.IncludeIdle, "include-idle", false, "count the kernel's idle samples too")
+	f.StringVar(&r.Event, "event", "", "event to show (default: the one with the most samples)")
+	f.BoolVar(&asJSON, "json", false, `print {"startSecond","secondsPerColumn","rows","columns","maxCount","total"} as JSON`)
+	f.StringVar(&inputFormat, "input-format", "", "input format, instead of detecting it by content")
+	f.StringVar(&r.ProfileID, "profile", "", "a stored profile's id: ask the server (FLEETSCOPE_URL, FLEETSCOPE_API_KEY)")
+	return c
+}
+
+// remoteHeatmap fetches a stored profile's heatmap.
+func remoteHeatmap(c *cobra.Command, r query.HeatmapRequest) (*heatmap.Heatmap, error) {
+	cl, err := newClient()
+	if err != nil {
+		return nil, err
+	}
+	res, err := cl.query.GetHeatmap(c.Context(), connect.NewRequest(&fsv1.GetHeatmapRequest{ProfileId: r.ProfileID, Event: r.Event, Rows: int32(r.Rows), IncludeIdle: r.IncludeIdle}))
+	if err != nil {
+		return nil, remoteErr(err)
+	}
+	return heatmapFromProto(res.Msg), nil
+}
+
+func heatmapFromProto(m *fsv1.GetHeatmapResponse) *heatmap.Heatmap {
+	h := &heatmap.Heatmap{Event: m.GetEvent(), StartSecond: m.GetStartSecond(), SecondsPerColumn: max(m.GetSecondsPerColumn(), 1),
+		Rows: int(m.GetRows()), MaxCount: m.GetMaxCount(), Total: m.GetTotal(), Columns: make([][]int64, len(m.GetColumns()))}
+	for i, col := range m.GetColumns() {
+		h.Columns[i] = col.GetCounts()
+	}
+	return h
+}
+
+func printHeatmap(h *heatmap.Heatmap, asJSON bool) error {
+	w := bufio.NewWriter(os.Stdout)
+	if asJSON {
+		if err := json.NewEncoder(w).Encode(h); err != nil {
+			return err
+		}
+	} else {
+		renderHeatmap(w, h)
+	}
+	return w.Flush()
+}
+
+// shades are the terminal heatmap's characters, from empty to the most.
+const shades = " .:-=+*#%@"
+
+// levels is how many characters stand for non-zero counts.
+const levels = int64(len(shades) - 1)
+
+// shade returns the index in shades of a count: 0 for none, else one of
+// levels equal steps up to maxCount.
+func shade(c, maxCount int64) int {
+	if c <= 0 {
+		return 0
+	}
+	return 1 + int((c-1)*levels/max(maxCount, 1))
+}
+
+// shadeRange returns the counts that shade maps to level i (1..levels),
+// lo > hi when none: the legend.
+func shadeRange(i int, maxCount int64) (lo, hi int64) {
+	m, l := max(maxCount, 1), int64(i)
+	return ceilDiv((l-1)*m, levels) + 1, min(ceilDiv(l*m, levels), m)
+}
+
+func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
+
+// renderHeatmap draws the heatmap for a terminal: one character per cell,
+// the top row first, denser characters for higher counts, and a legend.
+func renderHeatmap(w io.Writer, h *heatmap.Heatmap) {
+	fmt.Fprintf(w, "event %s, start second %d, %d columns of %d s x %d rows, %d samples, max %d per cell\n",
+		h.Event, h.StartSecond, len(h.Columns), h.SecondsPerColumn, h.Rows, h.Total, h.MaxCount)
+	for r := h.Rows - 1; r >= 0; r-- {
+		fmt.Fprintf(w, "%4dms |", r*1000/h.Rows)
+		for _, col := range h.Columns {
+			w.Write([]byte{shades[shade(col[r], h.MaxCount)]})
+		}
+		fmt.Fprintln(w)
+	}
+	fmt.Fprintf(w, "       +%s\n        ", strings.Repeat("-", len(h.Columns)))
+	for i := 0; i < len(h.Columns); i += 10 {
+		fmt.Fprintf(w, "%-10s", fmt.Sprintf("%ds", int64(i)*h.SecondsPerColumn))
+	}
+	fmt.Fprintln(w)
+	var legend []string
+	for i := 1; i <= int(levels); i++ {
+		lo, hi := shadeRange(i, h.MaxCount)
+		switch {
+		case lo > hi:
+		case lo == hi:
+			legend = append(legend, fmt.Sprintf("'%c' %d", shades[i], lo))
+		default:
+			legend = append(legend, fmt.Sprintf("'%c' %d-%d", shades[i], lo, hi))
+		}
+	}
+	fmt.Fprintf(w, "samples per cell: ' ' 0  %s\n", strings.Join(legend, "  "))
+}

@@ -1,0 +1,60 @@
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/fleetscope/fleetscope/api/server"
+	"github.com/fleetscope/fleetscope/cmd/fleetscope/agent"
+	"github.com/spf13/cobra"
+)
+
+// serverCmd runs the service. Configuration comes from FLEETSCOPE_*
+// variables; flags override them.
+func serverCmd() *cobra.Command {
+	var addr, dbURL, blobURL string
+	var selfProfile bool
+	c := &cobra.Command{
+		Use:   "server",
+		Short: "Serve the API, ingest endpoint, UI, /metrics and /healthz",
+		Args:  args(0, 0),
+		RunE: func(c *cobra.Command, a []string) error {
+			cfg, err := config()
+			if err != nil {
+				return err
+			}
+			for flag, p := range map[string]*string{"addr": &cfg.Addr, "database-url": &cfg.DatabaseURL, "blob-url": &cfg.BlobURL} {
+				if c.Flags().Changed(flag) {
+					*p = map[string]string{"addr": addr, "database-url": dbURL, "blob-url": blobURL}[flag]
+				}
+			}
+			log, err := server.NewLogger(cfg.LogLevel)
+			if err != nil {
+				return usageError{err}
+			}
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			s, err := server.New(ctx, cfg, log)
+			if err != nil {
+				return err
+			}
+			if selfProfile { // the server's own CPU profiles, sent to itself (pyroscope-go)
+				stopProfiling, err := agent.SelfProfile(cfg.Addr, cfg.SelfProfileKey, cfg.SelfProfileApp, 15*time.Second, log)
+				if err != nil {
+					return usageError{err}
+				}
+				defer stopProfiling()
+			}
+			return s.ListenAndServe(ctx)
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&addr, "addr", "", "listen address (FLEETSCOPE_ADDR, default 127.0.0.1:8080)")
+	f.StringVar(&dbURL, "database-url", "", "Postgres URL (FLEETSCOPE_DATABASE_URL)")
+	f.StringVar(&blobURL, "blob-url", "", "blob store URL (FLEETSCOPE_BLOB_URL)")
+	f.BoolVar(&selfProfile, "self-profile", false, "send the server's CPU profiles to itself (key: FLEETSCOPE_SELF_PROFILE_KEY, app: FLEETSCOPE_SELF_PROFILE_APP)")
+	return c
+}

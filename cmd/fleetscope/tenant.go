@@ -1,0 +1,92 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"text/tabwriter"
+	"time"
+
+	"github.com/fleetscope/fleetscope"
+	"github.com/fleetscope/fleetscope/store/lifecycle"
+	"github.com/fleetscope/fleetscope/store/postgres"
+	"github.com/spf13/cobra"
+)
+
+func tenantCmd() *cobra.Command {
+	t := &cobra.Command{Use: "tenant", Short: "Manage tenants (talks to FLEETSCOPE_DATABASE_URL directly)"}
+	var ifNotExists bool
+	create := &cobra.Command{
+		Use:   "create NAME",
+		Short: "Create a tenant",
+		Args:  args(1, 1),
+		RunE: func(c *cobra.Command, a []string) error {
+			return withDB(c, func(db *postgres.DB) error {
+				_, err := db.CreateTenant(c.Context(), a[0], ifNotExists)
+				return err
+			})
+		},
+	}
+	create.Flags().BoolVar(&ifNotExists, "if-not-exists", false, "succeed quietly if the tenant exists")
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List tenants with their limits",
+		Args:  args(0, 0),
+		RunE: func(c *cobra.Command, a []string) error {
+			return withDB(c, func(db *postgres.DB) error {
+				ts, err := db.Tenants(c.Context())
+				if err != nil {
+					return err
+				}
+				tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "NAME\tCREATED\tDISABLED\tRETENTION_DAYS\tMAX_UPLOAD\tMAX_RAW\tMAX_STORED\tRATE")
+				for _, t := range ts {
+					fmt.Fprintf(tw, "%s\t%s\t%v\t%d\t%d\t%d\t%d\t%d\n", t.Name, t.CreatedAt.Format(time.DateOnly), t.Disabled,
+						t.RetentionDays, t.MaxUploadBytes, t.MaxRawBytes, t.MaxStoredBytes, t.RatePerSecond)
+				}
+				return tw.Flush()
+			})
+		},
+	}
+	state := func(use string, disabled bool) *cobra.Command {
+		return &cobra.Command{
+			Use:   use + " NAME",
+			Short: map[bool]string{true: "Disable a tenant: its keys stop working", false: "Enable a disabled tenant"}[disabled],
+			Args:  args(1, 1),
+			RunE: func(c *cobra.Command, a []string) error {
+				return withDB(c, func(db *postgres.DB) error { return db.SetTenantDisabled(c.Context(), a[0], disabled) })
+			},
+		}
+	}
+	var l fleetscope.Limits
+	limits := &cobra.Command{
+		Use:   "set-limits NAME [--retention-days N] [--max-upload-bytes N] [--max-raw-bytes N] [--max-stored-bytes N] [--rate N]",
+		Short: "Set a tenant's quotas and retention (0: none of its own)",
+		Args:  args(1, 1),
+		RunE: func(c *cobra.Command, a []string) error {
+			return withDB(c, func(db *postgres.DB) error { return db.SetTenantLimits(c.Context(), a[0], l) })
+		},
+	}
+	lf := limits.Flags()
+	lf.IntVar(&l.RetentionDays, "retention-days", 0, "delete profiles older than this many days")
+	lf.Int64Var(&l.MaxUploadBytes, "max-upload-bytes", 0, "largest upload as sent")
+	lf.Int64Var(&l.MaxRawBytes, "max-raw-bytes", 0, "largest upload once decompressed")
+	lf.Int64Var(&l.MaxStoredBytes, "max-stored-bytes", 0, "total raw bytes kept")
+	lf.IntVar(&l.RatePerSecond, "rate", 0, "requests per second (per server replica)")
+	del := &cobra.Command{
+		Use:   "delete NAME",
+		Short: "Delete a tenant and everything it owns (index rows and raw files)",
+		Args:  args(1, 1),
+		RunE: func(c *cobra.Command, a []string) error {
+			return withLifecycle(c, func(s *lifecycle.Service) error {
+				n, err := s.DeleteTenant(c.Context(), a[0])
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(os.Stderr, "deleted tenant %s: %d profiles\n", a[0], n)
+				return nil
+			})
+		},
+	}
+	t.AddCommand(create, list, state("disable", true), state("enable", false), limits, del)
+	return t
+}

@@ -1,0 +1,139 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	fsv1 "github.com/fleetscope/fleetscope/api/gen/fleetscope/v1"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+)
+
+func uploadCmd() *cobra.Command {
+	var (
+		app, host, inputFormat string
+		labels                 []string
+	)
+	c := &cobra.Command{
+		Use:   "upload --app APP [--host H] [--label k=v]... FILE...",
+		Short: "Upload profiles; prints one line per file: <profile-id> <permalink-url>",
+		Args:  args(1, 1<<20),
+		RunE: func(c *cobra.Command, files []string) error {
+			if app == "" {
+				return usageError{errors.New("--app is required")}
+			}
+			lb, err := parseLabels(labels)
+			if err != nil {
+				return err
+			}
+			cl, err := newClient()
+			if err != nil {
+				return err
+			}
+			for _, path := range files {
+				md := &fsv1.UploadMetadata{App: app, Host: host, Labels: lb, InputFormat: inputFormat, Filename: path}
+				res, err := upload(c, cl, path, md)
+				if err != nil {
+					return fmt.Errorf("%s: %w", path, err)
+				}
+				link := res.GetPermalink()
+				if link == "" {
+					link = cl.permalink(res.GetProfile().GetId())
+				}
+				fmt.Printf("%s %s\n", res.GetProfile().GetId(), link)
+			}
+			return nil
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&app, "app", "", "application name (required)")
+	f.StringVar(&host, "host", "", "host name (default: the hostname the profile records)")
+	f.StringArrayVar(&labels, "label", nil, "label key=value (repeatable)")
+	f.StringVar(&inputFormat, "input-format", "", "input format, instead of detecting it (perf)")
+	return c
+}
+
+const uploadChunk = 1 << 20
+
+func upload(c *cobra.Command, cl *client, path string, md *fsv1.UploadMetadata) (*fsv1.UploadResponse, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	stream := cl.ingest.Upload(c.Context())
+	if err := stream.Send(&fsv1.UploadRequest{Msg: &fsv1.UploadRequest_Metadata{Metadata: md}}); err != nil && !errors.Is(err, io.EOF) {
+		return nil, remoteErr(err)
+	}
+	bar := newProgress(path, st.Size())
+	buf := make([]byte, uploadChunk)
+	for {
+		n, rerr := io.ReadFull(f, buf)
+		if n > 0 {
+			if err := stream.Send(&fsv1.UploadRequest{Msg: &fsv1.UploadRequest_Chunk{Chunk: buf[:n]}}); err != nil {
+				break // the server ended the stream; CloseAndReceive says why
+			}
+			bar.add(n)
+		}
+		if rerr == io.EOF || rerr == io.ErrUnexpectedEOF {
+			break
+		}
+		if rerr != nil {
+			return nil, rerr
+		}
+	}
+	res, err := stream.CloseAndReceive()
+	bar.done()
+	if err != nil {
+		return nil, remoteErr(err)
+	}
+	return res.Msg, nil
+}
+
+// progress draws an upload progress bar on stderr when it is a terminal.
+type progress struct {
+	name       string
+	total, n   int64
+	tty        bool
+	last       time.Time
+	start      time.Time
+	lastLength int
+}
+
+func newProgress(name string, total int64) *progress {
+	return &progress{name: name, total: total, tty: term.IsTerminal(int(os.Stderr.Fd())), start: time.Now()}
+}
+
+func (p *progress) add(n int) {
+	p.n += int64(n)
+	if !p.tty || time.Since(p.last) < 100*time.Millisecond {
+		return
+	}
+	p.last = time.Now()
+	pct := 100.0
+	if p.total > 0 {
+		pct = 100 * float64(p.n) / float64(p.total)
+	}
+	width := 30
+	fill := int(pct / 100 * float64(width))
+	mbps := float64(p.n) / 1e6 / max(time.Since(p.start).Seconds(), 1e-3)
+	line := fmt.Sprintf("\r%s [%s%s] %3.0f%% %.1f/%.1f MB %.0f MB/s", p.name,
+		strings.Repeat("=", fill), strings.Repeat(" ", width-fill), pct, float64(p.n)/1e6, float64(p.total)/1e6, mbps)
+	p.lastLength = len(line)
+	fmt.Fprint(os.Stderr, line)
+}
+
+func (p *progress) done() {
+	if p.tty && p.lastLength > 0 {
+		fmt.Fprintf(os.Stderr, "\r%s\r", strings.Repeat(" ", p.lastLength))
+	}
+}

@@ -1,0 +1,64 @@
+package fleetscope
+
+// The heatmap's geometry (FlameScope's sub-second offset heatmap): column i
+// is the second [startSecond+i, startSecond+i+1); row r (0 at the bottom)
+// holds the samples whose offset within their second lies in
+// [r/rows, (r+1)/rows). All of it is exact integer arithmetic on
+// nanosecond timestamps, so a cell's range holds exactly the samples the
+// cell counts.
+
+// DefaultRows gives 20 ms cells at one second per column.
+const DefaultRows = 50
+
+// MaxRows bounds the rows a heatmap may have.
+const MaxRows = 1000
+
+// CheckRows validates a row count.
+func CheckRows(rows int) error {
+	if rows < 1 || rows > MaxRows {
+		return Errorf(EINVALID, "rows must be between 1 and %d, not %d", MaxRows, rows)
+	}
+	return nil
+}
+
+// FloorSecond returns floor(t / 1e9) for a timestamp t in ns: the second
+// that holds t, also for negative times.
+func FloorSecond(t int64) int64 {
+	s := t / 1e9
+	if t < 0 && t%1e9 != 0 {
+		s--
+	}
+	return s
+}
+
+// Row returns the row of an offset within its second, 0 <= offsetNanos < 1e9.
+func Row(offsetNanos int64, rows int) int {
+	return int(offsetNanos * int64(rows) / 1e9)
+}
+
+// CellRange returns the half-open range of relative time, in ns, that cell
+// (col, row) covers: exactly the offsets Row puts in row, within second
+// col. It is the inverse of Row.
+func CellRange(col, row, rows int) Range {
+	lo := ceilDiv(int64(row)*1e9, int64(rows))
+	hi := ceilDiv(int64(row+1)*1e9, int64(rows))
+	base := int64(col) * 1e9
+	return Range{Start: base + lo, End: base + hi}
+}
+
+func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
+
+// MaxColumns bounds a heatmap's columns: a longer span is drawn with
+// several seconds per column, so an answer's size is bounded by what is
+// shown, never by how far apart the data's timestamps lie.
+const MaxColumns = 1000
+
+// SecondsPerColumn returns how many seconds one column of a heatmap over n
+// seconds covers: 1 up to MaxColumns seconds, else the fewest whole seconds
+// that keep the columns at or under MaxColumns.
+func SecondsPerColumn(n int64) int64 {
+	if n <= MaxColumns {
+		return 1
+	}
+	return (n + MaxColumns - 1) / MaxColumns
+}

@@ -1,0 +1,150 @@
+// Package lifecycle ends what ingest began: it deletes profiles and tenants
+// from the index and the blob store together (the index first, in one
+// transaction, then the raw files no profile still uses), runs retention,
+// and checks that the two stores agree. It parses nothing and answers no
+// queries.
+package lifecycle
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/fleetscope/fleetscope"
+	"github.com/fleetscope/fleetscope/store/blob"
+)
+
+// Index is what lifecycle needs of the index (store/postgres implements it).
+type Index interface {
+	// DeleteProfile removes a profile's index rows in one transaction and
+	// returns its blob key; ENOTFOUND if the tenant has no such profile.
+	DeleteProfile(ctx context.Context, tenant int64, id, actor string) (string, error)
+	// DeleteTenant removes a tenant and all it owns from the index and
+	// returns the blob keys its profiles used.
+	DeleteTenant(ctx context.Context, name string) ([]string, error)
+	// Expired lists up to limit profiles past their tenant's retention.
+	Expired(ctx context.Context, now time.Time, limit int) ([]fleetscope.ProfileRef, error)
+	// LongestRetention is the longest retention of all tenants; false if
+	// a tenant keeps its profiles forever.
+	LongestRetention(ctx context.Context) (time.Duration, bool, error)
+	// DropPartitionsBefore drops the daily partitions that end before cutoff.
+	DropPartitionsBefore(ctx context.Context, cutoff time.Time) ([]string, error)
+	// BlobKeys lists every blob key the index refers to.
+	BlobKeys(ctx context.Context) (map[string]bool, error)
+	// BlobInUse reports whether any profile refers to a blob key.
+	BlobInUse(ctx context.Context, key string) (bool, error)
+}
+
+// Service deletes, expires and checks stored profiles.
+type Service struct {
+	DB    Index
+	Blobs blob.Store
+	Log   *slog.Logger
+}
+
+// dropBlob removes a blob unless a profile refers to it (the same bytes
+// stored again meanwhile).
+func (s *Service) dropBlob(ctx context.Context, key string) error {
+	if used, err := s.DB.BlobInUse(ctx, key); err != nil || used {
+		return err
+	}
+	return s.Blobs.Delete(ctx, key)
+}
+
+// Delete removes one of a tenant's profiles: its index rows in one
+// transaction, then its raw file unless another profile still uses it.
+// Returns ENOTFOUND for a profile the tenant does not have.
+func (s *Service) Delete(ctx context.Context, tenant int64, id, actor string) error {
+	key, err := s.DB.DeleteProfile(ctx, tenant, id, actor)
+	if err != nil {
+		return err
+	}
+	if err := s.dropBlob(ctx, key); err != nil && s.Log != nil {
+		// The index no longer refers to it: check --fix removes it later.
+		s.Log.Warn("raw file of a deleted profile not deleted", "key", key, "err", err)
+	}
+	return nil
+}
+
+// Sweep deletes the profiles past their tenant's retention at now, and the
+// daily partitions of per-second rows that every tenant's retention has
+// passed. It returns how many profiles it deleted.
+func (s *Service) Sweep(ctx context.Context, now time.Time) (int, error) {
+	n := 0
+	for {
+		expired, err := s.DB.Expired(ctx, now, 500)
+		if err != nil {
+			return n, err
+		}
+		for _, p := range expired {
+			if err := s.Delete(ctx, p.Tenant, p.ID, "retention"); err != nil && fleetscope.ErrorCode(err) != fleetscope.ENOTFOUND {
+				return n, err
+			}
+			n++
+		}
+		if len(expired) < 500 {
+			break
+		}
+	}
+	longest, ok, err := s.DB.LongestRetention(ctx)
+	if err != nil || !ok {
+		return n, err
+	}
+	dropped, err := s.DB.DropPartitionsBefore(ctx, now.Add(-longest-24*time.Hour))
+	if len(dropped) > 0 && s.Log != nil {
+		s.Log.Info("retention dropped partitions", "partitions", dropped)
+	}
+	return n, err
+}
+
+// Check compares the blob store with the index: blobs no profile refers
+// to (orphans, e.g. left by a crash between the two) and profiles whose
+// blob is missing. With fix, orphan blobs are deleted.
+func (s *Service) Check(ctx context.Context, fix bool) (orphans, missing []string, err error) {
+	keys, err := s.DB.BlobKeys(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	seen := map[string]bool{}
+	err = s.Blobs.List(ctx, "", func(i blob.Info) error {
+		seen[i.Key] = true
+		if !keys[i.Key] {
+			orphans = append(orphans, i.Key)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("list blobs: %w", err)
+	}
+	for k := range keys {
+		if !seen[k] {
+			missing = append(missing, k)
+		}
+	}
+	if fix {
+		for _, k := range orphans {
+			if err := s.dropBlob(ctx, k); err != nil { // rechecks: an upload may have landed
+				return orphans, missing, err
+			}
+		}
+	}
+	return orphans, missing, nil
+}
+
+// DeleteTenant deletes a tenant and everything it owns: its index rows in
+// one transaction, then its raw files. It returns how many profiles it
+// deleted; a raw file that could not be deleted is reported (fleetscope
+// check --fix removes it later).
+func (s *Service) DeleteTenant(ctx context.Context, name string) (int, error) {
+	keys, err := s.DB.DeleteTenant(ctx, name)
+	if err != nil {
+		return 0, err
+	}
+	for _, k := range keys {
+		if err := s.dropBlob(ctx, k); err != nil {
+			return len(keys), fmt.Errorf("tenant deleted from the index; raw file %s not deleted (run fleetscope check --fix): %w", k, err)
+		}
+	}
+	return len(keys), nil
+}

@@ -1,0 +1,158 @@
+package postgres
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base32"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/fleetscope/fleetscope"
+	"github.com/jackc/pgx/v5"
+)
+
+// CreateKey creates an API key for a tenant (by name; bootstrap) with the
+// given scopes and returns its secret, which is shown only now: the index
+// keeps only its SHA-256 and a visible prefix.
+func (db *DB) CreateKey(ctx context.Context, tenant string, scopes []string) (string, error) {
+	id, err := db.TenantID(ctx, tenant)
+	if err != nil {
+		return "", err
+	}
+	secret, _, err := db.NewKey(ctx, id, fleetscope.KeyOptions{Scopes: scopes, Actor: "cli"})
+	return secret, err
+}
+
+// NewKey creates an API key for tenant id.
+func (db *DB) NewKey(ctx context.Context, tenant int64, o fleetscope.KeyOptions) (string, fleetscope.Key, error) {
+	var k fleetscope.Key
+	if len(o.Scopes) == 0 {
+		return "", k, fleetscope.Errorf(fleetscope.EINVALID, "a key needs at least one scope (%s)", strings.Join(validScopes, ", "))
+	}
+	for _, s := range o.Scopes {
+		if !slices.Contains(validScopes, s) {
+			return "", k, fleetscope.Errorf(fleetscope.EINVALID, "unknown scope %q (%s)", s, strings.Join(validScopes, ", "))
+		}
+	}
+	if !o.ExpiresAt.IsZero() && o.ExpiresAt.Before(time.Now()) {
+		return "", k, fleetscope.Errorf(fleetscope.EINVALID, "expiry %s is in the past", o.ExpiresAt.Format(time.RFC3339))
+	}
+	if len(o.Name) > 100 {
+		return "", k, fleetscope.Errorf(fleetscope.EINVALID, "key name too long")
+	}
+	var raw [25]byte // 200 bits
+	if _, err := rand.Read(raw[:]); err != nil {
+		return "", k, err
+	}
+	body := strings.ToLower(b32.EncodeToString(raw[:]))
+	secret := keyPrefix + body
+	h := sha256.Sum256([]byte(secret))
+	var exp any
+	if !o.ExpiresAt.IsZero() {
+		exp = o.ExpiresAt
+	}
+	k = fleetscope.Key{ID: keyPrefix + body[:8], Name: o.Name, Scopes: slices.Clone(o.Scopes), ExpiresAt: o.ExpiresAt}
+	err := db.pool.QueryRow(ctx, `INSERT INTO api_keys (tenant_id, id, secret_hash, scopes, name, expires_at) VALUES ($1, $2, $3, $4, $5, $6) RETURNING created_at`,
+		tenant, k.ID, h[:], o.Scopes, o.Name, exp).Scan(&k.CreatedAt)
+	if err != nil {
+		return "", k, translate(err, "key")
+	}
+	if err := db.Audit(ctx, tenant, o.Actor, "key.create", k.ID, map[string]string{"scopes": strings.Join(o.Scopes, ","), "name": o.Name}); err != nil {
+		return "", k, err
+	}
+	return secret, k, nil
+}
+
+// Keys lists a tenant's keys.
+func (db *DB) Keys(ctx context.Context, tenant int64) ([]fleetscope.Key, error) {
+	rows, err := db.pool.Query(ctx, `SELECT id, name, scopes, created_at, coalesce(last_used_at, 'epoch'), coalesce(expires_at, 'epoch'), coalesce(revoked_at, 'epoch')
+		FROM api_keys WHERE tenant_id = $1 ORDER BY created_at, id`, tenant)
+	if err != nil {
+		return nil, translate(err, "keys")
+	}
+	keys, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (fleetscope.Key, error) {
+		var k fleetscope.Key
+		err := r.Scan(&k.ID, &k.Name, &k.Scopes, &k.CreatedAt, &k.LastUsedAt, &k.ExpiresAt, &k.RevokedAt)
+		for _, t := range []*time.Time{&k.LastUsedAt, &k.ExpiresAt, &k.RevokedAt} {
+			if t.Unix() == 0 {
+				*t = time.Time{}
+			}
+		}
+		return k, err
+	})
+	return keys, translate(err, "keys")
+}
+
+// RevokeKey revokes one of the tenant's keys. Returns ENOTFOUND for a key
+// the tenant does not have.
+func (db *DB) RevokeKey(ctx context.Context, tenant int64, id, actor string) error {
+	tag, err := db.pool.Exec(ctx, `UPDATE api_keys SET revoked_at = coalesce(revoked_at, now()) WHERE tenant_id = $1 AND id = $2`, tenant, id)
+	if err != nil {
+		return translate(err, "key")
+	}
+	if tag.RowsAffected() == 0 {
+		return fleetscope.Errorf(fleetscope.ENOTFOUND, "key %q not found", id)
+	}
+	return db.Audit(ctx, tenant, actor, "key.revoke", id, nil)
+}
+
+var validScopes = []string{fleetscope.ScopeIngest, fleetscope.ScopeRead, fleetscope.ScopeAdmin}
+
+// keyPrefix starts every secret, so leaked keys are easy to find.
+const keyPrefix = "fsk_"
+
+var b32 = base32.StdEncoding.WithPadding(base32.NoPadding)
+
+// Authenticate resolves a secret to its tenant, scopes and limits. The key
+// is found by its visible prefix and its SHA-256 compared in constant time.
+// Returns EUNAUTHENTICATED for any key that is not valid (unknown, revoked,
+// expired, or of a disabled tenant) without saying which.
+func (db *DB) Authenticate(ctx context.Context, secret string) (fleetscope.Principal, error) {
+	var p fleetscope.Principal
+	bad := fleetscope.Errorf(fleetscope.EUNAUTHENTICATED, "invalid API key")
+	if !strings.HasPrefix(secret, keyPrefix) || len(secret) < len(keyPrefix)+8 || len(secret) > 128 {
+		return p, bad
+	}
+	h := sha256.Sum256([]byte(secret))
+	rows, err := db.pool.Query(ctx, `
+		SELECT k.secret_hash, k.tenant_id, t.name, k.id, k.scopes,
+		       k.last_used_at IS NULL OR k.last_used_at < now() - interval '1 minute',
+		       coalesce(t.retention_days, 0), coalesce(t.max_upload_bytes, 0), coalesce(t.max_raw_bytes, 0),
+		       coalesce(t.max_stored_bytes, 0), coalesce(t.rate_per_second, 0)
+		FROM api_keys k JOIN tenants t ON t.id = k.tenant_id
+		WHERE k.id = $1 AND k.revoked_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > now())
+		  AND t.disabled_at IS NULL`, secret[:len(keyPrefix)+8])
+	if err != nil {
+		return p, translate(err, "key")
+	}
+	defer rows.Close()
+	found, stale := false, false
+	for rows.Next() {
+		var hash []byte
+		var cand fleetscope.Principal
+		var st bool
+		l := &cand.Limits
+		if err := rows.Scan(&hash, &cand.TenantID, &cand.Tenant, &cand.KeyID, &cand.Scopes, &st,
+			&l.RetentionDays, &l.MaxUploadBytes, &l.MaxRawBytes, &l.MaxStoredBytes, &l.RatePerSecond); err != nil {
+			return p, err
+		}
+		if subtle.ConstantTimeCompare(hash, h[:]) == 1 {
+			p, found, stale = cand, true, st
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return p, translate(err, "key")
+	}
+	if !found {
+		return fleetscope.Principal{}, bad
+	}
+	if stale { // record use at most once a minute: no write on every request
+		if _, err := db.pool.Exec(ctx, `UPDATE api_keys SET last_used_at = now() WHERE tenant_id = $1 AND id = $2`, p.TenantID, p.KeyID); err != nil {
+			return p, translate(err, "key")
+		}
+	}
+	return p, nil
+}

@@ -1,0 +1,104 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/fleetscope/fleetscope"
+	"github.com/fleetscope/fleetscope/store/index"
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// EnsurePartitions creates the daily partitions of the per-second rows from
+// the day before from through days days after it. Rows of days without a
+// partition land in the default partition.
+func (db *DB) EnsurePartitions(ctx context.Context, from time.Time, days int) error {
+	day := from.UTC().Truncate(24*time.Hour).AddDate(0, 0, -1)
+	for i := 0; i <= days+1; i++ {
+		d := day.AddDate(0, 0, i)
+		name := "seconds_" + d.Format("20060102")
+		var exists bool
+		if err := db.pool.QueryRow(ctx, `SELECT EXISTS (SELECT FROM pg_class WHERE relname = $1)`, name).Scan(&exists); err != nil {
+			return fmt.Errorf("partition %s: %w", name, err)
+		}
+		if exists {
+			continue
+		}
+		_, err := db.pool.Exec(ctx, fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s PARTITION OF seconds FOR VALUES FROM ('%s') TO ('%s')`,
+			name, d.Format(time.DateOnly), d.AddDate(0, 0, 1).Format(time.DateOnly)))
+		var pe *pgconn.PgError
+		if err != nil && !(errors.As(err, &pe) && (pe.Code == "42P07" || pe.Code == "23505")) { // created meanwhile
+			return fmt.Errorf("partition %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+func writeSeconds(ctx context.Context, tx pgx.Tx, tenant int64, id uuid.UUID, day time.Time, ix *index.Index) error {
+	rows := make([][]any, len(ix.Seconds))
+	for i, s := range ix.Seconds {
+		var periods any
+		if s.Periods != nil {
+			periods = s.Periods
+		}
+		rows[i] = []any{int16(s.Event), s.Second, s.Samples, s.Cells, s.IdleCells, s.Offsets, s.Stacks, periods}
+	}
+	if _, err := tx.Exec(ctx, `CREATE TEMPORARY TABLE new_seconds (event smallint, second bigint, samples int, cells int[],
+		idle_cells int[], offsets bytea, stacks bytea, periods bytea) ON COMMIT DROP`); err != nil {
+		return err
+	}
+	cols := []string{"event", "second", "samples", "cells", "idle_cells", "offsets", "stacks", "periods"}
+	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"new_seconds"}, cols, pgx.CopyFromRows(rows)); err != nil {
+		return err
+	}
+	_, err := tx.Exec(ctx, `INSERT INTO seconds (tenant_id, profile_id, day, `+strings.Join(cols, ", ")+`)
+		SELECT $1, $2, $3, `+strings.Join(cols, ", ")+` FROM new_seconds`, tenant, id, day)
+	return err
+}
+
+// Cells returns an event's stored heatmap cells (50 rows), by relative
+// second, without the samples.
+func (db *DB) Cells(ctx context.Context, tenant int64, id string, event int) ([]index.Second, error) {
+	return db.seconds(ctx, tenant, id, event, 0, 0, false)
+}
+
+// Seconds returns an event's rows for relative seconds [from, to] (both
+// included; from > to means all) with their samples.
+func (db *DB) Seconds(ctx context.Context, tenant int64, id string, event int, from, to int64) ([]index.Second, error) {
+	return db.seconds(ctx, tenant, id, event, from, to, true)
+}
+
+func (db *DB) seconds(ctx context.Context, tenant int64, id string, event int, from, to int64, samples bool) ([]index.Second, error) {
+	u, err := parseID(id)
+	if err != nil {
+		return nil, err
+	}
+	cols := `second, samples, cells, idle_cells, NULL::bytea, NULL::bytea, NULL::bytea`
+	if samples {
+		cols = `second, samples, cells, idle_cells, offsets, stacks, periods`
+	}
+	q := `SELECT ` + cols + ` FROM seconds WHERE tenant_id = $1 AND profile_id = $2 AND event = $3`
+	args := []any{tenant, u, int16(event)}
+	if from <= to && samples {
+		q += ` AND second BETWEEN $4 AND $5`
+		args = append(args, from, to)
+	}
+	q += ` ORDER BY second`
+	var out []index.Second
+	err = db.readTenant(ctx, tenant, func(rows pgx.Rows) error {
+		for rows.Next() {
+			s := index.Second{Event: fleetscope.EventID(event)}
+			if err := rows.Scan(&s.Second, &s.Samples, &s.Cells, &s.IdleCells, &s.Offsets, &s.Stacks, &s.Periods); err != nil {
+				return err
+			}
+			out = append(out, s)
+		}
+		return nil
+	}, q, args...)
+	return out, translate(err, "profile "+id)
+}
