@@ -41,16 +41,29 @@ func (h *shareHandler) shared(ctx context.Context, token string) (fleetscope.Sha
 	return l, info, err
 }
 
-// GetSharedProfile returns the shared profile and the link's range.
+// What a link reveals: the profile's app, format, events, time span and
+// sample count, the heatmap of the seconds its range touches (the whole
+// heatmap for a link without a range) and the flame graph of its range.
+// Not the host, labels, file name, header facts or hash: a link shared to
+// show a moment of one app must not map the fleet behind it.
+func sharedProfile(info *fleetscope.ProfileInfo) *fsv1.Profile {
+	p := profileProto(info)
+	p.Host, p.Labels, p.Meta, p.Sha256 = "", nil, nil, ""
+	return p
+}
+
+// GetSharedProfile returns the shared profile (see sharedProfile) and the
+// link's range.
 func (h *shareHandler) GetSharedProfile(ctx context.Context, req *connect.Request[fsv1.GetSharedProfileRequest]) (*connect.Response[fsv1.GetSharedProfileResponse], error) {
 	l, info, err := h.shared(ctx, req.Msg.GetToken())
 	if err != nil {
 		return nil, err
 	}
-	return connect.NewResponse(&fsv1.GetSharedProfileResponse{Profile: profileProto(info), Event: l.Event, StartNanos: l.Start, EndNanos: l.End}), nil
+	return connect.NewResponse(&fsv1.GetSharedProfileResponse{Profile: sharedProfile(info), Event: l.Event, StartNanos: l.Start, EndNanos: l.End}), nil
 }
 
-// GetSharedHeatmap returns the shared profile's heatmap.
+// GetSharedHeatmap returns the heatmap of the seconds the link's range
+// touches (all of them for a link without a range).
 func (h *shareHandler) GetSharedHeatmap(ctx context.Context, req *connect.Request[fsv1.GetSharedHeatmapRequest]) (*connect.Response[fsv1.GetSharedHeatmapResponse], error) {
 	l, info, err := h.shared(ctx, req.Msg.GetToken())
 	if err != nil {
@@ -59,6 +72,12 @@ func (h *shareHandler) GetSharedHeatmap(ctx context.Context, req *connect.Reques
 	hm, err := h.q.Heatmap(ctx, l.TenantID, query.HeatmapRequest{ProfileID: info.ID, Event: l.Event, Rows: int(req.Msg.GetRows()), IncludeIdle: req.Msg.GetIncludeIdle()})
 	if err != nil {
 		return nil, err
+	}
+	if rg := rangeOf(l.Start, l.End); rg != nil {
+		width := hm.SecondsPerColumn * 1e9
+		from := fleetscope.FloorSecond(max(rg.Start, 0)) / hm.SecondsPerColumn
+		to := (min(rg.End, info.DurationNanos+1e9) + width - 1) / width
+		hm = hm.Slice(int(from), int(to))
 	}
 	return connect.NewResponse(&fsv1.GetSharedHeatmapResponse{Heatmap: heatmapProto(hm)}), nil
 }

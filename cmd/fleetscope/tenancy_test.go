@@ -214,7 +214,7 @@ func TestTenantIsolation(t *testing.T) {
 func TestKeysScopesAndLinks(t *testing.T) {
 	s := startService(t, serviceOpts{})
 	ctx := context.Background()
-	id := s.upload(plant(t, "--seed", "33", "--seconds", "4"))
+	id := s.upload(plant(t, "--seed", "33", "--seconds", "4"), "--host", "web-7", "--label", "env=prod")
 	admin := s.as(s.newKey("acme", "admin"))
 
 	// A key made through the API works, then stops when revoked.
@@ -259,14 +259,47 @@ func TestKeysScopesAndLinks(t *testing.T) {
 	if err != nil || fg.Msg.GetFlameGraph().GetFolded() != want.Msg.GetFolded() || want.Msg.GetTotal() == 0 {
 		t.Fatalf("shared flame graph differs from the owner's: %v", err)
 	}
+	// What a range link reveals: the seconds its range touches, not the
+	// host, labels or header facts.
+	sp, err := pub.share.GetSharedProfile(ctx, connect.NewRequest(&fsv1.GetSharedProfileRequest{Token: link.Msg.GetToken()}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := sp.Msg.GetProfile(); p.GetHost() != "" || len(p.GetLabels()) != 0 || len(p.GetMeta()) != 0 || p.GetSha256() != "" || p.GetApp() != "test" {
+		t.Fatalf("a range link reveals host %q, labels %v, meta %v, sha %q (app %q)", p.GetHost(), p.GetLabels(), p.GetMeta(), p.GetSha256(), p.GetApp())
+	}
+	shm, err := pub.share.GetSharedHeatmap(ctx, connect.NewRequest(&fsv1.GetSharedHeatmapRequest{Token: link.Msg.GetToken()}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner, err := s.as(s.key).query.GetHeatmap(ctx, connect.NewRequest(&fsv1.GetHeatmapRequest{ProfileId: id}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hm := shm.Msg.GetHeatmap(); hm.GetStartSecond() != owner.Msg.GetStartSecond()+1 || len(hm.GetColumns()) != 1 ||
+		!slices.Equal(hm.GetColumns()[0].GetCounts(), owner.Msg.GetColumns()[1].GetCounts()) {
+		t.Fatalf("the heatmap of a [1, 2) link: start %d, %d columns; want start %d and the owner's column 1 alone",
+			hm.GetStartSecond(), len(hm.GetColumns()), owner.Msg.GetStartSecond()+1)
+	}
+	keep, err := admin.admin.CreateShareLink(ctx, connect.NewRequest(&fsv1.CreateShareLinkRequest{ProfileId: id, TtlSeconds: 600}))
+	if err != nil {
+		t.Fatal(err)
+	}
 	if _, err := admin.admin.RevokeShareLink(ctx, connect.NewRequest(&fsv1.RevokeShareLinkRequest{Id: link.Msg.GetLink().GetId()})); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := pub.share.GetSharedFlameGraph(ctx, connect.NewRequest(&fsv1.GetSharedFlameGraphRequest{Token: link.Msg.GetToken()})); connect.CodeOf(err) != connect.CodeNotFound {
 		t.Fatalf("revoked link: %v", err)
 	}
-	// A disabled tenant's keys stop working (within the auth cache's 5 s).
+	// A disabled tenant's links stop working at once, its keys within the
+	// auth cache's 5 s.
+	if _, err := pub.share.GetSharedFlameGraph(ctx, connect.NewRequest(&fsv1.GetSharedFlameGraphRequest{Token: keep.Msg.GetToken()})); err != nil {
+		t.Fatalf("whole-profile link before disabling: %v", err)
+	}
 	s.admin("tenant", "disable", "acme")
+	if _, err := pub.share.GetSharedFlameGraph(ctx, connect.NewRequest(&fsv1.GetSharedFlameGraphRequest{Token: keep.Msg.GetToken()})); connect.CodeOf(err) != connect.CodeNotFound {
+		t.Fatalf("a disabled tenant's link: %v, want NotFound", err)
+	}
 	time.Sleep(5200 * time.Millisecond)
 	if _, err := s.as(s.key).query.GetProfile(ctx, connect.NewRequest(&fsv1.GetProfileRequest{Id: id})); connect.CodeOf(err) != connect.CodeUnauthenticated {
 		t.Fatalf("disabled tenant: %v", err)

@@ -76,6 +76,17 @@ func (h *Heatmap) Finish() *Heatmap {
 	return h
 }
 
+// Slice returns the heatmap of columns [from, to) alone (clamped to the
+// heatmap), totals recomputed; the columns are shared with h.
+func (h *Heatmap) Slice(from, to int) *Heatmap {
+	from, to = max(from, 0), min(to, len(h.Columns))
+	to = max(to, from)
+	out := *h
+	out.StartSecond = h.StartSecond + int64(from)*h.SecondsPerColumn
+	out.Columns = h.Columns[from:to]
+	return out.Finish()
+}
+
 // SizeBytes estimates the memory the heatmap holds.
 func (h *Heatmap) SizeBytes() int64 {
 	return int64(len(h.Columns))*(24+8*int64(h.Rows)) + 128 + int64(len(h.Event))

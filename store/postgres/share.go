@@ -89,15 +89,16 @@ func (db *DB) RevokeShareLink(ctx context.Context, tenant int64, id, actor strin
 }
 
 // ResolveShareLink finds a live link by its token. Unknown, revoked and
-// expired links alike are ENOTFOUND; nothing is cached, so a revocation
-// holds from the next request on.
+// expired links, and links of a disabled tenant, alike are ENOTFOUND;
+// nothing is cached, so a revocation holds from the next request on.
 func (db *DB) ResolveShareLink(ctx context.Context, token string) (fleetscope.ShareLink, error) {
 	if !strings.HasPrefix(token, sharePrefix) || len(token) > 128 {
 		return fleetscope.ShareLink{}, fleetscope.Errorf(fleetscope.ENOTFOUND, "share link not found")
 	}
 	h := sha256.Sum256([]byte(token))
 	l, err := scanShare(db.pool.QueryRow(ctx, `SELECT `+shareColumns+` FROM share_links
-		WHERE token_hash = $1 AND revoked_at IS NULL AND expires_at > now()`, h[:]))
+		WHERE token_hash = $1 AND revoked_at IS NULL AND expires_at > now()
+		  AND EXISTS (SELECT FROM tenants t WHERE t.id = share_links.tenant_id AND t.disabled_at IS NULL)`, h[:]))
 	if err != nil {
 		if fleetscope.ErrorCode(translate(err, "share link")) == fleetscope.ENOTFOUND {
 			return l, fleetscope.Errorf(fleetscope.ENOTFOUND, "share link not found (or revoked, or expired)")
