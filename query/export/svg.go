@@ -75,7 +75,8 @@ var svgScript string
 // SVG in the manner of flamegraph.pl. Frames are merged from the root down
 // and sorted by name at each level (x order has no meaning); each is a
 // <g> holding a <title> "name (N samples, P%)", a <rect> and a <text>
-// label cut to fit with "..". An embedded script, with no external
+// label cut to fit with ".." (names are shown without a trailing
+// annotation such as _[k], as flamegraph.pl shows them). An embedded script, with no external
 // resources, shows a frame's title on hover, zooms into a frame on click
 // (its ancestors dimmed above or below it; a click on the root or on
 // "Reset Zoom" undoes it), and searches frame names with a regular
@@ -289,14 +290,19 @@ func (g *graph) write(w io.Writer, o *SVGOptions, diff bool) error {
 		b = strconv.AppendUint(b, f.start, 10)
 		b = append(b, `" data-v="`...)
 		b = strconv.AppendUint(b, f.value, 10)
+		name := displayName(f.name)
 		b = append(b, `"><title>`...)
-		b = appendXML(b, f.name)
+		b = appendXML(b, name)
 		b = append(b, " ("...)
 		b = appendCount(b, f.value)
 		b = append(b, ' ')
 		b = appendXML(b, o.CountName)
 		b = append(b, ", "...)
-		b = appendPercent(b, f.value, total)
+		if f.depth == 0 {
+			b = append(b, "100%"...)
+		} else {
+			b = appendPercent(b, f.value, total)
+		}
 		if diff {
 			b = append(b, "; self "...)
 			b = appendSignedPercent(b, o.sign()*signedDiff(f.selfB, f.selfA), total)
@@ -318,7 +324,7 @@ func (g *graph) write(w io.Writer, o *SVGOptions, diff bool) error {
 		b = append(b, `" y="`...)
 		b = strconv.AppendInt(b, int64(y+11), 10)
 		b = append(b, `">`...)
-		b = appendXML(b, fitLabel(f.name, wd))
+		b = appendXML(b, fitLabel(name, wd))
 		b = append(b, "</text></g>\n"...)
 		if len(b) > 32<<10 {
 			bw.Write(b)
@@ -421,6 +427,16 @@ func svgScriptElement(b []byte, o *SVGOptions, total uint64) ([]byte, error) {
 	return b, nil
 }
 
+// displayName returns a frame's name as titles and labels show it: without
+// a trailing annotation _[k] (kernel), _[j] (JIT), _[i] (inlined) or _[w]
+// (waker), as flamegraph.pl shows names. Colours still see the annotation.
+func displayName(name string) string {
+	if n := len(name); n >= 4 && name[n-4] == '_' && name[n-3] == '[' && name[n-1] == ']' && strings.IndexByte("kjiw", name[n-2]) >= 0 {
+		return name[:n-4]
+	}
+	return name
+}
+
 // fitLabel returns name cut to fit a frame width wide: as many characters
 // as fit with a 3-pixel inset on each side, the last two replaced by ".."
 // when cut, or "" when fewer than three fit. svg.js fits labels the same
@@ -486,12 +502,8 @@ func appendCount(b []byte, v uint64) []byte {
 	return b
 }
 
-// appendPercent appends 100·v/total with two decimals and "%" ("100%" for
-// the whole).
+// appendPercent appends 100·v/total with two decimals and "%".
 func appendPercent(b []byte, v, total uint64) []byte {
-	if v == total {
-		return append(b, "100%"...)
-	}
 	b = strconv.AppendFloat(b, 100*float64(v)/float64(total), 'f', 2, 64)
 	return append(b, '%')
 }

@@ -153,6 +153,17 @@ func parseSVG(t *testing.T, data []byte, icicle bool) *svgDoc {
 // frameName returns the name part of a frame title "name (N samples, ...)".
 func frameName(title string) string { return title[:strings.LastIndex(title, " (")] }
 
+// shownName is a frame name as titles show it: without a trailing
+// annotation _[k], _[j], _[i] or _[w], as flamegraph.pl shows it.
+func shownName(name string) string {
+	for _, a := range []string{"_[k]", "_[j]", "_[i]", "_[w]"} {
+		if n, ok := strings.CutSuffix(name, a); ok {
+			return n
+		}
+	}
+	return name
+}
+
 // countText formats n as the titles do: 1,234,567.
 func countText(n uint64) string {
 	s := strconv.FormatUint(n, 10)
@@ -167,12 +178,15 @@ func countText(n uint64) string {
 }
 
 // pathTotals returns the samples through each path (frames joined by
-// "\x00"), as the graph's frames should total them.
+// "\x00"), as the graph's frames should total them, by the names titles
+// show.
 func pathTotals(stacks []export.Stack) map[string]uint64 {
 	totals := map[string]uint64{}
 	for _, s := range stacks {
-		for i := 1; i <= len(s.Frames); i++ {
-			totals[strings.Join(s.Frames[:i], "\x00")] += s.Value
+		var path []string
+		for _, f := range s.Frames {
+			path = append(path, shownName(f))
+			totals[strings.Join(path, "\x00")] += s.Value
 		}
 	}
 	for k, v := range totals {
@@ -342,8 +356,8 @@ func TestWriteSVGMinWidth(t *testing.T) {
 	}
 	want := []string{
 		"all (1,000,050 samples, 100%)",
-		"app (1,000,050 samples, 100%)",
-		"big (1,000,050 samples, 100%)",
+		"app (1,000,050 samples, 100.00%)",
+		"big (1,000,050 samples, 100.00%)",
 		"work (1,000,000 samples, 100.00%)",
 	}
 	if !slices.Equal(titles, want) {
@@ -457,8 +471,9 @@ func TestWriteSVGPalette(t *testing.T) {
 		st("java;Lorg/x/Y;foo_[j];bar_[i]", 1),
 	}, export.PaletteJava)
 	for name, family := range map[string]string{
-		"java/lang/Thread:::run": "green", "Lorg/x/Y": "green", "foo_[j]": "green",
-		"bar_[i]": "aqua", "write_[k]": "orange", "JavaCalls::call": "yellow", "Interpreter": "red",
+		"java/lang/Thread:::run": "green", "Lorg/x/Y": "green", "foo": "green", // foo_[j]
+		"bar": "aqua", "write": "orange", // bar_[i], write_[k]
+		"JavaCalls::call": "yellow", "Interpreter": "red",
 	} {
 		if got := colorFamily(parseRGB(t, java[name])); got != family {
 			t.Errorf("java %s is %s (%s), want %s", name, java[name], got, family)
@@ -517,6 +532,33 @@ func parseRGB(t *testing.T, fill string) (r, g, b int) {
 		}
 	}
 	return r, g, b
+}
+
+// TestWriteSVGAnnotations: titles and labels show names without their
+// annotation, as flamegraph.pl does; search sees the same names.
+func TestWriteSVGAnnotations(t *testing.T) {
+	stacks := []export.Stack{st("app;read_[k]", 60), st("app;read", 20), st("app;f_[j];g_[x]", 20)}
+	var out bytes.Buffer
+	if err := export.WriteSVG(&out, stacks, export.SVGOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var titles, labels []string
+	for _, f := range parseSVG(t, out.Bytes(), false).frames[2:] {
+		titles = append(titles, f.title)
+		labels = append(labels, f.label)
+	}
+	want := []string{
+		"f (20 samples, 20.00%)",
+		"g_[x] (20 samples, 20.00%)", // not an annotation
+		"read (20 samples, 20.00%)",
+		"read (60 samples, 60.00%)",
+	}
+	if !slices.Equal(titles, want) {
+		t.Errorf("titles %q, want %q", titles, want)
+	}
+	if want := []string{"f", "g_[x]", "read", "read"}; !slices.Equal(labels, want) {
+		t.Errorf("labels %q, want %q", labels, want)
+	}
 }
 
 func TestWriteSVGEmpty(t *testing.T) {
@@ -607,7 +649,7 @@ func TestWriteDiffSVG(t *testing.T) {
 
 	for path, want := range map[string]struct{ title, color string }{
 		"":                {"all (80 samples, 100%; self 0.00%, total +6.25%)", "white"},
-		"app;main":        {"main (80 samples, 100%; self 0.00%, total +6.25%)", "white"},
+		"app;main":        {"main (80 samples, 100.00%; self 0.00%, total +6.25%)", "white"},
 		"app;main;grow":   {"grow (30 samples, 37.50%; self +25.00%, total +25.00%)", "red"},
 		"app;main;shrink": {"shrink (10 samples, 12.50%; self -25.00%, total -25.00%)", "blue"},
 		"app;main;same":   {"same (20 samples, 25.00%; self 0.00%, total 0.00%)", "white"},
