@@ -89,6 +89,9 @@ func TestWriteSpeedscopeEmpty(t *testing.T) {
 // The schema is not copied into this repository.
 func TestSpeedscopeSchema(t *testing.T) {
 	schema := compileSpeedscopeSchema(t)
+	if schema == nil {
+		requireOrSkip(t, "speedscope's file-format-schema.json not found: `npm install -g speedscope`, or set FLEETSCOPE_SPEEDSCOPE_SCHEMA to its path (it is in the npm package under dist/release/)")
+	}
 	for name, stacks := range map[string][]export.Stack{
 		"plain": {st("java;main;work", 3), st("bash;main", 5), st("java;main", 1)},
 		"empty": nil,
@@ -252,12 +255,12 @@ func checkSpeedscope(t *testing.T, data []byte, stacks []export.Stack) *speedsco
 }
 
 // compileSpeedscopeSchema compiles speedscope's file-format-schema.json from
-// the speedscope npm package, or skips the test when it is not installed.
+// the speedscope npm package, or returns nil when it is not installed.
 func compileSpeedscopeSchema(t *testing.T) *jsonschema.Schema {
 	t.Helper()
 	path := findSpeedscopeSchema()
 	if path == "" {
-		requireOrSkip(t, "speedscope's file-format-schema.json not found: `npm install -g speedscope`, or set FLEETSCOPE_SPEEDSCOPE_SCHEMA to its path (it is in the npm package under dist/release/)")
+		return nil
 	}
 	f, err := os.Open(path)
 	if err != nil {
