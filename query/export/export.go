@@ -21,6 +21,7 @@ package export
 
 import (
 	"encoding/binary"
+	"math"
 	"math/bits"
 	"slices"
 	"strings"
@@ -58,6 +59,18 @@ func DiffTotals(stacks []DiffStack) (a, b uint64) {
 	return a, b
 }
 
+// checkedDiffTotals sums A and B, reporting false on overflow.
+func checkedDiffTotals(stacks []DiffStack) (a, b uint64, ok bool) {
+	for _, s := range stacks {
+		if s.A > math.MaxUint64-a || s.B > math.MaxUint64-b {
+			return 0, 0, false
+		}
+		a += s.A
+		b += s.B
+	}
+	return a, b, true
+}
+
 // Normalize merges identical stacks and scales A to B's total the way
 // `difffolded.pl -n` does: when the totals differ, each merged stack's A
 // becomes floor(A × totalB / totalA), computed exactly in integers (Perl's
@@ -66,7 +79,7 @@ func DiffTotals(stacks []DiffStack) (a, b uint64) {
 // down, the scaled A total can fall short of B's total by up to one sample
 // per stack. With equal totals, or no A samples at all, A is unchanged. The
 // result is sorted by frames (bytewise, root first) and keeps stacks whose
-// scaled A is zero.
+// scaled A is zero. Each side's values must add up to less than 2^64.
 func Normalize(stacks []DiffStack) []DiffStack {
 	merged := mergeDiff(stacks)
 	normalizeMerged(merged)
@@ -169,8 +182,8 @@ func checkedTotal(stacks []Stack, max uint64) (uint64, bool) {
 	return t, true
 }
 
-// maxExactFloat is the largest integer below which every integer is exact
-// in a float64 (2^53): JavaScript numbers, so SVG and speedscope positions.
+// maxExactFloat is 2^53: every integer up to it is exact in a float64, so
+// in JavaScript's numbers.
 const maxExactFloat = 1 << 53
 
 // joinFrames returns the frames joined by ';' as stackcollapse writes them.

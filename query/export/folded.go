@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,10 +18,14 @@ import (
 // stackcollapse-perf.pl sorts them.
 //
 // Returns EINVALID for a stack without frames or with a frame that holds ';'
-// or a newline, which the format cannot represent.
+// or a newline, which the format cannot represent, and for values that add
+// up past a uint64.
 func WriteFolded(w io.Writer, stacks []Stack) error {
 	if err := checkFolded(len(stacks), func(i int) []string { return stacks[i].Frames }); err != nil {
 		return err
+	}
+	if _, ok := checkedTotal(stacks, math.MaxUint64); !ok {
+		return fleetscope.Errorf(fleetscope.EINVALID, "folded: the stacks' values add up to more than a uint64 holds")
 	}
 	merged := mergeStacks(stacks)
 	lines := make([]foldedLine, len(merged))
@@ -51,10 +56,13 @@ func WriteFolded(w io.Writer, stacks []Stack) error {
 // `difffolded.pl -n` scales it (see Normalize).
 //
 // Returns EINVALID for a stack without frames or with a frame that holds ';'
-// or a newline.
+// or a newline, and for values that add up past a uint64.
 func WriteDiffFolded(w io.Writer, stacks []DiffStack, normalize bool) error {
 	if err := checkFolded(len(stacks), func(i int) []string { return stacks[i].Frames }); err != nil {
 		return err
+	}
+	if _, _, ok := checkedDiffTotals(stacks); !ok {
+		return fleetscope.Errorf(fleetscope.EINVALID, "difffolded: the values of A or B add up to more than a uint64 holds")
 	}
 	merged := slices.DeleteFunc(mergeDiff(stacks), func(s DiffStack) bool { return s.A == 0 && s.B == 0 })
 	if normalize {

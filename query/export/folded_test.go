@@ -168,3 +168,25 @@ func equalDiff(x, y []export.DiffStack) bool {
 	}
 	return true
 }
+
+// TestOverflow: values that add up past what a writer's numbers hold are
+// refused, not wrapped.
+func TestOverflow(t *testing.T) {
+	const max = ^uint64(0)
+	stacks := []export.Stack{st("a;b", max), st("a;c", 1)}
+	diff := []export.DiffStack{dst("a;b", max, 1), dst("a;c", 1, 1)}
+	diffInt64 := []export.DiffStack{dst("a;b", 1, 1<<63), dst("a;c", 1, 1)}
+	for name, err := range map[string]error{
+		"folded":     export.WriteFolded(&bytes.Buffer{}, stacks),
+		"difffolded": export.WriteDiffFolded(&bytes.Buffer{}, diff, true),
+		"svg":        export.WriteSVG(&bytes.Buffer{}, stacks, export.SVGOptions{}),
+		"diff svg":   export.WriteDiffSVG(&bytes.Buffer{}, diff, export.SVGOptions{}),
+		"diff svg B": export.WriteDiffSVG(&bytes.Buffer{}, diffInt64, export.SVGOptions{}),
+		"pprof":      export.WritePprof(&bytes.Buffer{}, stacks, export.PprofOptions{}),
+		"speedscope": export.WriteSpeedscope(&bytes.Buffer{}, stacks, export.SpeedscopeOptions{}),
+	} {
+		if code := fleetscope.ErrorCode(err); code != fleetscope.EINVALID {
+			t.Errorf("%s: error %v has code %s, want %s", name, err, code, fleetscope.EINVALID)
+		}
+	}
+}

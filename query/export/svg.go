@@ -85,11 +85,14 @@ var svgScript string
 // matching frame, nested matches counted once.
 //
 // A root frame "all" holds the total. Returns EINVALID for options out of
-// range.
+// range and for values that add up past a uint64.
 func WriteSVG(w io.Writer, stacks []Stack, opts SVGOptions) error {
 	o, err := opts.resolve(false)
 	if err != nil {
 		return err
+	}
+	if _, ok := checkedTotal(stacks, math.MaxUint64); !ok {
+		return fleetscope.Errorf(fleetscope.EINVALID, "svg: the stacks' values add up to more than a uint64 holds")
 	}
 	g := newGraph()
 	for _, s := range sortedStacks(stacks) {
@@ -117,29 +120,17 @@ func WriteDiffSVG(w io.Writer, stacks []DiffStack, opts SVGOptions) error {
 		return err
 	}
 	merged := mergeDiff(stacks)
+	if a, b, ok := checkedDiffTotals(merged); !ok || a > math.MaxInt64 || b > math.MaxInt64 {
+		return fleetscope.Errorf(fleetscope.EINVALID, "diff svg: the totals of A or B exceed an int64")
+	}
 	if opts.Normalize {
 		normalizeMerged(merged)
-	}
-	if a, b, ok := diffTotals(merged); !ok || a > math.MaxInt64 || b > math.MaxInt64 {
-		return fleetscope.Errorf(fleetscope.EINVALID, "diff svg: the totals of A or B exceed an int64")
 	}
 	g := newGraph()
 	for _, s := range merged {
 		g.add(s.Frames, s.B, s.A)
 	}
 	return g.write(w, &o, true)
-}
-
-// diffTotals sums A and B, reporting false on overflow.
-func diffTotals(stacks []DiffStack) (a, b uint64, ok bool) {
-	for _, s := range stacks {
-		if s.A > math.MaxUint64-a || s.B > math.MaxUint64-b {
-			return 0, 0, false
-		}
-		a += s.A
-		b += s.B
-	}
-	return a, b, true
 }
 
 // resolve returns the options with defaults filled in, or EINVALID.
