@@ -76,13 +76,13 @@ var svgScript string
 // and sorted by name at each level (x order has no meaning); each is a
 // <g> holding a <title> "name (N samples, P%)", a <rect> and a <text>
 // label cut to fit with ".." (names are shown without a trailing
-// annotation such as _[k], as flamegraph.pl shows them). An embedded script, with no external
-// resources, shows a frame's title on hover, zooms into a frame on click
-// (its ancestors dimmed above or below it; a click on the root or on
-// "Reset Zoom" undoes it), and searches frame names with a regular
-// expression (the Search button, Ctrl-F or F3; Esc resets), highlighting
-// matches and showing "Matched: X%", the share of all samples under a
-// matching frame, nested matches counted once.
+// annotation such as _[k], as flamegraph.pl shows them). An embedded
+// script, with no external resources, shows a frame's title on hover,
+// zooms into a frame on click (its ancestors dimmed above or below it; a
+// click on the root or on "Reset Zoom" undoes it), and searches frame
+// names with a regular expression (the Search button, Ctrl-F or F3; Esc
+// resets), highlighting matches and showing "Matched: X%", the share of
+// all samples under a matching frame, nested matches counted once.
 //
 // A root frame "all" holds the total. Returns EINVALID for options out of
 // range and for values that add up past a uint64.
@@ -106,11 +106,12 @@ func WriteSVG(w io.Writer, stacks []Stack, opts SVGOptions) error {
 // frame absent from B is not drawn), each frame coloured by the change of
 // its self samples (those where it is the leaf) from A to B: red where it
 // grew, blue where it shrank, saturated in proportion to the change
-// relative to the largest self change of any frame, white where nothing
-// changed. Titles read "name (N samples, P%; self ±D%, total ±T%)": B's
-// count and share, then the change of the frame's self and total samples
-// as a share of B's total. With opts.Normalize, A is first scaled to B's
-// total (see Normalize).
+// relative to the largest self change of any frame (drawn or not), white
+// where nothing changed. Titles read
+// "name (N samples, P%; self ±D%, total ±T%)": B's count and share, then
+// the change of the frame's self and total samples as a share of B's
+// total. With opts.Normalize, A is first scaled to B's total (see
+// Normalize).
 //
 // Returns EINVALID for options out of range and for totals above what an
 // int64 holds.
@@ -119,10 +120,10 @@ func WriteDiffSVG(w io.Writer, stacks []DiffStack, opts SVGOptions) error {
 	if err != nil {
 		return err
 	}
-	merged := mergeDiff(stacks)
-	if a, b, ok := checkedDiffTotals(merged); !ok || a > math.MaxInt64 || b > math.MaxInt64 {
+	if a, b, ok := checkedDiffTotals(stacks); !ok || a > math.MaxInt64 || b > math.MaxInt64 {
 		return fleetscope.Errorf(fleetscope.EINVALID, "diff svg: the totals of A or B exceed an int64")
 	}
+	merged := mergeDiff(stacks)
 	if opts.Normalize {
 		normalizeMerged(merged)
 	}
