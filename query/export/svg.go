@@ -66,7 +66,7 @@ const (
 )
 
 // matchFill colours the frames a search matches.
-const matchFill = "rgb(230,0,230)"
+const matchFill = "rgb(214,38,196)"
 
 //go:embed svg.js
 var svgScript string
@@ -352,7 +352,7 @@ func svgHeader(b []byte, o *SVGOptions, height, top int, total uint64) []byte {
 	b = append(b, `<?xml version="1.0" encoding="UTF-8" standalone="no"?>`+"\n"...)
 	b = append(b, `<svg version="1.1" xmlns="http://www.w3.org/2000/svg" width="`+width+`" height="`+h+`" viewBox="0 0 `+width+` `+h+`">`+"\n"...)
 	b = append(b, `<defs><linearGradient id="background" x1="0" y1="0" x2="0" y2="1">`+
-		`<stop offset="5%" stop-color="#eeeeee"/><stop offset="95%" stop-color="#eeeeb0"/>`+
+		`<stop offset="5%" stop-color="#f6f6f2"/><stop offset="95%" stop-color="#efe8c4"/>`+
 		"</linearGradient></defs>\n"...)
 	b = append(b, "<style>\n"+
 		"text { font-family: Verdana, sans-serif; font-size: "+strconv.Itoa(fontSize)+"px; fill: #000; }\n"+
@@ -365,8 +365,8 @@ func svgHeader(b []byte, o *SVGOptions, height, top int, total uint64) []byte {
 		"#frames > g { cursor: pointer; }\n"+
 		"#frames > g:hover > rect { stroke: #000; stroke-width: 0.5; }\n"+
 		"#frames text { pointer-events: none; }\n"+
-		".hide { display: none; }\n"+
-		".parent { opacity: 0.5; }\n"+
+		".off { display: none; }\n"+
+		".ancestor { opacity: 0.45; }\n"+
 		"</style>\n"...)
 	b = append(b, `<rect x="0" y="0" width="`+width+`" height="`+h+`" fill="url(#background)"/>`+"\n"...)
 	center := strconv.Itoa(o.Width / 2)
@@ -380,7 +380,7 @@ func svgHeader(b []byte, o *SVGOptions, height, top int, total uint64) []byte {
 	}
 	right := strconv.Itoa(o.Width - xPad)
 	bottom := strconv.Itoa(height - footerHeight/2 + 4)
-	b = append(b, `<text id="unzoom" class="hide" x="`+strconv.Itoa(xPad)+`" y="24">Reset Zoom</text>`+"\n"...)
+	b = append(b, `<text id="unzoom" class="off" x="`+strconv.Itoa(xPad)+`" y="24">Reset Zoom</text>`+"\n"...)
 	b = append(b, `<text id="search" x="`+right+`" y="24">Search</text>`+"\n"...)
 	b = append(b, `<text id="details" x="`+strconv.Itoa(xPad)+`" y="`+bottom+`"> </text>`+"\n"...)
 	b = append(b, `<text id="matched" x="`+right+`" y="`+bottom+`"> </text>`+"\n"...)

@@ -78,20 +78,20 @@
 				// An ancestor spans the zoomed frame: drawn full width, dimmed.
 				if (f.start <= z.start + eps && fEnd >= end - eps) {
 					place(f, cfg.xpad, cfg.width);
-					f.group.classList.add("parent");
-					f.group.classList.remove("hide");
+					f.group.classList.add("ancestor");
+					f.group.classList.remove("off");
 				} else {
-					f.group.classList.add("hide");
+					f.group.classList.add("off");
 				}
 			} else if (f.start >= z.start - eps && fEnd <= end + eps) {
 				// The zoomed frame and its descendants, stretched.
 				place(f, cfg.xpad + (f.start - z.start) * scale, f.value * scale);
-				f.group.classList.remove("parent", "hide");
+				f.group.classList.remove("ancestor", "off");
 			} else {
-				f.group.classList.add("hide");
+				f.group.classList.add("off");
 			}
 		});
-		unzoomButton.classList.remove("hide");
+		unzoomButton.classList.remove("off");
 	}
 
 	function unzoom() {
@@ -100,9 +100,9 @@
 			f.rect.setAttribute("width", f.width);
 			f.text.setAttribute("x", (Number(f.x) + cfg.labelInset).toFixed(1));
 			f.text.textContent = f.label;
-			f.group.classList.remove("parent", "hide");
+			f.group.classList.remove("ancestor", "off");
 		});
-		unzoomButton.classList.add("hide");
+		unzoomButton.classList.add("off");
 	}
 
 	function resetSearch() {

@@ -38,14 +38,14 @@ const browserHarness = `<script type="text/ecmascript"><![CDATA[
 					title: g.getElementsByTagName("title")[0].textContent,
 					x: Number(r.getAttribute("x")), width: Number(r.getAttribute("width")),
 					fill: r.getAttribute("fill"),
-					hidden: g.classList.contains("hide"), parent: g.classList.contains("parent"),
+					hidden: g.classList.contains("off"), parent: g.classList.contains("ancestor"),
 					label: g.getElementsByTagName("text")[0].textContent
 				};
 			});
 		};
 		var click = function (el) { el.dispatchEvent(new MouseEvent("click", {bubbles: true})); };
 		var text = function (id) { return document.getElementById(id).textContent; };
-		var visible = function (id) { return !document.getElementById(id).classList.contains("hide"); };
+		var visible = function (id) { return !document.getElementById(id).classList.contains("off"); };
 
 		out.initial = state();
 		out.unzoomShown = visible("unzoom");
@@ -200,7 +200,7 @@ func TestSVGInBrowser(t *testing.T) {
 
 	// Search ^c$: both c frames highlighted, 6 of 12 samples matched.
 	for i, f := range r.Searched {
-		if highlighted := f.Fill == "rgb(230,0,230)"; highlighted != (names[i] == "c") {
+		if highlighted := f.Fill == "rgb(214,38,196)"; highlighted != (names[i] == "c") {
 			t.Errorf("search ^c$: %s fill %s", names[i], f.Fill)
 		}
 	}
