@@ -117,11 +117,16 @@ func TestSVGInBrowser(t *testing.T) {
 	if browser == "" {
 		requireOrSkip(t, "no chromium to run the SVG's script in")
 	}
+	t.Run("flame", func(t *testing.T) { testSVGInBrowser(t, browser, false) })
+	t.Run("icicle", func(t *testing.T) { testSVGInBrowser(t, browser, true) })
+}
+
+func testSVGInBrowser(t *testing.T, browser string, icicle bool) {
 	stacks := []export.Stack{
 		st("app;a;b;c", 4), st("app;a;b;d", 2), st("app;a;e", 2), st("app;f", 2), st("other;c", 2),
 	}
 	var svg bytes.Buffer
-	if err := export.WriteSVG(&svg, stacks, export.SVGOptions{}); err != nil {
+	if err := export.WriteSVG(&svg, stacks, export.SVGOptions{Icicle: icicle}); err != nil {
 		t.Fatal(err)
 	}
 	page := strings.Replace(svg.String(), "</svg>\n", browserHarness+"</svg>\n", 1)
