@@ -1,0 +1,143 @@
+package export
+
+import (
+	"cmp"
+	"math"
+	"slices"
+	"strings"
+)
+
+// FunctionDiff is one function's samples on both sides of a comparison.
+// A function is a frame name; the process names at the roots count as
+// functions too.
+type FunctionDiff struct {
+	Name string
+	// SelfA and SelfB count the samples whose leaf is the function.
+	SelfA, SelfB uint64
+	// TotalA and TotalB count the samples with the function anywhere on
+	// the stack, once per sample however often it recurs.
+	TotalA, TotalB uint64
+}
+
+// SelfDelta returns SelfB − SelfA.
+func (f FunctionDiff) SelfDelta() int64 { return int64(f.SelfB) - int64(f.SelfA) }
+
+// TotalDelta returns TotalB − TotalA.
+func (f FunctionDiff) TotalDelta() int64 { return int64(f.TotalB) - int64(f.TotalA) }
+
+// SelfChange returns the relative change of the self samples,
+// (SelfB − SelfA) / SelfA: 0.5 for +50%, −1 for gone; +Inf for a function
+// that is new as a leaf, 0 when it is a leaf on neither side.
+func (f FunctionDiff) SelfChange() float64 { return relChange(f.SelfA, f.SelfB) }
+
+// TotalChange returns the relative change of the total samples,
+// (TotalB − TotalA) / TotalA, with SelfChange's conventions.
+func (f FunctionDiff) TotalChange() float64 { return relChange(f.TotalA, f.TotalB) }
+
+func relChange(a, b uint64) float64 {
+	if a == 0 {
+		if b == 0 {
+			return 0
+		}
+		return math.Inf(1)
+	}
+	return (float64(b) - float64(a)) / float64(a)
+}
+
+// Functions returns every function of the stacks with its self and total
+// samples in A and B, sorted by name. To compare profiles of different
+// lengths, normalise the stacks first (Normalize).
+func Functions(stacks []DiffStack) []FunctionDiff {
+	index := make(map[string]int)
+	var fns []FunctionDiff
+	var lastStack []int // per function: the last stack counted in its total
+	for si, s := range stacks {
+		if s.A == 0 && s.B == 0 {
+			continue
+		}
+		for j, name := range s.Frames {
+			i, ok := index[name]
+			if !ok {
+				i = len(fns)
+				index[name] = i
+				fns = append(fns, FunctionDiff{Name: name})
+				lastStack = append(lastStack, -1)
+			}
+			if lastStack[i] != si {
+				lastStack[i] = si
+				fns[i].TotalA += s.A
+				fns[i].TotalB += s.B
+			}
+			if j == len(s.Frames)-1 {
+				fns[i].SelfA += s.A
+				fns[i].SelfB += s.B
+			}
+		}
+	}
+	slices.SortFunc(fns, func(x, y FunctionDiff) int { return strings.Compare(x.Name, y.Name) })
+	return fns
+}
+
+// Ranking orders a diff table.
+type Ranking int
+
+// The rankings, each by the size of a change whatever its sign.
+const (
+	// BySelf ranks by |SelfDelta|.
+	BySelf Ranking = iota
+	// ByTotal ranks by |TotalDelta|.
+	ByTotal
+	// BySelfChange ranks by |SelfChange| (new leaves first), then by
+	// |SelfDelta|. Small counts swing most: filter them out first if they
+	// are noise.
+	BySelfChange
+	// ByTotalChange ranks by |TotalChange|, then by |TotalDelta|.
+	ByTotalChange
+)
+
+// Top returns the n functions of fns that changed most by r (all of them
+// when n ≤ 0), largest change first; ties go to the larger absolute change,
+// then to the name in bytewise order, so the order is deterministic.
+// Functions whose ranked values did not change are left out. fns is not
+// modified.
+func Top(fns []FunctionDiff, r Ranking, n int) []FunctionDiff {
+	type keyed struct {
+		f   FunctionDiff
+		rel float64 // |relative change|, for the relative rankings
+		abs uint64  // |absolute change|
+	}
+	ks := make([]keyed, 0, len(fns))
+	for _, f := range fns {
+		var k keyed
+		switch r {
+		case BySelf, BySelfChange:
+			k = keyed{f: f, rel: math.Abs(f.SelfChange()), abs: absDiff(f.SelfB, f.SelfA)}
+		default:
+			k = keyed{f: f, rel: math.Abs(f.TotalChange()), abs: absDiff(f.TotalB, f.TotalA)}
+		}
+		if k.abs == 0 {
+			continue
+		}
+		ks = append(ks, k)
+	}
+	relative := r == BySelfChange || r == ByTotalChange
+	slices.SortFunc(ks, func(x, y keyed) int {
+		if relative {
+			if c := cmp.Compare(y.rel, x.rel); c != 0 {
+				return c
+			}
+		}
+		if c := cmp.Compare(y.abs, x.abs); c != 0 {
+			return c
+		}
+		return strings.Compare(x.f.Name, y.f.Name)
+	})
+	if n > 0 && len(ks) > n {
+		ks = ks[:n]
+	}
+	out := make([]FunctionDiff, len(ks))
+	for i, k := range ks {
+		out[i] = k.f
+	}
+	return out
+}
