@@ -23,7 +23,7 @@ SHARED_OK := $(shell test -d '$(SHARED)/corpus' && echo 1)
 FLEETSCOPE_TEST_REQUIRE ?= $(SHARED_OK)
 export FLEETSCOPE_SHARED := $(abspath $(SHARED))
 
-.PHONY: build test fuzz fuzz-brief bench run postgres tools generate check-generated check-deps web perf clean
+.PHONY: build test test-deps fuzz fuzz-brief bench run postgres tools generate check-generated check-deps web perf clean
 
 build:
 	$(GO) build -o $(BIN)/fleetscope ./cmd/fleetscope
@@ -53,6 +53,13 @@ perf:
 
 tools: $(BIN)/minio $(BIN)/buf $(BIN)/protoc-gen-go $(BIN)/protoc-gen-connect-go
 
+# What the Go tests drive besides Postgres and MinIO: Debian's chromium (the
+# exported SVG's script) and the dashboard's npm packages (speedscope's file
+# format schema validates the speedscope export).
+test-deps:
+	@test -x /usr/bin/chromium || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
+	bash web/scripts/build.sh --deps
+
 # Regenerate api/gen from api/fleetscope/v1/*.proto.
 generate: $(BIN)/buf $(BIN)/protoc-gen-go $(BIN)/protoc-gen-connect-go
 	cd api && buf lint && buf generate
@@ -71,7 +78,7 @@ check-deps:
 
 # The test command (README): vet, unit and integration tests against real
 # Postgres and MinIO, then each fuzz target briefly.
-test: build tools postgres perf check-generated check-deps
+test: build tools test-deps postgres perf check-generated check-deps
 	@test -n '$(SHARED_OK)' || echo "make test: $(SHARED) not found: the tests that need the shared corpus are skipped (go test -v names them); FLEETSCOPE_TEST_REQUIRE=1 makes them fail"
 	$(GO) vet ./...
 	FLEETSCOPE_TEST_REQUIRE=$(FLEETSCOPE_TEST_REQUIRE) FLEETSCOPE_TEST_MINIO=$(BIN)/minio FLEETSCOPE_TEST_DATABASE_URL='$(PG_URL)' \

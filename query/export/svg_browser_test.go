@@ -137,7 +137,7 @@ func testSVGInBrowser(t *testing.T, browser string, icicle bool) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, browser, "--headless", "--no-sandbox", "--disable-gpu",
+	cmd := exec.CommandContext(ctx, browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
 		"--user-data-dir="+filepath.Join(dir, "profile"), "--dump-dom", "file://"+path)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr

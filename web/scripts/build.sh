@@ -8,6 +8,8 @@
 #   web/scripts/build.sh --check    build into a temporary directory and fail
 #                                   unless it equals the committed web/src/gen
 #                                   and web/dist byte for byte
+#   web/scripts/build.sh --deps     only install node_modules (also used by
+#                                   the Go tests: speedscope's schema)
 #
 # Needs Node >= 20.19 and npm (the npm registry); installs nothing else.
 set -euo pipefail
@@ -15,10 +17,12 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export npm_config_update_notifier=false npm_config_fund=false npm_config_audit=false
 
 check=false
+deps=false
 case "${1:-}" in
   --check) check=true ;;
+  --deps) deps=true ;;
   "") ;;
-  *) echo "usage: web/scripts/build.sh [--check]" >&2; exit 2 ;;
+  *) echo "usage: web/scripts/build.sh [--check|--deps]" >&2; exit 2 ;;
 esac
 
 say() { printf 'web/build: %s\n' "$*" >&2; }
@@ -53,6 +57,7 @@ if [[ ! -f $stamp || $(cat "$stamp") != "$want" ]]; then
   rm -f npm-ci.log
   echo "$want" > "$stamp"
 fi
+$deps && exit 0
 
 if $check; then
   tmp=$(mktemp -d)
