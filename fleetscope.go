@@ -54,6 +54,9 @@ type Principal struct {
 	KeyID    string
 	Scopes   []string
 	Limits   Limits
+	// ExpiresAt is when the key stops working; zero: never. Nothing may
+	// trust a resolved key past it.
+	ExpiresAt time.Time
 }
 
 // Can reports whether the principal holds scope.
@@ -74,6 +77,8 @@ type Limits struct {
 	MaxRawBytes    int64
 	MaxStoredBytes int64
 	RatePerSecond  int
+	MaxStacks      int // distinct stacks in one profile
+	MaxDepth       int // frames in one stack
 }
 
 // Tenant is one team using a deployment.

@@ -1,5 +1,10 @@
 package fleetscope
 
+import (
+	"math"
+	"time"
+)
+
 // The heatmap's geometry (FlameScope's sub-second offset heatmap): column i
 // is the second [startSecond+i, startSecond+i+1); row r (0 at the bottom)
 // holds the samples whose offset within their second lies in
@@ -61,4 +66,46 @@ func SecondsPerColumn(n int64) int64 {
 		return 1
 	}
 	return (n + MaxColumns - 1) / MaxColumns
+}
+
+// Timestamps. A profile clock (boot-relative or epoch) reads from 0 up to
+// MaxTimeNanos, 2100-01-01 00:00 UTC as epoch time: anything else (negative,
+// far future, not a number) is refused as input, never wrapped, clamped or
+// stored as "untimed".
+const MaxTimeNanos = 4102444800 * 1e9
+
+// BadTime marks a sample whose profiler wrote a timestamp outside the
+// accepted range; parsers set it, and indexing refuses the profile.
+const BadTime = math.MaxInt64
+
+// CheckTime returns EINVALID for a timestamp outside [0, MaxTimeNanos].
+func CheckTime(ns int64) error {
+	if ns < 0 || ns > MaxTimeNanos {
+		return Errorf(EINVALID, "timestamp %s is outside the accepted range [0, %d] s (up to the year 2100)", FormatTime(ns), int64(MaxTimeNanos/1e9))
+	}
+	return nil
+}
+
+// FormatTime prints a sample timestamp in seconds for messages.
+func FormatTime(ns int64) string {
+	if ns == BadTime {
+		return "(out of range)"
+	}
+	return FormatSeconds(ns) + " s"
+}
+
+// MinWallTime and MaxWallTime bound the absolute times a profile may be
+// placed at (by its epoch clock, an anchor or a span).
+var (
+	MinWallTime = time.Unix(0, 0)
+	MaxWallTime = time.Unix(MaxTimeNanos/1e9, 0)
+)
+
+// CheckWallTime returns EINVALID, naming what, for an absolute time outside
+// [MinWallTime, MaxWallTime].
+func CheckWallTime(t time.Time, what string) error {
+	if t.Before(MinWallTime) || t.After(MaxWallTime) {
+		return Errorf(EINVALID, "%s %s is outside the accepted range 1970-01-01 to 2100-01-01", what, t.UTC().Format(time.RFC3339Nano))
+	}
+	return nil
 }

@@ -55,6 +55,7 @@ type Dict struct {
 	stackIndex map[string]StackID
 	events     []string
 	eventIndex map[string]EventID
+	eventsFull bool
 	key        []byte
 }
 
@@ -100,16 +101,28 @@ func (d *Dict) Stack(frames []FrameID) StackID {
 	return id
 }
 
-// Event interns an event name.
+// MaxEvents is how many event names a dictionary holds: EventID's range.
+const MaxEvents = 1 << 16
+
+// Event interns an event name. Past MaxEvents names it returns the last
+// id and marks the dictionary full (EventsFull): ids never wrap.
 func (d *Dict) Event(name string) EventID {
 	if id, ok := d.eventIndex[name]; ok {
 		return id
+	}
+	if len(d.events) >= MaxEvents {
+		d.eventsFull = true
+		return MaxEvents - 1
 	}
 	id := EventID(len(d.events))
 	d.events = append(d.events, name)
 	d.eventIndex[name] = id
 	return id
 }
+
+// EventsFull reports whether more than MaxEvents names were interned (the
+// samples of the extra ones are misattributed: refuse such a profile).
+func (d *Dict) EventsFull() bool { return d.eventsFull }
 
 // FrameAt returns the frame with id.
 func (d *Dict) FrameAt(id FrameID) Frame { return d.frames[id] }

@@ -80,7 +80,7 @@ func (a *Auth) authenticate(ctx context.Context, secret string) (fleetscope.Prin
 	}
 	p, err := a.auth.Authenticate(ctx, secret)
 	if err == nil {
-		a.cache.Put(k, p)
+		a.cache.PutUntil(k, p, p.ExpiresAt) // never trusted past the key's expiry
 	}
 	return p, err
 }

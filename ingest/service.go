@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/fleetscope/fleetscope"
 	"github.com/fleetscope/fleetscope/store/blob"
@@ -54,9 +55,12 @@ type Service struct {
 	// MaxUploadBytes bounds an upload as sent; MaxRawBytes once
 	// decompressed (gzip bombs).
 	MaxUploadBytes, MaxRawBytes int64
-	TempDir                     string // spool for uploads; "" = os.TempDir()
-	Log                         *slog.Logger
-	Now                         func() time.Time
+	// Shape bounds every upload's shape (zero: DefaultShape); a tenant's
+	// limits may tighten it.
+	Shape   Shape
+	TempDir string // spool for uploads; "" = os.TempDir()
+	Log     *slog.Logger
+	Now     func() time.Time
 }
 
 // Ingest reads one profile file from body and stores it for the principal's
@@ -92,7 +96,7 @@ func (s *Service) Ingest(ctx context.Context, p fleetscope.Principal, m Meta, bo
 		pw.CloseWithError(err)
 		copied <- err
 	}()
-	parsed, perr := ParseIndex(pr, m.InputFormat, maxRaw)
+	parsed, perr := ParseIndex(pr, m.InputFormat, maxRaw, s.shape(p))
 	pr.CloseWithError(errParseDone) // stop the copy if the parse ended early
 	cerr := <-copied
 	if cerr != nil && !errors.Is(cerr, errParseDone) {
@@ -100,6 +104,16 @@ func (s *Service) Ingest(ctx context.Context, p fleetscope.Principal, m Meta, bo
 	}
 	if perr != nil {
 		return nil, false, perr
+	}
+	if err := checkProfile(parsed); err != nil {
+		return nil, false, err
+	}
+	info := Describe(m, parsed, s.now())
+	if err := fleetscope.CheckWallTime(info.StartTime, "the profile's start"); err != nil {
+		return nil, false, err
+	}
+	if err := fleetscope.CheckWallTime(info.EndTime, "the profile's end"); err != nil {
+		return nil, false, err
 	}
 	sum := hash.Sum(nil)
 
@@ -118,7 +132,6 @@ func (s *Service) Ingest(ctx context.Context, p fleetscope.Principal, m Meta, bo
 			return nil, false, fleetscope.Errorf(fleetscope.ETOOLARGE, "storage quota exceeded: %d of %d bytes used, this upload needs %d", used, q, size)
 		}
 	}
-	info := Describe(m, parsed, s.now())
 	info.SHA256 = fmt.Sprintf("%x", sum)
 	info.SizeBytes = size
 	info.BlobKey = fmt.Sprintf("%d/%x", p.TenantID, sum)
@@ -175,6 +188,20 @@ func (s *Service) dropBlob(key string) {
 	}
 }
 
+// checkText returns EINVALID unless s is text the index can store and
+// show: valid UTF-8 without NUL or other control characters.
+func checkText(what, s string) error {
+	if !utf8.ValidString(s) {
+		return fleetscope.Errorf(fleetscope.EINVALID, "%s %q is not valid UTF-8", what, s)
+	}
+	for _, r := range s {
+		if r < 0x20 || r == 0x7f {
+			return fleetscope.Errorf(fleetscope.EINVALID, "%s %q holds a control character (%U)", what, s, r)
+		}
+	}
+	return nil
+}
+
 func checkMeta(m *Meta) error {
 	m.App = strings.TrimSpace(m.App)
 	if m.App == "" {
@@ -183,14 +210,66 @@ func checkMeta(m *Meta) error {
 	if len(m.App) > 200 || len(m.Host) > 200 || len(m.Filename) > 1000 || len(m.Labels) > 64 {
 		return fleetscope.Errorf(fleetscope.EINVALID, "app, host, filename or labels too long")
 	}
+	for what, v := range map[string]string{"app": m.App, "host": m.Host, "file name": m.Filename} {
+		if err := checkText(what, v); err != nil {
+			return err
+		}
+	}
 	for k, v := range m.Labels {
 		if k == "" || len(k) > 100 || len(v) > 200 {
 			return fleetscope.Errorf(fleetscope.EINVALID, "label %q: keys 1-100 bytes, values at most 200", k)
+		}
+		if err := checkText("label", k); err != nil {
+			return err
+		}
+		if err := checkText("label "+k+" value", v); err != nil {
+			return err
+		}
+	}
+	if !m.AnchorWall.IsZero() {
+		if err := fleetscope.CheckWallTime(m.AnchorWall, "the clock anchor's wall time"); err != nil {
+			return err
+		}
+		if err := fleetscope.CheckTime(m.AnchorClockNanos); err != nil {
+			return fleetscope.Errorf(fleetscope.EINVALID, "the clock anchor's clock reading: %s", err.Error())
+		}
+	}
+	for what, t := range map[string]time.Time{"span start": m.SpanStart, "span end": m.SpanEnd} {
+		if !t.IsZero() {
+			if err := fleetscope.CheckWallTime(t, what); err != nil {
+				return err
+			}
 		}
 	}
 	if m.InputFormat != "" {
 		if _, err := Lookup(m.InputFormat); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// checkProfile refuses what the index cannot store: frame and event names
+// that are not UTF-8 text (Postgres text holds neither invalid UTF-8 nor
+// NUL), and header facts are made storable (they are informational).
+func checkProfile(parsed *Parsed) error {
+	d := parsed.Profile.Dict
+	for i := range d.NumFrames() {
+		if name := d.FrameAt(fleetscope.FrameID(i)).Name; !utf8.ValidString(name) || strings.IndexByte(name, 0) >= 0 {
+			return fleetscope.Errorf(fleetscope.EINVALID, "function or process name %q is not UTF-8 text (invalid bytes or NUL): not storable", name)
+		}
+	}
+	for _, e := range d.Events() {
+		if err := checkText("event name", e); err != nil {
+			return err
+		}
+	}
+	for k, v := range parsed.Profile.Meta {
+		clean := strings.ReplaceAll(strings.ToValidUTF8(v, "\uFFFD"), "\x00", "")
+		if !utf8.ValidString(k) || strings.IndexByte(k, 0) >= 0 {
+			delete(parsed.Profile.Meta, k)
+		} else if clean != v {
+			parsed.Profile.Meta[k] = clean
 		}
 	}
 	return nil
@@ -203,14 +282,59 @@ type Parsed struct {
 	Index   *index.Index
 }
 
+// Shape bounds what one profile may hold beyond its size in bytes, so that
+// the memory an upload takes is bounded by limits, not by its shape. Zero
+// fields mean no bound.
+type Shape struct {
+	MaxStacks int // distinct stacks
+	MaxDepth  int // frames in one stack
+	MaxFrames int // frames in all distinct stacks together
+	MaxEvents int // distinct events
+}
+
+// DefaultShape is the server's bound unless configured otherwise: a busy
+// 64-CPU host sampled for a minute has tens of thousands of distinct
+// stacks; perf records at most 127 frames unless told otherwise.
+var DefaultShape = Shape{MaxStacks: 250_000, MaxDepth: 4096, MaxFrames: 25_000_000, MaxEvents: 1024}
+
+// check returns ETOOLARGE when the dictionary outgrew the shape; from is
+// the first stack not checked yet, and frames the frames counted so far.
+func (sh Shape) check(d *fleetscope.Dict, from int, frames *int) error {
+	too := func(format string, args ...any) error {
+		return fleetscope.Errorf(fleetscope.ETOOLARGE, format+" (the server's limit; see FLEETSCOPE_MAX_STACKS and the tenant's limits)", args...)
+	}
+	if n := len(d.Events()); d.EventsFull() || sh.MaxEvents > 0 && n > sh.MaxEvents {
+		return too("more than %d distinct events", min(sh.MaxEvents, fleetscope.MaxEvents))
+	}
+	if sh.MaxStacks > 0 && d.NumStacks() > sh.MaxStacks {
+		return too("more than %d distinct stacks", sh.MaxStacks)
+	}
+	for id := from; id < d.NumStacks(); id++ {
+		n := len(d.StackFrames(fleetscope.StackID(id)))
+		if sh.MaxDepth > 0 && n > sh.MaxDepth {
+			return too("a stack of %d frames, more than %d", n, sh.MaxDepth)
+		}
+		*frames += n
+	}
+	if sh.MaxFrames > 0 && *frames > sh.MaxFrames {
+		return too("more than %d frames in its distinct stacks", sh.MaxFrames)
+	}
+	return nil
+}
+
 // ParseIndex decompresses r, detects its format (or takes inputFormat),
 // parses it and builds its index. maxRaw bounds the decompressed size
-// (0: none). Input that is not a profile is EINVALID.
-func ParseIndex(r io.Reader, inputFormat string, maxRaw int64) (*Parsed, error) {
+// (0: none); shape bounds the profile's shape. Input that is not a profile
+// is EINVALID; one over a bound ETOOLARGE, found while parsing.
+func ParseIndex(r io.Reader, inputFormat string, maxRaw int64, shape Shape) (*Parsed, error) {
 	b := index.NewBuilder()
-	prof, err := Parse(r, inputFormat, maxRaw, func(_ *fleetscope.Profile, batch []fleetscope.Sample) error {
-		b.Add(batch)
-		return nil
+	checked, frames := 0, 0
+	prof, err := Parse(r, inputFormat, maxRaw, func(p *fleetscope.Profile, batch []fleetscope.Sample) error {
+		if err := shape.check(p.Dict, checked, &frames); err != nil {
+			return err
+		}
+		checked = p.Dict.NumStacks()
+		return b.Add(batch)
 	})
 	if err != nil {
 		var fe *fleetscope.Error
@@ -282,6 +406,18 @@ func Describe(m Meta, parsed *Parsed, now time.Time) *fleetscope.ProfileInfo {
 	}
 	info.EndTime = info.StartTime.Add(time.Duration(info.DurationNanos))
 	return info
+}
+
+// shape is the shape bound of p's uploads: the tighter of the server's and
+// the tenant's.
+func (s *Service) shape(p fleetscope.Principal) Shape {
+	sh := s.Shape
+	if sh == (Shape{}) {
+		sh = DefaultShape
+	}
+	sh.MaxStacks = int(tighter(int64(sh.MaxStacks), int64(p.Limits.MaxStacks)))
+	sh.MaxDepth = int(tighter(int64(sh.MaxDepth), int64(p.Limits.MaxDepth)))
+	return sh
 }
 
 // MaxUpload is the largest upload, as sent, that p may make: the tighter of

@@ -71,7 +71,7 @@ func parseFile(t testing.TB, path string) *parsed {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	pr, err := ingest.ParseIndex(f, "", 0)
+	pr, err := ingest.ParseIndex(f, "", 0, ingest.Shape{})
 	if err != nil {
 		t.Fatalf("parse %s: %v", path, err)
 	}

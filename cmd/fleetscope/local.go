@@ -40,7 +40,7 @@ func openLocal(a []string, inputFormat string) (*localProfile, error) {
 // newLocal parses a profile (any format, compressed or not) from r.
 func newLocal(r io.Reader, inputFormat string) (*localProfile, error) {
 	batch()
-	parsed, err := ingest.ParseIndex(r, inputFormat, 0)
+	parsed, err := ingest.ParseIndex(r, inputFormat, 0, ingest.Shape{})
 	if err != nil {
 		return nil, err
 	}

@@ -38,10 +38,10 @@ func tenantCmd() *cobra.Command {
 					return err
 				}
 				tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "NAME\tCREATED\tDISABLED\tRETENTION_DAYS\tMAX_UPLOAD\tMAX_RAW\tMAX_STORED\tRATE")
+				fmt.Fprintln(tw, "NAME\tCREATED\tDISABLED\tRETENTION_DAYS\tMAX_UPLOAD\tMAX_RAW\tMAX_STORED\tRATE\tMAX_STACKS\tMAX_DEPTH")
 				for _, t := range ts {
-					fmt.Fprintf(tw, "%s\t%s\t%v\t%d\t%d\t%d\t%d\t%d\n", t.Name, t.CreatedAt.Format(time.DateOnly), t.Disabled,
-						t.RetentionDays, t.MaxUploadBytes, t.MaxRawBytes, t.MaxStoredBytes, t.RatePerSecond)
+					fmt.Fprintf(tw, "%s\t%s\t%v\t%d\t%d\t%d\t%d\t%d\t%d\t%d\n", t.Name, t.CreatedAt.Format(time.DateOnly), t.Disabled,
+						t.RetentionDays, t.MaxUploadBytes, t.MaxRawBytes, t.MaxStoredBytes, t.RatePerSecond, t.MaxStacks, t.MaxDepth)
 				}
 				return tw.Flush()
 			})
@@ -59,7 +59,7 @@ func tenantCmd() *cobra.Command {
 	}
 	var l fleetscope.Limits
 	limits := &cobra.Command{
-		Use:   "set-limits NAME [--retention-days N] [--max-upload-bytes N] [--max-raw-bytes N] [--max-stored-bytes N] [--rate N]",
+		Use:   "set-limits NAME [--retention-days N] [--max-upload-bytes N] [--max-raw-bytes N] [--max-stored-bytes N] [--rate N] [--max-stacks N] [--max-depth N]",
 		Short: "Set a tenant's quotas and retention (0: none of its own)",
 		Args:  args(1, 1),
 		RunE: func(c *cobra.Command, a []string) error {
@@ -72,6 +72,8 @@ func tenantCmd() *cobra.Command {
 	lf.Int64Var(&l.MaxRawBytes, "max-raw-bytes", 0, "largest upload once decompressed")
 	lf.Int64Var(&l.MaxStoredBytes, "max-stored-bytes", 0, "total raw bytes kept")
 	lf.IntVar(&l.RatePerSecond, "rate", 0, "requests per second (per server replica)")
+	lf.IntVar(&l.MaxStacks, "max-stacks", 0, "distinct stacks in one profile (default: the server's)")
+	lf.IntVar(&l.MaxDepth, "max-depth", 0, "frames in one stack (default: the server's)")
 	del := &cobra.Command{
 		Use:   "delete NAME",
 		Short: "Delete a tenant and everything it owns (index rows and raw files)",

@@ -204,6 +204,9 @@ func parseSeconds(b []byte) (int64, bool) {
 		}
 		sec = sec*10 + int64(c-'0')
 	}
+	if sec > fleetscope.MaxTimeNanos/1e9 {
+		return fleetscope.BadTime, true // refused by indexing, never wrapped
+	}
 	for i := range 9 {
 		ns *= 10
 		if i < len(frac) {

@@ -375,6 +375,10 @@ func parseHeader(line []byte) (h sampleHeader, ok bool) {
 				s.TimeNanos, after = t, j
 				break
 			}
+			if badTime(line[i:j]) { // a timestamp, but not one we accept
+				s.TimeNanos, after = fleetscope.BadTime, j
+				break
+			}
 		}
 		toks = append(toks, [2]int{i, j})
 		i = j
@@ -454,7 +458,23 @@ func nextToken(b []byte) (tok, rest []byte) {
 	return b[i:j], b[j:]
 }
 
-// parseTime reads "seconds.fraction:" into nanoseconds, exactly.
+// badTime recognises the timestamp tokens parseTime refuses: negative,
+// too many digits, or not a number ("-5.000000:", "nan:", "inf:").
+func badTime(tok []byte) bool {
+	if len(tok) < 2 || tok[len(tok)-1] != ':' {
+		return false
+	}
+	body := bytes.TrimPrefix(bytes.TrimPrefix(tok[:len(tok)-1], []byte("-")), []byte("+"))
+	switch strings.ToLower(string(body)) {
+	case "nan", "inf", "infinity":
+		return true
+	}
+	whole, frac, ok := bytes.Cut(body, []byte("."))
+	return ok && allDigits(whole) && allDigits(frac)
+}
+
+// parseTime reads "seconds.fraction:" into nanoseconds, exactly. A time
+// past fleetscope.MaxTimeNanos reads as fleetscope.BadTime, never wrapped.
 func parseTime(tok []byte) (int64, bool) {
 	if len(tok) < 4 || tok[len(tok)-1] != ':' {
 		return 0, false
@@ -467,6 +487,9 @@ func parseTime(tok []byte) (int64, bool) {
 	var sec, ns int64
 	for _, c := range tok[:dot] {
 		sec = sec*10 + int64(c-'0')
+	}
+	if sec > fleetscope.MaxTimeNanos/1e9 {
+		return fleetscope.BadTime, true
 	}
 	frac := tok[dot+1:]
 	for i := 0; i < 9; i++ {

@@ -11,6 +11,7 @@
 package index
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"slices"
@@ -56,33 +57,81 @@ type raw struct {
 	period uint64
 }
 
-// Builder collects samples (in any order) and encodes them.
+// Builder collects samples (in any order) and encodes them. It keeps 24
+// bytes a sample, in fixed blocks (no copy as it grows), and sorts only
+// events whose samples did not arrive in time order (perf script's do).
 type Builder struct {
-	events   [][]raw
+	events   []*samples
 	untimed  int
 	timed    int
 	allMicro bool
+	n        int
+}
+
+// samples holds one event's samples as they arrived.
+type samples struct {
+	blocks   [][]raw
+	n        int
+	sorted   bool // so far in time order
+	lastTime int64
+}
+
+const blockLen = 1 << 14
+
+func (e *samples) add(r raw) {
+	if k := len(e.blocks); k == 0 || len(e.blocks[k-1]) == blockLen {
+		e.blocks = append(e.blocks, make([]raw, 0, blockLen))
+	}
+	blk := &e.blocks[len(e.blocks)-1]
+	*blk = append(*blk, r)
+	if e.n > 0 && r.t < e.lastTime {
+		e.sorted = false
+	}
+	e.lastTime = r.t
+	e.n++
+}
+
+// ordered returns the event's samples in time order (stable): the blocks
+// as they are when they arrived in order, else one sorted copy.
+func (e *samples) ordered(timed bool) [][]raw {
+	if !timed || e.sorted {
+		return e.blocks
+	}
+	all := make([]raw, 0, e.n)
+	for _, blk := range e.blocks {
+		all = append(all, blk...)
+	}
+	e.blocks = nil
+	slices.SortStableFunc(all, func(a, b raw) int { return cmp.Compare(a.t, b.t) })
+	return [][]raw{all}
 }
 
 // NewBuilder returns an empty Builder.
 func NewBuilder() *Builder { return &Builder{allMicro: true} }
 
-// Add takes a batch of samples; their stack ids are the profile's own.
-func (b *Builder) Add(batch []fleetscope.Sample) {
+// Add takes a batch of samples; their stack ids are the profile's own. It
+// returns EINVALID for a timestamp outside the accepted range
+// (fleetscope.CheckTime), naming the sample.
+func (b *Builder) Add(batch []fleetscope.Sample) error {
 	for _, s := range batch {
+		b.n++
 		for int(s.Event) >= len(b.events) {
-			b.events = append(b.events, nil)
+			b.events = append(b.events, &samples{sorted: true})
 		}
 		if s.TimeNanos == fleetscope.NoTime {
 			b.untimed++
 		} else {
+			if err := fleetscope.CheckTime(s.TimeNanos); err != nil {
+				return fleetscope.Errorf(fleetscope.EINVALID, "sample %d: %s", b.n, err.Error())
+			}
 			b.timed++
 			if s.TimeNanos%1000 != 0 {
 				b.allMicro = false
 			}
 		}
-		b.events[s.Event] = append(b.events[s.Event], raw{t: s.TimeNanos, stack: s.Stack, period: s.Period})
+		b.events[s.Event].add(raw{t: s.TimeNanos, stack: s.Stack, period: s.Period})
 	}
+	return nil
 }
 
 // Build encodes what was added. idle reports whether a stack is idle; names
@@ -97,44 +146,60 @@ func (b *Builder) Build(idle func(fleetscope.StackID) bool, names []string) (*In
 	}
 	first := true
 	for _, ev := range b.events {
-		for _, r := range ev {
-			if r.t == fleetscope.NoTime {
-				continue
+		for _, blk := range ev.blocks {
+			for _, r := range blk {
+				if r.t == fleetscope.NoTime {
+					continue
+				}
+				if first || r.t < ix.StartSecond {
+					ix.StartSecond = r.t
+				}
+				if first || r.t > ix.LastNanos {
+					ix.LastNanos = r.t
+				}
+				first = false
 			}
-			if first || r.t < ix.StartSecond {
-				ix.StartSecond = r.t
-			}
-			if first || r.t > ix.LastNanos {
-				ix.LastNanos = r.t
-			}
-			first = false
 		}
 	}
 	ix.StartSecond = fleetscope.FloorSecond(ix.StartSecond)
+	var run []raw // one second's samples, when they span blocks
 	for e, ev := range b.events {
-		meta := Event{Name: names[e], Samples: int64(len(ev))}
-		if len(ev) > 0 {
-			meta.Period = ev[0].period
+		meta := Event{Name: names[e], Samples: int64(ev.n)}
+		if ev.n > 0 {
+			meta.Period = ev.blocks[0][0].period
 		}
 		varies := false
-		for _, r := range ev {
-			varies = varies || r.period != meta.Period
+		for _, blk := range ev.blocks {
+			for _, r := range blk {
+				varies = varies || r.period != meta.Period
+			}
 		}
-		if ix.Timed {
-			slices.SortStableFunc(ev, func(a, b raw) int { return cmp64(a.t, b.t) })
-		}
-		for i := 0; i < len(ev); {
-			sec := int64(0)
+		// Cut the time-ordered samples into seconds (all of them in one
+		// "second" when untimed).
+		sec := func(r raw) int64 {
 			if ix.Timed {
-				sec = fleetscope.FloorSecond(ev[i].t)
+				return fleetscope.FloorSecond(r.t)
 			}
-			j := i
-			for j < len(ev) && (!ix.Timed || fleetscope.FloorSecond(ev[j].t) == sec) {
-				j++
-			}
-			ix.Seconds = append(ix.Seconds, encode(fleetscope.EventID(e), sec, ev[i:j], ix, varies, idle))
-			i = j
+			return 0
 		}
+		blocks := ev.ordered(ix.Timed)
+		run = run[:0]
+		flush := func() {
+			if len(run) > 0 {
+				ix.Seconds = append(ix.Seconds, encode(fleetscope.EventID(e), sec(run[0]), run, ix, varies, idle))
+				run = run[:0]
+			}
+		}
+		for _, blk := range blocks {
+			for _, r := range blk {
+				if len(run) > 0 && sec(r) != sec(run[0]) {
+					flush()
+				}
+				run = append(run, r)
+			}
+		}
+		flush()
+		ev.blocks = nil // encoded: let the raw samples go
 		ix.Events = append(ix.Events, meta)
 	}
 	return ix, nil
@@ -203,13 +268,3 @@ func Decode(dst []fleetscope.Sample, s *Second, startSecond, unitNanos int64, ti
 }
 
 var errCorrupt = errors.New("index: corrupt second row")
-
-func cmp64(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}

@@ -29,7 +29,7 @@ app 1 [000] 12.500000: 1 cpu-clock:
 
 func TestSecondsAndSearch(t *testing.T) {
 	ctx := context.Background()
-	pr, err := ingest.ParseIndex(strings.NewReader(twoSeconds), "", 0)
+	pr, err := ingest.ParseIndex(strings.NewReader(twoSeconds), "", 0, ingest.Shape{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,10 +22,16 @@ func (db *DB) audit(ctx context.Context, q interface {
 
 // Audit records an action in a tenant's audit log.
 func (db *DB) Audit(ctx context.Context, tenant int64, actor, action, target string, detail map[string]string) error {
-	d, _ := json.Marshal(nonNil(detail))
-	_, err := db.pool.Exec(ctx, `INSERT INTO audit_log (tenant_id, id, actor, action, target, detail) VALUES ($1, $2, $3, $4, $5, $6)`,
-		tenant, uuid.New(), actor, action, target, d)
+	err := db.inTenant(ctx, tenant, func(tx pgx.Tx) error { return auditTx(ctx, tx, tenant, actor, action, target, detail) })
 	return translate(err, "audit log")
+}
+
+// auditTx records an action within a transaction (the action's own).
+func auditTx(ctx context.Context, tx pgx.Tx, tenant int64, actor, action, target string, detail map[string]string) error {
+	d, _ := json.Marshal(nonNil(detail))
+	_, err := tx.Exec(ctx, `INSERT INTO audit_log (tenant_id, id, actor, action, target, detail) VALUES ($1, $2, $3, $4, $5, $6)`,
+		tenant, uuid.New(), actor, action, target, d)
+	return err
 }
 
 // AuditEvents lists a tenant's audit log, newest first.

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/fleetscope/fleetscope"
 	"github.com/jackc/pgx/v5"
@@ -55,48 +56,54 @@ func (db *DB) NewKey(ctx context.Context, tenant int64, o fleetscope.KeyOptions)
 		exp = o.ExpiresAt
 	}
 	k = fleetscope.Key{ID: keyPrefix + body[:8], Name: o.Name, Scopes: slices.Clone(o.Scopes), ExpiresAt: o.ExpiresAt}
-	err := db.pool.QueryRow(ctx, `INSERT INTO api_keys (tenant_id, id, secret_hash, scopes, name, expires_at) VALUES ($1, $2, $3, $4, $5, $6) RETURNING created_at`,
-		tenant, k.ID, h[:], o.Scopes, o.Name, exp).Scan(&k.CreatedAt)
+	err := db.inTenant(ctx, tenant, func(tx pgx.Tx) error {
+		err := tx.QueryRow(ctx, `INSERT INTO api_keys (tenant_id, id, secret_hash, scopes, name, expires_at) VALUES ($1, $2, $3, $4, $5, $6) RETURNING created_at`,
+			tenant, k.ID, h[:], o.Scopes, o.Name, exp).Scan(&k.CreatedAt)
+		if err != nil {
+			return err
+		}
+		return auditTx(ctx, tx, tenant, o.Actor, "key.create", k.ID, map[string]string{"scopes": strings.Join(o.Scopes, ","), "name": o.Name})
+	})
 	if err != nil {
 		return "", k, translate(err, "key")
-	}
-	if err := db.Audit(ctx, tenant, o.Actor, "key.create", k.ID, map[string]string{"scopes": strings.Join(o.Scopes, ","), "name": o.Name}); err != nil {
-		return "", k, err
 	}
 	return secret, k, nil
 }
 
 // Keys lists a tenant's keys.
 func (db *DB) Keys(ctx context.Context, tenant int64) ([]fleetscope.Key, error) {
-	rows, err := db.pool.Query(ctx, `SELECT id, name, scopes, created_at, coalesce(last_used_at, 'epoch'), coalesce(expires_at, 'epoch'), coalesce(revoked_at, 'epoch')
-		FROM api_keys WHERE tenant_id = $1 ORDER BY created_at, id`, tenant)
-	if err != nil {
-		return nil, translate(err, "keys")
-	}
-	keys, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (fleetscope.Key, error) {
-		var k fleetscope.Key
-		err := r.Scan(&k.ID, &k.Name, &k.Scopes, &k.CreatedAt, &k.LastUsedAt, &k.ExpiresAt, &k.RevokedAt)
-		for _, t := range []*time.Time{&k.LastUsedAt, &k.ExpiresAt, &k.RevokedAt} {
-			if t.Unix() == 0 {
-				*t = time.Time{}
+	var keys []fleetscope.Key
+	err := db.readTenant(ctx, tenant, func(rows pgx.Rows) (err error) {
+		keys, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (fleetscope.Key, error) {
+			var k fleetscope.Key
+			err := r.Scan(&k.ID, &k.Name, &k.Scopes, &k.CreatedAt, &k.LastUsedAt, &k.ExpiresAt, &k.RevokedAt)
+			for _, t := range []*time.Time{&k.LastUsedAt, &k.ExpiresAt, &k.RevokedAt} {
+				if t.Unix() == 0 {
+					*t = time.Time{}
+				}
 			}
-		}
-		return k, err
-	})
+			return k, err
+		})
+		return err
+	}, `SELECT id, name, scopes, created_at, coalesce(last_used_at, 'epoch'), coalesce(expires_at, 'epoch'), coalesce(revoked_at, 'epoch')
+		FROM api_keys WHERE tenant_id = $1 ORDER BY created_at, id`, tenant)
 	return keys, translate(err, "keys")
 }
 
 // RevokeKey revokes one of the tenant's keys. Returns ENOTFOUND for a key
 // the tenant does not have.
 func (db *DB) RevokeKey(ctx context.Context, tenant int64, id, actor string) error {
-	tag, err := db.pool.Exec(ctx, `UPDATE api_keys SET revoked_at = coalesce(revoked_at, now()) WHERE tenant_id = $1 AND id = $2`, tenant, id)
-	if err != nil {
-		return translate(err, "key")
-	}
-	if tag.RowsAffected() == 0 {
-		return fleetscope.Errorf(fleetscope.ENOTFOUND, "key %q not found", id)
-	}
-	return db.Audit(ctx, tenant, actor, "key.revoke", id, nil)
+	err := db.inTenant(ctx, tenant, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `UPDATE api_keys SET revoked_at = coalesce(revoked_at, now()) WHERE tenant_id = $1 AND id = $2`, tenant, id)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return fleetscope.Errorf(fleetscope.ENOTFOUND, "key %q not found", id)
+		}
+		return auditTx(ctx, tx, tenant, actor, "key.revoke", id, nil)
+	})
+	return translate(err, "key")
 }
 
 var validScopes = []string{fleetscope.ScopeIngest, fleetscope.ScopeRead, fleetscope.ScopeAdmin}
@@ -109,22 +116,26 @@ var b32 = base32.StdEncoding.WithPadding(base32.NoPadding)
 // Authenticate resolves a secret to its tenant, scopes and limits. The key
 // is found by its visible prefix and its SHA-256 compared in constant time.
 // Returns EUNAUTHENTICATED for any key that is not valid (unknown, revoked,
-// expired, or of a disabled tenant) without saying which.
+// expired, or of a disabled tenant) without saying which, and in the same
+// time: the query returns one row whether or not the prefix is known, and
+// a hash is compared either way. It reads api_keys as the table's owner,
+// the one path that looks keys up across tenants.
 func (db *DB) Authenticate(ctx context.Context, secret string) (fleetscope.Principal, error) {
 	var p fleetscope.Principal
 	bad := fleetscope.Errorf(fleetscope.EUNAUTHENTICATED, "invalid API key")
-	if !strings.HasPrefix(secret, keyPrefix) || len(secret) < len(keyPrefix)+8 || len(secret) > 128 {
+	if !strings.HasPrefix(secret, keyPrefix) || len(secret) < len(keyPrefix)+8 || len(secret) > 128 || !utf8.ValidString(secret) {
 		return p, bad
 	}
 	h := sha256.Sum256([]byte(secret))
 	rows, err := db.pool.Query(ctx, `
-		SELECT k.secret_hash, k.tenant_id, t.name, k.id, k.scopes,
-		       k.last_used_at IS NULL OR k.last_used_at < now() - interval '1 minute',
+		SELECT coalesce(k.secret_hash, '\x'::bytea), coalesce(k.tenant_id, 0), coalesce(t.name, ''), coalesce(k.id, ''),
+		       coalesce(k.scopes, '{}'), coalesce(k.last_used_at IS NULL OR k.last_used_at < now() - interval '1 minute', false),
+		       coalesce(k.expires_at, 'epoch'),
 		       coalesce(t.retention_days, 0), coalesce(t.max_upload_bytes, 0), coalesce(t.max_raw_bytes, 0),
-		       coalesce(t.max_stored_bytes, 0), coalesce(t.rate_per_second, 0)
-		FROM api_keys k JOIN tenants t ON t.id = k.tenant_id
-		WHERE k.id = $1 AND k.revoked_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > now())
-		  AND t.disabled_at IS NULL`, secret[:len(keyPrefix)+8])
+		       coalesce(t.max_stored_bytes, 0), coalesce(t.rate_per_second, 0), coalesce(t.max_stacks, 0), coalesce(t.max_depth, 0)
+		FROM (SELECT 1) AS one
+		LEFT JOIN (api_keys k JOIN tenants t ON t.id = k.tenant_id AND t.disabled_at IS NULL)
+		  ON k.id = $1 AND k.revoked_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > now())`, secret[:len(keyPrefix)+8])
 	if err != nil {
 		return p, translate(err, "key")
 	}
@@ -135,11 +146,17 @@ func (db *DB) Authenticate(ctx context.Context, secret string) (fleetscope.Princ
 		var cand fleetscope.Principal
 		var st bool
 		l := &cand.Limits
-		if err := rows.Scan(&hash, &cand.TenantID, &cand.Tenant, &cand.KeyID, &cand.Scopes, &st,
-			&l.RetentionDays, &l.MaxUploadBytes, &l.MaxRawBytes, &l.MaxStoredBytes, &l.RatePerSecond); err != nil {
+		if err := rows.Scan(&hash, &cand.TenantID, &cand.Tenant, &cand.KeyID, &cand.Scopes, &st, &cand.ExpiresAt,
+			&l.RetentionDays, &l.MaxUploadBytes, &l.MaxRawBytes, &l.MaxStoredBytes, &l.RatePerSecond, &l.MaxStacks, &l.MaxDepth); err != nil {
 			return p, err
 		}
-		if subtle.ConstantTimeCompare(hash, h[:]) == 1 {
+		if len(hash) != len(h) {
+			hash = make([]byte, len(h)) // no such key: compare all the same
+		}
+		if cand.ExpiresAt.Unix() == 0 {
+			cand.ExpiresAt = time.Time{} // never
+		}
+		if subtle.ConstantTimeCompare(hash, h[:]) == 1 && cand.TenantID != 0 {
 			p, found, stale = cand, true, st
 		}
 	}

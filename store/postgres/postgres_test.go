@@ -36,8 +36,7 @@ func store(t *testing.T, db *postgres.DB, tenant int64, app, text string) (*flee
 	t.Helper()
 	b := index.NewBuilder()
 	prof, err := perf.Parse(strings.NewReader(text), func(_ *fleetscope.Profile, batch []fleetscope.Sample) error {
-		b.Add(batch)
-		return nil
+		return b.Add(batch)
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -143,17 +142,52 @@ func newDB(t *testing.T) *postgres.DB {
 	return db
 }
 
-// TestRowLevelSecurity proves the second wall: a query run as the tenant
-// role that forgets its tenant filter still sees only that tenant's rows,
-// and without the tenant setting it sees nothing at all.
+// TestRowLevelSecurity proves the second wall on every table that holds a
+// tenant's rows (found in the catalog: every table with a tenant_id column,
+// so a new one cannot be forgotten): RLS is on with a policy; a query run
+// as the tenant role that forgets its tenant filter still sees only that
+// tenant's rows, and without the tenant setting it sees nothing at all.
 func TestRowLevelSecurity(t *testing.T) {
 	ctx := context.Background()
 	db := newDB(t)
 	a, _ := db.CreateTenant(ctx, "a", false)
 	b, _ := db.CreateTenant(ctx, "b", false)
-	store(t, db, a, "api", sample)
-	store(t, db, b, "web", sample+"\n")
+	// A row of each tenant in every table: profiles, dictionary, seconds,
+	// keys, share links and the audit log.
+	for _, tenant := range []int64{a, b} {
+		p, _ := store(t, db, tenant, fmt.Sprint("app", tenant), sample+strings.Repeat("\n", int(tenant)))
+		if _, _, err := db.NewKey(ctx, tenant, fleetscope.KeyOptions{Scopes: []string{"read"}, Actor: "test"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := db.CreateShareLink(ctx, tenant, fleetscope.ShareLink{ProfileID: p.ID, CreatedBy: "test", ExpiresAt: time.Now().Add(time.Hour)}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	c := conn(t, db)
+	rows, err := c.Query(ctx, `SELECT c.relname, c.relrowsecurity, EXISTS (SELECT FROM pg_policy p WHERE p.polrelid = c.oid)
+		FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+		WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p') AND NOT c.relispartition
+		  AND EXISTS (SELECT FROM pg_attribute a WHERE a.attrelid = c.oid AND a.attname = 'tenant_id' AND NOT a.attisdropped)
+		ORDER BY 1`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tables []string
+	for rows.Next() {
+		var name string
+		var rls, policy bool
+		if err := rows.Scan(&name, &rls, &policy); err != nil {
+			t.Fatal(err)
+		}
+		if !rls || !policy {
+			t.Errorf("table %s holds tenants' rows but has row-level security %v, a policy %v", name, rls, policy)
+		}
+		tables = append(tables, name)
+	}
+	if len(tables) < 8 {
+		t.Fatalf("only %d tenant tables found: %v", len(tables), tables)
+	}
+	t.Logf("tenant tables: %v", tables)
 	count := func(setting string) map[string]int {
 		out := map[string]int{}
 		err := pgx.BeginFunc(ctx, c, func(tx pgx.Tx) error {
@@ -165,9 +199,9 @@ func TestRowLevelSecurity(t *testing.T) {
 			if _, err := tx.Exec(ctx, `SET LOCAL ROLE fleetscope_tenant`); err != nil {
 				return err
 			}
-			for _, table := range []string{"profiles", "frames", "stacks", "profile_stacks", "seconds"} {
+			for _, table := range tables {
 				var n int
-				if err := tx.QueryRow(ctx, `SELECT count(*) FROM `+table).Scan(&n); err != nil { // no tenant filter
+				if err := tx.QueryRow(ctx, `SELECT count(*) FROM `+pgx.Identifier{table}.Sanitize()).Scan(&n); err != nil { // no tenant filter
 					return err
 				}
 				out[table] = n
@@ -185,15 +219,15 @@ func TestRowLevelSecurity(t *testing.T) {
 		}
 	}
 	onlyA := count(fmt.Sprint(a))
-	for _, table := range []string{"profiles", "frames", "stacks", "profile_stacks", "seconds"} {
+	for _, table := range tables {
 		var n int
-		c.QueryRow(ctx, `SELECT count(*) FROM `+table+` WHERE tenant_id = $1`, a).Scan(&n)
+		c.QueryRow(ctx, `SELECT count(*) FROM `+pgx.Identifier{table}.Sanitize()+` WHERE tenant_id = $1`, a).Scan(&n)
 		if onlyA[table] != n || n == 0 {
 			t.Errorf("as tenant a, unfiltered %s shows %d rows; a owns %d", table, onlyA[table], n)
 		}
 	}
 	// Writing another tenant's rows is refused too.
-	err := pgx.BeginFunc(ctx, c, func(tx pgx.Tx) error {
+	err = pgx.BeginFunc(ctx, c, func(tx pgx.Tx) error {
 		tx.Exec(ctx, `SELECT set_config('fleetscope.tenant_id', $1, true)`, fmt.Sprint(a))
 		tx.Exec(ctx, `SET LOCAL ROLE fleetscope_tenant`)
 		_, err := tx.Exec(ctx, `INSERT INTO frames (tenant_id, id, name, kind) VALUES ($1, 1, 'x', 0)`, b)

@@ -36,15 +36,16 @@ func (db *DB) CreateShareLink(ctx context.Context, tenant int64, l fleetscope.Sh
 		if err := tx.QueryRow(ctx, `SELECT 1 FROM profiles WHERE tenant_id = $1 AND id = $2`, tenant, u).Scan(&one); err != nil {
 			return err
 		}
-		return tx.QueryRow(ctx, `INSERT INTO share_links (tenant_id, id, token_hash, profile_id, event, start_nanos, end_nanos, created_by, expires_at)
+		err := tx.QueryRow(ctx, `INSERT INTO share_links (tenant_id, id, token_hash, profile_id, event, start_nanos, end_nanos, created_by, expires_at)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING created_at`,
 			tenant, l.ID, h[:], u, l.Event, l.Start, l.End, l.CreatedBy, l.ExpiresAt).Scan(&l.CreatedAt)
+		if err != nil {
+			return err
+		}
+		return auditTx(ctx, tx, tenant, l.CreatedBy, "share.create", l.ID, map[string]string{"profile": l.ProfileID})
 	})
 	if err != nil {
 		return "", l, translate(err, "profile "+l.ProfileID)
-	}
-	if err := db.Audit(ctx, tenant, l.CreatedBy, "share.create", l.ID, map[string]string{"profile": l.ProfileID}); err != nil {
-		return "", l, err
 	}
 	return token, l, nil
 }
@@ -78,14 +79,17 @@ func (db *DB) ShareLinks(ctx context.Context, tenant int64) ([]fleetscope.ShareL
 
 // RevokeShareLink revokes a link at once.
 func (db *DB) RevokeShareLink(ctx context.Context, tenant int64, id, actor string) error {
-	tag, err := db.pool.Exec(ctx, `UPDATE share_links SET revoked_at = coalesce(revoked_at, now()) WHERE tenant_id = $1 AND id = $2`, tenant, id)
-	if err != nil {
-		return translate(err, "share link")
-	}
-	if tag.RowsAffected() == 0 {
-		return fleetscope.Errorf(fleetscope.ENOTFOUND, "share link %q not found", id)
-	}
-	return db.Audit(ctx, tenant, actor, "share.revoke", id, nil)
+	err := db.inTenant(ctx, tenant, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `UPDATE share_links SET revoked_at = coalesce(revoked_at, now()) WHERE tenant_id = $1 AND id = $2`, tenant, id)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return fleetscope.Errorf(fleetscope.ENOTFOUND, "share link %q not found", id)
+		}
+		return auditTx(ctx, tx, tenant, actor, "share.revoke", id, nil)
+	})
+	return translate(err, "share link")
 }
 
 // ResolveShareLink finds a live link by its token. Unknown, revoked and

@@ -1,0 +1,112 @@
+package ingest_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fleetscope/fleetscope"
+	"github.com/fleetscope/fleetscope/ingest"
+)
+
+func perfSample(comm string, at string, frames ...string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s 1 [000] %s: 1 cpu-clock:\n", comm, at)
+	for i := len(frames) - 1; i >= 0; i-- {
+		fmt.Fprintf(&b, "\t%x %s (/bin/app)\n", i+1, frames[i])
+	}
+	b.WriteString("\n")
+	return b.String()
+}
+
+// TestTimestampsOutsideTheRangeAreRefused: a timestamp past 2100, one that
+// would overflow int64 nanoseconds, a negative one and NaN are refused with
+// EINVALID; none is wrapped or stored as "untimed".
+func TestTimestampsOutsideTheRangeAreRefused(t *testing.T) {
+	ok := perfSample("app", "1.000000", "main", "f0")
+	for _, bad := range []string{"9300000000.000000", "9000000000.000000", "32503680000.000000", "-5.000000", "nan", "inf"} {
+		in := ok + perfSample("app", bad, "main", "f1")
+		_, err := ingest.ParseIndex(strings.NewReader(in), "", 0, ingest.Shape{})
+		if fleetscope.ErrorCode(err) != fleetscope.EINVALID || !strings.Contains(err.Error(), "outside the accepted range") {
+			t.Errorf("timestamp %s: %v, want EINVALID outside the accepted range", bad, err)
+		}
+	}
+	// Folded text with a leading timestamp, too.
+	_, err := ingest.ParseIndex(strings.NewReader("1.5 main;f 1\n9999999999.5 main;g 1\n"), "", 0, ingest.Shape{})
+	if fleetscope.ErrorCode(err) != fleetscope.EINVALID {
+		t.Errorf("folded timestamp 9999999999.5: %v, want EINVALID", err)
+	}
+	// The last accepted second still works.
+	if _, err := ingest.ParseIndex(strings.NewReader(perfSample("app", "4102444800.000000", "main")), "", 0, ingest.Shape{}); err != nil {
+		t.Errorf("timestamp 4102444800.000000: %v", err)
+	}
+}
+
+// TestShapeLimits: distinct stacks, stack depth and events are bounded
+// (ETOOLARGE, found while parsing), and event ids never wrap.
+func TestShapeLimits(t *testing.T) {
+	var many strings.Builder
+	for i := range 50 {
+		many.WriteString(perfSample("app", fmt.Sprintf("%d.000000", i+1), "main", fmt.Sprintf("f%d", i)))
+	}
+	if _, err := ingest.ParseIndex(strings.NewReader(many.String()), "", 0, ingest.Shape{MaxStacks: 40}); fleetscope.ErrorCode(err) != fleetscope.ETOOLARGE {
+		t.Errorf("50 stacks, limit 40: %v, want ETOOLARGE", err)
+	}
+	if _, err := ingest.ParseIndex(strings.NewReader(many.String()), "", 0, ingest.Shape{MaxStacks: 50}); err != nil {
+		t.Errorf("50 stacks, limit 50: %v", err)
+	}
+	deep := make([]string, 300)
+	for i := range deep {
+		deep[i] = fmt.Sprintf("d%d", i)
+	}
+	in := perfSample("app", "1.000000", deep...)
+	if _, err := ingest.ParseIndex(strings.NewReader(in), "", 0, ingest.Shape{MaxDepth: 256}); fleetscope.ErrorCode(err) != fleetscope.ETOOLARGE {
+		t.Errorf("a 301-frame stack, depth 256: %v, want ETOOLARGE", err)
+	}
+	if _, err := ingest.ParseIndex(strings.NewReader(in), "", 0, ingest.Shape{MaxFrames: 100}); fleetscope.ErrorCode(err) != fleetscope.ETOOLARGE {
+		t.Errorf("301 frames, total 100: %v, want ETOOLARGE", err)
+	}
+	// More event names than an EventID holds: refused, never wrapped.
+	var evs strings.Builder
+	for i := range fleetscope.MaxEvents + 2 {
+		fmt.Fprintf(&evs, "app 1 [000] 1.%06d: 1 ev%d:\n\t1 main (/bin/app)\n\n", i%1000000, i)
+	}
+	_, err := ingest.ParseIndex(strings.NewReader(evs.String()), "", 0, ingest.Shape{})
+	if fleetscope.ErrorCode(err) != fleetscope.ETOOLARGE || !strings.Contains(err.Error(), "distinct events") {
+		t.Errorf("%d events: %v, want ETOOLARGE", fleetscope.MaxEvents+2, err)
+	}
+}
+
+// TestUnstorableTextIsInvalid: NUL bytes, control characters and invalid
+// UTF-8 in the upload's names, labels or the profile's frame names are
+// refused as invalid input before anything is stored: the service here has
+// no index and no blob store, so reaching either would panic.
+func TestUnstorableTextIsInvalid(t *testing.T) {
+	s := &ingest.Service{TempDir: t.TempDir()}
+	p := fleetscope.Principal{TenantID: 1, Scopes: []string{fleetscope.ScopeIngest}}
+	good := perfSample("app", "100.000001", "main")
+	for _, tc := range []struct {
+		name string
+		meta ingest.Meta
+		body string
+	}{
+		{"NUL in app", ingest.Meta{App: "a\x00b"}, good},
+		{"NUL in host", ingest.Meta{App: "a", Host: "h\x00"}, good},
+		{"NUL in label key", ingest.Meta{App: "a", Labels: map[string]string{"k\x00": "v"}}, good},
+		{"NUL in label value", ingest.Meta{App: "a", Labels: map[string]string{"k": "v\x00"}}, good},
+		{"invalid UTF-8 label", ingest.Meta{App: "a", Labels: map[string]string{"k": "caf\xe9"}}, good},
+		{"control character in file name", ingest.Meta{App: "a", Filename: "x\x1b[31m"}, good},
+		{"invalid UTF-8 process name", ingest.Meta{App: "a"}, perfSample("caf\xe9", "100.000001", "main")},
+		{"NUL in a frame", ingest.Meta{App: "a"}, perfSample("app", "100.000001", "ma\x00in")},
+		{"anchor in the year 9999", ingest.Meta{App: "a", AnchorClockNanos: 1, AnchorWall: time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)}, good},
+		{"span before 1970", ingest.Meta{App: "a", SpanStart: time.Date(1737, 1, 1, 0, 0, 0, 0, time.UTC)}, good},
+		{"anchor placing the profile after 2100", ingest.Meta{App: "a", AnchorClockNanos: 0, AnchorWall: time.Date(2099, 12, 31, 23, 59, 59, 0, time.UTC)}, good},
+	} {
+		_, _, err := s.Ingest(context.Background(), p, tc.meta, strings.NewReader(tc.body))
+		if fleetscope.ErrorCode(err) != fleetscope.EINVALID {
+			t.Errorf("%s: %v, want EINVALID", tc.name, err)
+		}
+	}
+}
