@@ -10,6 +10,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -58,7 +59,7 @@ type Service struct {
 	// Shape bounds every upload's shape (zero: DefaultShape); a tenant's
 	// limits may tighten it.
 	Shape   Shape
-	TempDir string // spool for uploads; "" = os.TempDir()
+	TempDir string // spool for uploads (see PrepareSpool); "" = os.TempDir()
 	Log     *slog.Logger
 	Now     func() time.Time
 }
@@ -75,7 +76,7 @@ func (s *Service) Ingest(ctx context.Context, p fleetscope.Principal, m Meta, bo
 	}
 	spool, err := os.CreateTemp(s.TempDir, "fleetscope-upload-*")
 	if err != nil {
-		return nil, false, fmt.Errorf("spool: %w", err)
+		return nil, false, spoolError(err)
 	}
 	defer func() {
 		spool.Close()
@@ -91,7 +92,7 @@ func (s *Service) Ingest(ctx context.Context, p fleetscope.Principal, m Meta, bo
 	copied := make(chan error, 1)
 	var size int64
 	go func() {
-		n, err := io.Copy(io.MultiWriter(spool, hash, pw), sent)
+		n, err := io.Copy(io.MultiWriter(spoolWriter{spool}, hash, pw), sent)
 		size = n
 		pw.CloseWithError(err)
 		copied <- err
@@ -163,6 +164,25 @@ func (s *Service) Ingest(ctx context.Context, p fleetscope.Principal, m Meta, bo
 }
 
 var errParseDone = errors.New("parse finished")
+
+// spoolWriter reports a failed spool write as the server's trouble, never
+// as a problem with the upload.
+type spoolWriter struct{ f *os.File }
+
+func (w spoolWriter) Write(p []byte) (int, error) {
+	n, err := w.f.Write(p)
+	if err != nil {
+		err = spoolError(err)
+	}
+	return n, err
+}
+
+func spoolError(err error) error {
+	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+		return fleetscope.Wrap(err, fleetscope.EUNAVAILABLE, "the server's upload spool is out of disk space: nothing was stored, retry later")
+	}
+	return fleetscope.Wrap(err, fleetscope.EUNAVAILABLE, "the server's upload spool failed: nothing was stored, retry later")
+}
 
 // unavailable keeps fleetscope errors and wraps others (driver and
 // network failures, logged by the caller with their cause) in a retryable

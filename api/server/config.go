@@ -23,6 +23,13 @@ type Config struct {
 	SweepInterval      string // FLEETSCOPE_SWEEP_INTERVAL: how often retention runs (Go duration)
 	SelfProfileKey     string // FLEETSCOPE_SELF_PROFILE_KEY: ingest key for server --self-profile
 	SelfProfileApp     string // FLEETSCOPE_SELF_PROFILE_APP: app name of the server's own profiles
+	MaxConns           int64  // FLEETSCOPE_MAX_CONNS: open connections (0: the file limit less 512)
+	MaxConnsPerIP      int64  // FLEETSCOPE_MAX_CONNS_PER_IP: open connections from one address
+	MaxUploads         int64  // FLEETSCOPE_MAX_UPLOADS: uploads in flight, the whole server
+	MaxUploadsPerKey   int64  // FLEETSCOPE_MAX_UPLOADS_PER_KEY: uploads in flight with one key
+	MaxStacks          int64  // FLEETSCOPE_MAX_STACKS: distinct stacks in one profile
+	MaxDepth           int64  // FLEETSCOPE_MAX_DEPTH: frames in one stack
+	BodyIdleTimeout    string // FLEETSCOPE_BODY_IDLE_TIMEOUT: a request body sending nothing this long is cut off
 }
 
 // Env lists the environment variables Config reads, in field order.
@@ -40,6 +47,13 @@ var Env = []string{
 	"FLEETSCOPE_SWEEP_INTERVAL",
 	"FLEETSCOPE_SELF_PROFILE_KEY",
 	"FLEETSCOPE_SELF_PROFILE_APP",
+	"FLEETSCOPE_MAX_CONNS",
+	"FLEETSCOPE_MAX_CONNS_PER_IP",
+	"FLEETSCOPE_MAX_UPLOADS",
+	"FLEETSCOPE_MAX_UPLOADS_PER_KEY",
+	"FLEETSCOPE_MAX_STACKS",
+	"FLEETSCOPE_MAX_DEPTH",
+	"FLEETSCOPE_BODY_IDLE_TIMEOUT",
 }
 
 // Defaults are the embedded defaults.
@@ -53,6 +67,12 @@ func Defaults() Config {
 		LogLevel:           "info",
 		SweepInterval:      "1h",
 		SelfProfileApp:     "fleetscope",
+		MaxConnsPerIP:      1024,
+		MaxUploads:         64,
+		MaxUploadsPerKey:   8,
+		MaxStacks:          250_000,
+		MaxDepth:           4096,
+		BodyIdleTimeout:    "30s",
 	}
 }
 
@@ -64,21 +84,28 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	}
 	c := Defaults()
 	str := map[string]*string{
-		"FLEETSCOPE_ADDR":             &c.Addr,
-		"FLEETSCOPE_DATABASE_URL":     &c.DatabaseURL,
-		"FLEETSCOPE_BLOB_URL":         &c.BlobURL,
-		"FLEETSCOPE_S3_ACCESS_KEY":    &c.S3AccessKey,
-		"FLEETSCOPE_S3_SECRET_KEY":    &c.S3SecretKey,
-		"FLEETSCOPE_PUBLIC_URL":       &c.PublicURL,
-		"FLEETSCOPE_LOG_LEVEL":        &c.LogLevel,
-		"FLEETSCOPE_SWEEP_INTERVAL":   &c.SweepInterval,
-		"FLEETSCOPE_SELF_PROFILE_KEY": &c.SelfProfileKey,
-		"FLEETSCOPE_SELF_PROFILE_APP": &c.SelfProfileApp,
+		"FLEETSCOPE_ADDR":              &c.Addr,
+		"FLEETSCOPE_DATABASE_URL":      &c.DatabaseURL,
+		"FLEETSCOPE_BLOB_URL":          &c.BlobURL,
+		"FLEETSCOPE_S3_ACCESS_KEY":     &c.S3AccessKey,
+		"FLEETSCOPE_S3_SECRET_KEY":     &c.S3SecretKey,
+		"FLEETSCOPE_PUBLIC_URL":        &c.PublicURL,
+		"FLEETSCOPE_LOG_LEVEL":         &c.LogLevel,
+		"FLEETSCOPE_SWEEP_INTERVAL":    &c.SweepInterval,
+		"FLEETSCOPE_SELF_PROFILE_KEY":  &c.SelfProfileKey,
+		"FLEETSCOPE_SELF_PROFILE_APP":  &c.SelfProfileApp,
+		"FLEETSCOPE_BODY_IDLE_TIMEOUT": &c.BodyIdleTimeout,
 	}
 	num := map[string]*int64{
 		"FLEETSCOPE_MAX_UPLOAD_BYTES":     &c.MaxUploadBytes,
 		"FLEETSCOPE_MAX_RAW_BYTES":        &c.MaxRawBytes,
 		"FLEETSCOPE_BROWSER_UPLOAD_BYTES": &c.BrowserUploadBytes,
+		"FLEETSCOPE_MAX_CONNS":            &c.MaxConns,
+		"FLEETSCOPE_MAX_CONNS_PER_IP":     &c.MaxConnsPerIP,
+		"FLEETSCOPE_MAX_UPLOADS":          &c.MaxUploads,
+		"FLEETSCOPE_MAX_UPLOADS_PER_KEY":  &c.MaxUploadsPerKey,
+		"FLEETSCOPE_MAX_STACKS":           &c.MaxStacks,
+		"FLEETSCOPE_MAX_DEPTH":            &c.MaxDepth,
 	}
 	for _, name := range Env {
 		v := getenv(name)
@@ -91,12 +118,15 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		}
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n <= 0 {
-			return c, fmt.Errorf("%s=%q: want a positive number of bytes", name, v)
+			return c, fmt.Errorf("%s=%q: want a positive number", name, v)
 		}
 		*num[name] = n
 	}
 	if d, err := time.ParseDuration(c.SweepInterval); err != nil || d <= 0 {
 		return c, fmt.Errorf("FLEETSCOPE_SWEEP_INTERVAL=%q: want a positive duration like 1h", c.SweepInterval)
+	}
+	if d, err := time.ParseDuration(c.BodyIdleTimeout); err != nil || d <= 0 {
+		return c, fmt.Errorf("FLEETSCOPE_BODY_IDLE_TIMEOUT=%q: want a positive duration like 30s", c.BodyIdleTimeout)
 	}
 	return c, nil
 }

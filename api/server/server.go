@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"syscall"
 	"time"
 
 	"connectrpc.com/connect"
@@ -56,7 +57,17 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 	if publicURL == "" {
 		publicURL = "http://" + cfg.Addr
 	}
-	ing := &ingest.Service{DB: db, Blobs: blobs, Log: log, MaxUploadBytes: cfg.MaxUploadBytes, MaxRawBytes: cfg.MaxRawBytes}
+	spool, removed, err := ingest.PrepareSpool("")
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	if removed > 0 {
+		log.Info("removed the upload spool files of servers that are gone", "files", removed)
+	}
+	ing := &ingest.Service{DB: db, Blobs: blobs, Log: log, MaxUploadBytes: cfg.MaxUploadBytes, MaxRawBytes: cfg.MaxRawBytes,
+		TempDir: spool, Shape: ingest.Shape{MaxStacks: int(cfg.MaxStacks), MaxDepth: int(cfg.MaxDepth),
+			MaxFrames: ingest.DefaultShape.MaxFrames, MaxEvents: ingest.DefaultShape.MaxEvents}}
 	lc := &lifecycle.Service{DB: db, Blobs: blobs, Log: log}
 	q := query.New(db, query.Options{})
 	auth := api.NewAuth(db)
@@ -81,7 +92,8 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 		defer cancel()
 		if err := db.Ping(ctx); err != nil {
-			http.Error(w, "database: "+err.Error(), http.StatusServiceUnavailable)
+			log.Warn("health check: database unreachable", "err", err) // the details stay in the log
+			http.Error(w, "database unreachable", http.StatusServiceUnavailable)
 			return
 		}
 		fmt.Fprintln(w, "ok")
@@ -102,9 +114,13 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 	protocols := new(http.Protocols)
 	protocols.SetHTTP1(true)
 	protocols.SetUnencryptedHTTP2(true) // client streaming without TLS
+	gate := api.DefaultGate
+	gate.Uploads, gate.UploadsPerKey = int(cfg.MaxUploads), int(cfg.MaxUploadsPerKey)
+	gate.BodyIdle, _ = time.ParseDuration(cfg.BodyIdleTimeout) // checked by FromEnv
 	s := &Server{cfg: cfg, log: log, db: db, lifecycle: lc, http: &http.Server{
 		Addr:              cfg.Addr,
-		Handler:           mux,
+		Handler:           auth.Gate(mux, gate),
+		HTTP2:             &http.HTTP2Config{MaxConcurrentStreams: 100},
 		Protocols:         protocols,
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
@@ -120,6 +136,7 @@ func (s *Server) Handler() http.Handler { return s.http.Handler }
 // in-flight requests (uploads included) get up to grace to finish.
 func (s *Server) Serve(ctx context.Context, ln net.Listener, grace time.Duration) error {
 	defer s.db.Close()
+	ln = newLimitListener(ln, s.maxConns(), int(s.cfg.MaxConnsPerIP))
 	errc := make(chan error, 1)
 	go func() { errc <- s.http.Serve(ln) }()
 	go s.maintain(ctx)
@@ -170,6 +187,19 @@ func (s *Server) ListenAndServe(ctx context.Context) error {
 		return err
 	}
 	return s.Serve(ctx, ln, time.Minute)
+}
+
+// maxConns is the open-connection bound: configured, or the process's file
+// limit less room for the database pool, blobs, spool files and logs.
+func (s *Server) maxConns() int {
+	if s.cfg.MaxConns > 0 {
+		return int(s.cfg.MaxConns)
+	}
+	var rl syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil || rl.Cur < 1024 {
+		return 512
+	}
+	return int(min(rl.Cur, 1<<20)) - 512
 }
 
 // NewLogger returns the JSON logger at the configured level.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/fleetscope/fleetscope/store/lifecycle"
 	"github.com/spf13/cobra"
@@ -11,27 +12,31 @@ func checkCmd() *cobra.Command {
 	var fix bool
 	c := &cobra.Command{
 		Use:   "check [--fix]",
-		Short: "Compare blob store and index: report orphan blobs and missing raw files",
+		Short: "Compare blob store and index: report orphan blobs, missing raw files and unfinished writes",
 		Args:  args(0, 0),
 		RunE: func(c *cobra.Command, a []string) error {
 			return withLifecycle(c, func(s *lifecycle.Service) error {
-				orphans, missing, err := s.Check(c.Context(), fix)
+				r, err := s.Check(c.Context(), time.Now(), fix)
 				if err != nil {
 					return err
 				}
-				for _, k := range orphans {
-					fmt.Printf("orphan blob %s%s\n", k, map[bool]string{true: " (deleted)", false: ""}[fix])
+				deleted := map[bool]string{true: " (deleted)", false: ""}[fix]
+				for _, k := range r.Orphans {
+					fmt.Printf("orphan blob %s%s\n", k, deleted)
 				}
-				for _, k := range missing {
+				for _, k := range r.Missing {
 					fmt.Printf("missing blob %s\n", k)
 				}
-				if len(missing) > 0 || (len(orphans) > 0 && !fix) {
-					return fmt.Errorf("%d orphan blobs, %d missing blobs", len(orphans), len(missing))
+				for _, p := range r.Partials {
+					fmt.Printf("unfinished blob write %s (%d bytes, begun %s)%s\n", p.Key, p.Size, p.Modified.UTC().Format(time.RFC3339), deleted)
+				}
+				if len(r.Missing) > 0 || (len(r.Orphans)+len(r.Partials) > 0 && !fix) {
+					return fmt.Errorf("%d orphan blobs, %d missing blobs, %d unfinished writes", len(r.Orphans), len(r.Missing), len(r.Partials))
 				}
 				return nil
 			})
 		},
 	}
-	c.Flags().BoolVar(&fix, "fix", false, "delete orphan blobs")
+	c.Flags().BoolVar(&fix, "fix", false, "delete orphan blobs and unfinished writes older than an hour")
 	return c
 }

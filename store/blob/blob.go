@@ -50,6 +50,12 @@ type Store interface {
 	// all), in no particular order, e.g. for orphan checks. It stops at
 	// and returns the first error from fn.
 	List(ctx context.Context, prefix string, fn func(Info) error) error
+	// Partials calls fn for every unfinished write (what a crashed or
+	// abandoned Put leaves: a temporary file, an incomplete multipart
+	// upload) begun before olderThan, and removes it when remove is set
+	// (after fn returns nil). Partials are never visible as objects; this
+	// reclaims their space. Info.Key is the backend's name for the partial.
+	Partials(ctx context.Context, olderThan time.Time, remove bool, fn func(Info) error) error
 }
 
 // Info describes a stored object.

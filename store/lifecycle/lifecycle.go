@@ -98,38 +98,57 @@ func (s *Service) Sweep(ctx context.Context, now time.Time) (int, error) {
 	return n, err
 }
 
+// PartialGrace is how old an unfinished blob write must be before Check
+// calls it residue: younger ones may belong to an upload in flight.
+const PartialGrace = time.Hour
+
+// Report is what Check found.
+type Report struct {
+	Orphans  []string    // blobs no profile refers to (a crash between the two stores)
+	Missing  []string    // profiles' blobs that are not there
+	Partials []blob.Info // unfinished blob writes older than PartialGrace (a crash mid-write)
+}
+
 // Check compares the blob store with the index: blobs no profile refers
-// to (orphans, e.g. left by a crash between the two) and profiles whose
-// blob is missing. With fix, orphan blobs are deleted.
-func (s *Service) Check(ctx context.Context, fix bool) (orphans, missing []string, err error) {
+// to, profiles whose blob is missing, and unfinished writes older than
+// PartialGrace at now. With fix, orphans and partials are deleted.
+func (s *Service) Check(ctx context.Context, now time.Time, fix bool) (Report, error) {
+	var r Report
 	keys, err := s.DB.BlobKeys(ctx)
 	if err != nil {
-		return nil, nil, err
+		return r, err
 	}
 	seen := map[string]bool{}
 	err = s.Blobs.List(ctx, "", func(i blob.Info) error {
 		seen[i.Key] = true
 		if !keys[i.Key] {
-			orphans = append(orphans, i.Key)
+			r.Orphans = append(r.Orphans, i.Key)
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("list blobs: %w", err)
+		return r, fmt.Errorf("list blobs: %w", err)
 	}
 	for k := range keys {
 		if !seen[k] {
-			missing = append(missing, k)
+			r.Missing = append(r.Missing, k)
 		}
 	}
+	err = s.Blobs.Partials(ctx, now.Add(-PartialGrace), fix, func(i blob.Info) error {
+		r.Partials = append(r.Partials, i)
+		return nil
+	})
+	if err != nil {
+		return r, fmt.Errorf("unfinished blob writes: %w", err)
+	}
 	if fix {
-		for _, k := range orphans {
+		for _, k := range r.Orphans {
 			if err := s.dropBlob(ctx, k); err != nil { // rechecks: an upload may have landed
-				return orphans, missing, err
+				return r, err
 			}
 		}
 	}
-	return orphans, missing, nil
+	return r, nil
 }
 
 // DeleteTenant deletes a tenant and everything it owns: its index rows in

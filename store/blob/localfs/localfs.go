@@ -25,6 +25,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/fleetscope/fleetscope"
 	"github.com/fleetscope/fleetscope/store/blob"
@@ -260,6 +261,45 @@ func (s *Store) List(ctx context.Context, prefix string, fn func(blob.Info) erro
 	})
 	if err != nil {
 		return fmt.Errorf("localfs list %q: %w", prefix, err)
+	}
+	return nil
+}
+
+// Partials walks the directory for temporary files older than olderThan.
+func (s *Store) Partials(ctx context.Context, olderThan time.Time, remove bool, fn func(blob.Info) error) error {
+	err := filepath.WalkDir(s.dir, func(name string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if notExist(err) {
+				return nil
+			}
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if d.IsDir() || !strings.HasPrefix(d.Name(), tmpPrefix) {
+			return nil
+		}
+		fi, err := d.Info()
+		if notExist(err) || err == nil && !fi.ModTime().Before(olderThan) {
+			return nil // finished meanwhile, or still being written
+		}
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(s.dir, name)
+		if err := fn(blob.Info{Key: filepath.ToSlash(rel), Size: fi.Size(), Modified: fi.ModTime()}); err != nil {
+			return err
+		}
+		if remove {
+			if err := os.Remove(name); err != nil && !notExist(err) {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("localfs partials: %w", err)
 	}
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/fleetscope/fleetscope"
 	"github.com/fleetscope/fleetscope/store/blob"
@@ -137,3 +138,39 @@ func TestOpen(t *testing.T) {
 type failing struct{}
 
 func (failing) Read([]byte) (int, error) { return 0, errors.New("broken") }
+
+// TestPartials: a temporary file left by a crash mid-Put is found once
+// older than the cut-off and removed on request; finished objects are not
+// partials.
+func TestPartials(t *testing.T) {
+	dir := t.TempDir()
+	s, err := localfs.New(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Put(t.Context(), "7/done", strings.NewReader("x"), 1); err != nil {
+		t.Fatal(err)
+	}
+	left := filepath.Join(dir, "7", ".fleetscope-tmp-123") // what Put writes first
+	if err := os.WriteFile(left, []byte("half"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-2 * time.Hour)
+	if err := os.Chtimes(left, old, old); err != nil {
+		t.Fatal(err)
+	}
+	var found []blob.Info
+	collect := func(i blob.Info) error { found = append(found, i); return nil }
+	if err := s.Partials(t.Context(), old.Add(-time.Minute), false, collect); err != nil || len(found) != 0 {
+		t.Fatalf("cut-off before the write: %v, %v; want none", found, err)
+	}
+	if err := s.Partials(t.Context(), time.Now().Add(-time.Hour), true, collect); err != nil || len(found) != 1 || found[0].Size != 4 {
+		t.Fatalf("cut-off an hour ago: %+v, %v; want the 4-byte temporary file", found, err)
+	}
+	if _, err := os.Stat(left); !os.IsNotExist(err) {
+		t.Fatalf("partial not removed: %v", err)
+	}
+	if _, err := s.Stat(t.Context(), "7/done"); err != nil {
+		t.Fatalf("a finished object went with the partials: %v", err)
+	}
+}

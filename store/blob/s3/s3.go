@@ -229,6 +229,31 @@ func (s *Store) List(ctx context.Context, prefix string, fn func(blob.Info) erro
 	return nil
 }
 
+// Partials lists the bucket's incomplete multipart uploads begun before
+// olderThan (a Put that crashed before minio-go could abort it), removing
+// them if asked.
+func (s *Store) Partials(ctx context.Context, olderThan time.Time, remove bool, fn func(blob.Info) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	for u := range s.client.ListIncompleteUploads(ctx, s.bucket, "", true) {
+		if u.Err != nil {
+			return fmt.Errorf("s3 list incomplete uploads: %w", u.Err)
+		}
+		if !u.Initiated.Before(olderThan) {
+			continue
+		}
+		if err := fn(blob.Info{Key: u.Key, Size: u.Size, Modified: u.Initiated}); err != nil {
+			return err
+		}
+		if remove {
+			if err := s.client.RemoveIncompleteUpload(ctx, s.bucket, u.Key); err != nil {
+				return fmt.Errorf("s3 remove incomplete upload %s: %w", u.Key, err)
+			}
+		}
+	}
+	return nil
+}
+
 // fail translates a minio-go error for key.
 func (s *Store) fail(op, key string, err error) error {
 	var resp minio.ErrorResponse
