@@ -1,9 +1,10 @@
 // Package api is fleetscope's Connect API: one handler per service (ingest,
-// query, admin, share; each in its own file, built by a New… constructor
-// returning the generated handler interface), the Pyroscope-compatible
-// HTTP ingest endpoint, the authentication interceptor that resolves an
-// API key to a tenant and scope before any handler runs, and the one table
-// mapping fleetscope error codes to Connect codes and HTTP statuses.
+// query, admin, share, and Pyroscope's push; each in its own file, built by
+// a New… constructor returning the generated handler interface), the
+// Pyroscope-compatible HTTP ingest endpoint, the authentication interceptor
+// that resolves an API key to a tenant and scope before any handler runs,
+// and the one table mapping fleetscope error codes to Connect codes and
+// HTTP statuses.
 // Handlers only translate between protobuf and the domain: the work is
 // done by ingest, query and store/lifecycle. Handlers hold no state
 // another replica needs.
@@ -11,6 +12,8 @@ package api
 
 import (
 	"context"
+
+	"github.com/grafana/pyroscope/api/gen/proto/go/push/v1/pushv1connect"
 
 	"github.com/fleetscope/fleetscope"
 	"github.com/fleetscope/fleetscope/api/gen/fleetscope/v1/fleetscopev1connect"
@@ -41,6 +44,7 @@ var Scopes = map[string]string{
 	fleetscopev1connect.QueryServiceGetProfileProcedure:          fleetscope.ScopeRead,
 	fleetscopev1connect.QueryServiceGetHeatmapProcedure:          fleetscope.ScopeRead,
 	fleetscopev1connect.QueryServiceGetFlameGraphProcedure:       fleetscope.ScopeRead,
+	pushv1connect.PusherServicePushProcedure:                     fleetscope.ScopeIngest, // Pyroscope's push API
 }
 
 type principalKey struct{}

@@ -102,18 +102,27 @@ func (a *Auth) principalFor(ctx context.Context, secret, scope string) (fleetsco
 	return p, a.allow(p)
 }
 
+// secretOf returns the API key a request carries in its Authorization
+// header: a Bearer token, or else the password of HTTP Basic auth (any
+// user name: Grafana Alloy and pyroscope-go can send Basic auth). Every
+// request, Connect or plain HTTP, is read here.
+func secretOf(h http.Header) string {
+	if secret, ok := strings.CutPrefix(h.Get("Authorization"), "Bearer "); ok {
+		return secret
+	}
+	_, secret, _ := (&http.Request{Header: h}).BasicAuth()
+	return secret
+}
+
 // Principal authenticates a plain HTTP request with the key as a Bearer
 // token or as the password of Basic auth, and checks scope.
 func (a *Auth) Principal(r *http.Request, scope string) (fleetscope.Principal, error) {
-	secret, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if !ok {
-		_, secret, _ = r.BasicAuth()
-	}
-	return a.principalFor(r.Context(), secret, scope)
+	return a.principalFor(r.Context(), secretOf(r.Header), scope)
 }
 
 // Interceptor is the Connect interceptor that authenticates every call
-// before its handler runs and refuses procedures missing from Scopes.
+// before its handler runs (the key as a Bearer token or the password of
+// Basic auth) and refuses procedures missing from Scopes.
 func (a *Auth) Interceptor() connect.Interceptor { return authInterceptor{a} }
 
 type authInterceptor struct{ a *Auth }
@@ -129,8 +138,7 @@ func (i authInterceptor) check(ctx context.Context, procedure string, h http.Hea
 	if p, ok := PrincipalFrom(ctx); ok && p.Can(scope) {
 		return ctx, nil // authenticated by the gate, for this procedure
 	}
-	secret, _ := strings.CutPrefix(h.Get("Authorization"), "Bearer ")
-	p, err := i.a.principalFor(ctx, secret, scope)
+	p, err := i.a.principalFor(ctx, secretOf(h), scope)
 	if err != nil {
 		return nil, err
 	}

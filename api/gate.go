@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"net/http"
-	"strings"
 	"sync"
 	"time"
 
@@ -62,11 +61,7 @@ func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g.next.ServeHTTP(w, r)
 		return
 	}
-	secret, isBearer := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if !isBearer {
-		_, secret, _ = r.BasicAuth()
-	}
-	p, err := g.auth.principalFor(r.Context(), secret, scope)
+	p, err := g.auth.principalFor(r.Context(), secretOf(r.Header), scope)
 	if err != nil {
 		g.refuse(w, r, err)
 		return

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
+	"github.com/grafana/pyroscope/api/gen/proto/go/push/v1/pushv1connect"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -88,6 +89,10 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 	mux.Handle(fleetscopev1connect.NewAdminServiceHandler(api.NewAdmin(db, lc, q, auth, publicURL), small...))
 	mux.Handle(fleetscopev1connect.NewShareServiceHandler(api.NewShare(db, q), small...))
 	mux.Handle(api.PyroscopePath, api.NewPyroscope(auth, ing, publicURL, log)) // pyroscope-go pushes here
+	// Pyroscope's push API (Grafana Alloy's pyroscope.write): profiles in
+	// one message, bounded like a single-message upload.
+	mux.Handle(pushv1connect.NewPusherServiceHandler(api.NewPush(ing, log),
+		append(opts, connect.WithReadMaxBytes(int(cfg.BrowserUploadBytes)+64<<10))...))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 		defer cancel()

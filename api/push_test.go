@@ -1,0 +1,331 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"errors"
+	"log/slog"
+	"maps"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"connectrpc.com/connect"
+	"github.com/google/pprof/profile"
+	pushv1 "github.com/grafana/pyroscope/api/gen/proto/go/push/v1"
+	"github.com/grafana/pyroscope/api/gen/proto/go/push/v1/pushv1connect"
+	typesv1 "github.com/grafana/pyroscope/api/gen/proto/go/types/v1"
+
+	"github.com/fleetscope/fleetscope"
+	"github.com/fleetscope/fleetscope/ingest"
+	"github.com/fleetscope/fleetscope/ingest/corpus"
+	"github.com/fleetscope/fleetscope/store/blob"
+)
+
+func TestPushMeta(t *testing.T) {
+	for _, c := range []struct {
+		what         string
+		labels       []string // name, value, ...
+		app, host    string
+		labelsWanted map[string]string
+		err          string
+	}{
+		{"alloy", []string{"__name__", "process_cpu", "service_name", "shop", "hostname", "web-1", "env", "prod", "__delta__", "false", "__session_id__", "5e55", "pyroscope_spy", "gospy"},
+			"shop", "web-1", map[string]string{"env": "prod", "pyroscope_spy": "gospy"}, ""},
+		{"host label", []string{"service_name", "shop", "host", "db-2"}, "shop", "db-2", map[string]string{}, ""},
+		{"instance", []string{"service_name", "shop", "instance", "10.0.0.7:6060", "job", "pprof"}, "shop", "10.0.0.7:6060", map[string]string{"job": "pprof"}, ""},
+		{"hostname first", []string{"instance", "10.0.0.7:6060", "service_name", "shop", "hostname", "web-1"}, "shop", "web-1", map[string]string{"instance": "10.0.0.7:6060"}, ""},
+		{"no host", []string{"service_name", "shop"}, "shop", "", map[string]string{}, ""},
+		{"profile type only", []string{"__name__", "process_cpu", "env", "prod"}, "", "", nil, `__name__ "process_cpu" is the profile type`},
+		{"legacy name is not an app either", []string{"__name__", "shop.cpu"}, "", "", nil, "no service_name label"},
+		{"no labels", nil, "", "", nil, "no service_name label"},
+		{"blank service_name", []string{"service_name", " "}, "", "", nil, "no service_name label"},
+		{"twice", []string{"service_name", "shop", "env", "a", "env", "b"}, "", "", nil, `label "env" appears twice`},
+	} {
+		var ls []*typesv1.LabelPair
+		for i := 0; i < len(c.labels); i += 2 {
+			ls = append(ls, &typesv1.LabelPair{Name: c.labels[i], Value: c.labels[i+1]})
+		}
+		m, err := pushMeta(ls)
+		if c.err != "" {
+			if fleetscope.ErrorCode(err) != fleetscope.EINVALID || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("%s: error %v, want EINVALID %q", c.what, err, c.err)
+			}
+			continue
+		}
+		if err != nil || m.App != c.app || m.Host != c.host || !maps.Equal(m.Labels, c.labelsWanted) || m.InputFormat != "pprof" {
+			t.Errorf("%s: %+v %v; want app %q host %q labels %v", c.what, m, err, c.app, c.host, c.labelsWanted)
+		}
+	}
+}
+
+// pushEnv is the push API on a loopback HTTP/2 server without TLS (as the
+// fleetscope server serves it), over newPyroEnv's database, tenant and keys.
+type pushEnv struct {
+	*pyroEnv
+	pushURL string
+	client  *http.Client
+	http2   atomic.Int64 // requests that arrived over HTTP/2
+	other   atomic.Int64 // and over anything else
+}
+
+func newPushEnv(t *testing.T) *pushEnv {
+	t.Helper()
+	e := &pushEnv{pyroEnv: newPyroEnv(t)}
+	blobs, err := blob.Open(context.Background(), "file://"+t.TempDir(), "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.DiscardHandler)
+	ing := &ingest.Service{DB: e.db, Blobs: blobs, Log: log, TempDir: t.TempDir()}
+	mux := http.NewServeMux()
+	mux.Handle(pushv1connect.NewPusherServiceHandler(NewPush(ing, log),
+		connect.WithInterceptors(ErrorInterceptor(log), NewAuth(e.db).Interceptor()), connect.WithReadMaxBytes(64<<20)))
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ProtoMajor == 2 {
+			e.http2.Add(1)
+		} else {
+			e.other.Add(1)
+		}
+		mux.ServeHTTP(w, r)
+	}))
+	srv.Config.Protocols = new(http.Protocols)
+	srv.Config.Protocols.SetHTTP1(true)
+	srv.Config.Protocols.SetUnencryptedHTTP2(true)
+	srv.Start()
+	t.Cleanup(srv.Close)
+	e.pushURL = srv.URL
+	h2c := new(http.Protocols)
+	h2c.SetUnencryptedHTTP2(true) // HTTP/2 with prior knowledge, as gRPC clients speak to plain-text servers
+	e.client = &http.Client{Transport: &http.Transport{Protocols: h2c}}
+	t.Cleanup(e.client.CloseIdleConnections)
+	return e
+}
+
+// protocols are the two ways clients push: the Connect protocol and gRPC.
+var protocols = []struct {
+	name string
+	opts []connect.ClientOption
+}{
+	{"connect", nil},
+	{"grpc", []connect.ClientOption{connect.WithGRPC(), connect.WithSendGzip()}},
+}
+
+// push sends req with the pyroscope module's own generated client, with
+// the given Authorization and X-Scope-OrgID headers (none if empty).
+func (e *pushEnv) push(t *testing.T, opts []connect.ClientOption, auth, orgID string, req *pushv1.PushRequest) error {
+	t.Helper()
+	c := pushv1connect.NewPusherServiceClient(e.client, e.pushURL, opts...)
+	r := connect.NewRequest(req)
+	if auth != "" {
+		r.Header().Set("Authorization", auth)
+	}
+	if orgID != "" {
+		r.Header().Set(OrgIDHeader, orgID)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, err := c.Push(ctx, r)
+	return err
+}
+
+// profiles returns the tenant's stored profiles of app, by start time.
+func (e *pushEnv) profiles(t *testing.T, app string) map[int64]*fleetscope.ProfileInfo {
+	t.Helper()
+	ps, _, err := e.db.Search(context.Background(), e.tenant, fleetscope.ProfileFilter{App: app, PageSize: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[int64]*fleetscope.ProfileInfo{}
+	for _, p := range ps {
+		out[p.StartTime.UnixNano()] = p
+	}
+	return out
+}
+
+// stored is how many profiles the tenant has.
+func (e *pushEnv) stored(t *testing.T) int64 {
+	t.Helper()
+	_, n, err := e.db.StoredBytes(context.Background(), e.tenant)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func basic(user, password string) string {
+	return "Basic " + base64.StdEncoding.EncodeToString([]byte(user+":"+password))
+}
+
+func series(samples [][]byte, labels ...string) *pushv1.RawProfileSeries {
+	s := &pushv1.RawProfileSeries{}
+	for i := 0; i < len(labels); i += 2 {
+		s.Labels = append(s.Labels, &typesv1.LabelPair{Name: labels[i], Value: labels[i+1]})
+	}
+	for i, b := range samples {
+		s.Samples = append(s.Samples, &pushv1.RawSample{RawProfile: b, ID: "00000000-0000-4000-8000-00000000000" + string(rune('0'+i))})
+	}
+	return s
+}
+
+// TestPush: the pyroscope module's generated client, over the Connect
+// protocol and gRPC on HTTP/2, pushes series of pprof profiles as Alloy
+// does; each sample is stored as one profile with the series' app, host
+// and labels, at the pprof's own time; empty profiles are skipped; keys,
+// scopes, X-Scope-OrgID and bad profiles are refused with the right codes.
+func TestPush(t *testing.T) {
+	e := newPushEnv(t)
+	data := corpus.Read(t, "corpus/pprof/go-sha-sort.cpu.pprof")
+	base, err := profile.ParseData(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if base.DurationNanos <= 0 || len(base.Sample) == 0 {
+		t.Fatalf("corpus profile: duration %d, %d samples", base.DurationNanos, len(base.Sample))
+	}
+	// at returns the corpus profile recorded at a given time (so distinct
+	// bytes: uploads are deduplicated by content), gzipped or plain.
+	t0 := time.Unix(1795000000, 250_000_000)
+	at := func(sec int, gzipped bool) []byte {
+		p := base.Copy()
+		p.TimeNanos = t0.Add(time.Duration(sec) * time.Second).UnixNano()
+		var buf bytes.Buffer
+		write := p.Write
+		if !gzipped {
+			write = p.WriteUncompressed
+		}
+		if err := write(&buf); err != nil {
+			t.Fatal(err)
+		}
+		return buf.Bytes()
+	}
+	empty := func() []byte { // an idle program's CPU profile
+		p := &profile.Profile{SampleType: []*profile.ValueType{{Type: "samples", Unit: "count"}, {Type: "cpu", Unit: "nanoseconds"}},
+			PeriodType: &profile.ValueType{Type: "cpu", Unit: "nanoseconds"}, Period: 10_000_000, TimeNanos: t0.UnixNano(), DurationNanos: 10e9}
+		var buf bytes.Buffer
+		if err := p.Write(&buf); err != nil {
+			t.Fatal(err)
+		}
+		return buf.Bytes()
+	}()
+	if at(0, true)[0] != 0x1f || at(0, false)[0] == 0x1f {
+		t.Fatal("want a gzipped and a plain profile")
+	}
+	if _, err := e.db.CreateTenant(context.Background(), "globex", false); err != nil {
+		t.Fatal(err)
+	}
+	bearer := "Bearer " + e.key
+	gap := 100 // seconds between each protocol's profiles
+
+	for pi, proto := range protocols {
+		t.Run(proto.name, func(t *testing.T) {
+			off := pi * gap
+			before := e.stored(t)
+			// Two series, three profiles and an empty one: Bearer on
+			// the Connect protocol, Basic auth (as Alloy sends it) on gRPC.
+			auth := bearer
+			if proto.name == "grpc" {
+				auth = basic("alloy", e.key)
+			}
+			req := &pushv1.PushRequest{Series: []*pushv1.RawProfileSeries{
+				series([][]byte{at(off, true), at(off+10, false)},
+					"__name__", "process_cpu", "service_name", "shop", "hostname", "web-1", "env", "prod", "__session_id__", "5e55", "__delta__", "false"),
+				series([][]byte{empty, at(off+20, true)},
+					"__name__", "process_cpu", "service_name", "shop", "instance", "10.0.0.7:6060", "env", "dev"),
+			}}
+			if err := e.push(t, proto.opts, auth, "", req); err != nil {
+				t.Fatalf("push: %v", err)
+			}
+			if n := e.stored(t) - before; n != 3 {
+				t.Fatalf("%d profiles stored, want 3 (the empty one skipped)", n)
+			}
+			got := e.profiles(t, "shop")
+			for _, w := range []struct {
+				sec    int
+				host   string
+				labels map[string]string
+			}{
+				{off, "web-1", map[string]string{"env": "prod"}},
+				{off + 10, "web-1", map[string]string{"env": "prod"}},
+				{off + 20, "10.0.0.7:6060", map[string]string{"env": "dev"}},
+			} {
+				start := t0.Add(time.Duration(w.sec) * time.Second)
+				p := got[start.UnixNano()]
+				if p == nil {
+					t.Fatalf("no profile at %v (have %d)", start, len(got))
+				}
+				if p.Host != w.host || !maps.Equal(p.Labels, w.labels) || p.Format != "pprof" || p.Timed ||
+					p.Samples == 0 || p.DurationNanos != base.DurationNanos || len(p.Events) != len(base.SampleType) {
+					t.Errorf("profile at +%ds: %+v", w.sec, p)
+				}
+			}
+
+			// Again, with X-Scope-OrgID naming the key's own tenant: the
+			// same bytes store nothing twice.
+			if err := e.push(t, proto.opts, auth, "acme", req); err != nil {
+				t.Fatalf("push again: %v", err)
+			}
+			if n := e.stored(t) - before; n != 3 {
+				t.Fatalf("after a retry: %d profiles stored, want 3", n)
+			}
+
+			// Refusals store nothing.
+			refused := &pushv1.PushRequest{Series: []*pushv1.RawProfileSeries{
+				series([][]byte{at(off+50, true)}, "service_name", "refused", "__name__", "process_cpu")}}
+			for _, c := range []struct {
+				what, auth, orgID string
+				req               *pushv1.PushRequest
+				code              connect.Code
+				msg               string
+			}{
+				{"no key", "", "", refused, connect.CodeUnauthenticated, "missing API key"},
+				{"wrong key", "Bearer fsk_wrong", "", refused, connect.CodeUnauthenticated, ""},
+				{"wrong basic password", basic("alloy", "fsk_wrong"), "", refused, connect.CodeUnauthenticated, ""},
+				{"read-only key", "Bearer " + e.readOnly, "", refused, connect.CodePermissionDenied, "ingest scope"},
+				{"read-only key, basic", basic("alloy", e.readOnly), "", refused, connect.CodePermissionDenied, "ingest scope"},
+				{"another tenant's org id", bearer, "globex", refused, connect.CodePermissionDenied, `X-Scope-OrgID "globex" is not this key's tenant`},
+				{"no service_name", bearer, "", &pushv1.PushRequest{Series: []*pushv1.RawProfileSeries{
+					series([][]byte{at(off+51, true)}, "service_name", "refused"),
+					series([][]byte{at(off+52, true)}, "__name__", "process_cpu", "hostname", "web-1")}},
+					connect.CodeInvalidArgument, `series 1: no service_name label: it names the application (__name__ "process_cpu" is the profile type`},
+				{"no series", bearer, "", &pushv1.PushRequest{}, connect.CodeInvalidArgument, "without series"},
+				{"not a pprof", bearer, "", &pushv1.PushRequest{Series: []*pushv1.RawProfileSeries{
+					series([][]byte{[]byte("garbage")}, "service_name", "refused")}},
+					connect.CodeInvalidArgument, `series 0 (service_name "refused") sample 0 (ID 00000000-0000-4000-8000-000000000000): pprof`},
+			} {
+				err := e.push(t, proto.opts, c.auth, c.orgID, c.req)
+				var ce *connect.Error
+				if !errors.As(err, &ce) || ce.Code() != c.code || !strings.Contains(ce.Message(), c.msg) {
+					t.Errorf("%s: %v; want %v %q", c.what, err, c.code, c.msg)
+				}
+				if n := len(e.profiles(t, "refused")); n != 0 {
+					t.Fatalf("%s: %d profiles stored", c.what, n)
+				}
+			}
+
+			// A bad profile after a good one: the request fails naming the
+			// bad one; the good one stays stored, and the client's retry of
+			// the corrected request stores it no second time.
+			good := at(off+60, true)
+			err := e.push(t, proto.opts, bearer, "", &pushv1.PushRequest{Series: []*pushv1.RawProfileSeries{
+				series([][]byte{good, []byte{0x1f, 0x8b, 0, 0}}, "service_name", "partial")}})
+			if connect.CodeOf(err) != connect.CodeInvalidArgument || !strings.Contains(err.Error(), "sample 1") || !strings.Contains(err.Error(), "gzip") {
+				t.Errorf("bad second sample: %v; want InvalidArgument naming sample 1", err)
+			}
+			if err := e.push(t, proto.opts, bearer, "", &pushv1.PushRequest{Series: []*pushv1.RawProfileSeries{
+				series([][]byte{good}, "service_name", "partial")}}); err != nil {
+				t.Fatalf("retry: %v", err)
+			}
+			if n := len(e.profiles(t, "partial")) - pi; n != 1 {
+				t.Errorf("partial push then retry: %d new profiles, want 1", n)
+			}
+		})
+	}
+	if e.http2.Load() == 0 || e.other.Load() != 0 {
+		t.Errorf("requests over HTTP/2: %d, over others: %d; want all over HTTP/2", e.http2.Load(), e.other.Load())
+	}
+}
