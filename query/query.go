@@ -140,6 +140,15 @@ func (s *Service) Profile(ctx context.Context, tenant int64, id string) (*fleets
 	return p, nil
 }
 
+// Flush empties every cache.
+func (s *Service) Flush() {
+	all := func(profileKey) bool { return true }
+	s.profiles.Drop(all)
+	s.dicts.Drop(all)
+	s.heatmaps.Drop(func(heatmapKey) bool { return true })
+	s.layouts.Drop(func(layoutKey) bool { return true })
+}
+
 // Forget drops everything cached about a profile (after its deletion).
 func (s *Service) Forget(tenant int64, id string) {
 	k := profileKey{tenant, id}

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/signal"
 	"syscall"
 	"time"
 
@@ -35,12 +36,28 @@ type Server struct {
 	log       *slog.Logger
 	db        *postgres.DB
 	lifecycle *lifecycle.Service
+	auth      *api.Auth
+	query     *query.Service
+	ln        net.Listener
 	http      *http.Server
 }
 
-// New connects to the index (running migrations) and the blob store
-// (creating the bucket) and builds the HTTP handler.
+// New binds the listen address (so port 0 picks a free port, and Addr
+// says which), connects to the index (running migrations) and the blob
+// store (creating the bucket) and builds the HTTP handler.
 func New(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return nil, err
+	}
+	s, err := newServer(ctx, cfg, log, ln)
+	if err != nil {
+		ln.Close()
+	}
+	return s, err
+}
+
+func newServer(ctx context.Context, cfg Config, log *slog.Logger, ln net.Listener) (*Server, error) {
 	db, err := postgres.Open(ctx, cfg.DatabaseURL)
 	if err != nil {
 		return nil, err
@@ -56,7 +73,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 	}
 	publicURL := cfg.PublicURL
 	if publicURL == "" {
-		publicURL = "http://" + cfg.Addr
+		publicURL = "http://" + ln.Addr().String()
 	}
 	spool, removed, err := ingest.PrepareSpool("")
 	if err != nil {
@@ -122,7 +139,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 	gate := api.DefaultGate
 	gate.Uploads, gate.UploadsPerKey = int(cfg.MaxUploads), int(cfg.MaxUploadsPerKey)
 	gate.BodyIdle, _ = time.ParseDuration(cfg.BodyIdleTimeout) // checked by FromEnv
-	s := &Server{cfg: cfg, log: log, db: db, lifecycle: lc, http: &http.Server{
+	s := &Server{cfg: cfg, log: log, db: db, lifecycle: lc, auth: auth, query: q, ln: ln, http: &http.Server{
 		Addr:              cfg.Addr,
 		Handler:           auth.Gate(mux, gate),
 		HTTP2:             &http.HTTP2Config{MaxConcurrentStreams: 100},
@@ -145,6 +162,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, grace time.Duration
 	errc := make(chan error, 1)
 	go func() { errc <- s.http.Serve(ln) }()
 	go s.maintain(ctx)
+	go s.flushOnHangup(ctx)
 	s.log.Info("serving", "addr", ln.Addr().String(), "blobs", s.cfg.BlobURL)
 	select {
 	case err := <-errc:
@@ -161,6 +179,24 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, grace time.Duration
 		return err
 	}
 	return nil
+}
+
+// flushOnHangup empties this replica's caches on SIGHUP (an operator who
+// changed keys or limits in the database directly, or a test) and says so.
+func (s *Server) flushOnHangup(ctx context.Context) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
+			s.auth.ForgetKeys()
+			s.query.Flush()
+			s.log.Info("caches flushed")
+		}
+	}
 }
 
 // maintain runs retention and partition upkeep until ctx ends.
@@ -185,13 +221,12 @@ func (s *Server) maintain(ctx context.Context) {
 	}
 }
 
-// ListenAndServe listens on the configured address and serves.
+// Addr is the address the server listens on.
+func (s *Server) Addr() string { return s.ln.Addr().String() }
+
+// ListenAndServe serves on the address New bound.
 func (s *Server) ListenAndServe(ctx context.Context) error {
-	ln, err := net.Listen("tcp", s.cfg.Addr)
-	if err != nil {
-		return err
-	}
-	return s.Serve(ctx, ln, time.Minute)
+	return s.Serve(ctx, s.ln, time.Minute)
 }
 
 // maxConns is the open-connection bound: configured, or the process's file

@@ -7,14 +7,12 @@ package main
 import (
 	"bytes"
 	"context"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -125,39 +123,8 @@ func TestPyroscopeGoProgram(t *testing.T) {
 // same database and blobs).
 func TestPyroscopeSelfProfile(t *testing.T) {
 	s := startService(t, serviceOpts{})
-	addr := freePort(t)
-	srv := exec.Command(fsBin, "server", "--self-profile")
-	srv.Env = append(append(os.Environ(), s.env...), "FLEETSCOPE_ADDR="+addr,
-		"FLEETSCOPE_SELF_PROFILE_KEY="+s.key, "FLEETSCOPE_SELF_PROFILE_APP=fleetscope-self", "TMPDIR="+t.TempDir())
-	var errOut bytes.Buffer
-	srv.Stderr = &errOut
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		srv.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { srv.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(20 * time.Second):
-			srv.Process.Kill()
-		}
-		if t.Failed() {
-			t.Logf("self-profiling server log:\n%s", tail(errOut.String(), 4000))
-		}
-	})
-	for start := time.Now(); ; time.Sleep(50 * time.Millisecond) {
-		if res, err := http.Get("http://" + addr + "/healthz"); err == nil {
-			res.Body.Close()
-			if res.StatusCode == 200 {
-				break
-			}
-		}
-		if time.Since(start) > 30*time.Second {
-			t.Fatal("self-profiling server did not become healthy")
-		}
-	}
+	srv := runServer(t, append(slices.Clone(s.env), "FLEETSCOPE_SELF_PROFILE_KEY="+s.key,
+		"FLEETSCOPE_SELF_PROFILE_APP=fleetscope-self", "TMPDIR="+t.TempDir()), "server", "--self-profile")
 	// Keep it busy so its CPU profiles have samples: uploads of a planted
 	// profile, through the self-profiling replica.
 	path := plant(t, "--seed", "71", "--seconds", "10")
@@ -168,13 +135,13 @@ func TestPyroscopeSelfProfile(t *testing.T) {
 		}
 		if ps := s.search("fleetscope-self"); len(ps) > 0 {
 			p := ps[0]
-			if p.GetFormat() != "pprof" || p.GetLabels()["host"] == "" || p.GetLabels()["pid"] != strconv.Itoa(srv.Process.Pid) {
+			if p.GetFormat() != "pprof" || p.GetLabels()["host"] == "" || p.GetLabels()["pid"] != strconv.Itoa(srv.cmd.Process.Pid) {
 				t.Fatalf("self-profile: %v", p)
 			}
 			t.Logf("self-profile stored after %d busy rounds: %d samples, labels %v", i, p.GetSamples(), p.GetLabels())
 			return
 		}
-		out, errs, code := run1(append(slices.Clone(s.env), "FLEETSCOPE_URL=http://"+addr, "FLEETSCOPE_API_KEY="+s.key), "upload", "--app", "busy", path)
+		out, errs, code := run1(append(slices.Clone(s.env), "FLEETSCOPE_URL="+srv.url, "FLEETSCOPE_API_KEY="+s.key), "upload", "--app", "busy", path)
 		if code != 0 {
 			t.Fatalf("upload to the self-profiling server: %s %s", out, errs)
 		}

@@ -42,7 +42,7 @@ func serverCmd() *cobra.Command {
 				return err
 			}
 			if selfProfile { // the server's own CPU profiles, sent to itself (pyroscope-go)
-				stopProfiling, err := agent.SelfProfile(cfg.Addr, cfg.SelfProfileKey, cfg.SelfProfileApp, 15*time.Second, log)
+				stopProfiling, err := agent.SelfProfile(s.Addr(), cfg.SelfProfileKey, cfg.SelfProfileApp, 15*time.Second, log)
 				if err != nil {
 					return usageError{err}
 				}

@@ -4,17 +4,20 @@ package main
 // MinIO (or a directory), driven through the CLI and the Connect API.
 
 import (
+	"bufio"
 	"bytes"
 	"compress/gzip"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -65,7 +68,7 @@ type service struct {
 	tmp     string // the server's TMPDIR (upload spool)
 	proc    *exec.Cmd
 	exited  chan error
-	stderr  *bytes.Buffer
+	log     *serverLog
 	blobURL string
 	dbURL   string
 }
@@ -85,10 +88,141 @@ func freePort(t testing.TB) string {
 	return ln.Addr().String()
 }
 
+// serverLog collects a server's JSON log lines and lets a test wait for
+// one: the test waits on what the server says, never on time.
+type serverLog struct {
+	mu    sync.Mutex
+	text  bytes.Buffer
+	lines []map[string]any
+	added chan struct{} // closed and replaced on every new line
+}
+
+func newServerLog() *serverLog { return &serverLog{added: make(chan struct{})} }
+
+func (l *serverLog) read(r io.Reader) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var m map[string]any
+		json.Unmarshal(sc.Bytes(), &m)
+		l.mu.Lock()
+		l.text.Write(sc.Bytes())
+		l.text.WriteByte('\n')
+		if m != nil {
+			l.lines = append(l.lines, m)
+		}
+		close(l.added)
+		l.added = make(chan struct{})
+		l.mu.Unlock()
+	}
+}
+
+func (l *serverLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.text.String()
+}
+
+// find returns the first line from the n-th on for which match is true
+// (nil if none yet), the index to search on from, and a channel closed when
+// a line is added.
+func (l *serverLog) find(from int, match func(map[string]any) bool) (map[string]any, int, <-chan struct{}) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i := from; i < len(l.lines); i++ {
+		if match(l.lines[i]) {
+			return l.lines[i], i + 1, l.added
+		}
+	}
+	return nil, len(l.lines), l.added
+}
+
+// await returns the first line from the n-th on for which match is true,
+// waiting for it until timeout (a failure, not a condition) and the index
+// to search on from.
+func (l *serverLog) await(t testing.TB, from int, timeout time.Duration, match func(map[string]any) bool) (map[string]any, int) {
+	t.Helper()
+	deadline := time.After(timeout)
+	for {
+		line, next, added := l.find(from, match)
+		if line != nil {
+			return line, next
+		}
+		from = next
+		select {
+		case <-added:
+		case <-deadline:
+			t.Fatalf("the server did not log what the test waits for within %v; log:\n%s", timeout, tail(l.String(), 4000))
+		}
+	}
+}
+
+// msg matches log lines by message.
+func msg(m string) func(map[string]any) bool {
+	return func(line map[string]any) bool { return line["msg"] == m }
+}
+
+// serverProc is a running fleetscope server process.
+type serverProc struct {
+	cmd    *exec.Cmd
+	url    string
+	log    *serverLog
+	exited chan error // receives the process's end once
+}
+
+// runServer starts `fleetscope ARGS` (a server) with env added to this
+// process's environment. The server binds a free port itself and says
+// which in its "serving" log line: no port is picked here and released
+// for someone else to take first. It is stopped with SIGTERM at cleanup.
+func runServer(t testing.TB, env []string, args ...string) *serverProc {
+	t.Helper()
+	p := &serverProc{cmd: exec.Command(fsBin, args...), log: newServerLog(), exited: make(chan error, 1)}
+	p.cmd.Env = append(append(os.Environ(), env...), "FLEETSCOPE_ADDR=127.0.0.1:0")
+	stderr, err := p.cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	logged := make(chan struct{})
+	go func() { p.log.read(stderr); close(logged) }()
+	go func() { <-logged; p.exited <- p.cmd.Wait() }()
+	t.Cleanup(func() {
+		p.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case err := <-p.exited:
+			p.exited <- err
+		case <-time.After(20 * time.Second):
+			p.cmd.Process.Kill()
+		}
+		if t.Failed() {
+			t.Logf("server %v log:\n%s", args, tail(p.log.String(), 4000))
+		}
+	})
+	deadline := time.After(60 * time.Second)
+	for from := 0; ; {
+		line, next, added := p.log.find(from, msg("serving"))
+		if line != nil {
+			p.url = "http://" + fmt.Sprint(line["addr"])
+			return p
+		}
+		from = next
+		select {
+		case err := <-p.exited:
+			p.exited <- err
+			t.Fatalf("server exited at start: %v\n%s", err, p.log.String())
+		case <-added:
+		case <-deadline:
+			t.Fatalf("the server did not start serving in a minute:\n%s", p.log.String())
+		}
+	}
+}
+
 func startService(t testing.TB, o serviceOpts) *service {
 	t.Helper()
 	ctx := context.Background()
-	s := &service{t: t, tmp: t.TempDir(), stderr: &bytes.Buffer{}}
+	s := &service{t: t, tmp: t.TempDir(), log: newServerLog()}
 	dbURL := pgtest.NewURL(t)
 	s.dbURL = dbURL
 	s.blobURL = "file://" + t.TempDir()
@@ -97,12 +231,10 @@ func startService(t testing.TB, o serviceOpts) *service {
 		s.minio = miniotest.Start(t)
 		s.blobURL, access, secret = s.minio.URL("fleetscope"), s.minio.AccessKey, s.minio.SecretKey
 	}
-	addr := freePort(t)
-	s.url = "http://" + addr
 	s.env = append([]string{
 		"FLEETSCOPE_DATABASE_URL=" + dbURL, "FLEETSCOPE_BLOB_URL=" + s.blobURL,
 		"FLEETSCOPE_S3_ACCESS_KEY=" + access, "FLEETSCOPE_S3_SECRET_KEY=" + secret,
-		"FLEETSCOPE_ADDR=" + addr, "FLEETSCOPE_LOG_LEVEL=debug",
+		"FLEETSCOPE_LOG_LEVEL=debug",
 	}, o.extra...)
 	tenant := o.tenant
 	if tenant == "" {
@@ -111,43 +243,8 @@ func startService(t testing.TB, o serviceOpts) *service {
 	s.admin("tenant", "create", tenant)
 	s.key = strings.TrimSpace(s.admin("key", "create", "--tenant", tenant, "--scope", "ingest,read"))
 
-	s.proc = exec.Command(fsBin, "server")
-	s.proc.Env = append(append(os.Environ(), "TMPDIR="+s.tmp), s.env...)
-	s.proc.Stderr = s.stderr
-	if err := s.proc.Start(); err != nil {
-		t.Fatal(err)
-	}
-	s.exited = make(chan error, 1)
-	go func() { s.exited <- s.proc.Wait() }()
-	t.Cleanup(func() {
-		s.proc.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-s.exited:
-		case <-time.After(20 * time.Second):
-			s.proc.Process.Kill()
-		}
-		if t.Failed() {
-			t.Logf("server log:\n%s", tail(s.stderr.String(), 4000))
-		}
-	})
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		select {
-		case err := <-s.exited:
-			s.exited <- err
-			t.Fatalf("server exited at start: %v\n%s", err, s.stderr.String())
-		default:
-		}
-		res, err := http.Get(s.url + "/healthz")
-		if err == nil && res.StatusCode == 200 {
-			res.Body.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("server did not become healthy: %v\n%s", err, s.stderr.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	srv := runServer(t, append(slices.Clone(s.env), "TMPDIR="+s.tmp), "server")
+	s.proc, s.url, s.log, s.exited = srv.cmd, srv.url, srv.log, srv.exited
 	var err error
 	if s.db, err = postgres.Open(ctx, dbURL); err != nil {
 		t.Fatal(err)
@@ -164,6 +261,29 @@ func tail(s string, n int) string {
 		return "..." + s[len(s)-n:]
 	}
 	return s
+}
+
+// spoolFiles counts the files in the server's upload spool (its TMPDIR).
+func (s *service) spoolFiles() int {
+	n := 0
+	filepath.WalkDir(s.tmp, func(_ string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			n++
+		}
+		return nil
+	})
+	return n
+}
+
+// flushCaches empties the server's caches (its SIGHUP hook) and waits
+// until the server says it has.
+func (s *service) flushCaches() {
+	s.t.Helper()
+	_, from, _ := s.log.find(0, func(map[string]any) bool { return false })
+	if err := s.proc.Process.Signal(syscall.SIGHUP); err != nil {
+		s.t.Fatal(err)
+	}
+	s.log.await(s.t, from, 30*time.Second, msg("caches flushed"))
 }
 
 // admin runs a bootstrap command against the database.
@@ -476,8 +596,8 @@ func TestBadInputStoresNothing(t *testing.T) {
 	if got := s.counts(); got != "profiles=0 profile_stacks=0 seconds=0 frames=0 stacks=0 blobs=0" {
 		t.Fatalf("bad uploads left: %s", got)
 	}
-	if spool, _ := os.ReadDir(s.tmp); len(spool) != 0 {
-		t.Fatalf("upload spool not cleaned: %d files", len(spool))
+	if n := s.spoolFiles(); n != 0 {
+		t.Fatalf("upload spool not cleaned: %d files", n)
 	}
 	s.upload(gz) // and the service still works
 }
@@ -571,8 +691,8 @@ func TestFailuresLeaveNothingHalfWritten(t *testing.T) {
 			t.Errorf("orphan blob %s", k)
 		}
 	}
-	if spool, _ := os.ReadDir(s.tmp); len(spool) != 0 {
-		t.Fatalf("upload spool not cleaned: %d files", len(spool))
+	if n := s.spoolFiles(); n != 0 {
+		t.Fatalf("upload spool not cleaned: %d files", n)
 	}
 }
 

@@ -300,13 +300,12 @@ func TestKeysScopesAndLinks(t *testing.T) {
 	if _, err := pub.share.GetSharedFlameGraph(ctx, connect.NewRequest(&fsv1.GetSharedFlameGraphRequest{Token: keep.Msg.GetToken()})); connect.CodeOf(err) != connect.CodeNotFound {
 		t.Fatalf("a disabled tenant's link: %v, want NotFound", err)
 	}
-	time.Sleep(5200 * time.Millisecond)
+	s.flushCaches() // as the 5-s key cache would, at once
 	if _, err := s.as(s.key).query.GetProfile(ctx, connect.NewRequest(&fsv1.GetProfileRequest{Id: id})); connect.CodeOf(err) != connect.CodeUnauthenticated {
 		t.Fatalf("disabled tenant: %v", err)
 	}
 	s.admin("tenant", "enable", "acme")
 	// The audit log has it all, newest first.
-	time.Sleep(5200 * time.Millisecond)
 	ae, err := admin.admin.ListAuditEvents(ctx, connect.NewRequest(&fsv1.ListAuditEventsRequest{}))
 	if err != nil {
 		t.Fatal(err)
@@ -330,7 +329,7 @@ func TestQuotas(t *testing.T) {
 	small := plant(t, "--seed", "34", "--seconds", "2")
 	st, _ := os.Stat(small)
 	s.admin("tenant", "set-limits", "acme", "--max-upload-bytes", "400000", "--max-stored-bytes", "1")
-	time.Sleep(5200 * time.Millisecond) // the auth cache holds limits for 5 s
+	s.flushCaches() // the key cache holds limits for 5 s
 	big := plant(t, "--seed", "35", "--seconds", "20")
 	_, errOut, code := s.cli("upload", "--app", "q", big)
 	if code != 1 || !strings.Contains(errOut, "upload larger than the limit of 400000 bytes") {
@@ -344,7 +343,7 @@ func TestQuotas(t *testing.T) {
 		t.Fatalf("quota failures left: %s", got)
 	}
 	s.admin("tenant", "set-limits", "acme", "--rate", "5")
-	time.Sleep(5200 * time.Millisecond)
+	s.flushCaches()
 	q := s.as(s.key).query
 	limited := 0
 	for range 40 {
