@@ -13,6 +13,7 @@ package spans
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -230,7 +231,6 @@ func (s *Set) Threads() int {
 // probe is one entry or return event, reduced to what pairing needs.
 type probe struct {
 	nanos int64
-	tid   int32
 	depth int32 // frames in its stack; 0 when unknown
 	ret   bool
 }
@@ -255,7 +255,8 @@ type probe struct {
 // nil d to pair by time order alone.
 func Match(samples []fleetscope.Sample, p Pair, d *fleetscope.Dict) *Set {
 	set := &Set{Pair: p}
-	var probes []probe
+	threads := map[int32][]probe{} // each thread's probe events, in file order
+	entries := 0
 	for i := range samples {
 		s := &samples[i]
 		if s.Event != p.Entry && s.Event != p.Return {
@@ -270,38 +271,43 @@ func Match(samples []fleetscope.Sample, p Pair, d *fleetscope.Dict) *Set {
 			}
 			continue
 		}
-		pr := probe{nanos: s.TimeNanos, tid: s.TID, ret: ret}
+		pr := probe{nanos: s.TimeNanos, ret: ret}
 		if d != nil && int(s.Stack) < d.NumStacks() {
 			pr.depth = int32(len(d.StackFrames(s.Stack)))
 		}
-		probes = append(probes, pr)
-	}
-	slices.SortStableFunc(probes, func(a, b probe) int {
-		return cmp.Or(cmp.Compare(a.tid, b.tid), cmp.Compare(a.nanos, b.nanos))
-	})
-	var open []probe // this thread's open entries, innermost last
-	for i, pr := range probes {
-		if i > 0 && pr.tid != probes[i-1].tid {
-			set.UnmatchedEntries += len(open)
-			open = open[:0]
+		threads[s.TID] = append(threads[s.TID], pr)
+		if !ret {
+			entries++
 		}
-		if !pr.ret {
-			for d != nil && len(open) > 0 && open[len(open)-1].depth >= pr.depth {
-				open = open[:len(open)-1]
-				set.UnmatchedEntries++
+	}
+	set.Spans = make([]Span, 0, entries)
+	var open []probe // the thread's open entries, innermost last
+	for _, tid := range slices.Sorted(maps.Keys(threads)) {
+		probes := threads[tid]
+		byTime := func(a, b probe) int { return cmp.Compare(a.nanos, b.nanos) }
+		if !slices.IsSortedFunc(probes, byTime) { // perf script sorts by time; other inputs may not
+			slices.SortStableFunc(probes, byTime)
+		}
+		open = open[:0]
+		for _, pr := range probes {
+			if !pr.ret {
+				for d != nil && len(open) > 0 && open[len(open)-1].depth >= pr.depth {
+					open = open[:len(open)-1]
+					set.UnmatchedEntries++
+				}
+				open = append(open, pr)
+				continue
 			}
-			open = append(open, pr)
-			continue
+			if len(open) == 0 {
+				set.UnmatchedReturns++
+				continue
+			}
+			e := open[len(open)-1]
+			open = open[:len(open)-1]
+			set.Spans = append(set.Spans, Span{TID: tid, StartNanos: e.nanos, EndNanos: pr.nanos})
 		}
-		if len(open) == 0 {
-			set.UnmatchedReturns++
-			continue
-		}
-		e := open[len(open)-1]
-		open = open[:len(open)-1]
-		set.Spans = append(set.Spans, Span{TID: pr.tid, StartNanos: e.nanos, EndNanos: pr.nanos})
+		set.UnmatchedEntries += len(open)
 	}
-	set.UnmatchedEntries += len(open)
 	set.index()
 	return set
 }
