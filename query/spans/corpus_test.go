@@ -41,6 +41,7 @@ func loadShared(tb testing.TB, path string) (*fleetscope.Profile, []fleetscope.S
 }
 
 func reqsimSpans(tb testing.TB) (*fleetscope.Profile, []fleetscope.Sample, *spans.Set) {
+	tb.Helper()
 	p, samples := loadShared(tb, reqsim)
 	pair, err := spans.FindPair(p.Dict.Events(), "", "")
 	if err != nil {
