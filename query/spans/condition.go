@@ -15,6 +15,7 @@ import (
 //
 // The two are complements: for the same T, every span is in exactly one of
 // slower:T and faster:T (so faster:p95 holds the spans at the p95 itself).
+// Make one with ParseCondition (the zero Condition is faster:p0).
 type Condition struct {
 	slower bool
 	pct    int64 // the percentile in millionths of a percent; -1 for a fixed threshold
