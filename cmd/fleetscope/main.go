@@ -60,7 +60,7 @@ func newRoot() *cobra.Command {
 	}
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(collapseCmd(), heatmapCmd(), flamegraphCmd(),
-		serverCmd(), migrateCmd(), tenantCmd(), keyCmd(), checkCmd(), uploadCmd(), profilesCmd(), adminCmd(), agentCmd())
+		serverCmd(), migrateCmd(), tenantCmd(), keyCmd(), checkCmd(), uploadCmd(), profilesCmd(), adminCmd(), agentCmd(), spansCmd())
 	return root
 }
 
