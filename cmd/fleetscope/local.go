@@ -98,3 +98,27 @@ func fileOrProfile(a []string, profile string) error {
 	}
 	return nil
 }
+
+// parseSamples parses FILE keeping every sample with all its fields.
+func parseSamples(a []string, inputFormat string) (*fleetscope.Profile, []fleetscope.Sample, error) {
+	if inputFormat != "" {
+		if _, err := ingest.Lookup(inputFormat); err != nil {
+			return nil, nil, usageError{err}
+		}
+	}
+	r, done, err := openRaw(a)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer done()
+	var samples []fleetscope.Sample
+	p, err := ingest.Parse(r, inputFormat, 0, func(_ *fleetscope.Profile, batch []fleetscope.Sample) error {
+		samples = append(samples, batch...)
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	warn(p)
+	return p, samples, nil
+}

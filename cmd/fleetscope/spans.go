@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/fleetscope/fleetscope"
 	"github.com/fleetscope/fleetscope/query/spans"
 	"github.com/spf13/cobra"
 )
@@ -50,18 +49,15 @@ the other follows that naming.`,
 		RunE: func(c *cobra.Command, a []string) error {
 			// The pair is known only once every event name has been seen:
 			// keep the samples until then.
-			var samples []fleetscope.Sample
-			l, err := load(a, inputFormat, func(_ *fleetscope.Dict, batch []fleetscope.Sample) {
-				samples = append(samples, batch...)
-			})
+			prof, samples, err := parseSamples(a, inputFormat)
 			if err != nil {
 				return err
 			}
-			pair, err := spans.FindPair(l.p.Dict.Events(), entry, ret)
+			pair, err := spans.FindPair(prof.Dict.Events(), entry, ret)
 			if err != nil {
 				return err
 			}
-			set := spans.Match(samples, pair, l.p.Dict)
+			set := spans.Match(samples, pair, prof.Dict)
 			if len(set.Spans) == 0 {
 				fmt.Fprintf(os.Stderr, "fleetscope: warning: no %s event was paired with a %s event: no latency (percentiles print as 0)\n", pair.EntryName, pair.ReturnName)
 			}

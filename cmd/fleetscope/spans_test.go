@@ -3,31 +3,17 @@ package main
 import (
 	"encoding/json"
 	"math"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
-)
 
-// sharedFile returns a file of the shared corpus, skipping the test when it
-// is absent (failing instead when FLEETSCOPE_TEST_REQUIRE=1).
-func sharedFile(t *testing.T, rel string) string {
-	t.Helper()
-	path := filepath.Join(shared, rel)
-	if _, err := os.Stat(path); err != nil {
-		if os.Getenv("FLEETSCOPE_TEST_REQUIRE") == "1" {
-			t.Fatalf("shared corpus file required (FLEETSCOPE_TEST_REQUIRE=1): %v", err)
-		}
-		t.Skipf("shared corpus file absent, skipping (set FLEETSCOPE_TEST_REQUIRE=1 to fail instead): %v", err)
-	}
-	return path
-}
+	"github.com/fleetscope/fleetscope/ingest/corpus"
+)
 
 // TestSpansJSON: spans --json on the uprobe recording matches the corpus
 // README: 2,202 requests, p50 686 µs, p90 3,857 µs, p95 4,002 µs, p99
 // 4,159 µs (within 2 %).
 func TestSpansJSON(t *testing.T) {
-	file := sharedFile(t, "corpus/perf/recorded-perf-uprobe-reqsim.txt")
+	file := corpus.Path(t, "corpus/perf/recorded-perf-uprobe-reqsim.txt")
 	for _, flags := range [][]string{
 		{"--json"},
 		{"--json", "--entry", "probe_reqsim:handle_request", "--return", "probe_reqsim:handle_request__return"},
@@ -64,14 +50,14 @@ func TestSpansJSON(t *testing.T) {
 
 // TestSpansText: the human summary and the errors.
 func TestSpansText(t *testing.T) {
-	file := sharedFile(t, "corpus/perf/recorded-perf-uprobe-reqsim.txt")
+	file := corpus.Path(t, "corpus/perf/recorded-perf-uprobe-reqsim.txt")
 	out := local(t, "spans", file)
 	for _, want := range []string{"2202 spans from probe_reqsim:handle_request to probe_reqsim:handle_request__return", "p95 4002 µs", "|#"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("summary lacks %q:\n%s", want, out)
 		}
 	}
-	noProbes := sharedFile(t, "corpus/perf/recorded-perf-realtime-2events.txt")
+	noProbes := corpus.Path(t, "corpus/perf/recorded-perf-realtime-2events.txt")
 	for _, tc := range []struct {
 		args []string
 		code int

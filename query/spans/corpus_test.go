@@ -9,24 +9,23 @@ import (
 
 	"github.com/fleetscope/fleetscope"
 	"github.com/fleetscope/fleetscope/ingest"
+	"github.com/fleetscope/fleetscope/ingest/corpus"
 	"github.com/fleetscope/fleetscope/query/spans"
 )
 
 // reqsim is the corpus's uprobe recording; its README gives the reference:
 // 2,202 requests, latency p50 686 µs, p90 3,857 µs, p95 4,002 µs, p99
 // 4,159 µs.
-const reqsim = "../../../shared/corpus/perf/recorded-perf-uprobe-reqsim.txt"
+const reqsim = "corpus/perf/recorded-perf-uprobe-reqsim.txt"
 
-// loadShared parses a file of the shared corpus, skipping the test when it
-// is absent (failing instead when FLEETSCOPE_TEST_REQUIRE=1).
+// loadShared parses a file of the shared corpus (given relative to it),
+// skipping the test when it is absent (failing instead when
+// FLEETSCOPE_TEST_REQUIRE=1).
 func loadShared(tb testing.TB, path string) (*fleetscope.Profile, []fleetscope.Sample) {
 	tb.Helper()
-	f, err := os.Open(path)
+	f, err := os.Open(corpus.Path(tb, path))
 	if err != nil {
-		if os.Getenv("FLEETSCOPE_TEST_REQUIRE") == "1" {
-			tb.Fatalf("shared corpus file required (FLEETSCOPE_TEST_REQUIRE=1): %v", err)
-		}
-		tb.Skipf("shared corpus file absent, skipping (set FLEETSCOPE_TEST_REQUIRE=1 to fail instead): %v", err)
+		tb.Fatal(err)
 	}
 	defer f.Close()
 	var samples []fleetscope.Sample
