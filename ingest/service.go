@@ -10,6 +10,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 	"unicode/utf8"
@@ -62,6 +63,13 @@ type Service struct {
 	TempDir string // spool for uploads (see PrepareSpool); "" = os.TempDir()
 	Log     *slog.Logger
 	Now     func() time.Time
+	// IndexWriters bounds the index transactions in flight (0: 4), so
+	// that uploads never hold every pooled database connection and
+	// queries do not queue behind them.
+	IndexWriters int
+
+	writersOnce sync.Once
+	writers     chan struct{}
 }
 
 // Ingest reads one profile file from body and stores it for the principal's
@@ -151,7 +159,13 @@ func (s *Service) Ingest(ctx context.Context, p fleetscope.Principal, m Meta, bo
 		}
 		return putErr
 	}
+	if err := s.writeSlot(ctx); err != nil {
+		waitPut()
+		s.dropBlob(info.BlobKey)
+		return nil, false, err
+	}
 	stored, created, err := s.DB.InsertProfile(ctx, p.TenantID, info, sum, parsed.Profile.Dict, parsed.Index, waitPut)
+	<-s.writers
 	if perr := waitPut(); perr != nil {
 		s.dropBlob(info.BlobKey)
 		return nil, false, unavailable(perr, "could not store the raw file (blob store unavailable): nothing was stored, retry later")
@@ -368,6 +382,23 @@ func ParseIndex(r io.Reader, inputFormat string, maxRaw int64, shape Shape) (*Pa
 		return nil, err
 	}
 	return &Parsed{Profile: prof, Index: ix}, nil
+}
+
+// writeSlot waits for a place among the index writers (or ctx's end).
+func (s *Service) writeSlot(ctx context.Context) error {
+	s.writersOnce.Do(func() {
+		n := s.IndexWriters
+		if n <= 0 {
+			n = 4
+		}
+		s.writers = make(chan struct{}, n)
+	})
+	select {
+	case s.writers <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 func (s *Service) now() time.Time {

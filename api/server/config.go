@@ -30,6 +30,7 @@ type Config struct {
 	MaxStacks          int64  // FLEETSCOPE_MAX_STACKS: distinct stacks in one profile
 	MaxDepth           int64  // FLEETSCOPE_MAX_DEPTH: frames in one stack
 	BodyIdleTimeout    string // FLEETSCOPE_BODY_IDLE_TIMEOUT: a request body sending nothing this long is cut off
+	IngestCPUs         int64  // FLEETSCOPE_INGEST_CPUS: cores all uploads' parsing may take together (0: all but one)
 }
 
 // Env lists the environment variables Config reads, in field order.
@@ -54,6 +55,7 @@ var Env = []string{
 	"FLEETSCOPE_MAX_STACKS",
 	"FLEETSCOPE_MAX_DEPTH",
 	"FLEETSCOPE_BODY_IDLE_TIMEOUT",
+	"FLEETSCOPE_INGEST_CPUS",
 }
 
 // Defaults are the embedded defaults.
@@ -106,6 +108,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		"FLEETSCOPE_MAX_UPLOADS_PER_KEY":  &c.MaxUploadsPerKey,
 		"FLEETSCOPE_MAX_STACKS":           &c.MaxStacks,
 		"FLEETSCOPE_MAX_DEPTH":            &c.MaxDepth,
+		"FLEETSCOPE_INGEST_CPUS":          &c.IngestCPUs,
 	}
 	for _, name := range Env {
 		v := getenv(name)

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime"
 	"syscall"
 	"time"
 
@@ -21,6 +22,7 @@ import (
 	"github.com/fleetscope/fleetscope/api"
 	"github.com/fleetscope/fleetscope/api/gen/fleetscope/v1/fleetscopev1connect"
 	"github.com/fleetscope/fleetscope/ingest"
+	"github.com/fleetscope/fleetscope/ingest/perf"
 	"github.com/fleetscope/fleetscope/query"
 	"github.com/fleetscope/fleetscope/store/blob"
 	_ "github.com/fleetscope/fleetscope/store/blob/localfs" // file:// URLs
@@ -83,6 +85,12 @@ func newServer(ctx context.Context, cfg Config, log *slog.Logger, ln net.Listene
 	if removed > 0 {
 		log.Info("removed the upload spool files of servers that are gone", "files", removed)
 	}
+	// Uploads parse on all cores but one, together: queries keep a core.
+	cpus := int(cfg.IngestCPUs)
+	if cpus <= 0 {
+		cpus = max(1, runtime.GOMAXPROCS(0)-1)
+	}
+	perf.LimitCPU(cpus)
 	ing := &ingest.Service{DB: db, Blobs: blobs, Log: log, MaxUploadBytes: cfg.MaxUploadBytes, MaxRawBytes: cfg.MaxRawBytes,
 		TempDir: spool, Shape: ingest.Shape{MaxStacks: int(cfg.MaxStacks), MaxDepth: int(cfg.MaxDepth),
 			MaxFrames: ingest.DefaultShape.MaxFrames, MaxEvents: ingest.DefaultShape.MaxEvents}}

@@ -165,3 +165,84 @@ func execCommand(name string, args ...string) (string, error) {
 	out, err := c.CombinedOutput()
 	return string(out), err
 }
+
+// BenchmarkReadsUnderIngest measures query latency while 50 uploaders store
+// 1,000 small profiles (the hardening issue's load): 1-s range flame graphs
+// and heatmaps of the benchmark profile, idle and under that load, and the
+// uploads' own latency. Run with:
+// go test -run '^$' -bench ReadsUnderIngest -benchtime 1x ./cmd/fleetscope/
+func BenchmarkReadsUnderIngest(b *testing.B) {
+	s := startService(b, serviceOpts{extra: []string{"FLEETSCOPE_MAX_UPLOADS_PER_KEY=50"}}) // all 50 at once
+	ctx := context.Background()
+	raw := filepath.Join(b.TempDir(), "bench.txt")
+	if out, err := runShell("zcat " + corpus.Path(b, "bench/perf-mixed-60s.txt.gz") + " > " + raw); err != nil {
+		b.Fatalf("%v %s", err, out)
+	}
+	id := s.upload(raw)
+	small, _ := os.ReadFile(plant(b, "--seed", "91", "--seconds", "2"))
+	ing, q := s.clients()
+	read := func(i int) (time.Duration, time.Duration) {
+		st := int64(i%59) * 1e9
+		en := st + 1e9
+		t0 := time.Now()
+		if _, err := q.GetFlameGraph(ctx, connect.NewRequest(&fsv1.GetFlameGraphRequest{ProfileId: id, StartNanos: &st, EndNanos: &en})); err != nil {
+			b.Fatal(err)
+		}
+		t1 := time.Now()
+		if _, err := q.GetHeatmap(ctx, connect.NewRequest(&fsv1.GetHeatmapRequest{ProfileId: id, Rows: int32(40 + i%20)})); err != nil {
+			b.Fatal(err)
+		}
+		return t1.Sub(t0), time.Since(t1)
+	}
+	var idleFlame, idleHeat []time.Duration
+	for i := range 200 {
+		f, h := read(i)
+		idleFlame, idleHeat = append(idleFlame, f), append(idleHeat, h)
+	}
+	report(b, "1-s flame graph, idle", idleFlame, "")
+	report(b, "heatmap (uncached rows), idle", idleHeat, "")
+
+	// 50 uploaders, 20 distinct small profiles each (a comment line differs).
+	const uploaders, each = 50, 20
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var ups []time.Duration
+	failed := 0
+	done := make(chan struct{})
+	for u := range uploaders {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				body := append([]byte(fmt.Sprintf("# uploader %d profile %d\n", u, i)), small...)
+				t0 := time.Now()
+				stream := ing.Upload(ctx)
+				stream.Send(&fsv1.UploadRequest{Msg: &fsv1.UploadRequest_Metadata{Metadata: &fsv1.UploadMetadata{App: "load"}}})
+				stream.Send(&fsv1.UploadRequest{Msg: &fsv1.UploadRequest_Chunk{Chunk: body}})
+				_, err := stream.CloseAndReceive()
+				mu.Lock()
+				if err != nil {
+					failed++
+				} else {
+					ups = append(ups, time.Since(t0))
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	go func() { wg.Wait(); close(done) }()
+	var loadFlame, loadHeat []time.Duration
+	for i := 0; ; i++ {
+		select {
+		case <-done:
+		default:
+			f, h := read(i)
+			loadFlame, loadHeat = append(loadFlame, f), append(loadHeat, h)
+			continue
+		}
+		break
+	}
+	report(b, "1-s flame graph, 50 uploaders", loadFlame, "target p99 <= 50 ms")
+	report(b, "heatmap (uncached rows), 50 uploaders", loadHeat, "target p99 <= 50 ms")
+	report(b, fmt.Sprintf("uploads of a small profile (%d stored, %d refused)", len(ups), failed), ups, "")
+}

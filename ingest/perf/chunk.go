@@ -111,6 +111,21 @@ func recycle(c *chunk) {
 	bufPool.Put(&b)
 }
 
+// cpu, when set, holds one token per chunk being parsed anywhere in the
+// process: it bounds the cores all concurrent parses take together.
+var cpu chan struct{}
+
+// LimitCPU bounds the chunks parsed at once by every parse in the process
+// to n (n <= 0: no bound). A server calls it once at start so that uploads
+// leave cores to queries; it must not be called while parses run.
+func LimitCPU(n int) {
+	if n <= 0 {
+		cpu = nil
+		return
+	}
+	cpu = make(chan struct{}, n)
+}
+
 // errStop ends a pipeline early without being an error.
 var errStop = errors.New("stop")
 
@@ -120,6 +135,10 @@ var errStop = errors.New("stop")
 // merge returning errStop ends the run quietly.
 func pipeline[R any](r io.Reader, prepare func(*chunk), work func(worker int, c *chunk) R, merge func(*chunk, R) error) error {
 	workers := runtime.GOMAXPROCS(0)
+	if cpu != nil {
+		workers = min(workers, cap(cpu))
+	}
+	tokens := cpu
 	chunks := make(chan *chunk, workers)
 	stop := make(chan struct{})
 	var stopOnce sync.Once
@@ -161,7 +180,14 @@ func pipeline[R any](r io.Reader, prepare func(*chunk), work func(worker int, c 
 		go func() {
 			defer wg.Done()
 			for j := range jobs {
-				j.res <- work(w, j.c)
+				if tokens != nil {
+					tokens <- struct{}{}
+				}
+				res := work(w, j.c)
+				if tokens != nil {
+					<-tokens
+				}
+				j.res <- res
 			}
 		}()
 	}
