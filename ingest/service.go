@@ -168,7 +168,12 @@ func (s *Service) Ingest(ctx context.Context, p fleetscope.Principal, m Meta, bo
 	<-s.writers
 	if perr := waitPut(); perr != nil {
 		s.dropBlob(info.BlobKey)
-		return nil, false, unavailable(perr, "could not store the raw file (blob store unavailable): nothing was stored, retry later")
+		// Whatever the blob store said, the upload itself is fine: keys are
+		// ours (tenant and hash), so the store is at fault. Retry later.
+		if errors.Is(perr, context.Canceled) {
+			return nil, false, perr
+		}
+		return nil, false, fleetscope.Wrap(perr, fleetscope.EUNAVAILABLE, "could not store the raw file (blob store unavailable): nothing was stored, retry later")
 	}
 	if err != nil {
 		s.dropBlob(info.BlobKey)

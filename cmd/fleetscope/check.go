@@ -10,13 +10,14 @@ import (
 
 func checkCmd() *cobra.Command {
 	var fix bool
+	var grace time.Duration
 	c := &cobra.Command{
 		Use:   "check [--fix]",
 		Short: "Compare blob store and index: report orphan blobs, missing raw files and unfinished writes",
 		Args:  args(0, 0),
 		RunE: func(c *cobra.Command, a []string) error {
 			return withLifecycle(c, func(s *lifecycle.Service) error {
-				r, err := s.Check(c.Context(), time.Now(), fix)
+				r, err := s.Check(c.Context(), time.Now().Add(-grace), fix)
 				if err != nil {
 					return err
 				}
@@ -37,6 +38,7 @@ func checkCmd() *cobra.Command {
 			})
 		},
 	}
-	c.Flags().BoolVar(&fix, "fix", false, "delete orphan blobs and unfinished writes older than an hour")
+	c.Flags().BoolVar(&fix, "fix", false, "delete orphan blobs and unfinished writes older than --grace")
+	c.Flags().DurationVar(&grace, "grace", lifecycle.PartialGrace, "unfinished blob writes younger than this may be uploads in flight: left alone (0 when no server runs)")
 	return c
 }

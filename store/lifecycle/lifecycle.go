@@ -110,9 +110,10 @@ type Report struct {
 }
 
 // Check compares the blob store with the index: blobs no profile refers
-// to, profiles whose blob is missing, and unfinished writes older than
-// PartialGrace at now. With fix, orphans and partials are deleted.
-func (s *Service) Check(ctx context.Context, now time.Time, fix bool) (Report, error) {
+// to, profiles whose blob is missing, and unfinished writes begun before
+// olderThan (now less PartialGrace, unless no upload can be in flight).
+// With fix, orphans and partials are deleted.
+func (s *Service) Check(ctx context.Context, olderThan time.Time, fix bool) (Report, error) {
 	var r Report
 	keys, err := s.DB.BlobKeys(ctx)
 	if err != nil {
@@ -134,7 +135,7 @@ func (s *Service) Check(ctx context.Context, now time.Time, fix bool) (Report, e
 			r.Missing = append(r.Missing, k)
 		}
 	}
-	err = s.Blobs.Partials(ctx, now.Add(-PartialGrace), fix, func(i blob.Info) error {
+	err = s.Blobs.Partials(ctx, olderThan, fix, func(i blob.Info) error {
 		r.Partials = append(r.Partials, i)
 		return nil
 	})

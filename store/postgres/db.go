@@ -62,8 +62,14 @@ func Open(ctx context.Context, url string) (*DB, error) {
 // Close closes the pool.
 func (db *DB) Close() { db.pool.Close() }
 
-// Ping checks the database answers.
-func (db *DB) Ping(ctx context.Context) error { return db.pool.Ping(ctx) }
+// Ping checks the database answers. A pooled connection that died (its
+// backend killed, the server restarted) is dropped and another tried, so
+// one stale connection does not fail a health check.
+func (db *DB) Ping(ctx context.Context) error {
+	return db.retry(ctx, func() error {
+		return db.withConn(ctx, func(c *pgx.Conn) error { return c.Ping(ctx) })
+	})
+}
 
 // Migrate applies the embedded migrations (goose).
 func (db *DB) Migrate(ctx context.Context) error {
