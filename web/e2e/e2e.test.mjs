@@ -9,6 +9,7 @@
 //   E2E_TWO_EVENTS              a recorded profile with two events (cpu-clock, context-switches)
 //   E2E_UNTIMED                 a perf profile without timestamps
 //   E2E_PPROF                   a pprof profile (no per-sample timestamps, a recorded duration), app gosort
+//   E2E_LONG, E2E_LONG_PERF     a planted profile of 1,500 s (several seconds per heatmap column) and its planted.perf
 //   E2E_ARTIFACTS               where screenshots go
 // Steps run in order and share one signed-in page, like a person would.
 
@@ -16,7 +17,20 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { artifactsDir, env, exactHeatmap, explainTruth, launch, plantedSamples, rpc, serverFlameTotal, serverHeatmap, truthColumns } from "./lib.mjs";
+import {
+  artifactsDir,
+  countInRange,
+  env,
+  exactHeatmap,
+  explainTruth,
+  launch,
+  plantedSamples,
+  rpc,
+  secondsPerColumnFor,
+  serverFlameTotal,
+  serverHeatmap,
+  truthColumns,
+} from "./lib.mjs";
 
 const URL_ = env("E2E_URL");
 const KEY = env("E2E_KEY");
@@ -57,6 +71,7 @@ async function heatmapData(p) {
   return p.locator("[data-testid=heatmap]").evaluate((c) => ({
     rows: Number(c.dataset.rows),
     cols: Number(c.dataset.cols),
+    secondsPerColumn: Number(c.dataset.secondsPerColumn),
     startSecond: Number(c.dataset.startSecond),
     total: Number(c.dataset.total),
     cells: JSON.parse(c.dataset.cells),
@@ -491,6 +506,70 @@ describe("dashboard", () => {
     for (const c of covered) assert.ok(c.stuck && c.onTop, `header ${JSON.stringify(c)}`);
     await screenshot(page, "top-table-sticky-header", false);
     await page.evaluate(() => window.scrollTo(0, 0));
+  });
+
+  test("a 25-minute profile: columns of several seconds, selections of whole columns, exact sums", async () => {
+    const id = env("E2E_LONG");
+    const samples = plantedSamples(env("E2E_LONG_PERF"));
+    const first = exactHeatmap(samples, 50);
+    const spc = secondsPerColumnFor(first.seconds);
+    assert.ok(spc > 1, `a ${first.seconds}-s profile has one second per column: the test needs a longer one`);
+    const exact = exactHeatmap(samples, 50, spc);
+    const inRange = (start, end) => countInRange(samples, exact.startSecond, start, end);
+    const NS = 1e9;
+
+    await page.goto(`${URL_}/p/${id}`);
+    await page.waitForFunction(() => document.querySelector("[data-testid=heatmap]")?.dataset.cells);
+    let d = await heatmapData(page);
+    assert.equal(d.secondsPerColumn, spc);
+    assert.equal(d.startSecond, exact.startSecond);
+    assert.deepEqual(d.cells, exact.columns, "UI cells differ from the exact count of planted.perf in columns of several seconds");
+    assert.match(await page.getByTestId("heatmap-hint").textContent(), new RegExp(`each column is ${spc} seconds.*whole columns.*no time window`));
+
+    // Hovering a cell names the column's seconds and the slice of each.
+    await page.mouse.move(...Object.values(await cellPoint(page, 3, 20)));
+    const tip = page.locator(".heatmap .tooltip");
+    await tip.waitFor();
+    assert.match(await tip.textContent(), new RegExp(`seconds ${3 * spc}–${4 * spc}, 400–420 ms of each.*whole column.*${exact.columns[3][20]} samples?$`));
+    await screenshot(page, "long-profile-hover");
+
+    // A click on one cell selects its column's whole seconds.
+    await clickCell(page, 1, 20);
+    await page.waitForFunction((e) => new URL(location.href).searchParams.get("end") === e, String(2 * spc));
+    assert.equal(query(page).get("start"), String(spc));
+    const col1 = inRange(spc * NS, 2 * spc * NS);
+    assert.equal(col1, exact.columns[1].reduce((a, b) => a + b, 0));
+    d = await heatmapData(page);
+    assert.equal(d.selectedCount, col1);
+    assert.equal(Number((await flameState(page)).total), col1, "flame graph total vs the planted samples of the column's seconds");
+    await page.locator(".selection-bar .agree").waitFor();
+    assert.match(await page.getByTestId("selection").textContent(), new RegExp(`1 column of ${spc} s`));
+
+    // A drag backwards from column 5 to column 3 selects columns 3-5, rows aside.
+    await drag(page, [5, 10], [3, 40]);
+    await page.waitForFunction((s) => new URL(location.href).searchParams.get("start") === s, String(3 * spc));
+    assert.equal(query(page).get("end"), String(6 * spc));
+    const cols35 = inRange(3 * spc * NS, 6 * spc * NS);
+    assert.equal((await heatmapData(page)).selectedCount, cols35);
+    assert.equal(Number((await flameState(page)).total), cols35);
+    await screenshot(page, "long-profile-columns");
+
+    // The permalink restores the selection.
+    const link = page.url();
+    await page.goto(link);
+    await page.waitForFunction(() => document.querySelector("[data-testid=heatmap]")?.dataset.selectedCount);
+    d = await heatmapData(page);
+    assert.deepEqual([d.selectionStart, d.selectionEnd, d.selectedCount], [String(3 * spc), String(6 * spc), cols35]);
+    assert.equal(Number((await flameState(page)).total), cols35);
+
+    // A range that is not whole columns (a GC stripe, from a link): the
+    // column is shown, no cell sum is claimed, the flame graph counts the range.
+    await page.goto(`${URL_}/p/${id}?start=2.4&end=2.48`);
+    const f = await flameState(page);
+    assert.equal(Number(f.total), inRange(2.4e9, 2.48e9));
+    await page.getByTestId("not-aligned").waitFor();
+    assert.equal(await page.getByTestId("selection-count").count(), 0);
+    assert.equal((await heatmapData(page)).selectedCount, null);
   });
 
   test("a profile without timestamps: no heatmap, the whole flame graph", async () => {

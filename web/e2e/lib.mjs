@@ -70,22 +70,44 @@ export function plantedSamples(path) {
 }
 
 /** exactHeatmap counts non-idle planted samples with the server's integer
- * rule; it also lists the samples lying exactly on a row boundary. */
-export function exactHeatmap(samples, rows) {
+ * rule, secondsPerColumn seconds to a column; it also lists the samples
+ * lying exactly on a row boundary. */
+export function exactHeatmap(samples, rows, secondsPerColumn = 1) {
   const first = Math.min(...samples.map((s) => s.us));
   const startSecond = Math.floor(first / 1e6);
-  const cols = Math.floor(Math.max(...samples.map((s) => s.us)) / 1e6) - startSecond + 1;
+  const seconds = Math.floor(Math.max(...samples.map((s) => s.us)) / 1e6) - startSecond + 1;
+  const cols = Math.ceil(seconds / secondsPerColumn);
   const columns = Array.from({ length: cols }, () => new Array(rows).fill(0));
   const boundary = Array.from({ length: cols }, () => new Array(rows).fill(0));
   for (const s of samples) {
     if (s.comm === "swapper") continue;
-    const col = Math.floor(s.us / 1e6) - startSecond;
+    const col = Math.floor((Math.floor(s.us / 1e6) - startSecond) / secondsPerColumn);
     const off = s.us % 1e6;
     const row = Math.floor((off * rows) / 1e6);
     columns[col][row]++;
     if ((off * rows) % 1e6 === 0) boundary[col][row]++;
   }
-  return { startSecond, columns, boundary };
+  return { startSecond, seconds, columns, boundary };
+}
+
+/** secondsPerColumnFor is the README's rule: one second per column up to
+ * 1,000 s, else the fewest whole seconds that keep the columns at or
+ * under 1,000. */
+export function secondsPerColumnFor(seconds) {
+  let spc = 1;
+  while (Math.ceil(seconds / spc) > 1000) spc++;
+  return spc;
+}
+
+/** countInRange counts non-idle planted samples in [startNanos, endNanos)
+ * relative to startSecond (microsecond timestamps: exact in nanoseconds). */
+export function countInRange(samples, startSecond, startNanos, endNanos) {
+  let n = 0;
+  for (const s of samples) {
+    const ns = (s.us - startSecond * 1e6) * 1000;
+    if (s.comm !== "swapper" && ns >= startNanos && ns < endNanos) n++;
+  }
+  return n;
 }
 
 /** truthColumns turns truth.json's sparse heatmap into columns. */

@@ -1,6 +1,6 @@
 // Unit tests (Vitest) of the browser tests' own ground-truth helpers.
 import { expect, test } from "vitest";
-import { exactHeatmap, explainTruth } from "./lib.mjs";
+import { countInRange, exactHeatmap, explainTruth, secondsPerColumnFor } from "./lib.mjs";
 
 test("exact heatmap from perf timestamps, with boundary samples", () => {
   const s = (comm, sec, us) => ({ comm, us: sec * 1e6 + us });
@@ -16,6 +16,21 @@ test("exact heatmap from perf timestamps, with boundary samples", () => {
   expect(columns[1][0]).toBe(1);
   expect(boundary[1][0]).toBe(1);
   expect(columns.flat().reduce((a, b) => a + b)).toBe(4); // swapper is idle
+});
+
+test("several seconds per column; counts in a range; the columns rule", () => {
+  const s = (comm, sec, us) => ({ comm, us: sec * 1e6 + us });
+  const samples = [s("java", 100, 3), s("java", 101, 20_000), s("java", 102, 20_000), s("swapper", 101, 20_000), s("gc", 104, 999_999)];
+  const { seconds, columns } = exactHeatmap(samples, 50, 2);
+  expect(seconds).toBe(5);
+  expect(columns.length).toBe(3); // [100, 102), [102, 104), [104, 106)
+  expect(columns[0][0]).toBe(1);
+  expect(columns[0][1]).toBe(1);
+  expect(columns[1][1]).toBe(1);
+  expect(columns[2][49]).toBe(1);
+  expect(countInRange(samples, 100, 1e9, 2.02e9)).toBe(1); // 101.02 is in, 102.02 is not, swapper never
+  expect(countInRange(samples, 100, 0, 5e9)).toBe(4);
+  expect([1, 999, 1000, 1001, 1500, 2000, 2001, 86400].map(secondsPerColumnFor)).toEqual([1, 1, 1, 2, 2, 2, 3, 87]);
 });
 
 test("truth.json may put boundary samples one cell lower, nothing else", () => {

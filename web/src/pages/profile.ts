@@ -29,6 +29,7 @@ function toHeatmap(r: GetHeatmapResponse): Heatmap {
   return {
     event: r.event,
     startSecond: Number(r.startSecond),
+    secondsPerColumn: Math.max(Number(r.secondsPerColumn), 1), // 0 from a server older than the field
     rows: r.rows,
     columns: r.columns.map((c) => c.counts.map(Number)),
     maxCount: Number(r.maxCount),

@@ -8,7 +8,7 @@
 import type { Problem } from "../api";
 import { h, replace } from "../dom";
 import { formatCount, formatDuration, formatSeconds, formatTime } from "../format";
-import { cellsOfRange, type Heatmap, type Range } from "../heatmap/model";
+import { cellOfIndex, cellsOfRange, gridOf, type Heatmap, type Range } from "../heatmap/model";
 import { HeatmapView } from "../heatmap/view";
 import { emptyState, errorState, loadingState } from "../pages/states";
 
@@ -36,7 +36,7 @@ export class HeatmapPanel {
   private data: Heatmap | null = null;
   private box = h("div", { class: "heatmap-box" }, loadingState("heatmap", 440));
   private eventSel = h("select", { "data-testid": "event", "aria-label": "Event", disabled: true });
-  private hint = h("span", { class: "muted small" }, "each column is one second; each cell a slice of it. Click a cell or drag across cells to choose a range; shift-click extends.");
+  private hint = h("span", { class: "muted small", "data-testid": "heatmap-hint" }, hintText(1));
   private rowsLabel: HTMLElement;
   private tableBtn = h("button", { type: "button", class: "ghost", "aria-pressed": "false", "data-testid": "heatmap-table-toggle" }, "Table");
   private selectionBar = h("div", { class: "selection-bar", "data-testid": "selection", "aria-live": "polite" });
@@ -104,6 +104,7 @@ export class HeatmapPanel {
    * are included (for the empty state's advice). */
   show(d: Heatmap, selection: Range | null, idle: boolean) {
     this.data = d;
+    this.hint.textContent = hintText(d.secondsPerColumn);
     this.box.classList.remove("stale");
     if (this.view.el.parentElement !== this.box) replace(this.box, this.view.el);
     this.view.setSelection(selection);
@@ -146,10 +147,13 @@ export class HeatmapPanel {
       return;
     }
     const d = this.data;
-    const span = d ? cellsOfRange(r, d.rows, d.columns.length) : null;
+    const spc = d?.secondsPerColumn ?? 1;
+    const span = d ? cellsOfRange(r, gridOf(d)) : null;
     const outside = d !== null && span === null;
     const cellSum = d && !outside ? this.view.selectedCount() : null;
-    const cells = span ? span.last - span.first + 1 : 0;
+    // what the selection covers in the heatmap: cells, or whole columns of several seconds
+    const columns = span && d ? cellOfIndex(span.last, d.rows).col - cellOfIndex(span.first, d.rows).col + 1 : 0;
+    const cells = span ? (spc === 1 ? `${span.last - span.first + 1} cell${span.last === span.first ? "" : "s"}` : `${columns} column${columns === 1 ? "" : "s"} of ${spc} s`) : "";
     const agree = cellSum !== null && flameTotal !== null ? cellSum === flameTotal : null;
     bar.dataset.start = formatSeconds(r.start);
     bar.dataset.end = formatSeconds(r.end);
@@ -157,17 +161,26 @@ export class HeatmapPanel {
       bar,
       h("span", { class: "sel-label" }, "Range "),
       h("b", { "data-testid": "selection-range" }, `${formatTime(r.start)} – ${formatTime(r.end)}`),
-      h("span", { class: "muted" }, ` (${formatDuration(r.end - r.start)}${cells ? `, ${cells} cell${cells === 1 ? "" : "s"}` : ""})`),
+      h("span", { class: "muted" }, ` (${formatDuration(r.end - r.start)}${cells ? `, ${cells}` : ""})`),
       cellSum !== null
-        ? h("span", { class: "sel-count", "data-testid": "selection-count", "data-count": String(cellSum) }, ` · ${formatCount(cellSum)} samples in the cells`)
+        ? h("span", { class: "sel-count", "data-testid": "selection-count", "data-count": String(cellSum) }, ` · ${formatCount(cellSum)} samples in the ${spc === 1 ? "cells" : "columns"}`)
         : span && !span.aligned
-          ? h("span", { class: "muted" }, " · not aligned to cells: the flame graph counts the exact range")
+          ? h("span", { class: "muted", "data-testid": "not-aligned" }, ` · not aligned to ${spc === 1 ? "cells" : "columns"}: the flame graph counts the exact range`)
           : outside
-            ? h("span", { class: "muted" }, ` · outside the profile (0 – ${d!.columns.length} s)`)
+            ? h("span", { class: "muted" }, ` · outside the profile (0 – ${d!.columns.length * spc} s)`)
             : null,
       agree === true ? h("span", { class: "agree", title: "The flame graph's total equals the selected cells' sum" }, " ✓ flame graph total matches") : null,
       agree === false ? h("span", { class: "disagree", role: "alert" }, ` ✗ flame graph total ${formatCount(flameTotal!)} differs`) : null,
       h("button", { type: "button", class: "ghost small", "data-testid": "clear-selection", onclick: () => this.opts.onClear() }, "Clear"),
     );
   }
+}
+
+/** hintText tells how to select in a heatmap of spc seconds per column. */
+function hintText(spc: number): string {
+  if (spc === 1) return "each column is one second; each cell a slice of it. Click a cell or drag across cells to choose a range; shift-click extends.";
+  return (
+    `each column is ${spc} seconds (a long profile); a cell sums one slice of each of them, which is not one time range, ` +
+    "so a selection takes whole columns: click or drag across columns. No finer zoom yet: the heatmap API has no time window."
+  );
 }
