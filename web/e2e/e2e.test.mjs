@@ -125,6 +125,118 @@ function sumCells(cells, rows, firstIdx, lastIdx) {
   return s;
 }
 
+/** legendScale reads the heatmap's legend as a person sees it: the "no
+ * samples" swatch, the gradient bar (its computed CSS stops) and the count
+ * at its right end ("1 – max"). colourFor(count) is the colour the bar
+ * shows for that count: count 1 at the left end, max at the right, blended
+ * between stops as the browser paints a gradient. */
+async function legendScale(p) {
+  const l = await p.locator(".heatmap .legend").evaluate((el) => ({
+    empty: getComputedStyle(el.querySelector(".legend-swatch")).backgroundColor,
+    bar: getComputedStyle(el.querySelector(".legend-bar")).backgroundImage,
+    ticks: [...el.querySelectorAll(".legend-tick")].map((t) => t.textContent),
+  }));
+  const rgb = (m) => [1, 2, 3].map((i) => Number(m[i]));
+  const empty = rgb(/^rgb\((\d+), (\d+), (\d+)\)$/.exec(l.empty));
+  const stops = [...l.bar.matchAll(/rgb\((\d+), (\d+), (\d+)\) ([\d.]+)%/g)].map((m) => ({ rgb: rgb(m), at: Number(m[4]) / 100 }));
+  assert.ok(stops.length >= 2 && stops[0].at === 0 && stops.at(-1).at === 1, `legend bar ${l.bar}`);
+  const top = /^(?:1 – )?([\d,]+)$/.exec(l.ticks[1]);
+  assert.ok(l.ticks[0] === "0" && top, `legend ticks ${l.ticks}`);
+  const max = Number(top[1].replace(/,/g, ""));
+  return {
+    max,
+    stops,
+    colourFor(count) {
+      if (count === 0) return empty;
+      const f = max <= 1 ? 0 : (count - 1) / (max - 1);
+      const i = Math.max(stops.findIndex((s) => s.at >= f), 1);
+      const [a, b] = [stops[i - 1], stops[i]];
+      return a.rgb.map((v, k) => v + ((b.rgb[k] - v) * (f - a.at)) / (b.at - a.at));
+    },
+  };
+}
+
+/** drawnCells reads the heatmap canvas's pixel at the centre of each cell,
+ * placed with the page's own scale (data-plot-left/-top, data-cell-width/
+ * -height in CSS pixels, devicePixelRatio): cells[col][row] = [r, g, b, a],
+ * or null for a cell scrolled out of view. */
+async function drawnCells(p) {
+  return p.getByTestId("heatmap").evaluate((c) => {
+    const ds = c.dataset;
+    const [rows, cols, left, top, w, h, scroll] = [ds.rows, ds.cols, ds.plotLeft, ds.plotTop, ds.cellWidth, ds.cellHeight, ds.scrollLeft].map(Number);
+    const dpr = devicePixelRatio;
+    const px = c.getContext("2d").getImageData(0, 0, c.width, c.height).data;
+    return Array.from({ length: cols }, (_, col) =>
+      Array.from({ length: rows }, (_, row) => {
+        const x = left + (col + 0.5) * w;
+        if (x < left + scroll || x >= c.clientWidth) return null; // the plot shows from x = left + scroll
+        const i = 4 * (Math.floor((top + (rows - 1 - row + 0.5) * h) * dpr) * c.width + Math.floor(x * dpr));
+        return [px[i], px[i + 1], px[i + 2], px[i + 3]];
+      }),
+    );
+  });
+}
+
+/** checkHeatmapPixels checks that every visible cell but those skipped is
+ * drawn in the legend's colour for its count in cells (counted by the test),
+ * and that the legend's scale runs to the largest count. It returns the
+ * number of cells checked. */
+async function checkHeatmapPixels(p, cells, skip = () => false) {
+  // Nothing drawn over the cells: no hover outline, no keyboard cursor.
+  await p.mouse.move(0, 0);
+  await p.evaluate(() => document.activeElement?.blur());
+  await p.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+  const scale = await legendScale(p);
+  assert.equal(scale.max, Math.max(...cells.flat()), "the legend's scale ends at the largest count");
+  const drawn = await drawnCells(p);
+  const bad = [];
+  let checked = 0;
+  for (let col = 0; col < cells.length; col++) {
+    for (let row = 0; row < cells[col].length; row++) {
+      const got = drawn[col][row];
+      if (!got || skip(col, row)) continue;
+      checked++;
+      const want = scale.colourFor(cells[col][row]);
+      if (got[3] !== 255 || want.some((v, k) => Math.abs(v - got[k]) > 1)) bad.push({ col, row, count: cells[col][row], want: want.map(Math.round), got });
+    }
+  }
+  assert.deepEqual(bad.slice(0, 5), [], `${bad.length} of ${checked} cells drawn in another colour than the legend's for their count`);
+  return checked;
+}
+
+/** frameExtent measures, on the flame graph canvas, the bar drawn in the
+ * search highlight colour on the row of depth (one pixel below the row's
+ * top, clear of labels), in device pixels: from its left edge to its right
+ * edge, edge pixels counted by their coverage (alpha). It fails unless the
+ * highlighted pixels on that row are one bar. */
+async function frameExtent(p, depth) {
+  return p.getByTestId("flamegraph").evaluate(
+    (c, [depth, rgb]) => {
+      const ds = c.dataset;
+      const dpr = devicePixelRatio;
+      const rowH = Number(ds.rowHeight);
+      const rowsShown = Math.round(c.clientHeight / rowH);
+      const top = (ds.orientation === "icicle" ? depth : rowsShown - 1 - depth) * rowH;
+      const px = c.getContext("2d").getImageData(0, Math.floor((top + 1) * dpr), c.width, 1).data;
+      const lit = [];
+      for (let x = 0; x < c.width; x++) {
+        const i = 4 * x;
+        const a = px[i + 3];
+        // A partly covered pixel is stored premultiplied by its alpha: read
+        // back, its colour is off by up to 0.5 · 255 / alpha.
+        const tol = a === 255 ? 0 : 1 + (0.5 * 255) / a;
+        if (a > 0 && [0, 1, 2].every((k) => Math.abs(px[i + k] - rgb[k]) <= tol)) lit.push([x, a / 255]);
+      }
+      if (lit.length === 0) return { width: 0, canvas: c.width };
+      const [first, last] = [lit[0], lit.at(-1)];
+      const inner = lit.slice(1, -1);
+      const solid = inner.length === last[0] - first[0] - 1 && inner.every(([, a]) => a === 1);
+      return { left: first[0] + 1 - first[1], right: last[0] + last[1], width: last[0] + last[1] - (first[0] + 1 - first[1]), solid, canvas: c.width };
+    },
+    [depth, HIGHLIGHT],
+  );
+}
+
 /** highlightPixels counts flame graph pixels in the search highlight colour. */
 async function highlightPixels(p) {
   return p.locator("[data-testid=flamegraph]").evaluate((c, rgb) => {
@@ -248,6 +360,10 @@ describe("dashboard", () => {
     assert.equal(total, truth.non_idle);
     assert.equal(ui.total, truth.non_idle);
     console.log(`# heatmap: ${ui.cols} columns × ${ui.rows} rows, ${total} non-idle samples = truth.json's ${truth.non_idle}; cells equal GetHeatmap exactly; ${moved} boundary sample(s) sit one cell lower in truth.json`);
+    // What is drawn, not only what the page received: each cell's pixels
+    // are the legend's colour for the count of planted.perf.
+    const checked = await checkHeatmapPixels(page, exact.columns);
+    assert.equal(checked, ui.cols * ui.rows);
     await screenshot(page, "profile");
   });
 
@@ -334,7 +450,24 @@ describe("dashboard", () => {
     );
     assert.equal(samples, drain[0]);
     assert.match(await m.textContent(), new RegExp(`Matched ${((100 * samples) / total).toFixed(1)}%`));
-    assert.ok((await highlightPixels(page)) > 500, "matching frames are painted in the highlight colour");
+    // The matching frame is drawn as wide as its share of the range, as
+    // planted.perf counts it: its samples over the range's, times the width.
+    const planted = plantedSamples(env("E2E_PERF"));
+    const startSecond = exactHeatmap(planted, 50).startSecond;
+    const inRange = planted.filter((s) => s.comm !== "swapper" && s.us - startSecond * 1e6 >= 2_400_000 && s.us - startSecond * 1e6 < 2_480_000);
+    const depths = new Set();
+    for (const s of inRange) {
+      const i = s.stack.findIndex((f) => f.startsWith("PSPromotionManager::drain_stacks_depth"));
+      if (i >= 0) depths.add(1 + s.stack.length - i); // root "all" at 0, the process at 1, then the stack from its outermost frame
+    }
+    assert.equal(depths.size, 1, `drain_stacks_depth at depths ${[...depths]}`);
+    const drainPlanted = inRange.filter((s) => s.stack.some((f) => f.startsWith("PSPromotionManager::drain_stacks_depth"))).length;
+    assert.equal(drainPlanted, samples, "matched samples vs planted.perf");
+    assert.equal(inRange.length, total, "range total vs planted.perf");
+    const bar = await frameExtent(page, [...depths][0]);
+    const want = (bar.canvas * drainPlanted) / inRange.length;
+    assert.ok(bar.solid && Math.abs(bar.width - want) <= 1, `drain_stacks_depth drawn ${JSON.stringify(bar)} px wide, its share is ${want.toFixed(2)} px`);
+    console.log(`# drain_stacks_depth: ${drainPlanted} of ${inRange.length} planted samples = ${want.toFixed(2)} of ${bar.canvas} px; drawn ${bar.width.toFixed(2)} px`);
     assert.equal(query(page).get("search"), "drain_stacks");
     await screenshot(page, "search-highlight");
 
@@ -422,20 +555,24 @@ describe("dashboard", () => {
     await page.getByTestId("rows").selectOption("100");
     await page.waitForFunction(() => document.querySelector("[data-testid=heatmap]")?.dataset.rows === "100");
     let d = await heatmapData(page);
-    const s100 = await serverHeatmap(URL_, KEY, PROFILE, 100);
-    assert.deepEqual(d.cells, s100.columns);
+    // 10 ms cells counted straight from planted.perf.
+    const planted = plantedSamples(env("E2E_PERF"));
+    const exact100 = exactHeatmap(planted, 100);
+    assert.deepEqual(d.cells, exact100.columns);
     // The GC range is still [2.40, 2.48): 8 cells of 10 ms, the same samples.
-    assert.equal(d.selectedCount, sumCells(d.cells, 100, 2 * 100 + 40, 2 * 100 + 47));
+    assert.equal(d.selectedCount, sumCells(exact100.columns, 100, 2 * 100 + 40, 2 * 100 + 47));
     assert.equal(d.selectedCount, Number((await flameState(page)).total));
     assert.equal(query(page).get("rows"), "100");
+    // Drawn: every cell outside the selection (which is shaded over) in the legend's colour for its count.
+    const checked = await checkHeatmapPixels(page, exact100.columns, (col, row) => col === 2 && row >= 40 && row <= 47);
+    assert.equal(checked, d.cols * 100 - 8);
     await screenshot(page, "rows-100");
 
     await page.getByTestId("idle").check();
     await page.waitForFunction(() => new URL(location.href).searchParams.get("idle") === "1");
     await page.waitForFunction((t) => Number(document.querySelector("[data-testid=heatmap]")?.dataset.total) > t, d.total);
     d = await heatmapData(page);
-    const idle = await serverHeatmap(URL_, KEY, PROFILE, 100, true);
-    assert.deepEqual(d.cells, idle.columns);
+    assert.deepEqual(d.cells, exactHeatmap(planted, 100, 1, true).columns);
     const truth = JSON.parse(readFileSync(env("E2E_TRUTH"), "utf8"));
     assert.equal(d.total, truth.samples);
     await page.getByTestId("idle").uncheck();
@@ -524,6 +661,8 @@ describe("dashboard", () => {
     assert.equal(d.secondsPerColumn, spc);
     assert.equal(d.startSecond, exact.startSecond);
     assert.deepEqual(d.cells, exact.columns, "UI cells differ from the exact count of planted.perf in columns of several seconds");
+    const visible = await checkHeatmapPixels(page, exact.columns);
+    assert.ok(visible >= 100 * 50, `${visible} cells in view`);
     assert.match(await page.getByTestId("heatmap-hint").textContent(), new RegExp(`each column is ${spc} seconds.*whole columns.*no time window`));
 
     // Hovering a cell names the column's seconds and the slice of each.

@@ -10,6 +10,7 @@ import {
   columnRange,
   EMPTY,
   extendSelection,
+  legendGradient,
   moveCell,
   msTicks,
   cellWidth,
@@ -199,6 +200,20 @@ describe("colour scale", () => {
       prev = l;
     }
     expect(lum(colourOf(100, 100))).toBeLessThan(lum(colourOf(1, 100)) / 4);
+  });
+  test("the legend's gradient is the scale: blending its stops gives each count's colour", () => {
+    const stops = [...legendGradient().matchAll(/rgb\((\d+),(\d+),(\d+)\) ([\d.]+)%/g)].map((m) => ({ rgb: [1, 2, 3].map((i) => Number(m[i])), at: Number(m[4]) / 100 }));
+    expect(stops[0]).toEqual({ rgb: [0xfc, 0xff, 0xa4], at: 0 }); // inferno's light end
+    expect(stops.at(-1)).toEqual({ rgb: [0x16, 0x0b, 0x39], at: 1 }); // inferno at 0.1
+    for (const max of [2, 7, 50, 333]) {
+      for (let c = 1; c <= max; c++) {
+        const f = (c - 1) / (max - 1);
+        const i = Math.max(stops.findIndex((s) => s.at >= f), 1);
+        const [a, b] = [stops[i - 1], stops[i]];
+        const blend = a.rgb.map((v, k) => v + ((b.rgb[k] - v) * (f - a.at)) / (b.at - a.at));
+        colourOf(c, max).forEach((v, k) => expect(Math.abs(v - blend[k])).toBeLessThanOrEqual(0.5 + 1e-9)); // colourOf rounds
+      }
+    }
   });
   test("the LUT packs RGBA for ImageData", () => {
     const lut = colourLUT(10);

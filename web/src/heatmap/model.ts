@@ -209,12 +209,19 @@ export function colourLUT(max: number): Uint32Array {
   return lut;
 }
 
-/** legendGradient is a CSS gradient showing the scale from 1 to max. */
+/** legendGradient is a CSS gradient showing the scale from 1 (left) to max
+ * (right). Its stops are the map's own sample points between LIGHT and
+ * DARK, so the straight blends a browser draws between them are exactly
+ * the colours colourOf gives: the bar at fraction f of its width is the
+ * colour of count 1 + f·(max − 1). */
 export function legendGradient(): string {
+  const n = INFERNO.length - 1;
   const stops: string[] = [];
-  for (let i = 0; i <= 10; i++) {
-    const [r, g, b] = inferno(LIGHT - ((LIGHT - DARK) * i) / 10);
-    stops.push(`rgb(${r},${g},${b}) ${i * 10}%`);
+  for (let k = Math.round(LIGHT * n); k >= Math.round(DARK * n); k--) {
+    const t = k / n;
+    const [r, g, b] = inferno(t);
+    const at = ((LIGHT - t) / (LIGHT - DARK)) * 100;
+    stops.push(`rgb(${r},${g},${b}) ${Number(at.toFixed(4))}%`);
   }
   return `linear-gradient(to right, ${stops.join(", ")})`;
 }
