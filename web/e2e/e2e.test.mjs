@@ -2,6 +2,7 @@
 // `fleetscope server` (real Postgres, blobs in a directory), set up by
 // web/scripts/test.sh, which passes:
 //   E2E_URL, E2E_KEY            the server and a key with ingest,read
+//   E2E_ADMIN_KEY               a key of the same tenant with ingest,read,admin (share links)
 //   E2E_PROFILE                 a planted profile (30 s, boot clock), app checkout, host web-1
 //   E2E_PERF, E2E_TRUTH         its planted.perf and truth.json
 //   E2E_EPOCH_PROFILE           a planted profile on the epoch clock, app checkout, host web-2
@@ -34,6 +35,7 @@ import {
 
 const URL_ = env("E2E_URL");
 const KEY = env("E2E_KEY");
+const ADMIN_KEY = env("E2E_ADMIN_KEY");
 const PROFILE = env("E2E_PROFILE");
 const EPOCH_PROFILE = env("E2E_EPOCH_PROFILE");
 const ART = artifactsDir();
@@ -643,6 +645,103 @@ describe("dashboard", () => {
     for (const c of covered) assert.ok(c.stuck && c.onTop, `header ${JSON.stringify(c)}`);
     await screenshot(page, "top-table-sticky-header", false);
     await page.evaluate(() => window.scrollTo(0, 0));
+  });
+
+  test("share a range: the link opens without a key, totals the owner's range, and stops when revoked", async () => {
+    const planted = plantedSamples(env("E2E_PERF"));
+    const exact = exactHeatmap(planted, 50);
+    const gcTotal = countInRange(planted, exact.startSecond, 2.4e9, 2.48e9);
+
+    // A key without the admin scope cannot share, and the panel says so.
+    await page.goto(`${URL_}/p/${PROFILE}?start=2.4&end=2.48`);
+    await page.getByTestId("share-open").click();
+    const forbidden = page.getByTestId("share-forbidden");
+    await forbidden.waitFor();
+    assert.match(await forbidden.textContent(), new RegExp(`${KEY.slice(0, 12)}.*lacks the admin scope`));
+    assert.equal(await page.getByTestId("share-create").count(), 0);
+    await screenshot(page, "share-forbidden", false);
+
+    const owner = await newContext();
+    const visitor = await newContext();
+    try {
+      await owner.addInitScript((k) => sessionStorage.setItem("fleetscope.apiKey", k), ADMIN_KEY);
+      const o = watch(await owner.newPage());
+      await o.goto(`${URL_}/p/${PROFILE}?start=2.4&end=2.48&search=drain_stacks&orient=flame`);
+      const ownerTotal = Number((await flameState(o)).total);
+      assert.equal(ownerTotal, gcTotal);
+      await o.getByTestId("share-open").click();
+      await o.getByTestId("share-none").waitFor();
+      assert.match(await o.getByTestId("share-subject").textContent(), /2\.400 s – 2\.480 s of cpu-clock/);
+      await o.getByTestId("share-ttl").selectOption({ label: "1 day" });
+      await o.getByTestId("share-create").click();
+      const url = await o.getByTestId("share-url").inputValue();
+      assert.match(url, new RegExp(`^${URL_}/s/fss_[a-z0-9]+\\?search=drain_stacks&orient=flame$`), "the link and the view on screen");
+      await o.getByTestId("share-copy").click();
+      await o.getByTestId("share-copy").filter({ hasText: "Copied" }).waitFor();
+      assert.equal(await o.evaluate(() => navigator.clipboard.readText()), url);
+      const row = o.locator("[data-testid=share-links] tbody tr");
+      await row.first().waitFor();
+      assert.equal(await row.count(), 1);
+      assert.equal(await row.getAttribute("data-state"), "live");
+      const { links } = await rpc(URL_, ADMIN_KEY, "fleetscope.v1.AdminService/ListShareLinks", {});
+      const linkId = await row.getAttribute("data-link-id");
+      const made = links.find((l) => l.id === linkId);
+      assert.deepEqual([made.profileId, made.startNanos, made.endNanos], [PROFILE, "2400000000", "2480000000"]);
+      const lives = Date.parse(made.expiresAt) - Date.parse(made.createdAt); // two clocks: the server's and the database's
+      assert.ok(Math.abs(lives - 86_400_000) < 5000, `the chosen expiry: the link lives ${lives} ms`);
+      await screenshot(o, "share-created", false);
+
+      // A fresh browser with no key: no sign-in, the shared range.
+      const v = watch(await visitor.newPage());
+      await v.goto(url);
+      const shared = await flameState(v);
+      assert.equal(Number(shared.total), ownerTotal, "the shared flame graph totals the owner's range");
+      assert.equal(shared.orientation, "flame");
+      assert.equal(await v.getByTestId("flame-search").inputValue(), "drain_stacks");
+      assert.equal(await v.getByTestId("api-key").count(), 0, "no sign-in");
+      assert.deepEqual(await v.evaluate(() => [sessionStorage.getItem("fleetscope.apiKey"), localStorage.getItem("fleetscope.apiKey")]), [null, null]);
+      // The heatmap of the second the range touches, the range on it, its cells = the flame total.
+      await v.waitForFunction(() => document.querySelector("[data-testid=heatmap]")?.dataset.selectedCount);
+      const heat = await heatmapData(v);
+      assert.deepEqual(heat.cells, [exact.columns[2]], "only second 2, as planted.perf counts it");
+      assert.deepEqual([heat.selectionStart, heat.selectionEnd, heat.selectedCount], ["2.4", "2.48", gcTotal]);
+      await v.locator(".selection-bar .agree").waitFor();
+      await checkHeatmapPixels(v, [exact.columns[2]], (col, row) => row >= 20 && row <= 23);
+      // What a link hides and what a visitor cannot do.
+      assert.equal((await v.locator("h1").textContent()).trim(), "checkout", "no host");
+      assert.equal(await v.locator(".title-row .chip").count(), 0, "no labels");
+      await v.getByTestId("shared-badge").waitFor();
+      for (const id of ["dropzone", "search", "share-open", "clear-selection"]) assert.equal(await v.getByTestId(id).count(), 0, id);
+      assert.equal(await v.locator(".topnav").isVisible(), false);
+      assert.equal(await v.getByTestId("event").isDisabled(), true);
+      await clickCell(v, 0, 40); // read-only: the range stays
+      assert.equal((await heatmapData(v)).selectionStart, "2.4");
+      await screenshot(v, "shared-view");
+      // The shared view's permalink keeps zoom, search and orientation.
+      await v.getByTestId("orient-icicle").click();
+      await v.getByTestId("flame-search").fill("GC");
+      await v.getByTestId("flame-search").press("Enter");
+      await v.waitForFunction(() => new URL(location.href).searchParams.get("search") === "GC");
+      await v.getByTestId("copy-link").click();
+      await v.getByTestId("copy-link").filter({ hasText: "Copied" }).waitFor();
+      const permalink = await v.evaluate(() => navigator.clipboard.readText());
+      assert.equal(permalink, `${url.split("?")[0]}?search=GC`);
+      await v.goto(permalink);
+      const again = await flameState(v);
+      assert.deepEqual([again.total, again.orientation], [String(ownerTotal), "icicle"]);
+      assert.equal(await v.getByTestId("flame-search").inputValue(), "GC");
+
+      // Revoked on the profile page: the link stops at once.
+      await o.getByTestId("share-revoke").click();
+      await o.locator("[data-testid=share-links] tbody tr[data-state=revoked]").waitFor();
+      await v.reload();
+      await v.getByTestId("link-gone").waitFor();
+      assert.match(await v.getByTestId("link-gone").textContent(), /revoked or has expired/);
+      await screenshot(v, "shared-revoked", false);
+    } finally {
+      await owner.close();
+      await visitor.close();
+    }
   });
 
   test("a 25-minute profile: columns of several seconds, selections of whole columns, exact sums", async () => {

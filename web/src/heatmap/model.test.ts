@@ -1,4 +1,6 @@
+import { create } from "@bufbuild/protobuf";
 import { describe, expect, test } from "vitest";
+import { GetHeatmapResponseSchema } from "../gen/fleetscope/v1/query_pb";
 import {
   cellAt,
   cellIndex,
@@ -10,6 +12,7 @@ import {
   columnRange,
   EMPTY,
   extendSelection,
+  heatmapOf,
   legendGradient,
   moveCell,
   msTicks,
@@ -25,7 +28,7 @@ import {
 
 const NS = 1_000_000_000;
 /** one-second columns */
-const g1 = (rows: number, cols = 30) => ({ rows, secondsPerColumn: 1, cols });
+const g1 = (rows: number, cols = 30) => ({ rows, secondsPerColumn: 1, firstColumn: 0, cols });
 
 // A seeded generator so failures reproduce.
 function rng(seed: number) {
@@ -121,15 +124,16 @@ describe("selections", () => {
 
 describe("columns of several seconds", () => {
   test("a selection is the whole seconds of the columns from the earlier to the later, whatever the rows", () => {
-    const g = { rows: 50, secondsPerColumn: 2, cols: 750 };
+    const g = { rows: 50, secondsPerColumn: 2, firstColumn: 0, cols: 750 };
     // one cell of column 1: seconds [2, 4)
     expect(rangeOfCells(cellIndex(1, 20, 50), cellIndex(1, 20, 50), g)).toEqual({ start: 2 * NS, end: 4 * NS });
     // a drag from column 5 back to column 3, top row to bottom row: [6, 12)
     expect(rangeOfCells(cellIndex(5, 0, 50), cellIndex(3, 49, 50), g)).toEqual({ start: 6 * NS, end: 12 * NS });
-    expect(columnRange(3, 7)).toEqual({ start: 21 * NS, end: 28 * NS });
+    expect(columnRange(3, { secondsPerColumn: 7, firstColumn: 0 })).toEqual({ start: 21 * NS, end: 28 * NS });
+    expect(columnRange(3, { secondsPerColumn: 7, firstColumn: 2 })).toEqual({ start: 35 * NS, end: 42 * NS });
   });
   test("cellsOfRange: the columns a range touches, aligned only for whole columns", () => {
-    const g = { rows: 50, secondsPerColumn: 2, cols: 750 };
+    const g = { rows: 50, secondsPerColumn: 2, firstColumn: 0, cols: 750 };
     const col = (c: number) => ({ first: cellIndex(c, 0, 50), last: cellIndex(c, 49, 50) });
     expect(cellsOfRange({ start: 2 * NS, end: 4 * NS }, g)).toEqual({ ...col(1), aligned: true });
     expect(cellsOfRange({ start: 6 * NS, end: 12 * NS }, g)).toEqual({ first: col(3).first, last: col(5).last, aligned: true });
@@ -142,7 +146,7 @@ describe("columns of several seconds", () => {
     expect(cellsOfRange({ start: 1500 * NS, end: 1501 * NS }, g)).toBeNull();
     const r = rng(3);
     for (const spc of [2, 3, 7]) {
-      const h = { rows: 25, secondsPerColumn: spc, cols: 40 };
+      const h = { rows: 25, secondsPerColumn: spc, firstColumn: 0, cols: 40 };
       for (let k = 0; k < 300; k++) {
         const a = Math.floor(r() * 40 * 25);
         const b = Math.floor(r() * 40 * 25);
@@ -167,7 +171,7 @@ describe("columns of several seconds", () => {
           const sec = Math.floor(t / NS);
           columns[Math.floor(sec / spc)][Math.floor(((t - sec * NS) * rows) / NS)]++;
         }
-        const g = { rows, secondsPerColumn: spc, cols };
+        const g = { rows, secondsPerColumn: spc, firstColumn: 0, cols };
         for (let k = 0; k < 100; k++) {
           const a = Math.floor(r() * cols * rows);
           const b = Math.floor(r() * cols * rows);
@@ -181,6 +185,70 @@ describe("columns of several seconds", () => {
           const sec = Math.floor(t / NS);
           expect(cellOfIndex(cellAt(t, g), rows)).toEqual({ col: Math.floor(sec / spc), row: Math.floor(((t - sec * NS) * rows) / NS) });
         }
+      }
+    }
+  });
+});
+
+describe("reading the API's heatmap", () => {
+  const res = (startSecond: number, secondsPerColumn: number) =>
+    create(GetHeatmapResponseSchema, {
+      event: "cpu-clock",
+      startSecond: BigInt(startSecond),
+      secondsPerColumn: BigInt(secondsPerColumn),
+      rows: 2,
+      columns: [{ counts: [1n, 2n] }, { counts: [0n, 5n] }],
+      maxCount: 5n,
+      total: 8n,
+    });
+  test("a whole heatmap, and a slice starting later", () => {
+    expect(heatmapOf(res(51234, 1), 51234n)).toEqual({ event: "cpu-clock", startSecond: 51234, secondsPerColumn: 1, firstColumn: 0, rows: 2, columns: [[1, 2], [0, 5]], maxCount: 5, total: 8 });
+    expect(heatmapOf(res(51236, 1), 51234n).firstColumn).toBe(2);
+    expect(heatmapOf(res(51240, 2), 51234n).firstColumn).toBe(3);
+    expect(heatmapOf(res(51234, 0), 51234n).secondsPerColumn).toBe(1); // an older server
+  });
+  test("a slice that does not start on a column boundary is refused", () => {
+    expect(() => heatmapOf(res(51235, 2), 51234n)).toThrow(/column/);
+    expect(() => heatmapOf(res(51233, 1), 51234n)).toThrow();
+  });
+});
+
+describe("a slice of the heatmap (a share link's: only the columns its range touches)", () => {
+  test("cells map to the profile's time from the slice's first column", () => {
+    const g = { rows: 50, secondsPerColumn: 1, firstColumn: 2, cols: 1 }; // second 2 alone
+    expect(cellsOfRange({ start: 2.4e9, end: 2.48e9 }, g)).toEqual({ first: cellIndex(0, 20, 50), last: cellIndex(0, 23, 50), aligned: true });
+    expect(rangeOfCells(cellIndex(0, 23, 50), cellIndex(0, 20, 50), g)).toEqual({ start: 2.4e9, end: 2.48e9 });
+    expect(cellsOfRange({ start: 1.5e9, end: 1.6e9 }, g)).toBeNull();
+    expect(cellsOfRange({ start: 3e9, end: 4e9 }, g)).toBeNull();
+    // a range reaching outside the slice is shown on the part inside, not as aligned
+    expect(cellsOfRange({ start: 1.9e9, end: 2.1e9 }, g)).toEqual({ first: cellIndex(0, 0, 50), last: cellIndex(0, 4, 50), aligned: false });
+    const g2 = { rows: 50, secondsPerColumn: 2, firstColumn: 3, cols: 2 }; // seconds [6, 10)
+    expect(rangeOfCells(cellIndex(1, 7, 50), cellIndex(1, 7, 50), g2)).toEqual({ start: 8 * NS, end: 10 * NS });
+    expect(cellsOfRange({ start: 6.5e9, end: 8.5e9 }, g2)).toEqual({ first: cellIndex(0, 0, 50), last: cellIndex(1, 49, 50), aligned: false });
+    expect(secondTicks({ cols: 1, secondsPerColumn: 1, firstColumn: 2 }, 480)).toEqual([2, 3]);
+    expect(secondTicks({ cols: 2, secondsPerColumn: 2, firstColumn: 3 }, 300)).toEqual([6, 8, 10]);
+  });
+  test("the sum of a slice's selected cells is the number of samples in the selected range", () => {
+    const r = rng(5);
+    for (const spc of [1, 2, 3]) {
+      const rows = 25;
+      const cols = 12;
+      const samples: number[] = [];
+      for (let i = 0; i < 4000; i++) samples.push(Math.floor(r() * cols * spc * NS));
+      const full = Array.from({ length: cols }, () => new Array<number>(rows).fill(0));
+      for (const t of samples) {
+        const sec = Math.floor(t / NS);
+        full[Math.floor(sec / spc)][Math.floor(((t - sec * NS) * rows) / NS)]++;
+      }
+      const slice = { columns: full.slice(3, 8), rows };
+      const g = { rows, secondsPerColumn: spc, firstColumn: 3, cols: 5 };
+      for (let k = 0; k < 100; k++) {
+        const a = Math.floor(r() * 5 * rows);
+        const b = Math.floor(r() * 5 * rows);
+        const range = rangeOfCells(a, b, g);
+        const span = cellsOfRange(range, g)!;
+        expect(span.aligned).toBe(true);
+        expect(sumCells(slice, span.first, span.last)).toBe(samples.filter((t) => t >= range.start && t < range.end).length);
       }
     }
   });
@@ -240,19 +308,19 @@ describe("geometry", () => {
 
 describe("axes", () => {
   test("second labels at least 48 px apart", () => {
-    expect(secondTicks(30, 24, 1)).toEqual([0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30]);
-    expect(secondTicks(600, 4, 1).slice(0, 3)).toEqual([0, 15, 30]);
+    expect(secondTicks({ cols: 30, secondsPerColumn: 1, firstColumn: 0 }, 24)).toEqual([0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30]);
+    expect(secondTicks({ cols: 600, secondsPerColumn: 1, firstColumn: 0 }, 4).slice(0, 3)).toEqual([0, 15, 30]);
   });
   test("with several seconds per column, labels sit on column boundaries", () => {
-    expect(secondTicks(750, 4, 2).slice(0, 3)).toEqual([0, 30, 60]);
-    expect(secondTicks(750, 4, 2).at(-1)).toBe(1500);
+    expect(secondTicks({ cols: 750, secondsPerColumn: 2, firstColumn: 0 }, 4).slice(0, 3)).toEqual([0, 30, 60]);
+    expect(secondTicks({ cols: 750, secondsPerColumn: 2, firstColumn: 0 }, 4).at(-1)).toBe(1500);
     for (const [cols, w, spc] of [
       [750, 4, 2],
       [1000, 4, 7],
       [500, 40, 3],
       [1000, 4, 87],
     ]) {
-      const ticks = secondTicks(cols, w, spc);
+      const ticks = secondTicks({ cols, secondsPerColumn: spc, firstColumn: 0 }, w);
       expect(ticks[0]).toBe(0);
       for (let i = 1; i < ticks.length; i++) {
         expect(ticks[i] % spc).toBe(0);

@@ -11,15 +11,22 @@
 // a multi-second column sums the same slice of each of its seconds: it is
 // not one time range. So in such a heatmap a selection is made of whole
 // columns: selecting any cell of a column selects the column's seconds.
+//
+// A heatmap may also be a slice of the profile's: a share link's has only
+// the columns its range touches, from column firstColumn on.
 
 import { NS_PER_SEC } from "../format";
+import type { GetHeatmapResponse } from "../gen/fleetscope/v1/query_pb";
 
 /** Heatmap holds counts[col][row] (row 0 at the bottom) as numbers; column
- * c covers the secondsPerColumn seconds from c·secondsPerColumn. */
+ * c covers the secondsPerColumn seconds from (firstColumn + c)·secondsPerColumn. */
 export interface Heatmap {
   event: string;
   startSecond: number;
   secondsPerColumn: number;
+  /** The column of the profile's whole heatmap that column 0 is (0 but
+   * for a slice). */
+  firstColumn: number;
   rows: number;
   columns: number[][];
   maxCount: number;
@@ -32,15 +39,40 @@ export interface Range {
   end: number;
 }
 
+/** heatmapOf reads a GetHeatmapResponse of a profile whose start second
+ * is profileStartSecond (a slice starts later). A server older than
+ * seconds_per_column sends 0: one second. */
+export function heatmapOf(r: GetHeatmapResponse, profileStartSecond: bigint): Heatmap {
+  const spc = Math.max(Number(r.secondsPerColumn), 1);
+  const offset = Number(r.startSecond - profileStartSecond);
+  if (offset < 0 || offset % spc !== 0) throw new Error(`heatmap: starts at second ${r.startSecond}, ${offset} s into a profile of ${spc}-s columns`);
+  return {
+    event: r.event,
+    startSecond: Number(r.startSecond),
+    secondsPerColumn: spc,
+    firstColumn: offset / spc,
+    rows: r.rows,
+    columns: r.columns.map((c) => c.counts.map(Number)),
+    maxCount: Number(r.maxCount),
+    total: Number(r.total),
+  };
+}
+
 /** Grid is the shape that maps cells to time. */
 export interface Grid {
   rows: number;
   secondsPerColumn: number;
+  firstColumn: number;
   cols: number;
 }
 
-export function gridOf(h: Pick<Heatmap, "rows" | "secondsPerColumn" | "columns">): Grid {
-  return { rows: h.rows, secondsPerColumn: h.secondsPerColumn, cols: h.columns.length };
+export function gridOf(h: Pick<Heatmap, "rows" | "secondsPerColumn" | "firstColumn" | "columns">): Grid {
+  return { rows: h.rows, secondsPerColumn: h.secondsPerColumn, firstColumn: h.firstColumn, cols: h.columns.length };
+}
+
+/** firstSecond is the relative second where column 0 starts. */
+export function firstSecond(g: Pick<Grid, "secondsPerColumn" | "firstColumn">): number {
+  return g.firstColumn * g.secondsPerColumn;
 }
 
 function ceilDiv(a: number, b: number): number {
@@ -67,8 +99,9 @@ export function cellRange(sec: number, row: number, rows: number): Range {
 }
 
 /** columnRange is the seconds column col covers. */
-export function columnRange(col: number, secondsPerColumn: number): Range {
-  return { start: col * secondsPerColumn * NS_PER_SEC, end: (col + 1) * secondsPerColumn * NS_PER_SEC };
+export function columnRange(col: number, g: Pick<Grid, "secondsPerColumn" | "firstColumn">): Range {
+  const start = (g.firstColumn + col) * g.secondsPerColumn;
+  return { start: start * NS_PER_SEC, end: (start + g.secondsPerColumn) * NS_PER_SEC };
 }
 
 /** The time-order index of a cell: earlier cells have smaller indexes. (In
@@ -81,10 +114,11 @@ export function cellOfIndex(idx: number, rows: number): { col: number; row: numb
   return { col: Math.floor(idx / rows), row: idx % rows };
 }
 
-/** cellAt is the index of the cell holding relative time t (t >= 0). */
-export function cellAt(t: number, g: Pick<Grid, "rows" | "secondsPerColumn">): number {
+/** cellAt is the index of the cell holding relative time t (t within the
+ * grid's seconds). */
+export function cellAt(t: number, g: Omit<Grid, "cols">): number {
   const sec = Math.floor(t / NS_PER_SEC);
-  return cellIndex(Math.floor(sec / g.secondsPerColumn), rowOf(t - sec * NS_PER_SEC, g.rows), g.rows);
+  return cellIndex(Math.floor(sec / g.secondsPerColumn) - g.firstColumn, rowOf(t - sec * NS_PER_SEC, g.rows), g.rows);
 }
 
 /** rangeOfCells is the range a selection from cell a to cell b (either
@@ -92,13 +126,11 @@ export function cellAt(t: number, g: Pick<Grid, "rows" | "secondsPerColumn">): n
  * earlier cell to the end of the later one (time order, as FlameScope
  * does). With multi-second columns: the whole seconds of the columns from
  * the earlier to the later, whatever the rows. */
-export function rangeOfCells(a: number, b: number, g: Pick<Grid, "rows" | "secondsPerColumn">): Range {
+export function rangeOfCells(a: number, b: number, g: Omit<Grid, "cols">): Range {
   const first = cellOfIndex(Math.min(a, b), g.rows);
   const last = cellOfIndex(Math.max(a, b), g.rows);
-  if (g.secondsPerColumn > 1) {
-    return { start: columnRange(first.col, g.secondsPerColumn).start, end: columnRange(last.col, g.secondsPerColumn).end };
-  }
-  return { start: cellRange(first.col, first.row, g.rows).start, end: cellRange(last.col, last.row, g.rows).end };
+  if (g.secondsPerColumn > 1) return { start: columnRange(first.col, g).start, end: columnRange(last.col, g).end };
+  return { start: cellRange(g.firstColumn + first.col, first.row, g.rows).start, end: cellRange(g.firstColumn + last.col, last.row, g.rows).end };
 }
 
 /** CellSpan is the cells a range touches, first and last inclusive, and
@@ -114,9 +146,8 @@ export interface CellSpan {
 /** cellsOfRange is the span of cells that intersect r; null if none (an
  * empty range or one outside the grid's seconds). */
 export function cellsOfRange(r: Range, g: Grid): CellSpan | null {
-  const limit = g.cols * g.secondsPerColumn * NS_PER_SEC;
-  const start = Math.max(r.start, 0);
-  const end = Math.min(r.end, limit);
+  const start = Math.max(r.start, columnRange(0, g).start);
+  const end = Math.min(r.end, columnRange(g.cols - 1, g).end);
   if (start >= end) return null;
   let first = cellAt(start, g);
   let last = cellAt(end - 1, g);
@@ -244,19 +275,20 @@ export function cellWidth(plotWidth: number, cols: number): number {
 
 // ---- axes -----------------------------------------------------------------
 
-/** secondTicks picks the seconds to label on the x axis: column
+/** secondTicks picks the seconds to label on the x axis of grid g: column
  * boundaries (multiples of secondsPerColumn) at a round step, at least
  * minGap pixels apart at cellWidth pixels per column. A tick at second s
- * sits s / secondsPerColumn columns from the left. */
-export function secondTicks(cols: number, cellWidth: number, secondsPerColumn: number, minGap = 48): number[] {
-  const spc = secondsPerColumn;
+ * sits (s − firstSecond(g)) / secondsPerColumn columns from the left. */
+export function secondTicks(g: Omit<Grid, "rows">, cellWidth: number, minGap = 48): number[] {
+  const spc = g.secondsPerColumn;
   const round = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 21600, 43200, 86400];
   const wide = (s: number) => (s / spc) * cellWidth >= minGap;
   const step =
     round.find((s) => s % spc === 0 && wide(s)) ??
     spc * ([1, 2, 5, 10, 20, 50, 100, 200, 500, 1000].find((k) => wide(k * spc)) ?? 1000);
+  const first = firstSecond(g);
   const out: number[] = [];
-  for (let s = 0; s <= cols * spc; s += step) out.push(s);
+  for (let s = Math.ceil(first / step) * step; s <= first + g.cols * spc; s += step) out.push(s);
   return out;
 }
 

@@ -5,8 +5,11 @@
 // start to the later cell's end; shift-click extends from the anchor) or
 // the keyboard (arrows move, Enter/Space select, Shift extends, Escape
 // clears). In a heatmap of multi-second columns a selection is whole
-// columns (model.ts says why). Wide heatmaps scroll sideways; only the
-// visible columns are drawn, from a one-pixel-per-cell bitmap scaled up.
+// columns (model.ts says why). Read-only (a shared range), it shows its
+// selection and tooltips but selects nothing. A heatmap may be a slice
+// starting after the profile's first second (firstColumn). Wide heatmaps
+// scroll sideways; only the visible columns are drawn, from a
+// one-pixel-per-cell bitmap scaled up.
 //
 // For tests and assistive technology the canvas carries its data: data-cells
 // (JSON columns of counts), data-rows, data-cols, data-seconds-per-column,
@@ -26,6 +29,7 @@ import {
   cellWidth,
   colourLUT,
   columnRange,
+  firstSecond,
   gridOf,
   legendGradient,
   moveCell,
@@ -50,6 +54,8 @@ export interface HeatmapViewOptions {
   onSelect: (range: Range | null) => void;
   /** Called after each draw with the time since navigation (for the bench). */
   onDrawn?: (ms: number) => void;
+  /** The selection is shown but cannot be changed (a shared range). */
+  readOnly?: boolean;
 }
 
 interface Geometry {
@@ -89,7 +95,9 @@ export class HeatmapView {
       tabindex: "0",
       role: "application",
       "aria-roledescription": "heatmap",
-      "aria-label": "Sub-second offset heatmap. Arrow keys move between cells, Enter selects a cell, Shift with arrows or Enter extends the selection, Escape clears it.",
+      "aria-label": opts.readOnly
+        ? "Sub-second offset heatmap of a shared range. Arrow keys move between cells."
+        : "Sub-second offset heatmap. Arrow keys move between cells, Enter selects a cell, Shift with arrows or Enter extends the selection, Escape clears it.",
       class: "heatmap-canvas",
     });
     this.inner = h("div", { class: "heatmap-inner" }, this.canvas);
@@ -185,7 +193,7 @@ export class HeatmapView {
   /** scrollToSelection brings the selection into view. */
   scrollToSelection() {
     if (!this.selection || !this.geo || !this.data) return;
-    const col = Math.floor(this.selection.start / (NS_PER_SEC * this.data.secondsPerColumn));
+    const col = Math.floor(this.selection.start / (NS_PER_SEC * this.data.secondsPerColumn)) - this.data.firstColumn;
     const x = col * this.geo.cellW;
     const vis = this.geo.width - AXIS_LEFT - PAD_RIGHT;
     const left = this.scroller.scrollLeft;
@@ -260,8 +268,8 @@ export class HeatmapView {
     const c0 = Math.max(0, Math.floor(scroll / g.cellW));
     const c1 = Math.min(cols, Math.ceil((scroll + g.width - AXIS_LEFT) / g.cellW));
     const lastVisible = Math.min(cols, Math.floor((scroll + g.width - AXIS_LEFT - PAD_RIGHT) / g.cellW));
-    const spc = d.secondsPerColumn;
-    this.scrollHint.textContent = lastVisible < cols || scroll > 0 ? `showing ${c0 * spc}–${lastVisible * spc} s · scroll sideways for the rest` : "";
+    const [spc, s0] = [d.secondsPerColumn, firstSecond(d)];
+    this.scrollHint.textContent = lastVisible < cols || scroll > 0 ? `showing ${s0 + c0 * spc}–${s0 + lastVisible * spc} s · scroll sideways for the rest` : "";
 
     ctx.save();
     ctx.beginPath();
@@ -353,9 +361,9 @@ export class HeatmapView {
     ctx.beginPath();
     ctx.rect(AXIS_LEFT - 20, 0, g.width - AXIS_LEFT + 20, g.height);
     ctx.clip();
-    const spc = d.secondsPerColumn;
-    for (const s of secondTicks(d.columns.length, g.cellW, spc)) {
-      const c = s / spc;
+    const g0 = this.grid();
+    for (const s of secondTicks(g0, g.cellW)) {
+      const c = (s - firstSecond(g0)) / g0.secondsPerColumn;
       if (c < c0 - 5 || c > c1 + 5) continue;
       const x = plotLeft + c * g.cellW;
       if (x < AXIS_LEFT - 1) continue;
@@ -385,7 +393,7 @@ export class HeatmapView {
   }
 
   private onPointerDown = (e: PointerEvent) => {
-    if (e.button !== 0) return;
+    if (e.button !== 0 || this.opts.readOnly) return;
     const cell = this.cellAtPoint(e, false);
     if (cell === null) return;
     e.preventDefault();
@@ -446,6 +454,7 @@ export class HeatmapView {
       PageUp: [0, 10],
       PageDown: [0, -10],
     };
+    if (this.opts.readOnly && (e.shiftKey || ["Enter", " ", "Escape"].includes(e.key))) return; // nothing to select
     let handled = true;
     if (e.key in moves) {
       const [dc, dr] = moves[e.key];
@@ -524,10 +533,10 @@ export class HeatmapView {
     const o = rowOffsets(row, d.rows);
     const ms = (ns: number) => (ns / 1e6).toFixed(ns % 1e6 === 0 ? 0 : 3);
     if (spc === 1) {
-      const r = cellRange(col, row, d.rows);
-      return { title: `second ${col}, ${ms(o.start)}–${ms(o.end)} ms`, where: `${formatTime(r.start)} – ${formatTime(r.end)}` };
+      const r = cellRange(d.firstColumn + col, row, d.rows);
+      return { title: `second ${d.firstColumn + col}, ${ms(o.start)}–${ms(o.end)} ms`, where: `${formatTime(r.start)} – ${formatTime(r.end)}` };
     }
-    const c = columnRange(col, spc);
+    const c = columnRange(col, d);
     const secs = `seconds ${c.start / NS_PER_SEC}–${c.end / NS_PER_SEC}`;
     return { title: `${secs}, ${ms(o.start)}–${ms(o.end)} ms of each`, where: `${ms(o.start)}–${ms(o.end)} ms of each of ${secs}` };
   }
@@ -537,11 +546,13 @@ export class HeatmapView {
     const { col, row } = cellOfIndex(cell, d.rows);
     const count = d.columns[col][row] ?? 0;
     const words = this.cellWords(col, row);
-    const c = columnRange(col, d.secondsPerColumn);
+    const c = columnRange(col, d);
     this.placeTooltip(
       e,
       h("div", { class: "tooltip-title" }, words.title),
-      d.secondsPerColumn === 1 ? h("div", null, words.where) : h("div", { class: "muted" }, `a click selects the whole column: ${formatTime(c.start)} – ${formatTime(c.end)}`),
+      d.secondsPerColumn === 1
+        ? h("div", null, words.where)
+        : h("div", { class: "muted" }, `${this.opts.readOnly ? "the column" : "a click selects the whole column"}: ${formatTime(c.start)} – ${formatTime(c.end)}`),
       h("div", null, h("b", null, formatCount(count)), count === 1 ? " sample" : " samples"),
     );
   }
@@ -597,7 +608,7 @@ export class HeatmapView {
       h(
         "tr",
         null,
-        h("th", { scope: "row" }, spc === 1 ? String(c) : `${c * spc}–${(c + 1) * spc}`),
+        h("th", { scope: "row" }, spc === 1 ? String(d.firstColumn + c) : `${(d.firstColumn + c) * spc}–${(d.firstColumn + c + 1) * spc}`),
         h("td", null, formatCount(col.reduce((a, b) => a + b, 0))),
         col.map((n) => h("td", { class: n === 0 ? "zero" : undefined }, String(n))),
       ),

@@ -3,7 +3,8 @@
 // under it (the selected range, its cells' sum, and whether the flame
 // graph's total agrees). It keeps the heatmap it was last given; every
 // choice the user makes is reported through a callback, and the owner
-// decides what to load and show next.
+// decides what to load and show next. Read-only (a shared range), it shows
+// the range without letting it or the event change.
 
 import type { Problem } from "../api";
 import { h, replace } from "../dom";
@@ -28,6 +29,9 @@ export interface HeatmapPanelOptions {
   onIdle: (idle: boolean) => void;
   /** After each draw, with the time since navigation (for the bench). */
   onDrawn?: (ms: number) => void;
+  /** The range and event are fixed (a share link's); rows, idle and the
+   * table view can still change. */
+  readOnly?: boolean;
 }
 
 export class HeatmapPanel {
@@ -36,7 +40,7 @@ export class HeatmapPanel {
   private data: Heatmap | null = null;
   private box = h("div", { class: "heatmap-box" }, loadingState("heatmap", 440));
   private eventSel = h("select", { "data-testid": "event", "aria-label": "Event", disabled: true });
-  private hint = h("span", { class: "muted small", "data-testid": "heatmap-hint" }, hintText(1));
+  private hint: HTMLElement;
   private rowsLabel: HTMLElement;
   private tableBtn = h("button", { type: "button", class: "ghost", "aria-pressed": "false", "data-testid": "heatmap-table-toggle" }, "Table");
   private selectionBar = h("div", { class: "selection-bar", "data-testid": "selection", "aria-live": "polite" });
@@ -44,7 +48,8 @@ export class HeatmapPanel {
 
   constructor(opts: HeatmapPanelOptions) {
     this.opts = opts;
-    this.view = new HeatmapView({ onSelect: opts.onSelect, onDrawn: opts.onDrawn });
+    this.hint = h("span", { class: "muted small", "data-testid": "heatmap-hint" }, hintText(1, !!opts.readOnly));
+    this.view = new HeatmapView({ onSelect: opts.onSelect, onDrawn: opts.onDrawn, readOnly: opts.readOnly });
     const rowsSel = h(
       "select",
       { "data-testid": "rows", "aria-label": "Rows per second" },
@@ -90,7 +95,7 @@ export class HeatmapPanel {
       events.map((e) => h("option", { value: e.name }, `${e.name}${e.name === defaultEvent ? " (default)" : ""}`)),
     );
     this.eventSel.value = current || defaultEvent;
-    this.eventSel.disabled = events.length < 2;
+    this.eventSel.disabled = events.length < 2 || !!this.opts.readOnly;
   }
 
   /** loading says a heatmap is on its way: a placeholder the first time,
@@ -104,7 +109,7 @@ export class HeatmapPanel {
    * are included (for the empty state's advice). */
   show(d: Heatmap, selection: Range | null, idle: boolean) {
     this.data = d;
-    this.hint.textContent = hintText(d.secondsPerColumn);
+    this.hint.textContent = hintText(d.secondsPerColumn, !!this.opts.readOnly);
     this.box.classList.remove("stale");
     if (this.view.el.parentElement !== this.box) replace(this.box, this.view.el);
     this.view.setSelection(selection);
@@ -140,7 +145,7 @@ export class HeatmapPanel {
       replace(
         bar,
         h("span", { class: "sel-label" }, "Whole profile"),
-        h("span", { class: "muted" }, " — no range selected. Click a cell or drag from a start cell to an end cell."),
+        h("span", { class: "muted" }, this.opts.readOnly ? " — the link shares the whole profile." : " — no range selected. Click a cell or drag from a start cell to an end cell."),
         flameTotal !== null ? h("span", { class: "sel-count" }, ` ${formatCount(flameTotal)} samples`) : null,
       );
       delete bar.dataset.start;
@@ -171,13 +176,16 @@ export class HeatmapPanel {
             : null,
       agree === true ? h("span", { class: "agree", title: "The flame graph's total equals the selected cells' sum" }, " ✓ flame graph total matches") : null,
       agree === false ? h("span", { class: "disagree", role: "alert" }, ` ✗ flame graph total ${formatCount(flameTotal!)} differs`) : null,
-      h("button", { type: "button", class: "ghost small", "data-testid": "clear-selection", onclick: () => this.opts.onClear() }, "Clear"),
+      this.opts.readOnly ? null : h("button", { type: "button", class: "ghost small", "data-testid": "clear-selection", onclick: () => this.opts.onClear() }, "Clear"),
     );
   }
 }
 
-/** hintText tells how to select in a heatmap of spc seconds per column. */
-function hintText(spc: number): string {
+/** hintText tells how to select in a heatmap of spc seconds per column
+ * (or, read-only, what a shared heatmap shows). */
+function hintText(spc: number, readOnly: boolean): string {
+  const columns = spc === 1 ? "each column is one second" : `each column is ${spc} seconds, each cell the same slice of each of them`;
+  if (readOnly) return `${columns}. A shared range is highlighted, and the heatmap has only the seconds it touches.`;
   if (spc === 1) return "each column is one second; each cell a slice of it. Click a cell or drag across cells to choose a range; shift-click extends.";
   return (
     `each column is ${spc} seconds (a long profile); a cell sums one slice of each of them, which is not one time range, ` +
