@@ -2,6 +2,7 @@
 // `fleetscope server` (real Postgres, blobs in a directory), set up by
 // web/scripts/test.sh, which passes:
 //   E2E_URL, E2E_KEY            the server and a key with ingest,read
+//   E2E_ADMIN_KEY               a key of the same tenant with ingest,read,admin (share links)
 //   E2E_PROFILE                 a planted profile (30 s, boot clock), app checkout, host web-1
 //   E2E_PERF, E2E_TRUTH         its planted.perf and truth.json
 //   E2E_EPOCH_PROFILE           a planted profile on the epoch clock, app checkout, host web-2
@@ -9,6 +10,7 @@
 //   E2E_TWO_EVENTS              a recorded profile with two events (cpu-clock, context-switches)
 //   E2E_UNTIMED                 a perf profile without timestamps
 //   E2E_PPROF                   a pprof profile (no per-sample timestamps, a recorded duration), app gosort
+//   E2E_LONG, E2E_LONG_PERF     a planted profile of 1,500 s (several seconds per heatmap column) and its planted.perf
 //   E2E_ARTIFACTS               where screenshots go
 // Steps run in order and share one signed-in page, like a person would.
 
@@ -16,10 +18,24 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { artifactsDir, env, exactHeatmap, explainTruth, launch, plantedSamples, rpc, serverFlameTotal, serverHeatmap, truthColumns } from "./lib.mjs";
+import {
+  artifactsDir,
+  countInRange,
+  env,
+  exactHeatmap,
+  explainTruth,
+  launch,
+  plantedSamples,
+  rpc,
+  secondsPerColumnFor,
+  serverFlameTotal,
+  serverHeatmap,
+  truthColumns,
+} from "./lib.mjs";
 
 const URL_ = env("E2E_URL");
 const KEY = env("E2E_KEY");
+const ADMIN_KEY = env("E2E_ADMIN_KEY");
 const PROFILE = env("E2E_PROFILE");
 const EPOCH_PROFILE = env("E2E_EPOCH_PROFILE");
 const ART = artifactsDir();
@@ -57,6 +73,7 @@ async function heatmapData(p) {
   return p.locator("[data-testid=heatmap]").evaluate((c) => ({
     rows: Number(c.dataset.rows),
     cols: Number(c.dataset.cols),
+    secondsPerColumn: Number(c.dataset.secondsPerColumn),
     startSecond: Number(c.dataset.startSecond),
     total: Number(c.dataset.total),
     cells: JSON.parse(c.dataset.cells),
@@ -108,6 +125,118 @@ function sumCells(cells, rows, firstIdx, lastIdx) {
   let s = 0;
   for (let i = firstIdx; i <= lastIdx; i++) s += cells[Math.floor(i / rows)][i % rows];
   return s;
+}
+
+/** legendScale reads the heatmap's legend as a person sees it: the "no
+ * samples" swatch, the gradient bar (its computed CSS stops) and the count
+ * at its right end ("1 – max"). colourFor(count) is the colour the bar
+ * shows for that count: count 1 at the left end, max at the right, blended
+ * between stops as the browser paints a gradient. */
+async function legendScale(p) {
+  const l = await p.locator(".heatmap .legend").evaluate((el) => ({
+    empty: getComputedStyle(el.querySelector(".legend-swatch")).backgroundColor,
+    bar: getComputedStyle(el.querySelector(".legend-bar")).backgroundImage,
+    ticks: [...el.querySelectorAll(".legend-tick")].map((t) => t.textContent),
+  }));
+  const rgb = (m) => [1, 2, 3].map((i) => Number(m[i]));
+  const empty = rgb(/^rgb\((\d+), (\d+), (\d+)\)$/.exec(l.empty));
+  const stops = [...l.bar.matchAll(/rgb\((\d+), (\d+), (\d+)\) ([\d.]+)%/g)].map((m) => ({ rgb: rgb(m), at: Number(m[4]) / 100 }));
+  assert.ok(stops.length >= 2 && stops[0].at === 0 && stops.at(-1).at === 1, `legend bar ${l.bar}`);
+  const top = /^(?:1 – )?([\d,]+)$/.exec(l.ticks[1]);
+  assert.ok(l.ticks[0] === "0" && top, `legend ticks ${l.ticks}`);
+  const max = Number(top[1].replace(/,/g, ""));
+  return {
+    max,
+    stops,
+    colourFor(count) {
+      if (count === 0) return empty;
+      const f = max <= 1 ? 0 : (count - 1) / (max - 1);
+      const i = Math.max(stops.findIndex((s) => s.at >= f), 1);
+      const [a, b] = [stops[i - 1], stops[i]];
+      return a.rgb.map((v, k) => v + ((b.rgb[k] - v) * (f - a.at)) / (b.at - a.at));
+    },
+  };
+}
+
+/** drawnCells reads the heatmap canvas's pixel at the centre of each cell,
+ * placed with the page's own scale (data-plot-left/-top, data-cell-width/
+ * -height in CSS pixels, devicePixelRatio): cells[col][row] = [r, g, b, a],
+ * or null for a cell scrolled out of view. */
+async function drawnCells(p) {
+  return p.getByTestId("heatmap").evaluate((c) => {
+    const ds = c.dataset;
+    const [rows, cols, left, top, w, h, scroll] = [ds.rows, ds.cols, ds.plotLeft, ds.plotTop, ds.cellWidth, ds.cellHeight, ds.scrollLeft].map(Number);
+    const dpr = devicePixelRatio;
+    const px = c.getContext("2d").getImageData(0, 0, c.width, c.height).data;
+    return Array.from({ length: cols }, (_, col) =>
+      Array.from({ length: rows }, (_, row) => {
+        const x = left + (col + 0.5) * w;
+        if (x < left + scroll || x >= c.clientWidth) return null; // the plot shows from x = left + scroll
+        const i = 4 * (Math.floor((top + (rows - 1 - row + 0.5) * h) * dpr) * c.width + Math.floor(x * dpr));
+        return [px[i], px[i + 1], px[i + 2], px[i + 3]];
+      }),
+    );
+  });
+}
+
+/** checkHeatmapPixels checks that every visible cell but those skipped is
+ * drawn in the legend's colour for its count in cells (counted by the test),
+ * and that the legend's scale runs to the largest count. It returns the
+ * number of cells checked. */
+async function checkHeatmapPixels(p, cells, skip = () => false) {
+  // Nothing drawn over the cells: no hover outline, no keyboard cursor.
+  await p.mouse.move(0, 0);
+  await p.evaluate(() => document.activeElement?.blur());
+  await p.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+  const scale = await legendScale(p);
+  assert.equal(scale.max, Math.max(...cells.flat()), "the legend's scale ends at the largest count");
+  const drawn = await drawnCells(p);
+  const bad = [];
+  let checked = 0;
+  for (let col = 0; col < cells.length; col++) {
+    for (let row = 0; row < cells[col].length; row++) {
+      const got = drawn[col][row];
+      if (!got || skip(col, row)) continue;
+      checked++;
+      const want = scale.colourFor(cells[col][row]);
+      if (got[3] !== 255 || want.some((v, k) => Math.abs(v - got[k]) > 1)) bad.push({ col, row, count: cells[col][row], want: want.map(Math.round), got });
+    }
+  }
+  assert.deepEqual(bad.slice(0, 5), [], `${bad.length} of ${checked} cells drawn in another colour than the legend's for their count`);
+  return checked;
+}
+
+/** frameExtent measures, on the flame graph canvas, the bar drawn in the
+ * search highlight colour on the row of depth (one pixel below the row's
+ * top, clear of labels), in device pixels: from its left edge to its right
+ * edge, edge pixels counted by their coverage (alpha). It fails unless the
+ * highlighted pixels on that row are one bar. */
+async function frameExtent(p, depth) {
+  return p.getByTestId("flamegraph").evaluate(
+    (c, [depth, rgb]) => {
+      const ds = c.dataset;
+      const dpr = devicePixelRatio;
+      const rowH = Number(ds.rowHeight);
+      const rowsShown = Math.round(c.clientHeight / rowH);
+      const top = (ds.orientation === "icicle" ? depth : rowsShown - 1 - depth) * rowH;
+      const px = c.getContext("2d").getImageData(0, Math.floor((top + 1) * dpr), c.width, 1).data;
+      const lit = [];
+      for (let x = 0; x < c.width; x++) {
+        const i = 4 * x;
+        const a = px[i + 3];
+        // A partly covered pixel is stored premultiplied by its alpha: read
+        // back, its colour is off by up to 0.5 · 255 / alpha.
+        const tol = a === 255 ? 0 : 1 + (0.5 * 255) / a;
+        if (a > 0 && [0, 1, 2].every((k) => Math.abs(px[i + k] - rgb[k]) <= tol)) lit.push([x, a / 255]);
+      }
+      if (lit.length === 0) return { width: 0, canvas: c.width };
+      const [first, last] = [lit[0], lit.at(-1)];
+      const inner = lit.slice(1, -1);
+      const solid = inner.length === last[0] - first[0] - 1 && inner.every(([, a]) => a === 1);
+      return { left: first[0] + 1 - first[1], right: last[0] + last[1], width: last[0] + last[1] - (first[0] + 1 - first[1]), solid, canvas: c.width };
+    },
+    [depth, HIGHLIGHT],
+  );
 }
 
 /** highlightPixels counts flame graph pixels in the search highlight colour. */
@@ -233,6 +362,10 @@ describe("dashboard", () => {
     assert.equal(total, truth.non_idle);
     assert.equal(ui.total, truth.non_idle);
     console.log(`# heatmap: ${ui.cols} columns × ${ui.rows} rows, ${total} non-idle samples = truth.json's ${truth.non_idle}; cells equal GetHeatmap exactly; ${moved} boundary sample(s) sit one cell lower in truth.json`);
+    // What is drawn, not only what the page received: each cell's pixels
+    // are the legend's colour for the count of planted.perf.
+    const checked = await checkHeatmapPixels(page, exact.columns);
+    assert.equal(checked, ui.cols * ui.rows);
     await screenshot(page, "profile");
   });
 
@@ -319,7 +452,24 @@ describe("dashboard", () => {
     );
     assert.equal(samples, drain[0]);
     assert.match(await m.textContent(), new RegExp(`Matched ${((100 * samples) / total).toFixed(1)}%`));
-    assert.ok((await highlightPixels(page)) > 500, "matching frames are painted in the highlight colour");
+    // The matching frame is drawn as wide as its share of the range, as
+    // planted.perf counts it: its samples over the range's, times the width.
+    const planted = plantedSamples(env("E2E_PERF"));
+    const startSecond = exactHeatmap(planted, 50).startSecond;
+    const inRange = planted.filter((s) => s.comm !== "swapper" && s.us - startSecond * 1e6 >= 2_400_000 && s.us - startSecond * 1e6 < 2_480_000);
+    const depths = new Set();
+    for (const s of inRange) {
+      const i = s.stack.findIndex((f) => f.startsWith("PSPromotionManager::drain_stacks_depth"));
+      if (i >= 0) depths.add(1 + s.stack.length - i); // root "all" at 0, the process at 1, then the stack from its outermost frame
+    }
+    assert.equal(depths.size, 1, `drain_stacks_depth at depths ${[...depths]}`);
+    const drainPlanted = inRange.filter((s) => s.stack.some((f) => f.startsWith("PSPromotionManager::drain_stacks_depth"))).length;
+    assert.equal(drainPlanted, samples, "matched samples vs planted.perf");
+    assert.equal(inRange.length, total, "range total vs planted.perf");
+    const bar = await frameExtent(page, [...depths][0]);
+    const want = (bar.canvas * drainPlanted) / inRange.length;
+    assert.ok(bar.solid && Math.abs(bar.width - want) <= 1, `drain_stacks_depth drawn ${JSON.stringify(bar)} px wide, its share is ${want.toFixed(2)} px`);
+    console.log(`# drain_stacks_depth: ${drainPlanted} of ${inRange.length} planted samples = ${want.toFixed(2)} of ${bar.canvas} px; drawn ${bar.width.toFixed(2)} px`);
     assert.equal(query(page).get("search"), "drain_stacks");
     await screenshot(page, "search-highlight");
 
@@ -407,20 +557,24 @@ describe("dashboard", () => {
     await page.getByTestId("rows").selectOption("100");
     await page.waitForFunction(() => document.querySelector("[data-testid=heatmap]")?.dataset.rows === "100");
     let d = await heatmapData(page);
-    const s100 = await serverHeatmap(URL_, KEY, PROFILE, 100);
-    assert.deepEqual(d.cells, s100.columns);
+    // 10 ms cells counted straight from planted.perf.
+    const planted = plantedSamples(env("E2E_PERF"));
+    const exact100 = exactHeatmap(planted, 100);
+    assert.deepEqual(d.cells, exact100.columns);
     // The GC range is still [2.40, 2.48): 8 cells of 10 ms, the same samples.
-    assert.equal(d.selectedCount, sumCells(d.cells, 100, 2 * 100 + 40, 2 * 100 + 47));
+    assert.equal(d.selectedCount, sumCells(exact100.columns, 100, 2 * 100 + 40, 2 * 100 + 47));
     assert.equal(d.selectedCount, Number((await flameState(page)).total));
     assert.equal(query(page).get("rows"), "100");
+    // Drawn: every cell outside the selection (which is shaded over) in the legend's colour for its count.
+    const checked = await checkHeatmapPixels(page, exact100.columns, (col, row) => col === 2 && row >= 40 && row <= 47);
+    assert.equal(checked, d.cols * 100 - 8);
     await screenshot(page, "rows-100");
 
     await page.getByTestId("idle").check();
     await page.waitForFunction(() => new URL(location.href).searchParams.get("idle") === "1");
     await page.waitForFunction((t) => Number(document.querySelector("[data-testid=heatmap]")?.dataset.total) > t, d.total);
     d = await heatmapData(page);
-    const idle = await serverHeatmap(URL_, KEY, PROFILE, 100, true);
-    assert.deepEqual(d.cells, idle.columns);
+    assert.deepEqual(d.cells, exactHeatmap(planted, 100, 1, true).columns);
     const truth = JSON.parse(readFileSync(env("E2E_TRUTH"), "utf8"));
     assert.equal(d.total, truth.samples);
     await page.getByTestId("idle").uncheck();
@@ -491,6 +645,169 @@ describe("dashboard", () => {
     for (const c of covered) assert.ok(c.stuck && c.onTop, `header ${JSON.stringify(c)}`);
     await screenshot(page, "top-table-sticky-header", false);
     await page.evaluate(() => window.scrollTo(0, 0));
+  });
+
+  test("share a range: the link opens without a key, totals the owner's range, and stops when revoked", async () => {
+    const planted = plantedSamples(env("E2E_PERF"));
+    const exact = exactHeatmap(planted, 50);
+    const gcTotal = countInRange(planted, exact.startSecond, 2.4e9, 2.48e9);
+
+    // A key without the admin scope cannot share, and the panel says so.
+    await page.goto(`${URL_}/p/${PROFILE}?start=2.4&end=2.48`);
+    await page.getByTestId("share-open").click();
+    const forbidden = page.getByTestId("share-forbidden");
+    await forbidden.waitFor();
+    assert.match(await forbidden.textContent(), new RegExp(`${KEY.slice(0, 12)}.*lacks the admin scope`));
+    assert.equal(await page.getByTestId("share-create").count(), 0);
+    await screenshot(page, "share-forbidden", false);
+
+    const owner = await newContext();
+    const visitor = await newContext();
+    try {
+      await owner.addInitScript((k) => sessionStorage.setItem("fleetscope.apiKey", k), ADMIN_KEY);
+      const o = watch(await owner.newPage());
+      await o.goto(`${URL_}/p/${PROFILE}?start=2.4&end=2.48&search=drain_stacks&orient=flame`);
+      const ownerTotal = Number((await flameState(o)).total);
+      assert.equal(ownerTotal, gcTotal);
+      await o.getByTestId("share-open").click();
+      await o.getByTestId("share-none").waitFor();
+      assert.match(await o.getByTestId("share-subject").textContent(), /2\.400 s – 2\.480 s of cpu-clock/);
+      await o.getByTestId("share-ttl").selectOption({ label: "1 day" });
+      await o.getByTestId("share-create").click();
+      const url = await o.getByTestId("share-url").inputValue();
+      assert.match(url, new RegExp(`^${URL_}/s/fss_[a-z0-9]+\\?search=drain_stacks&orient=flame$`), "the link and the view on screen");
+      await o.getByTestId("share-copy").click();
+      await o.getByTestId("share-copy").filter({ hasText: "Copied" }).waitFor();
+      assert.equal(await o.evaluate(() => navigator.clipboard.readText()), url);
+      const row = o.locator("[data-testid=share-links] tbody tr");
+      await row.first().waitFor();
+      assert.equal(await row.count(), 1);
+      assert.equal(await row.getAttribute("data-state"), "live");
+      const { links } = await rpc(URL_, ADMIN_KEY, "fleetscope.v1.AdminService/ListShareLinks", {});
+      const linkId = await row.getAttribute("data-link-id");
+      const made = links.find((l) => l.id === linkId);
+      assert.deepEqual([made.profileId, made.startNanos, made.endNanos], [PROFILE, "2400000000", "2480000000"]);
+      const lives = Date.parse(made.expiresAt) - Date.parse(made.createdAt); // two clocks: the server's and the database's
+      assert.ok(Math.abs(lives - 86_400_000) < 5000, `the chosen expiry: the link lives ${lives} ms`);
+      await screenshot(o, "share-created", false);
+
+      // A fresh browser with no key: no sign-in, the shared range.
+      const v = watch(await visitor.newPage());
+      await v.goto(url);
+      const shared = await flameState(v);
+      assert.equal(Number(shared.total), ownerTotal, "the shared flame graph totals the owner's range");
+      assert.equal(shared.orientation, "flame");
+      assert.equal(await v.getByTestId("flame-search").inputValue(), "drain_stacks");
+      assert.equal(await v.getByTestId("api-key").count(), 0, "no sign-in");
+      assert.deepEqual(await v.evaluate(() => [sessionStorage.getItem("fleetscope.apiKey"), localStorage.getItem("fleetscope.apiKey")]), [null, null]);
+      // The heatmap of the second the range touches, the range on it, its cells = the flame total.
+      await v.waitForFunction(() => document.querySelector("[data-testid=heatmap]")?.dataset.selectedCount);
+      const heat = await heatmapData(v);
+      assert.deepEqual(heat.cells, [exact.columns[2]], "only second 2, as planted.perf counts it");
+      assert.deepEqual([heat.selectionStart, heat.selectionEnd, heat.selectedCount], ["2.4", "2.48", gcTotal]);
+      await v.locator(".selection-bar .agree").waitFor();
+      await checkHeatmapPixels(v, [exact.columns[2]], (col, row) => row >= 20 && row <= 23);
+      // What a link hides and what a visitor cannot do.
+      assert.equal((await v.locator("h1").textContent()).trim(), "checkout", "no host");
+      assert.equal(await v.locator(".title-row .chip").count(), 0, "no labels");
+      await v.getByTestId("shared-badge").waitFor();
+      for (const id of ["dropzone", "search", "share-open", "clear-selection"]) assert.equal(await v.getByTestId(id).count(), 0, id);
+      assert.equal(await v.locator(".topnav").isVisible(), false);
+      assert.equal(await v.getByTestId("event").isDisabled(), true);
+      await clickCell(v, 0, 40); // read-only: the range stays
+      assert.equal((await heatmapData(v)).selectionStart, "2.4");
+      await screenshot(v, "shared-view");
+      // The shared view's permalink keeps zoom, search and orientation.
+      await v.getByTestId("orient-icicle").click();
+      await v.getByTestId("flame-search").fill("GC");
+      await v.getByTestId("flame-search").press("Enter");
+      await v.waitForFunction(() => new URL(location.href).searchParams.get("search") === "GC");
+      await v.getByTestId("copy-link").click();
+      await v.getByTestId("copy-link").filter({ hasText: "Copied" }).waitFor();
+      const permalink = await v.evaluate(() => navigator.clipboard.readText());
+      assert.equal(permalink, `${url.split("?")[0]}?search=GC`);
+      await v.goto(permalink);
+      const again = await flameState(v);
+      assert.deepEqual([again.total, again.orientation], [String(ownerTotal), "icicle"]);
+      assert.equal(await v.getByTestId("flame-search").inputValue(), "GC");
+
+      // Revoked on the profile page: the link stops at once.
+      await o.getByTestId("share-revoke").click();
+      await o.locator("[data-testid=share-links] tbody tr[data-state=revoked]").waitFor();
+      await v.reload();
+      await v.getByTestId("link-gone").waitFor();
+      assert.match(await v.getByTestId("link-gone").textContent(), /revoked or has expired/);
+      await screenshot(v, "shared-revoked", false);
+    } finally {
+      await owner.close();
+      await visitor.close();
+    }
+  });
+
+  test("a 25-minute profile: columns of several seconds, selections of whole columns, exact sums", async () => {
+    const id = env("E2E_LONG");
+    const samples = plantedSamples(env("E2E_LONG_PERF"));
+    const first = exactHeatmap(samples, 50);
+    const spc = secondsPerColumnFor(first.seconds);
+    assert.ok(spc > 1, `a ${first.seconds}-s profile has one second per column: the test needs a longer one`);
+    const exact = exactHeatmap(samples, 50, spc);
+    const inRange = (start, end) => countInRange(samples, exact.startSecond, start, end);
+    const NS = 1e9;
+
+    await page.goto(`${URL_}/p/${id}`);
+    await page.waitForFunction(() => document.querySelector("[data-testid=heatmap]")?.dataset.cells);
+    let d = await heatmapData(page);
+    assert.equal(d.secondsPerColumn, spc);
+    assert.equal(d.startSecond, exact.startSecond);
+    assert.deepEqual(d.cells, exact.columns, "UI cells differ from the exact count of planted.perf in columns of several seconds");
+    const visible = await checkHeatmapPixels(page, exact.columns);
+    assert.ok(visible >= 100 * 50, `${visible} cells in view`);
+    assert.match(await page.getByTestId("heatmap-hint").textContent(), new RegExp(`each column is ${spc} seconds.*whole columns.*no time window`));
+
+    // Hovering a cell names the column's seconds and the slice of each.
+    await page.mouse.move(...Object.values(await cellPoint(page, 3, 20)));
+    const tip = page.locator(".heatmap .tooltip");
+    await tip.waitFor();
+    assert.match(await tip.textContent(), new RegExp(`seconds ${3 * spc}–${4 * spc}, 400–420 ms of each.*whole column.*${exact.columns[3][20]} samples?$`));
+    await screenshot(page, "long-profile-hover");
+
+    // A click on one cell selects its column's whole seconds.
+    await clickCell(page, 1, 20);
+    await page.waitForFunction((e) => new URL(location.href).searchParams.get("end") === e, String(2 * spc));
+    assert.equal(query(page).get("start"), String(spc));
+    const col1 = inRange(spc * NS, 2 * spc * NS);
+    assert.equal(col1, exact.columns[1].reduce((a, b) => a + b, 0));
+    d = await heatmapData(page);
+    assert.equal(d.selectedCount, col1);
+    assert.equal(Number((await flameState(page)).total), col1, "flame graph total vs the planted samples of the column's seconds");
+    await page.locator(".selection-bar .agree").waitFor();
+    assert.match(await page.getByTestId("selection").textContent(), new RegExp(`1 column of ${spc} s`));
+
+    // A drag backwards from column 5 to column 3 selects columns 3-5, rows aside.
+    await drag(page, [5, 10], [3, 40]);
+    await page.waitForFunction((s) => new URL(location.href).searchParams.get("start") === s, String(3 * spc));
+    assert.equal(query(page).get("end"), String(6 * spc));
+    const cols35 = inRange(3 * spc * NS, 6 * spc * NS);
+    assert.equal((await heatmapData(page)).selectedCount, cols35);
+    assert.equal(Number((await flameState(page)).total), cols35);
+    await screenshot(page, "long-profile-columns");
+
+    // The permalink restores the selection.
+    const link = page.url();
+    await page.goto(link);
+    await page.waitForFunction(() => document.querySelector("[data-testid=heatmap]")?.dataset.selectedCount);
+    d = await heatmapData(page);
+    assert.deepEqual([d.selectionStart, d.selectionEnd, d.selectedCount], [String(3 * spc), String(6 * spc), cols35]);
+    assert.equal(Number((await flameState(page)).total), cols35);
+
+    // A range that is not whole columns (a GC stripe, from a link): the
+    // column is shown, no cell sum is claimed, the flame graph counts the range.
+    await page.goto(`${URL_}/p/${id}?start=2.4&end=2.48`);
+    const f = await flameState(page);
+    assert.equal(Number(f.total), inRange(2.4e9, 2.48e9));
+    await page.getByTestId("not-aligned").waitFor();
+    assert.equal(await page.getByTestId("selection-count").count(), 0);
+    assert.equal((await heatmapData(page)).selectedCount, null);
   });
 
   test("a profile without timestamps: no heatmap, the whole flame graph", async () => {

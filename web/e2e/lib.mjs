@@ -1,7 +1,7 @@
 // Shared helpers for the browser tests and the benchmark: Chromium through
 // playwright-core (Debian's /usr/bin/chromium, no browser download), Connect
 // JSON calls to the server under test, and exact parsing of perf script
-// timestamps for the planted profiles' ground truth.
+// samples (timestamps and stacks) for the planted profiles' ground truth.
 
 import { mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -56,36 +56,66 @@ export async function serverFlameTotal(baseURL, key, profileId, startNanos, endN
   return Number(r.total ?? 0);
 }
 
-/** plantedSamples reads a planted.perf's sample headers exactly: process
- * name and timestamp in integer microseconds (planted.py prints %.6f). */
+/** plantedSamples reads a planted.perf's samples exactly: process name,
+ * timestamp in integer microseconds (planted.py prints %.6f) and the stack's
+ * symbols, leaf first as perf prints them, without their +0x offsets. */
 export function plantedSamples(path) {
   const out = [];
   const re = /^(\S+)\s+(-?\d+)\s+\[(\d+)\]\s+(\d+)\.(\d{6}):/;
+  const frame = /^\t\s*[0-9a-f]+ (.+?)(?:\+0x[0-9a-f]+)? \(.*\)$/;
   for (const line of readFileSync(path, "utf8").split("\n")) {
-    if (line === "" || line[0] === "#" || line[0] === "\t" || line[0] === " ") continue;
+    if (line[0] === "\t") {
+      const f = frame.exec(line);
+      if (f && out.length > 0) out[out.length - 1].stack.push(f[1]);
+      continue;
+    }
+    if (line === "" || line[0] === "#" || line[0] === " ") continue;
     const m = re.exec(line);
-    if (m) out.push({ comm: m[1], us: Number(m[4]) * 1e6 + Number(m[5]) });
+    if (m) out.push({ comm: m[1], us: Number(m[4]) * 1e6 + Number(m[5]), stack: [] });
   }
   return out;
 }
 
-/** exactHeatmap counts non-idle planted samples with the server's integer
- * rule; it also lists the samples lying exactly on a row boundary. */
-export function exactHeatmap(samples, rows) {
+/** exactHeatmap counts non-idle planted samples (all with includeIdle: the
+ * planted idle samples are swapper's) with the server's integer rule,
+ * secondsPerColumn seconds to a column; it also lists the samples lying
+ * exactly on a row boundary. */
+export function exactHeatmap(samples, rows, secondsPerColumn = 1, includeIdle = false) {
   const first = Math.min(...samples.map((s) => s.us));
   const startSecond = Math.floor(first / 1e6);
-  const cols = Math.floor(Math.max(...samples.map((s) => s.us)) / 1e6) - startSecond + 1;
+  const seconds = Math.floor(Math.max(...samples.map((s) => s.us)) / 1e6) - startSecond + 1;
+  const cols = Math.ceil(seconds / secondsPerColumn);
   const columns = Array.from({ length: cols }, () => new Array(rows).fill(0));
   const boundary = Array.from({ length: cols }, () => new Array(rows).fill(0));
   for (const s of samples) {
-    if (s.comm === "swapper") continue;
-    const col = Math.floor(s.us / 1e6) - startSecond;
+    if (s.comm === "swapper" && !includeIdle) continue;
+    const col = Math.floor((Math.floor(s.us / 1e6) - startSecond) / secondsPerColumn);
     const off = s.us % 1e6;
     const row = Math.floor((off * rows) / 1e6);
     columns[col][row]++;
     if ((off * rows) % 1e6 === 0) boundary[col][row]++;
   }
-  return { startSecond, columns, boundary };
+  return { startSecond, seconds, columns, boundary };
+}
+
+/** secondsPerColumnFor is the README's rule: one second per column up to
+ * 1,000 s, else the fewest whole seconds that keep the columns at or
+ * under 1,000. */
+export function secondsPerColumnFor(seconds) {
+  let spc = 1;
+  while (Math.ceil(seconds / spc) > 1000) spc++;
+  return spc;
+}
+
+/** countInRange counts non-idle planted samples in [startNanos, endNanos)
+ * relative to startSecond (microsecond timestamps: exact in nanoseconds). */
+export function countInRange(samples, startSecond, startNanos, endNanos) {
+  let n = 0;
+  for (const s of samples) {
+    const ns = (s.us - startSecond * 1e6) * 1000;
+    if (s.comm !== "swapper" && ns >= startNanos && ns < endNanos) n++;
+  }
+  return n;
 }
 
 /** truthColumns turns truth.json's sparse heatmap into columns. */

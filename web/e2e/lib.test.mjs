@@ -1,6 +1,31 @@
 // Unit tests (Vitest) of the browser tests' own ground-truth helpers.
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { expect, test } from "vitest";
-import { exactHeatmap, explainTruth } from "./lib.mjs";
+import { countInRange, exactHeatmap, explainTruth, plantedSamples, secondsPerColumnFor } from "./lib.mjs";
+
+test("planted.perf: headers and stacks", () => {
+  const dir = mkdtempSync(join(tmpdir(), "planted-"));
+  try {
+    const file = join(dir, "planted.perf");
+    writeFileSync(
+      file,
+      "# ========\n# hostname : planted-host\n#\n" +
+        "java  4242 [000] 51234.400123: cpu-clock:pppH: \n" +
+        "\t          400300 PSPromotionManager::drain_stacks_depth(bool)+0x13 (/usr/lib/jvm/libjvm.so)\n" +
+        "\t          400000 start_thread+0x10 (/usr/lib/x86_64-linux-gnu/libc.so.6)\n\n" +
+        "postgres  1201 [001] 51235.000001: cpu-clock:pppH: \n" +
+        "\t          400000 [unknown] (/usr/lib/postgresql/15/bin/postgres)\n\n",
+    );
+    expect(plantedSamples(file)).toEqual([
+      { comm: "java", us: 51234_400123, stack: ["PSPromotionManager::drain_stacks_depth(bool)", "start_thread"] },
+      { comm: "postgres", us: 51235_000001, stack: ["[unknown]"] },
+    ]);
+  } finally {
+    rmSync(dir, { recursive: true });
+  }
+});
 
 test("exact heatmap from perf timestamps, with boundary samples", () => {
   const s = (comm, sec, us) => ({ comm, us: sec * 1e6 + us });
@@ -16,6 +41,22 @@ test("exact heatmap from perf timestamps, with boundary samples", () => {
   expect(columns[1][0]).toBe(1);
   expect(boundary[1][0]).toBe(1);
   expect(columns.flat().reduce((a, b) => a + b)).toBe(4); // swapper is idle
+});
+
+test("several seconds per column; counts in a range; the columns rule", () => {
+  const s = (comm, sec, us) => ({ comm, us: sec * 1e6 + us });
+  const samples = [s("java", 100, 3), s("java", 101, 20_000), s("java", 102, 20_000), s("swapper", 101, 20_000), s("gc", 104, 999_999)];
+  const { seconds, columns } = exactHeatmap(samples, 50, 2);
+  expect(seconds).toBe(5);
+  expect(columns.length).toBe(3); // [100, 102), [102, 104), [104, 106)
+  expect(columns[0][0]).toBe(1);
+  expect(columns[0][1]).toBe(1);
+  expect(columns[1][1]).toBe(1);
+  expect(columns[2][49]).toBe(1);
+  expect(countInRange(samples, 100, 1e9, 2.02e9)).toBe(1); // 101.02 is in, 102.02 is not, swapper never
+  expect(countInRange(samples, 100, 0, 5e9)).toBe(4);
+  expect(exactHeatmap(samples, 50, 2, true).columns[0][1]).toBe(2); // swapper counted with idle
+  expect([1, 999, 1000, 1001, 1500, 2000, 2001, 86400].map(secondsPerColumnFor)).toEqual([1, 1, 1, 2, 2, 2, 3, 87]);
 });
 
 test("truth.json may put boundary samples one cell lower, nothing else", () => {

@@ -3,7 +3,8 @@
 #
 #   need_browser_tools      chromium (apt-get if missing), python3, psql, Postgres up
 #   start_server            go build ./bin/fleetscope; a new database, a blob
-#                           directory, a free port; sets URL, KEY, TMP, FS
+#                           directory, a free port; sets URL, KEY (scopes
+#                           ingest,read), ADMIN_KEY (ingest,read,admin), TMP, FS
 #   upload ARGS...          fleetscope upload with that server and key; prints the id
 # An EXIT trap stops the server and drops the database and directory, also
 # on failure (it prints the server's log then).
@@ -73,6 +74,7 @@ start_server() {
   done
   FLEETSCOPE_DATABASE_URL=$db_url "$FS" tenant create web >/dev/null
   KEY=$(FLEETSCOPE_DATABASE_URL=$db_url "$FS" key create --tenant web --scope ingest,read)
+  ADMIN_KEY=$(FLEETSCOPE_DATABASE_URL=$db_url "$FS" key create --tenant web --scope ingest,read,admin)
 }
 
 upload() {

@@ -8,7 +8,8 @@
 #   3. end to end in real Chromium (playwright-core, Debian's chromium,
 #      installed with apt-get when missing) against a real `fleetscope
 #      server`: a throw-away Postgres database, blobs in a temporary
-#      directory, a tenant and key, planted profiles uploaded with the CLI.
+#      directory, a tenant and two keys (ingest,read and ingest,read,admin),
+#      planted profiles uploaded with the CLI.
 # Everything it starts is stopped and everything it creates is removed,
 # also on failure. Screenshots of each step go to web/test-results/e2e
 # (E2E_ARTIFACTS to change).
@@ -44,20 +45,22 @@ python3 "$SHARED/tools/planted.py" "$TMP/boot" --seed 11 >/dev/null
 python3 "$SHARED/tools/planted.py" "$TMP/epoch" --seed 12 --epoch >/dev/null
 python3 "$SHARED/tools/planted.py" "$TMP/other" --seed 13 --seconds 10 >/dev/null
 python3 "$SHARED/tools/planted.py" "$TMP/drop" --seed 14 --seconds 8 --cpus 4 >/dev/null
+python3 "$SHARED/tools/planted.py" "$TMP/long" --seed 15 --seconds 1500 --hz 9 --cpus 2 >/dev/null
 P_BOOT=$(upload --app checkout --host web-1 --label env=prod "$TMP/boot/planted.perf")
 P_EPOCH=$(upload --app checkout --host web-2 --label env=staging "$TMP/epoch/planted.perf")
 upload --app billing --host db-1 "$TMP/other/planted.perf" >/dev/null
 P_TWO=$(upload --app twoevents --host vm "$SHARED/corpus/perf/recorded-perf-realtime-2events.txt")
 P_UNTIMED=$(upload --app untimed "$SHARED/corpus/perf/perf-js-stacks-01.txt")
 P_PPROF=$(upload --app gosort "$SHARED/corpus/pprof/go-sha-sort.cpu.pprof")
+P_LONG=$(upload --app batch --host worker-7 "$TMP/long/planted.perf")
 
 rm -rf "$ARTIFACTS"
 mkdir -p "$ARTIFACTS"
 say "server $URL, profiles $P_BOOT (boot clock), $P_EPOCH (epoch clock); screenshots in $ARTIFACTS"
 (
   cd web
-  E2E_URL=$URL E2E_KEY=$KEY E2E_PROFILE=$P_BOOT E2E_EPOCH_PROFILE=$P_EPOCH E2E_TWO_EVENTS=$P_TWO E2E_UNTIMED=$P_UNTIMED E2E_PPROF=$P_PPROF \
-    E2E_PERF=$TMP/boot/planted.perf E2E_TRUTH=$TMP/boot/truth.json E2E_DROP_FILE=$TMP/drop/planted.perf \
+  E2E_URL=$URL E2E_KEY=$KEY E2E_ADMIN_KEY=$ADMIN_KEY E2E_PROFILE=$P_BOOT E2E_EPOCH_PROFILE=$P_EPOCH E2E_TWO_EVENTS=$P_TWO E2E_UNTIMED=$P_UNTIMED E2E_PPROF=$P_PPROF E2E_LONG=$P_LONG \
+    E2E_PERF=$TMP/boot/planted.perf E2E_TRUTH=$TMP/boot/truth.json E2E_DROP_FILE=$TMP/drop/planted.perf E2E_LONG_PERF=$TMP/long/planted.perf \
     E2E_ARTIFACTS=$ARTIFACTS node --test --test-concurrency=1 --test-reporter=spec e2e/e2e.test.mjs
 )
 say "passed in $(($(date +%s) - t0)) s; screenshots in ${ARTIFACTS#"$ROOT"/}"

@@ -1,5 +1,6 @@
 // The app's one way to the server: the Connect clients (binary protobuf over
-// fetch, the API key as a bearer token on every call), the key's storage,
+// fetch, the API key as a bearer token on every call but the share
+// service's, whose credential is the link's token), the key's storage,
 // errors sorted into what the UI says about them, and browser uploads with
 // progress.
 //
@@ -10,9 +11,11 @@
 import { create, fromBinary, toBinary, type MessageInitShape } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient, type Interceptor } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-web";
+import { AdminService } from "./gen/fleetscope/v1/admin_pb";
 import { IngestService, UploadFileRequestSchema, UploadFileResponseSchema, type UploadFileResponse } from "./gen/fleetscope/v1/ingest_pb";
 import { GetFlameGraphRequestSchema, QueryService } from "./gen/fleetscope/v1/query_pb";
-import { decodeFlameGraph, type WireFlameGraph } from "./flame/wire";
+import { GetSharedFlameGraphRequestSchema, ShareService } from "./gen/fleetscope/v1/share_pb";
+import { decodeFlameGraph, decodeSharedFlameGraph, type WireFlameGraph } from "./flame/wire";
 
 export const KEY_NAME = "fleetscope.apiKey";
 
@@ -50,6 +53,10 @@ const transport = createConnectTransport({
 
 export const query = createClient(QueryService, transport);
 export const ingest = createClient(IngestService, transport);
+export const admin = createClient(AdminService, transport);
+
+/** share reads through a share link: no key is sent, the token is the credential. */
+export const share = createClient(ShareService, createConnectTransport({ baseUrl: location.origin, useBinaryFormat: true }));
 
 /** A key tried before it is saved (sign-in). */
 export function clientsWithKey(key: string) {
@@ -110,20 +117,32 @@ export function problem(err: unknown): Problem {
  * ConnectErrors, as from the generated client. */
 export async function getFlameGraph(req: MessageInitShape<typeof GetFlameGraphRequestSchema>, signal?: AbortSignal): Promise<WireFlameGraph> {
   const body = toBinary(GetFlameGraphRequestSchema, create(GetFlameGraphRequestSchema, req));
+  return decodeFlameGraph(await postProto(`${QueryService.typeName}/${QueryService.method.getFlameGraph.name}`, body, true, signal));
+}
+
+/** getSharedFlameGraph is getFlameGraph through a share link (no key). */
+export async function getSharedFlameGraph(req: MessageInitShape<typeof GetSharedFlameGraphRequestSchema>, signal?: AbortSignal): Promise<WireFlameGraph> {
+  const body = toBinary(GetSharedFlameGraphRequestSchema, create(GetSharedFlameGraphRequestSchema, req));
+  return decodeSharedFlameGraph(await postProto(`${ShareService.typeName}/${ShareService.method.getSharedFlameGraph.name}`, body, false, signal));
+}
+
+// postProto makes a Connect unary call in protobuf binary with fetch and
+// returns the answer's bytes.
+async function postProto(procedure: string, body: Uint8Array, withKey: boolean, signal?: AbortSignal): Promise<Uint8Array> {
   const headers: Record<string, string> = { "Content-Type": "application/proto", "Connect-Protocol-Version": "1" };
   const key = apiKey();
-  if (key) headers.Authorization = `Bearer ${key}`;
+  if (withKey && key) headers.Authorization = `Bearer ${key}`;
   let res: Response;
   let bytes: Uint8Array;
   try {
-    res = await fetch(`${location.origin}/${QueryService.typeName}/${QueryService.method.getFlameGraph.name}`, { method: "POST", headers, body: body as BlobPart, signal });
+    res = await fetch(`${location.origin}/${procedure}`, { method: "POST", headers, body: body as BlobPart, signal });
     bytes = new Uint8Array(await res.arrayBuffer());
   } catch (e) {
     if (signal?.aborted) throw new ConnectError("cancelled", Code.Canceled);
     throw new ConnectError("Failed to fetch", Code.Unavailable, undefined, undefined, e);
   }
   if (res.status !== 200) throw connectErrorFrom(res.status, bytes);
-  return decodeFlameGraph(bytes);
+  return bytes;
 }
 
 // ---- uploads ----------------------------------------------------------------

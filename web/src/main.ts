@@ -1,10 +1,12 @@
-// fleetscope's dashboard: the shell (header, sign-in gate, routes).
+// fleetscope's dashboard: the shell (header, sign-in gate, routes). A share
+// link's page (/s/TOKEN) opens without the gate: its token is its key.
 import "./style.css";
 import { apiKey, clearKey } from "./api";
 import { h, replace } from "./dom";
 import type { Page } from "./pages/page";
 import { profilePage } from "./pages/profile";
 import { searchPage } from "./pages/search";
+import { sharedPage } from "./pages/shared";
 import { signInPage } from "./pages/signin";
 import { emptyState, setUnauthenticatedHandler } from "./pages/states";
 import { linkHandler, navigate, onNavigate, parseRoute } from "./router";
@@ -14,6 +16,7 @@ performance.mark("fleetscope:start"); // modules loaded and evaluated
 const root = document.getElementById("app")!;
 const main = h("main", { id: "main", tabindex: "-1" });
 const account = h("div", { class: "account" });
+const nav = h("nav", { class: "topnav", "aria-label": "Main" }, h("a", { href: "/" }, "Profiles"));
 const shell = h(
   "div",
   { class: "shell" },
@@ -22,7 +25,7 @@ const shell = h(
     "header",
     { class: "topbar" },
     h("a", { href: "/", class: "brand" }, h("span", { class: "brand-mark", "aria-hidden": "true" }), "fleetscope"),
-    h("nav", { class: "topnav", "aria-label": "Main" }, h("a", { href: "/" }, "Profiles")),
+    nav,
     account,
   ),
   main,
@@ -68,6 +71,11 @@ function renderAccount(signedIn: boolean) {
 
 function render(message?: string) {
   const route = parseRoute(location);
+  nav.hidden = route.name === "shared"; // a shared view leads nowhere else
+  if (route.name === "shared") {
+    replace(account, h("span", { class: "key-chip", "data-testid": "shared-chip", title: "Opened through a share link: no API key is used" }, "shared link"));
+    return show(sharedPage(route.token, route.params));
+  }
   if (!apiKey()) {
     renderAccount(false);
     return show(signInPage(() => render(), message));

@@ -8,6 +8,10 @@ test("routes", () => {
   if (r.name === "profile") expect(r.params.get("end")).toBe("2.48");
   expect(parseRoute({ pathname: "/p/abc/", search: "" })).toMatchObject({ name: "profile", id: "abc" });
   expect(parseRoute({ pathname: "/nope", search: "" })).toMatchObject({ name: "notfound" });
+  const sh = parseRoute({ pathname: "/s/fss_abc123", search: "?orient=flame" });
+  expect(sh).toMatchObject({ name: "shared", token: "fss_abc123" });
+  if (sh.name === "shared") expect(sh.params.get("orient")).toBe("flame");
+  expect(parseRoute({ pathname: "/s/", search: "" })).toMatchObject({ name: "notfound" });
   // The benchmark page is not part of the app (a separate build entry).
   expect(parseRoute({ pathname: "/_bench/flame", search: "?nodes=10" })).toMatchObject({ name: "notfound" });
 });

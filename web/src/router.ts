@@ -2,9 +2,11 @@
 // index.html, so these URLs can be opened directly (permalinks):
 //   /                 search (and upload)
 //   /p/<profile-id>   one profile: heatmap, range, flame graph
+//   /s/<token>        a share link's range, without an API key
 export type Route =
   | { name: "search"; params: URLSearchParams }
   | { name: "profile"; id: string; params: URLSearchParams }
+  | { name: "shared"; token: string; params: URLSearchParams }
   | { name: "notfound"; path: string };
 
 export function parseRoute(loc: { pathname: string; search: string }): Route {
@@ -13,6 +15,8 @@ export function parseRoute(loc: { pathname: string; search: string }): Route {
   if (path === "/") return { name: "search", params };
   const m = /^\/p\/([^/]+)$/.exec(path);
   if (m) return { name: "profile", id: decodeURIComponent(m[1]), params };
+  const s = /^\/s\/([^/]+)$/.exec(path);
+  if (s) return { name: "shared", token: decodeURIComponent(s[1]), params };
   return { name: "notfound", path };
 }
 

@@ -1,6 +1,27 @@
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { describe, expect, test } from "vitest";
 import { FlameGraphFormat } from "./gen/fleetscope/v1/query_pb";
-import { chooseEvent, flameRequest, foldedFilename, heatmapRequest, Latest, permalink, readView, wholeProfile, writeView, type ViewState } from "./viewstate";
+import {
+  chooseEvent,
+  flameRequest,
+  foldedFilename,
+  heatmapRequest,
+  Latest,
+  linkRange,
+  linkState,
+  permalink,
+  readSharedView,
+  readView,
+  sharedFlameRequest,
+  sharedHeatmapRequest,
+  sharedPermalink,
+  shareRequest,
+  shareURL,
+  wholeProfile,
+  writeSharedView,
+  writeView,
+  type ViewState,
+} from "./viewstate";
 
 const DEFAULTS: ViewState = { event: "", rows: 50, idle: false, range: null, frame: "", search: "", orient: "icicle" };
 
@@ -45,6 +66,48 @@ describe("URL ↔ view", () => {
   test("permalink", () => {
     expect(permalink("http://h:1", "6f0c-1", DEFAULTS)).toBe("http://h:1/p/6f0c-1");
     expect(permalink("http://h:1", "a/b", { ...DEFAULTS, range: { start: 2_400_000_000, end: 2_480_000_000 } })).toBe("http://h:1/p/a%2Fb?start=2.4&end=2.48");
+  });
+});
+
+describe("shared views", () => {
+  const gc = { start: 2_400_000_000, end: 2_480_000_000 };
+  const view: ViewState = { event: "cycles", rows: 100, idle: true, range: gc, frame: "java;GC", search: "drain", orient: "flame" };
+
+  test("the URL holds the view but the link's event and range", () => {
+    const q = writeSharedView(view);
+    expect(q.toString()).toBe("rows=100&idle=1&frame=java%3BGC&search=drain&orient=flame");
+    // what the URL says about event and range is ignored: the link's win
+    const read = readSharedView(new URLSearchParams(`${q}&event=other&start=0&end=1`), { event: "cycles", range: gc });
+    expect(read).toEqual(view);
+    expect(readSharedView(new URLSearchParams(), { event: "", range: null })).toEqual({ ...DEFAULTS });
+  });
+
+  test("permalinks and a new link's URL carry the view", () => {
+    expect(sharedPermalink("http://h:1", "fss_abc", view)).toBe("http://h:1/s/fss_abc?rows=100&idle=1&frame=java%3BGC&search=drain&orient=flame");
+    expect(sharedPermalink("http://h:1", "fss_abc", { ...DEFAULTS, range: gc })).toBe("http://h:1/s/fss_abc");
+    expect(shareURL("https://fs.example/s/fss_x", { ...DEFAULTS, orient: "flame" })).toBe("https://fs.example/s/fss_x?orient=flame");
+  });
+
+  test("a link's range: both bounds, or the whole profile", () => {
+    expect(linkRange({ startNanos: 2_400_000_000n, endNanos: 2_480_000_000n })).toEqual(gc);
+    expect(linkRange({ startNanos: 2_400_000_000n })).toBeNull();
+    expect(linkRange({})).toBeNull();
+  });
+
+  test("a link is live until it expires or is revoked", () => {
+    const now = new Date("2026-11-23T12:00:00Z");
+    const at = (iso: string) => timestampFromDate(new Date(iso));
+    expect(linkState({ expiresAt: at("2026-11-24T00:00:00Z") }, now)).toBe("live");
+    expect(linkState({ expiresAt: at("2026-11-23T11:59:59Z") }, now)).toBe("expired");
+    expect(linkState({ expiresAt: at("2026-11-24T00:00:00Z"), revokedAt: at("2026-11-23T11:00:00Z") }, now)).toBe("revoked");
+  });
+
+  test("requests: a new link names the event shown; shared reads choose presentation only", () => {
+    expect(shareRequest("p1", view, "cpu-clock", 3600)).toEqual({ profileId: "p1", event: "cycles", startNanos: 2_400_000_000n, endNanos: 2_480_000_000n, ttlSeconds: 3600n });
+    const whole = shareRequest("p1", DEFAULTS, "cpu-clock", 86400);
+    expect(whole).toEqual({ profileId: "p1", event: "cpu-clock", startNanos: undefined, endNanos: undefined, ttlSeconds: 86400n });
+    expect(sharedHeatmapRequest("fss_t", view)).toEqual({ token: "fss_t", rows: 100, includeIdle: true });
+    expect(sharedFlameRequest("fss_t", view, FlameGraphFormat.TREE)).toEqual({ token: "fss_t", includeIdle: true, format: FlameGraphFormat.TREE });
   });
 });
 

@@ -9,11 +9,17 @@
 //
 // start and end are seconds relative to the profile's start second, exact
 // decimals (as the CLI's --start/--end); frame is the zoomed frame's path.
+//
+// A shared view (/s/TOKEN?rows=100&frame=...&search=...&orient=flame) holds
+// the same state but for the event and range, which are the link's.
 
 import type { MessageInitShape } from "@bufbuild/protobuf";
+import { timestampDate, type Timestamp } from "@bufbuild/protobuf/wkt";
 import type { Orientation } from "./flame/view";
 import { formatSeconds, parseSeconds } from "./format";
+import type { CreateShareLinkRequestSchema } from "./gen/fleetscope/v1/admin_pb";
 import type { FlameGraphFormat, GetFlameGraphRequestSchema, GetHeatmapRequestSchema } from "./gen/fleetscope/v1/query_pb";
+import type { GetSharedFlameGraphRequestSchema, GetSharedHeatmapRequestSchema } from "./gen/fleetscope/v1/share_pb";
 import type { Range } from "./heatmap/model";
 
 export const DEFAULT_ROWS = 50;
@@ -72,6 +78,52 @@ export function permalink(origin: string, id: string, v: ViewState): string {
   return `${origin}/p/${encodeURIComponent(id)}${q ? `?${q}` : ""}`;
 }
 
+// ---- shared views ---------------------------------------------------------------
+
+/** writeSharedView writes what a shared view's URL holds: view v without
+ * its event and range (the link's). */
+export function writeSharedView(v: ViewState): URLSearchParams {
+  const p = writeView(v);
+  for (const k of ["event", "start", "end"]) p.delete(k);
+  return p;
+}
+
+/** readSharedView reads a shared view's URL; the event and range are the
+ * link's (range null: the whole profile). */
+export function readSharedView(p: URLSearchParams, link: { event: string; range: Range | null }): ViewState {
+  return { ...readView(p), event: link.event, range: link.range };
+}
+
+/** sharedPermalink is the URL that opens share link token with view v. */
+export function sharedPermalink(origin: string, token: string, v: ViewState): string {
+  return withQuery(`${origin}/s/${encodeURIComponent(token)}`, writeSharedView(v));
+}
+
+/** shareURL is the URL of a new share link (linkURL, as the server made
+ * it) that opens with view v's rows, idle, zoom, search and orientation. */
+export function shareURL(linkURL: string, v: ViewState): string {
+  return withQuery(linkURL, writeSharedView(v));
+}
+
+function withQuery(url: string, p: URLSearchParams): string {
+  const q = p.toString();
+  return q ? `${url}?${q}` : url;
+}
+
+/** linkRange is a share link's range: null for a link to the whole
+ * profile (either bound absent). */
+export function linkRange(l: { startNanos?: bigint; endNanos?: bigint }): Range | null {
+  return l.startNanos !== undefined && l.endNanos !== undefined ? { start: Number(l.startNanos), end: Number(l.endNanos) } : null;
+}
+
+/** linkState says whether a share link still works at time now (the
+ * server sends revoked_at only for a revoked link). */
+export function linkState(l: { expiresAt?: Timestamp; revokedAt?: Timestamp }, now: Date): "live" | "expired" | "revoked" {
+  if (l.revokedAt) return "revoked";
+  if (l.expiresAt && timestampDate(l.expiresAt) <= now) return "expired";
+  return "live";
+}
+
 // ---- changes with rules -----------------------------------------------------
 // (Plain changes, such as a new range that keeps the zoomed frame if the new
 // range has it, are spread into a copy by the page.)
@@ -106,6 +158,30 @@ export function flameRequest(id: string, v: ViewState, format: FlameGraphFormat)
     includeIdle: v.idle,
     format,
   };
+}
+
+/** shareRequest is the CreateShareLink request for view v of profile id:
+ * its range and event (the profile's default event named, so the link
+ * keeps showing the same one), living ttlSeconds. */
+export function shareRequest(id: string, v: ViewState, defaultEvent: string, ttlSeconds: number): MessageInitShape<typeof CreateShareLinkRequestSchema> {
+  return {
+    profileId: id,
+    event: v.event || defaultEvent,
+    startNanos: v.range ? BigInt(v.range.start) : undefined,
+    endNanos: v.range ? BigInt(v.range.end) : undefined,
+    ttlSeconds: BigInt(ttlSeconds),
+  };
+}
+
+/** sharedHeatmapRequest is the GetSharedHeatmap request for view v (the
+ * event and range are the link's). */
+export function sharedHeatmapRequest(token: string, v: ViewState): MessageInitShape<typeof GetSharedHeatmapRequestSchema> {
+  return { token, rows: v.rows, includeIdle: v.idle };
+}
+
+/** sharedFlameRequest is the GetSharedFlameGraph request for view v. */
+export function sharedFlameRequest(token: string, v: ViewState, format: FlameGraphFormat): MessageInitShape<typeof GetSharedFlameGraphRequestSchema> {
+  return { token, includeIdle: v.idle, format };
 }
 
 /** foldedFilename names a download of view v's flame graph as folded stacks. */

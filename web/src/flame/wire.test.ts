@@ -1,8 +1,9 @@
-import { create, toBinary } from "@bufbuild/protobuf";
+import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { expect, test } from "vitest";
 import { GetFlameGraphResponseSchema } from "../gen/fleetscope/v1/query_pb";
+import { GetSharedFlameGraphResponseSchema } from "../gen/fleetscope/v1/share_pb";
 import { syntheticTree } from "./model";
-import { decodeFlameGraph } from "./wire";
+import { decodeFlameGraph, decodeSharedFlameGraph } from "./wire";
 
 function encode(t: { names: string[]; name: ArrayLike<number>; value: ArrayLike<number>; depth: ArrayLike<number> }, total: number) {
   return toBinary(
@@ -51,4 +52,12 @@ test("an empty response and truncated input", () => {
   expect(decodeFlameGraph(new Uint8Array())).toEqual({ event: "", total: 0, folded: "", tree: null });
   const b = encode(syntheticTree(50, 1), 10);
   expect(() => decodeFlameGraph(b.subarray(0, b.length - 3))).toThrow(/truncated/);
+});
+
+test("a shared flame graph is the same response one field down", () => {
+  const t = syntheticTree(300, 9);
+  const plain = encode(t, t.value[0]);
+  const shared = toBinary(GetSharedFlameGraphResponseSchema, create(GetSharedFlameGraphResponseSchema, { flameGraph: fromBinary(GetFlameGraphResponseSchema, plain) }));
+  expect(decodeSharedFlameGraph(shared)).toEqual(decodeFlameGraph(plain));
+  expect(decodeSharedFlameGraph(new Uint8Array())).toEqual({ event: "", total: 0, folded: "", tree: null });
 });

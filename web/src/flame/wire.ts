@@ -5,8 +5,9 @@
 // layout takes the arrays as they are. Values above 2^53 (never sample
 // counts; possibly huge period sums) lose precision, as any JS number does.
 //
-//   GetFlameGraphResponse: 1 event (string), 2 total (uint64), 3 folded (string), 4 tree (FlameTree)
-//   FlameTree:             1 names (repeated string), 2 name, 3 value, 4 depth (repeated, packed or not)
+//   GetFlameGraphResponse:       1 event (string), 2 total (uint64), 3 folded (string), 4 tree (FlameTree)
+//   FlameTree:                   1 names (repeated string), 2 name, 3 value, 4 depth (repeated, packed or not)
+//   GetSharedFlameGraphResponse: 1 flame_graph (GetFlameGraphResponse)
 
 export interface WireFlameTree {
   names: string[];
@@ -160,4 +161,19 @@ export function decodeFlameGraph(buf: Uint8Array): WireFlameGraph {
     } else r.skip(wire);
   }
   return out;
+}
+
+/** decodeSharedFlameGraph reads a GetSharedFlameGraphResponse (a
+ * GetFlameGraphResponse in field 1) in protobuf binary. */
+export function decodeSharedFlameGraph(buf: Uint8Array): WireFlameGraph {
+  const r = new Reader(buf);
+  let inner: Uint8Array = new Uint8Array(0);
+  while (r.pos < buf.length) {
+    const tag = r.varint();
+    if (tag === ((1 << 3) | 2)) {
+      const [a, b] = r.bytes();
+      inner = buf.subarray(a, b); // protobuf would merge a repeated field 1; the server sends one
+    } else r.skip(tag & 7);
+  }
+  return decodeFlameGraph(inner);
 }

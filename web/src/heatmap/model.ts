@@ -1,17 +1,32 @@
-// The heatmap's arithmetic, free of the DOM: which time range a cell covers,
-// which cells a range covers, selections in time order, sums, the colour
-// scale and the axis ticks. Times are integer nanoseconds relative to the
+// The heatmap's arithmetic, free of the DOM: which time a cell covers, which
+// cells a range covers, selections in time order, sums, the colour scale
+// and the axis ticks. Times are integer nanoseconds relative to the
 // profile's start second, exactly as the server counts them
-// (query/heatmap: row = offset*rows/1e9; a cell's range is
-// [ceil(r*1e9/rows), ceil((r+1)*1e9/rows)) within its second), so the flame
-// graph of a selection totals exactly the selected cells.
+// (query/heatmap: row = offset*rows/1e9; a row's offsets within a second
+// are [ceil(r*1e9/rows), ceil((r+1)*1e9/rows))), so the flame graph of a
+// selection totals exactly the selected cells.
+//
+// A column covers secondsPerColumn seconds (1 up to 1,000 s of profile;
+// more for longer profiles, so there are at most 1,000 columns). A cell of
+// a multi-second column sums the same slice of each of its seconds: it is
+// not one time range. So in such a heatmap a selection is made of whole
+// columns: selecting any cell of a column selects the column's seconds.
+//
+// A heatmap may also be a slice of the profile's: a share link's has only
+// the columns its range touches, from column firstColumn on.
 
 import { NS_PER_SEC } from "../format";
+import type { GetHeatmapResponse } from "../gen/fleetscope/v1/query_pb";
 
-/** Heatmap holds counts[col][row] (row 0 at the bottom) as numbers. */
+/** Heatmap holds counts[col][row] (row 0 at the bottom) as numbers; column
+ * c covers the secondsPerColumn seconds from (firstColumn + c)·secondsPerColumn. */
 export interface Heatmap {
   event: string;
   startSecond: number;
+  secondsPerColumn: number;
+  /** The column of the profile's whole heatmap that column 0 is (0 but
+   * for a slice). */
+  firstColumn: number;
   rows: number;
   columns: number[][];
   maxCount: number;
@@ -24,6 +39,42 @@ export interface Range {
   end: number;
 }
 
+/** heatmapOf reads a GetHeatmapResponse of a profile whose start second
+ * is profileStartSecond (a slice starts later). A server older than
+ * seconds_per_column sends 0: one second. */
+export function heatmapOf(r: GetHeatmapResponse, profileStartSecond: bigint): Heatmap {
+  const spc = Math.max(Number(r.secondsPerColumn), 1);
+  const offset = Number(r.startSecond - profileStartSecond);
+  if (offset < 0 || offset % spc !== 0) throw new Error(`heatmap: starts at second ${r.startSecond}, ${offset} s into a profile of ${spc}-s columns`);
+  return {
+    event: r.event,
+    startSecond: Number(r.startSecond),
+    secondsPerColumn: spc,
+    firstColumn: offset / spc,
+    rows: r.rows,
+    columns: r.columns.map((c) => c.counts.map(Number)),
+    maxCount: Number(r.maxCount),
+    total: Number(r.total),
+  };
+}
+
+/** Grid is the shape that maps cells to time. */
+export interface Grid {
+  rows: number;
+  secondsPerColumn: number;
+  firstColumn: number;
+  cols: number;
+}
+
+export function gridOf(h: Pick<Heatmap, "rows" | "secondsPerColumn" | "firstColumn" | "columns">): Grid {
+  return { rows: h.rows, secondsPerColumn: h.secondsPerColumn, firstColumn: h.firstColumn, cols: h.columns.length };
+}
+
+/** firstSecond is the relative second where column 0 starts. */
+export function firstSecond(g: Pick<Grid, "secondsPerColumn" | "firstColumn">): number {
+  return g.firstColumn * g.secondsPerColumn;
+}
+
 function ceilDiv(a: number, b: number): number {
   // a, b are non-negative integers below 2^53: exact.
   return Math.floor((a + b - 1) / b);
@@ -34,13 +85,27 @@ export function rowOf(offsetNs: number, rows: number): number {
   return Math.floor((offsetNs * rows) / NS_PER_SEC);
 }
 
-/** cellRange is the half-open range of relative time that cell (col, row) covers. */
-export function cellRange(col: number, row: number, rows: number): Range {
-  const base = col * NS_PER_SEC;
-  return { start: base + ceilDiv(row * NS_PER_SEC, rows), end: base + ceilDiv((row + 1) * NS_PER_SEC, rows) };
+/** rowOffsets is the half-open range of offsets within a second that row covers. */
+export function rowOffsets(row: number, rows: number): Range {
+  return { start: ceilDiv(row * NS_PER_SEC, rows), end: ceilDiv((row + 1) * NS_PER_SEC, rows) };
 }
 
-/** The time-order index of a cell: earlier cells have smaller indexes. */
+/** cellRange is the half-open range of relative time that row covers in
+ * second sec: the whole of a cell of a one-second column. */
+export function cellRange(sec: number, row: number, rows: number): Range {
+  const base = sec * NS_PER_SEC;
+  const o = rowOffsets(row, rows);
+  return { start: base + o.start, end: base + o.end };
+}
+
+/** columnRange is the seconds column col covers. */
+export function columnRange(col: number, g: Pick<Grid, "secondsPerColumn" | "firstColumn">): Range {
+  const start = (g.firstColumn + col) * g.secondsPerColumn;
+  return { start: start * NS_PER_SEC, end: (start + g.secondsPerColumn) * NS_PER_SEC };
+}
+
+/** The time-order index of a cell: earlier cells have smaller indexes. (In
+ * a multi-second column the order of rows is only the order of offsets.) */
 export function cellIndex(col: number, row: number, rows: number): number {
   return col * rows + row;
 }
@@ -49,25 +114,29 @@ export function cellOfIndex(idx: number, rows: number): { col: number; row: numb
   return { col: Math.floor(idx / rows), row: idx % rows };
 }
 
-/** cellAt is the index of the cell holding relative time t (t >= 0). */
-export function cellAt(t: number, rows: number): number {
-  const col = Math.floor(t / NS_PER_SEC);
-  return cellIndex(col, rowOf(t - col * NS_PER_SEC, rows), rows);
+/** cellAt is the index of the cell holding relative time t (t within the
+ * grid's seconds). */
+export function cellAt(t: number, g: Omit<Grid, "cols">): number {
+  const sec = Math.floor(t / NS_PER_SEC);
+  return cellIndex(Math.floor(sec / g.secondsPerColumn) - g.firstColumn, rowOf(t - sec * NS_PER_SEC, g.rows), g.rows);
 }
 
-/** rangeOfCells is the range from the start of the earlier cell to the end
- * of the later one: a drag from either end selects the same span (time
- * order, as FlameScope does). */
-export function rangeOfCells(a: number, b: number, rows: number): Range {
-  const lo = Math.min(a, b);
-  const hi = Math.max(a, b);
-  const first = cellOfIndex(lo, rows);
-  const last = cellOfIndex(hi, rows);
-  return { start: cellRange(first.col, first.row, rows).start, end: cellRange(last.col, last.row, rows).end };
+/** rangeOfCells is the range a selection from cell a to cell b (either
+ * order) stands for. With one-second columns: from the start of the
+ * earlier cell to the end of the later one (time order, as FlameScope
+ * does). With multi-second columns: the whole seconds of the columns from
+ * the earlier to the later, whatever the rows. */
+export function rangeOfCells(a: number, b: number, g: Omit<Grid, "cols">): Range {
+  const first = cellOfIndex(Math.min(a, b), g.rows);
+  const last = cellOfIndex(Math.max(a, b), g.rows);
+  if (g.secondsPerColumn > 1) return { start: columnRange(first.col, g).start, end: columnRange(last.col, g).end };
+  return { start: cellRange(g.firstColumn + first.col, first.row, g.rows).start, end: cellRange(g.firstColumn + last.col, last.row, g.rows).end };
 }
 
 /** CellSpan is the cells a range touches, first and last inclusive, and
- * whether the range is exactly their union (so their sum is its total). */
+ * whether the range is exactly their union (so their sum is its total). In
+ * a heatmap of multi-second columns the span is whole columns (first is a
+ * column's bottom cell, last a column's top cell). */
 export interface CellSpan {
   first: number;
   last: number;
@@ -75,15 +144,18 @@ export interface CellSpan {
 }
 
 /** cellsOfRange is the span of cells that intersect r; null if none (an
- * empty range or one outside [0, cols seconds)). */
-export function cellsOfRange(r: Range, rows: number, cols: number): CellSpan | null {
-  const limit = cols * NS_PER_SEC;
-  const start = Math.max(r.start, 0);
-  const end = Math.min(r.end, limit);
+ * empty range or one outside the grid's seconds). */
+export function cellsOfRange(r: Range, g: Grid): CellSpan | null {
+  const start = Math.max(r.start, columnRange(0, g).start);
+  const end = Math.min(r.end, columnRange(g.cols - 1, g).end);
   if (start >= end) return null;
-  const first = cellAt(start, rows);
-  const last = cellAt(end - 1, rows);
-  const cells = rangeOfCells(first, last, rows);
+  let first = cellAt(start, g);
+  let last = cellAt(end - 1, g);
+  if (g.secondsPerColumn > 1) {
+    first = cellIndex(cellOfIndex(first, g.rows).col, 0, g.rows);
+    last = cellIndex(cellOfIndex(last, g.rows).col, g.rows - 1, g.rows);
+  }
+  const cells = rangeOfCells(first, last, g);
   return { first, last, aligned: cells.start === r.start && cells.end === r.end };
 }
 
@@ -168,12 +240,19 @@ export function colourLUT(max: number): Uint32Array {
   return lut;
 }
 
-/** legendGradient is a CSS gradient showing the scale from 1 to max. */
+/** legendGradient is a CSS gradient showing the scale from 1 (left) to max
+ * (right). Its stops are the map's own sample points between LIGHT and
+ * DARK, so the straight blends a browser draws between them are exactly
+ * the colours colourOf gives: the bar at fraction f of its width is the
+ * colour of count 1 + f·(max − 1). */
 export function legendGradient(): string {
+  const n = INFERNO.length - 1;
   const stops: string[] = [];
-  for (let i = 0; i <= 10; i++) {
-    const [r, g, b] = inferno(LIGHT - ((LIGHT - DARK) * i) / 10);
-    stops.push(`rgb(${r},${g},${b}) ${i * 10}%`);
+  for (let k = Math.round(LIGHT * n); k >= Math.round(DARK * n); k--) {
+    const t = k / n;
+    const [r, g, b] = inferno(t);
+    const at = ((LIGHT - t) / (LIGHT - DARK)) * 100;
+    stops.push(`rgb(${r},${g},${b}) ${Number(at.toFixed(4))}%`);
   }
   return `linear-gradient(to right, ${stops.join(", ")})`;
 }
@@ -196,13 +275,20 @@ export function cellWidth(plotWidth: number, cols: number): number {
 
 // ---- axes -----------------------------------------------------------------
 
-/** secondTicks picks the columns to label so that labels are at least
- * minGap pixels apart at cellWidth pixels per column. */
-export function secondTicks(cols: number, cellWidth: number, minGap = 48): number[] {
-  const steps = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 21600, 43200, 86400];
-  const step = steps.find((s) => s * cellWidth >= minGap) ?? steps[steps.length - 1];
+/** secondTicks picks the seconds to label on the x axis of grid g: column
+ * boundaries (multiples of secondsPerColumn) at a round step, at least
+ * minGap pixels apart at cellWidth pixels per column. A tick at second s
+ * sits (s − firstSecond(g)) / secondsPerColumn columns from the left. */
+export function secondTicks(g: Omit<Grid, "rows">, cellWidth: number, minGap = 48): number[] {
+  const spc = g.secondsPerColumn;
+  const round = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 21600, 43200, 86400];
+  const wide = (s: number) => (s / spc) * cellWidth >= minGap;
+  const step =
+    round.find((s) => s % spc === 0 && wide(s)) ??
+    spc * ([1, 2, 5, 10, 20, 50, 100, 200, 500, 1000].find((k) => wide(k * spc)) ?? 1000);
+  const first = firstSecond(g);
   const out: number[] = [];
-  for (let c = 0; c <= cols; c += step) out.push(c);
+  for (let s = Math.ceil(first / step) * step; s <= first + g.cols * spc; s += step) out.push(s);
   return out;
 }
 

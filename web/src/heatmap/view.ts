@@ -1,17 +1,23 @@
-// The heatmap on a canvas: one column per second, row 0 at the bottom,
-// colour by count (see model.ts). Select with the mouse (click a cell, or
-// drag from a start cell to an end cell: the range runs in time order from
-// the earlier cell's start to the later cell's end; shift-click extends
-// from the anchor) or the keyboard (arrows move, Enter/Space select,
-// Shift extends, Escape clears). Wide heatmaps scroll sideways; only the
-// visible columns are drawn, from a one-pixel-per-cell bitmap scaled up.
+// The heatmap on a canvas: one column per second (or per secondsPerColumn
+// seconds for a long profile), row 0 at the bottom, colour by count (see
+// model.ts). Select with the mouse (click a cell, or drag from a start cell
+// to an end cell: the range runs in time order from the earlier cell's
+// start to the later cell's end; shift-click extends from the anchor) or
+// the keyboard (arrows move, Enter/Space select, Shift extends, Escape
+// clears). In a heatmap of multi-second columns a selection is whole
+// columns (model.ts says why). Read-only (a shared range), it shows its
+// selection and tooltips but selects nothing. A heatmap may be a slice
+// starting after the profile's first second (firstColumn). Wide heatmaps
+// scroll sideways; only the visible columns are drawn, from a
+// one-pixel-per-cell bitmap scaled up.
 //
 // For tests and assistive technology the canvas carries its data: data-cells
-// (JSON columns of counts), data-rows, data-cols, data-total, data-max-count,
-// the geometry of the plot (data-plot-left/-top, data-cell-width/-height in
-// CSS pixels from the canvas's top-left), and the selection
-// (data-selection-start/-end in relative seconds, data-selected-count). A
-// table view of the same counts is one click away.
+// (JSON columns of counts), data-rows, data-cols, data-seconds-per-column,
+// data-total, data-max-count, the geometry of the plot
+// (data-plot-left/-top, data-cell-width/-height in CSS pixels from the
+// canvas's top-left), and the selection (data-selection-start/-end in
+// relative seconds, data-selected-count). A table view of the same counts
+// is one click away.
 
 import { h, replace } from "../dom";
 import { formatCount, formatDuration, formatSeconds, formatTime, NS_PER_SEC } from "../format";
@@ -22,12 +28,17 @@ import {
   cellsOfRange,
   cellWidth,
   colourLUT,
+  columnRange,
+  firstSecond,
+  gridOf,
   legendGradient,
   moveCell,
   msTicks,
   rangeOfCells,
+  rowOffsets,
   secondTicks,
   sumCells,
+  type Grid,
   type Heatmap,
   type Range,
 } from "./model";
@@ -43,6 +54,8 @@ export interface HeatmapViewOptions {
   onSelect: (range: Range | null) => void;
   /** Called after each draw with the time since navigation (for the bench). */
   onDrawn?: (ms: number) => void;
+  /** The selection is shown but cannot be changed (a shared range). */
+  readOnly?: boolean;
 }
 
 interface Geometry {
@@ -82,7 +95,9 @@ export class HeatmapView {
       tabindex: "0",
       role: "application",
       "aria-roledescription": "heatmap",
-      "aria-label": "Sub-second offset heatmap. Arrow keys move between cells, Enter selects a cell, Shift with arrows or Enter extends the selection, Escape clears it.",
+      "aria-label": opts.readOnly
+        ? "Sub-second offset heatmap of a shared range. Arrow keys move between cells."
+        : "Sub-second offset heatmap. Arrow keys move between cells, Enter selects a cell, Shift with arrows or Enter extends the selection, Escape clears it.",
       class: "heatmap-canvas",
     });
     this.inner = h("div", { class: "heatmap-inner" }, this.canvas);
@@ -146,6 +161,7 @@ export class HeatmapView {
     const ds = this.canvas.dataset;
     ds.rows = String(rows);
     ds.cols = String(cols);
+    ds.secondsPerColumn = String(d.secondsPerColumn);
     ds.startSecond = String(d.startSecond);
     ds.event = d.event;
     ds.total = String(d.total);
@@ -164,7 +180,7 @@ export class HeatmapView {
   setSelection(r: Range | null) {
     this.selection = r;
     if (r && this.data) {
-      const span = cellsOfRange(r, this.data.rows, this.data.columns.length);
+      const span = cellsOfRange(r, this.grid());
       if (span) {
         this.anchor = span.first;
         this.cursor = span.last;
@@ -177,7 +193,7 @@ export class HeatmapView {
   /** scrollToSelection brings the selection into view. */
   scrollToSelection() {
     if (!this.selection || !this.geo || !this.data) return;
-    const col = Math.floor(this.selection.start / NS_PER_SEC);
+    const col = Math.floor(this.selection.start / (NS_PER_SEC * this.data.secondsPerColumn)) - this.data.firstColumn;
     const x = col * this.geo.cellW;
     const vis = this.geo.width - AXIS_LEFT - PAD_RIGHT;
     const left = this.scroller.scrollLeft;
@@ -194,10 +210,14 @@ export class HeatmapView {
    * exactly a run of cells (else null: only the flame graph can count it). */
   selectedCount(): number | null {
     if (!this.selection || !this.data) return null;
-    const span = cellsOfRange(this.selection, this.data.rows, this.data.columns.length);
+    const span = cellsOfRange(this.selection, this.grid());
     if (!span) return 0;
     if (!span.aligned) return null;
     return sumCells(this.data, span.first, span.last);
+  }
+
+  private grid(): Grid {
+    return gridOf(this.data!);
   }
 
   // ---- geometry and drawing --------------------------------------------------
@@ -248,7 +268,8 @@ export class HeatmapView {
     const c0 = Math.max(0, Math.floor(scroll / g.cellW));
     const c1 = Math.min(cols, Math.ceil((scroll + g.width - AXIS_LEFT) / g.cellW));
     const lastVisible = Math.min(cols, Math.floor((scroll + g.width - AXIS_LEFT - PAD_RIGHT) / g.cellW));
-    this.scrollHint.textContent = lastVisible < cols || scroll > 0 ? `showing ${c0}–${lastVisible} s · scroll sideways for the rest` : "";
+    const [spc, s0] = [d.secondsPerColumn, firstSecond(d)];
+    this.scrollHint.textContent = lastVisible < cols || scroll > 0 ? `showing ${s0 + c0 * spc}–${s0 + lastVisible * spc} s · scroll sideways for the rest` : "";
 
     ctx.save();
     ctx.beginPath();
@@ -261,13 +282,13 @@ export class HeatmapView {
       ctx.imageSmoothingEnabled = false;
       ctx.drawImage(this.bitmap, c0, 0, c1 - c0, d.rows, plotLeft + c0 * g.cellW, PAD_TOP, (c1 - c0) * g.cellW, plotH);
     }
-    // faint second separators when columns are wide enough to need them
+    // faint column separators when columns are wide enough to need them
     if (g.cellW >= 10) {
       ctx.fillStyle = "rgba(255,255,255,0.6)";
       for (let c = c0 + 1; c < c1; c++) ctx.fillRect(plotLeft + c * g.cellW - 0.5, PAD_TOP, 1, plotH);
     }
     // selection (or the drag in progress)
-    const sel = this.drag ? rangeOfCells(this.drag.from, this.drag.to, d.rows) : this.selection;
+    const sel = this.drag ? rangeOfCells(this.drag.from, this.drag.to, this.grid()) : this.selection;
     if (sel) this.drawSpan(ctx, sel, plotLeft, this.drag ? "rgba(0,150,255,0.28)" : "rgba(0,150,255,0.35)", "#0072e5");
     if (this.hover !== null && !this.drag) this.outlineCell(ctx, this.hover, plotLeft, "rgba(20,20,20,0.9)", 1.5);
     if (document.activeElement === this.canvas) this.outlineCell(ctx, this.cursor, plotLeft, "#0072e5", 2, [3, 2]);
@@ -298,11 +319,12 @@ export class HeatmapView {
     ctx.restore();
   }
 
-  // drawSpan shades the cells a range touches, column by column.
+  // drawSpan shades the cells a range touches, column by column (whole
+  // columns when they are several seconds wide).
   private drawSpan(ctx: CanvasRenderingContext2D, r: Range, plotLeft: number, fill: string, stroke: string) {
     const d = this.data!;
     const g = this.geo!;
-    const span = cellsOfRange(r, d.rows, d.columns.length);
+    const span = cellsOfRange(r, this.grid());
     if (!span) return;
     const first = cellOfIndex(span.first, d.rows);
     const last = cellOfIndex(span.last, d.rows);
@@ -332,19 +354,21 @@ export class HeatmapView {
       ctx.fillText(`${ms} ms`, AXIS_LEFT - 6, Math.min(Math.max(y, PAD_TOP + 4), PAD_TOP + plotH - 4));
       ctx.fillRect(AXIS_LEFT - 4, Math.round(y) - 0.5, 3, 1);
     }
-    // x: seconds from the profile's start second
+    // x: seconds from the profile's start second, at column boundaries
     ctx.textAlign = "center";
     ctx.textBaseline = "top";
     ctx.save();
     ctx.beginPath();
     ctx.rect(AXIS_LEFT - 20, 0, g.width - AXIS_LEFT + 20, g.height);
     ctx.clip();
-    for (const c of secondTicks(d.columns.length, g.cellW)) {
+    const g0 = this.grid();
+    for (const s of secondTicks(g0, g.cellW)) {
+      const c = (s - firstSecond(g0)) / g0.secondsPerColumn;
       if (c < c0 - 5 || c > c1 + 5) continue;
       const x = plotLeft + c * g.cellW;
       if (x < AXIS_LEFT - 1) continue;
       ctx.fillRect(Math.round(x) - 0.5, PAD_TOP + plotH + 1, 1, 4);
-      ctx.fillText(`${c} s`, x, PAD_TOP + plotH + 7);
+      ctx.fillText(`${s} s`, x, PAD_TOP + plotH + 7);
     }
     ctx.restore();
   }
@@ -369,14 +393,14 @@ export class HeatmapView {
   }
 
   private onPointerDown = (e: PointerEvent) => {
-    if (e.button !== 0) return;
+    if (e.button !== 0 || this.opts.readOnly) return;
     const cell = this.cellAtPoint(e, false);
     if (cell === null) return;
     e.preventDefault();
     this.canvas.focus({ preventScroll: true });
     this.cursor = cell;
     if (e.shiftKey && this.anchor !== null) {
-      this.commit(rangeOfCells(this.anchor, cell, this.data!.rows));
+      this.commit(rangeOfCells(this.anchor, cell, this.grid()));
       return;
     }
     this.drag = { from: cell, to: cell };
@@ -393,7 +417,7 @@ export class HeatmapView {
         this.drag.to = cell;
         this.schedule();
       }
-      this.showTooltip(e, rangeOfCells(this.drag.from, this.drag.to, d.rows), true);
+      this.showRangeTooltip(e, rangeOfCells(this.drag.from, this.drag.to, this.grid()));
       return;
     }
     const cell = this.cellAtPoint(e, false);
@@ -405,8 +429,7 @@ export class HeatmapView {
       this.tooltip.hidden = true;
       return;
     }
-    const { col, row } = cellOfIndex(cell, d.rows);
-    this.showTooltip(e, cellRange(col, row, d.rows), false);
+    this.showCellTooltip(e, cell);
   };
 
   private onPointerUp = (e: PointerEvent) => {
@@ -416,7 +439,7 @@ export class HeatmapView {
     if (this.canvas.hasPointerCapture(e.pointerId)) this.canvas.releasePointerCapture(e.pointerId);
     this.anchor = Math.min(from, to);
     this.cursor = to;
-    this.commit(rangeOfCells(from, to, this.data!.rows));
+    this.commit(rangeOfCells(from, to, this.grid()));
   };
 
   private onKey = (e: KeyboardEvent) => {
@@ -431,20 +454,21 @@ export class HeatmapView {
       PageUp: [0, 10],
       PageDown: [0, -10],
     };
+    if (this.opts.readOnly && (e.shiftKey || ["Enter", " ", "Escape"].includes(e.key))) return; // nothing to select
     let handled = true;
     if (e.key in moves) {
       const [dc, dr] = moves[e.key];
       this.cursor = moveCell(this.cursor, dc, dr, d.rows, cols);
-      if (e.shiftKey) this.commit(rangeOfCells(this.anchor ?? this.cursor, this.cursor, d.rows), false);
+      if (e.shiftKey) this.commit(rangeOfCells(this.anchor ?? this.cursor, this.cursor, this.grid()), false);
     } else if (e.key === "Home") {
       this.cursor = cellIndex(0, cellOfIndex(this.cursor, d.rows).row, d.rows);
     } else if (e.key === "End") {
       this.cursor = cellIndex(cols - 1, cellOfIndex(this.cursor, d.rows).row, d.rows);
     } else if (e.key === "Enter" || e.key === " ") {
-      if (e.shiftKey && this.anchor !== null) this.commit(rangeOfCells(this.anchor, this.cursor, d.rows));
+      if (e.shiftKey && this.anchor !== null) this.commit(rangeOfCells(this.anchor, this.cursor, this.grid()));
       else {
         this.anchor = this.cursor;
-        this.commit(rangeOfCells(this.cursor, this.cursor, d.rows));
+        this.commit(rangeOfCells(this.cursor, this.cursor, this.grid()));
       }
     } else if (e.key === "Escape") {
       this.anchor = null;
@@ -454,8 +478,7 @@ export class HeatmapView {
     e.preventDefault();
     this.ensureVisible(this.cursor);
     const { col, row } = cellOfIndex(this.cursor, d.rows);
-    const r = cellRange(col, row, d.rows);
-    this.live.textContent = `${formatTime(r.start)} to ${formatTime(r.end)}: ${formatCount(d.columns[col][row])} samples`;
+    this.live.textContent = `${this.cellWords(col, row).where}: ${formatCount(d.columns[col][row])} samples`;
     this.schedule();
   };
 
@@ -502,21 +525,51 @@ export class HeatmapView {
     else ds.selectedCount = String(n);
   }
 
-  private showTooltip(e: PointerEvent, r: Range, selecting: boolean) {
+  /** cellWords says where cell (col, row) lies in time, in words: a title
+   * and the range, or for a multi-second column the slice of each second. */
+  private cellWords(col: number, row: number): { title: string; where: string } {
     const d = this.data!;
-    const span = cellsOfRange(r, d.rows, d.columns.length);
-    const count = span ? sumCells(d, span.first, span.last) : 0;
-    const col = Math.floor(r.start / NS_PER_SEC);
-    const offMs = (t: number) => ((t - col * NS_PER_SEC) / 1e6).toFixed(t % 1e6 === 0 ? 0 : 3);
-    const title = selecting
-      ? `${formatTime(r.start)} – ${formatTime(r.end)} (${formatDuration(r.end - r.start)})`
-      : `second ${col}, ${offMs(r.start)}–${offMs(r.end)} ms`;
-    replace(
-      this.tooltip,
-      h("div", { class: "tooltip-title" }, title),
-      selecting ? null : h("div", null, `${formatTime(r.start)} – ${formatTime(r.end)}`),
-      h("div", null, h("b", null, formatCount(count)), count === 1 ? " sample" : " samples", selecting ? " selected" : ""),
+    const spc = d.secondsPerColumn;
+    const o = rowOffsets(row, d.rows);
+    const ms = (ns: number) => (ns / 1e6).toFixed(ns % 1e6 === 0 ? 0 : 3);
+    if (spc === 1) {
+      const r = cellRange(d.firstColumn + col, row, d.rows);
+      return { title: `second ${d.firstColumn + col}, ${ms(o.start)}–${ms(o.end)} ms`, where: `${formatTime(r.start)} – ${formatTime(r.end)}` };
+    }
+    const c = columnRange(col, d);
+    const secs = `seconds ${c.start / NS_PER_SEC}–${c.end / NS_PER_SEC}`;
+    return { title: `${secs}, ${ms(o.start)}–${ms(o.end)} ms of each`, where: `${ms(o.start)}–${ms(o.end)} ms of each of ${secs}` };
+  }
+
+  private showCellTooltip(e: PointerEvent, cell: number) {
+    const d = this.data!;
+    const { col, row } = cellOfIndex(cell, d.rows);
+    const count = d.columns[col][row] ?? 0;
+    const words = this.cellWords(col, row);
+    const c = columnRange(col, d);
+    this.placeTooltip(
+      e,
+      h("div", { class: "tooltip-title" }, words.title),
+      d.secondsPerColumn === 1
+        ? h("div", null, words.where)
+        : h("div", { class: "muted" }, `${this.opts.readOnly ? "the column" : "a click selects the whole column"}: ${formatTime(c.start)} – ${formatTime(c.end)}`),
+      h("div", null, h("b", null, formatCount(count)), count === 1 ? " sample" : " samples"),
     );
+  }
+
+  private showRangeTooltip(e: PointerEvent, r: Range) {
+    const d = this.data!;
+    const span = cellsOfRange(r, this.grid());
+    const count = span ? sumCells(d, span.first, span.last) : 0;
+    this.placeTooltip(
+      e,
+      h("div", { class: "tooltip-title" }, `${formatTime(r.start)} – ${formatTime(r.end)} (${formatDuration(r.end - r.start)})`),
+      h("div", null, h("b", null, formatCount(count)), count === 1 ? " sample" : " samples", " selected"),
+    );
+  }
+
+  private placeTooltip(e: PointerEvent, ...lines: HTMLElement[]) {
+    replace(this.tooltip, lines);
     this.tooltip.hidden = false;
     const tw = this.tooltip.offsetWidth;
     const x = e.clientX + 14 + tw > window.innerWidth ? e.clientX - tw - 10 : e.clientX + 14;
@@ -526,26 +579,28 @@ export class HeatmapView {
 
   private renderLegend() {
     const d = this.data!;
+    const spc = d.secondsPerColumn;
     const cellMs = formatDuration(Math.round(NS_PER_SEC / d.rows));
     replace(
       this.legend,
-      h("span", { class: "legend-label" }, `samples per ${cellMs} cell`),
+      h("span", { class: "legend-label" }, spc === 1 ? `samples per ${cellMs} cell` : `samples per cell (${cellMs} of each of ${spc} s)`),
       h("span", { class: "legend-swatch", title: "no samples" }),
       h("span", { class: "legend-tick" }, "0"),
       h("span", { class: "legend-bar", style: `background: ${legendGradient()}` }),
       h("span", { class: "legend-tick" }, d.maxCount > 1 ? `1 – ${formatCount(d.maxCount)}` : formatCount(d.maxCount)),
-      h("span", { class: "legend-total" }, `${formatCount(d.total)} samples in ${formatCount(d.columns.length)} s`),
+      h("span", { class: "legend-total" }, `${formatCount(d.total)} samples in ${formatCount(d.columns.length * spc)} s${spc === 1 ? "" : ` (${formatCount(d.columns.length)} columns of ${spc} s)`}`),
     );
     this.legend.appendChild(this.scrollHint);
   }
 
   private renderTable() {
     const d = this.data!;
+    const spc = d.secondsPerColumn;
     const cellMs = NS_PER_SEC / d.rows / 1e6;
     const head = h(
       "tr",
       null,
-      h("th", { scope: "col" }, "second"),
+      h("th", { scope: "col" }, spc === 1 ? "second" : "seconds"),
       h("th", { scope: "col" }, "total"),
       Array.from({ length: d.rows }, (_, r) => h("th", { scope: "col" }, `${Math.round(r * cellMs)} ms`)),
     );
@@ -553,7 +608,7 @@ export class HeatmapView {
       h(
         "tr",
         null,
-        h("th", { scope: "row" }, String(c)),
+        h("th", { scope: "row" }, spc === 1 ? String(d.firstColumn + c) : `${(d.firstColumn + c) * spc}–${(d.firstColumn + c + 1) * spc}`),
         h("td", null, formatCount(col.reduce((a, b) => a + b, 0))),
         col.map((n) => h("td", { class: n === 0 ? "zero" : undefined }, String(n))),
       ),
@@ -563,7 +618,7 @@ export class HeatmapView {
       h(
         "table",
         { "data-testid": "heatmap-table" },
-        h("caption", null, `Samples per cell: one row per second, one column per ${formatDuration(Math.round(NS_PER_SEC / d.rows))} of the second`),
+        h("caption", null, `Samples per cell: one row per ${spc === 1 ? "second" : `${spc} seconds`}, one column per ${formatDuration(Math.round(NS_PER_SEC / d.rows))} of the second`),
         h("thead", null, head),
         h("tbody", null, body),
       ),

@@ -1,7 +1,9 @@
 // The profile header panel: the way back to the list, the profile's app,
-// host and labels, and its facts (start, duration, samples, events, format,
-// size, id). It shows a loading state until show() and an error state on
-// error(); it asks for nothing itself.
+// host and labels, its facts (start, duration, samples, events, format,
+// size, id) and the page's actions (Share). For a shared view it has no way
+// back (the visitor has no list) and says it is read-only; what a link
+// hides (host, labels) the server leaves out. It shows a loading state
+// until show() and an error state on error(); it asks for nothing itself.
 
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type { Problem } from "../api";
@@ -10,8 +12,20 @@ import { formatBytes, formatCount, formatDate, profileDuration } from "../format
 import type { Profile } from "../gen/fleetscope/v1/profile_pb";
 import { errorState, loadingState } from "../pages/states";
 
+export interface HeaderPanelOptions {
+  /** A shared view's header: no way back to the list, a read-only badge. */
+  shared?: boolean;
+  /** The page's actions, at the end of the title row. */
+  actions?: HTMLElement;
+}
+
 export class HeaderPanel {
   readonly el = h("header", { class: "profile-head" }, loadingState("profile"));
+  private opts: HeaderPanelOptions;
+
+  constructor(opts: HeaderPanelOptions = {}) {
+    this.opts = opts;
+  }
 
   /** show draws profile p's facts. */
   show(p: Profile) {
@@ -19,12 +33,14 @@ export class HeaderPanel {
     const fact = (k: string, v: string | Node, title?: string) => h("div", { class: "fact", title }, h("dt", null, k), h("dd", null, v));
     replace(
       this.el,
-      h("a", { href: "/", class: "back" }, "← Profiles"),
+      this.opts.shared ? null : h("a", { href: "/", class: "back" }, "← Profiles"),
       h(
         "div",
         { class: "title-row" },
         h("h1", null, p.app, p.host ? h("span", { class: "host" }, ` on ${p.host}`) : null),
         Object.entries(p.labels).map(([k, v]) => h("span", { class: "chip" }, `${k}=${v}`)),
+        this.opts.shared ? h("span", { class: "badge shared-badge", "data-testid": "shared-badge", title: "Opened through a share link: read-only" }, "shared link · read-only") : null,
+        this.opts.actions ? h("div", { class: "page-actions" }, this.opts.actions) : null,
       ),
       h(
         "dl",

@@ -3,12 +3,13 @@
 // under it (the selected range, its cells' sum, and whether the flame
 // graph's total agrees). It keeps the heatmap it was last given; every
 // choice the user makes is reported through a callback, and the owner
-// decides what to load and show next.
+// decides what to load and show next. Read-only (a shared range), it shows
+// the range without letting it or the event change.
 
 import type { Problem } from "../api";
 import { h, replace } from "../dom";
 import { formatCount, formatDuration, formatSeconds, formatTime } from "../format";
-import { cellsOfRange, type Heatmap, type Range } from "../heatmap/model";
+import { cellOfIndex, cellsOfRange, gridOf, type Heatmap, type Range } from "../heatmap/model";
 import { HeatmapView } from "../heatmap/view";
 import { emptyState, errorState, loadingState } from "../pages/states";
 
@@ -28,6 +29,9 @@ export interface HeatmapPanelOptions {
   onIdle: (idle: boolean) => void;
   /** After each draw, with the time since navigation (for the bench). */
   onDrawn?: (ms: number) => void;
+  /** The range and event are fixed (a share link's); rows, idle and the
+   * table view can still change. */
+  readOnly?: boolean;
 }
 
 export class HeatmapPanel {
@@ -36,7 +40,7 @@ export class HeatmapPanel {
   private data: Heatmap | null = null;
   private box = h("div", { class: "heatmap-box" }, loadingState("heatmap", 440));
   private eventSel = h("select", { "data-testid": "event", "aria-label": "Event", disabled: true });
-  private hint = h("span", { class: "muted small" }, "each column is one second; each cell a slice of it. Click a cell or drag across cells to choose a range; shift-click extends.");
+  private hint: HTMLElement;
   private rowsLabel: HTMLElement;
   private tableBtn = h("button", { type: "button", class: "ghost", "aria-pressed": "false", "data-testid": "heatmap-table-toggle" }, "Table");
   private selectionBar = h("div", { class: "selection-bar", "data-testid": "selection", "aria-live": "polite" });
@@ -44,7 +48,8 @@ export class HeatmapPanel {
 
   constructor(opts: HeatmapPanelOptions) {
     this.opts = opts;
-    this.view = new HeatmapView({ onSelect: opts.onSelect, onDrawn: opts.onDrawn });
+    this.hint = h("span", { class: "muted small", "data-testid": "heatmap-hint" }, hintText(1, !!opts.readOnly));
+    this.view = new HeatmapView({ onSelect: opts.onSelect, onDrawn: opts.onDrawn, readOnly: opts.readOnly });
     const rowsSel = h(
       "select",
       { "data-testid": "rows", "aria-label": "Rows per second" },
@@ -90,7 +95,7 @@ export class HeatmapPanel {
       events.map((e) => h("option", { value: e.name }, `${e.name}${e.name === defaultEvent ? " (default)" : ""}`)),
     );
     this.eventSel.value = current || defaultEvent;
-    this.eventSel.disabled = events.length < 2;
+    this.eventSel.disabled = events.length < 2 || !!this.opts.readOnly;
   }
 
   /** loading says a heatmap is on its way: a placeholder the first time,
@@ -104,6 +109,7 @@ export class HeatmapPanel {
    * are included (for the empty state's advice). */
   show(d: Heatmap, selection: Range | null, idle: boolean) {
     this.data = d;
+    this.hint.textContent = hintText(d.secondsPerColumn, !!this.opts.readOnly);
     this.box.classList.remove("stale");
     if (this.view.el.parentElement !== this.box) replace(this.box, this.view.el);
     this.view.setSelection(selection);
@@ -139,17 +145,20 @@ export class HeatmapPanel {
       replace(
         bar,
         h("span", { class: "sel-label" }, "Whole profile"),
-        h("span", { class: "muted" }, " — no range selected. Click a cell or drag from a start cell to an end cell."),
+        h("span", { class: "muted" }, this.opts.readOnly ? " — the link shares the whole profile." : " — no range selected. Click a cell or drag from a start cell to an end cell."),
         flameTotal !== null ? h("span", { class: "sel-count" }, ` ${formatCount(flameTotal)} samples`) : null,
       );
       delete bar.dataset.start;
       return;
     }
     const d = this.data;
-    const span = d ? cellsOfRange(r, d.rows, d.columns.length) : null;
+    const spc = d?.secondsPerColumn ?? 1;
+    const span = d ? cellsOfRange(r, gridOf(d)) : null;
     const outside = d !== null && span === null;
     const cellSum = d && !outside ? this.view.selectedCount() : null;
-    const cells = span ? span.last - span.first + 1 : 0;
+    // what the selection covers in the heatmap: cells, or whole columns of several seconds
+    const columns = span && d ? cellOfIndex(span.last, d.rows).col - cellOfIndex(span.first, d.rows).col + 1 : 0;
+    const cells = span ? (spc === 1 ? `${span.last - span.first + 1} cell${span.last === span.first ? "" : "s"}` : `${columns} column${columns === 1 ? "" : "s"} of ${spc} s`) : "";
     const agree = cellSum !== null && flameTotal !== null ? cellSum === flameTotal : null;
     bar.dataset.start = formatSeconds(r.start);
     bar.dataset.end = formatSeconds(r.end);
@@ -157,17 +166,29 @@ export class HeatmapPanel {
       bar,
       h("span", { class: "sel-label" }, "Range "),
       h("b", { "data-testid": "selection-range" }, `${formatTime(r.start)} – ${formatTime(r.end)}`),
-      h("span", { class: "muted" }, ` (${formatDuration(r.end - r.start)}${cells ? `, ${cells} cell${cells === 1 ? "" : "s"}` : ""})`),
+      h("span", { class: "muted" }, ` (${formatDuration(r.end - r.start)}${cells ? `, ${cells}` : ""})`),
       cellSum !== null
-        ? h("span", { class: "sel-count", "data-testid": "selection-count", "data-count": String(cellSum) }, ` · ${formatCount(cellSum)} samples in the cells`)
+        ? h("span", { class: "sel-count", "data-testid": "selection-count", "data-count": String(cellSum) }, ` · ${formatCount(cellSum)} samples in the ${spc === 1 ? "cells" : "columns"}`)
         : span && !span.aligned
-          ? h("span", { class: "muted" }, " · not aligned to cells: the flame graph counts the exact range")
+          ? h("span", { class: "muted", "data-testid": "not-aligned" }, ` · not aligned to ${spc === 1 ? "cells" : "columns"}: the flame graph counts the exact range`)
           : outside
-            ? h("span", { class: "muted" }, ` · outside the profile (0 – ${d!.columns.length} s)`)
+            ? h("span", { class: "muted" }, ` · outside the profile (0 – ${d!.columns.length * spc} s)`)
             : null,
       agree === true ? h("span", { class: "agree", title: "The flame graph's total equals the selected cells' sum" }, " ✓ flame graph total matches") : null,
       agree === false ? h("span", { class: "disagree", role: "alert" }, ` ✗ flame graph total ${formatCount(flameTotal!)} differs`) : null,
-      h("button", { type: "button", class: "ghost small", "data-testid": "clear-selection", onclick: () => this.opts.onClear() }, "Clear"),
+      this.opts.readOnly ? null : h("button", { type: "button", class: "ghost small", "data-testid": "clear-selection", onclick: () => this.opts.onClear() }, "Clear"),
     );
   }
+}
+
+/** hintText tells how to select in a heatmap of spc seconds per column
+ * (or, read-only, what a shared heatmap shows). */
+function hintText(spc: number, readOnly: boolean): string {
+  const columns = spc === 1 ? "each column is one second" : `each column is ${spc} seconds, each cell the same slice of each of them`;
+  if (readOnly) return `${columns}. A shared range is highlighted, and the heatmap has only the seconds it touches.`;
+  if (spc === 1) return "each column is one second; each cell a slice of it. Click a cell or drag across cells to choose a range; shift-click extends.";
+  return (
+    `each column is ${spc} seconds (a long profile); a cell sums one slice of each of them, which is not one time range, ` +
+    "so a selection takes whole columns: click or drag across columns. No finer zoom yet: the heatmap API has no time window."
+  );
 }

@@ -1,0 +1,314 @@
+// A profile's view: the header, heatmap, flame graph and top-functions
+// panels (src/panels) composed over one source of data, with the view state
+// (src/viewstate.ts) and the requests it implies. A panel reports what the
+// user did; the view records it in the state and the URL, asks the source
+// for what it needs, and hands the answers to the panels. Answers to
+// requests that a newer one has replaced are dropped.
+//
+// Two pages use it: the profile page (/p/ID, the owner's API with the
+// user's key, ranges chosen on the heatmap) and the shared page (/s/TOKEN,
+// read-only: the range and event are the link's).
+
+import { problem, type Problem } from "../api";
+import { h, replace } from "../dom";
+import { exactSearch, findPath, layout, pathOf, type Layout } from "../flame/model";
+import type { WireFlameGraph } from "../flame/wire";
+import { formatTime } from "../format";
+import { FlameGraphFormat } from "../gen/fleetscope/v1/query_pb";
+import type { Profile } from "../gen/fleetscope/v1/profile_pb";
+import type { Heatmap } from "../heatmap/model";
+import { FlamePanel } from "../panels/flame";
+import { HeaderPanel } from "../panels/header";
+import { HeatmapPanel } from "../panels/heatmap";
+import { TopPanel } from "../panels/top";
+import { perf } from "../perf";
+import { chooseEvent, foldedFilename, Latest, wholeProfile, type ViewState } from "../viewstate";
+import { onUnauthenticated } from "./states";
+
+/** Source is where a view's data comes from. */
+export interface Source {
+  heatmap(v: ViewState, signal: AbortSignal): Promise<Heatmap>;
+  flame(v: ViewState, format: FlameGraphFormat, signal: AbortSignal): Promise<WireFlameGraph>;
+  /** The URL that opens view v (the permalink). */
+  permalink(v: ViewState): string;
+  /** Records view v in the address bar. */
+  record(v: ViewState): void;
+  /** What to show instead of the view when a request finds nothing (the
+   * profile was deleted, the link revoked). */
+  notFound(): HTMLElement;
+}
+
+export interface ProfileViewOptions {
+  source: Source;
+  view: ViewState;
+  /** The range and event cannot change (a shared view). */
+  readOnly: boolean;
+  /** Elements between the header and the heatmap (the share panel). */
+  extras?: HTMLElement[];
+  /** The header's actions (the Share button). */
+  actions?: HTMLElement;
+  /** After each change of the view. */
+  onChange?: (v: ViewState) => void;
+}
+
+function toLayout(r: WireFlameGraph): Layout {
+  return layout(r.tree ?? { names: [], name: [], value: [], depth: [] });
+}
+
+export class ProfileView {
+  readonly el: HTMLElement;
+  private _view: ViewState;
+  private profile: Profile | null = null;
+  private flameTotal: number | null = null; // the shown flame graph's total, once it has arrived
+  private readonly ctrl = new AbortController();
+  private readonly heatReq = new Latest();
+  private readonly flameReq = new Latest();
+  private readonly src: Source;
+  private readonly opts: ProfileViewOptions;
+  private readonly header: HeaderPanel;
+  private readonly heat: HeatmapPanel;
+  private readonly flame: FlamePanel;
+  private readonly top: TopPanel;
+
+  constructor(opts: ProfileViewOptions) {
+    this.opts = opts;
+    this.src = opts.source;
+    this._view = opts.view;
+    const v = opts.view;
+    this.header = new HeaderPanel({ shared: opts.readOnly, actions: opts.actions });
+    this.heat = new HeatmapPanel({
+      rows: v.rows,
+      idle: v.idle,
+      readOnly: opts.readOnly,
+      onSelect: (range) => {
+        this.update({ ...this._view, range }); // the zoomed frame stays if the new range has it
+        this.showSelection();
+        void this.loadFlame();
+      },
+      onClear: () => {
+        this.heat.clearSelection();
+        this.selectWhole();
+      },
+      onEvent: (event) => {
+        this.update(chooseEvent(this._view, event, this.profile?.defaultEvent ?? ""));
+        void this.loadHeatmap();
+        void this.loadFlame();
+      },
+      onRows: (rows) => {
+        this.update({ ...this._view, rows });
+        void this.loadHeatmap();
+      },
+      onIdle: (idle) => {
+        this.update({ ...this._view, idle });
+        void this.loadHeatmap();
+        void this.loadFlame();
+      },
+      onDrawn: (ms) => perf.heatmapDrawn(ms),
+    });
+    this.flame = new FlamePanel({
+      search: v.search,
+      orient: v.orient,
+      onSearch: (search) => {
+        this.update({ ...this._view, search });
+        this.redrawFlame();
+      },
+      onOrient: (orient) => {
+        this.update({ ...this._view, orient });
+        this.redrawFlame();
+      },
+      onZoom: (i) => this.zoomTo(i),
+      link: () => this.src.permalink(this._view),
+      onDownloadFolded: () => this.downloadFolded(),
+      onRendered: (ms) => perf.flameRendered(ms),
+    });
+    this.top = new TopPanel({
+      onPick: (name) => {
+        const search = exactSearch(name);
+        this.flame.setSearch(search);
+        this.update({ ...this._view, search });
+        this.redrawFlame();
+      },
+    });
+    this.el = h("div", { class: "page profile-page" }, this.header.el, opts.extras ?? [], this.heat.el, this.flame.el, this.top.el);
+    window.addEventListener("keydown", this.onKey);
+  }
+
+  get view(): ViewState {
+    return this._view;
+  }
+
+  /** The profile, once setProfile has given it. */
+  get current(): Profile | null {
+    return this.profile;
+  }
+
+  /** start asks for the heatmap and the flame graph. The flame graph of a
+   * range is cheap and comes along; the whole profile's costs the server a
+   * pass over every sample, so it waits until the heatmap is up, not to
+   * slow what the user looks at first. */
+  start() {
+    const heatDone = this.loadHeatmap();
+    if (this._view.range) void this.loadFlame();
+    else void heatDone.finally(() => !this.ctrl.signal.aborted && this.loadFlame());
+    this.showSelection();
+  }
+
+  destroy() {
+    this.ctrl.abort();
+    this.heat.destroy();
+    this.flame.destroy();
+    window.removeEventListener("keydown", this.onKey);
+  }
+
+  /** setProfile shows the profile's facts and events. */
+  setProfile(p: Profile) {
+    this.profile = p;
+    this.header.show(p);
+    this.heat.setEvents(p.events, p.defaultEvent, this._view.event);
+    if (!p.timed) this.heat.untimed();
+  }
+
+  /** profileFailed shows that the profile's facts could not be read. */
+  profileFailed(err: unknown, retry: () => void) {
+    if (this.ctrl.signal.aborted) return;
+    const p = problem(err);
+    if (p.kind === "notfound") this.notFound();
+    else this.failed(p, (p) => this.header.error(p, retry));
+  }
+
+  // ---- loading -----------------------------------------------------------------
+
+  /** failed reports a failed request: the sign-in page for a rejected key,
+   * else show(p) in the panel that asked. */
+  private failed(p: Problem, show: (p: Problem) => void) {
+    if (p.kind === "unauthenticated") onUnauthenticated();
+    else show(p);
+  }
+
+  private notFound() {
+    this.ctrl.abort();
+    replace(this.el, this.src.notFound());
+  }
+
+  private async loadHeatmap() {
+    const current = this.heatReq.begin();
+    this.heat.loading();
+    try {
+      const d = await this.src.heatmap(this._view, this.ctrl.signal);
+      if (!current()) return;
+      perf.mark("heatmap-response");
+      this.heat.show(d, this._view.range, this._view.idle);
+      this.showSelection();
+    } catch (err) {
+      if (this.ctrl.signal.aborted || !current()) return;
+      const p = problem(err);
+      if (p.kind === "invalid" && this.profile && !this.profile.timed) return; // said already
+      if (p.kind === "notfound") return this.notFound();
+      this.failed(p, (p) => this.heat.error(p, () => void this.loadHeatmap()));
+    }
+  }
+
+  private async loadFlame() {
+    const current = this.flameReq.begin();
+    this.flameTotal = null;
+    this.flame.loading();
+    this.showSelection();
+    const t0 = performance.now();
+    try {
+      const res = await this.src.flame(this._view, FlameGraphFormat.TREE, this.ctrl.signal);
+      if (!current()) return;
+      const t1 = performance.now();
+      const l = toLayout(res);
+      const t2 = performance.now();
+      this.flameTotal = Number(res.total);
+      const v = this._view;
+      let zoom = v.frame ? findPath(l, v.frame) : 0;
+      if (zoom < 0) {
+        zoom = 0;
+        this.update({ ...v, frame: "" });
+      }
+      const r = v.range;
+      this.flame.show(
+        l,
+        zoom,
+        v.search,
+        v.orient,
+        r ? `${formatTime(r.start)} – ${formatTime(r.end)}` : "whole profile",
+        !r
+          ? "This profile has no samples for this event."
+          : this.opts.readOnly
+            ? `Nothing ran (that is not idle) in ${formatTime(r.start)} – ${formatTime(r.end)}.${v.idle ? "" : " Tick “Include idle” to see idle samples."}`
+            : `Nothing ran (that is not idle) in ${formatTime(r.start)} – ${formatTime(r.end)}. Choose other cells in the heatmap${v.idle ? "" : ", or include idle samples"}.`,
+      );
+      this.showTop();
+      perf.flameLoaded({ nodes: l.n, fetchMs: t1 - t0, decodeMs: t2 - t1, renderMs: Number(this.flame.canvas.dataset.renderMs) });
+      this.showSelection();
+    } catch (err) {
+      if (this.ctrl.signal.aborted || !current()) return;
+      const p = problem(err);
+      if (p.kind === "notfound") return this.notFound();
+      if (p.kind === "invalid" && this._view.range && !this.opts.readOnly) {
+        this.flame.badRange(p, () => {
+          this.heat.clearSelection();
+          this.selectWhole();
+        });
+        return;
+      }
+      this.failed(p, (p) => this.flame.error(p, () => void this.loadFlame()));
+    }
+  }
+
+  private async downloadFolded() {
+    try {
+      const res = await this.src.flame(this._view, FlameGraphFormat.FOLDED, this.ctrl.signal);
+      const a = h("a", { href: URL.createObjectURL(new Blob([res.folded], { type: "text/plain" })), download: foldedFilename(this.profile?.app, this._view) });
+      a.click();
+      setTimeout(() => URL.revokeObjectURL(a.href), 10_000);
+    } catch (err) {
+      this.failed(problem(err), (p) => this.flame.error(p, () => void this.loadFlame()));
+    }
+  }
+
+  // ---- changes -------------------------------------------------------------------
+
+  /** update records a new view in the URL (without drawing anything). */
+  private update(next: ViewState) {
+    this._view = next;
+    this.src.record(next);
+    this.opts.onChange?.(next);
+  }
+
+  private selectWhole() {
+    this.update(wholeProfile(this._view));
+    void this.loadFlame();
+  }
+
+  private zoomTo(i: number) {
+    const l = this.flame.layout;
+    if (!l) return;
+    this.update({ ...this._view, frame: i > 0 ? pathOf(l, i) : "" });
+    this.flame.zoom(i, this._view.search, this._view.orient);
+    this.showTop();
+  }
+
+  private redrawFlame() {
+    this.flame.redraw(this._view.search, this._view.orient);
+    this.showTop();
+  }
+
+  private showTop() {
+    const l = this.flame.layout;
+    if (l) this.top.show(l, this.flame.zoomed, this._view.search.trim() !== "");
+  }
+
+  private showSelection() {
+    this.heat.showSelection(this._view.range, this.flameTotal);
+  }
+
+  private onKey = (e: KeyboardEvent) => {
+    if (e.key === "/" && !(e.target instanceof HTMLInputElement || e.target instanceof HTMLTextAreaElement || e.target instanceof HTMLSelectElement)) {
+      e.preventDefault();
+      this.flame.focusSearch();
+    }
+  };
+}
