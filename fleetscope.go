@@ -25,6 +25,11 @@ type ProfileInfo struct {
 	TimeUnitNanos int64     // unit of the stored offsets
 	StartTime     time.Time // StartSecond in absolute time
 	EndTime       time.Time
+	// WallShiftNanos places the profile in absolute time: a sample at t
+	// on the profile's clock happened at t + WallShiftNanos unix ns (0 for
+	// epoch clocks; exact for anchored profiles, where StartTime is
+	// rounded to microseconds).
+	WallShiftNanos int64
 	TimeSource    string // "realtime", "anchored" or "upload"
 	SizeBytes     int64
 	SHA256        string // hex, of the bytes as uploaded

@@ -461,6 +461,9 @@ func Describe(m Meta, parsed *Parsed, now time.Time) *fleetscope.ProfileInfo {
 		info.StartTime = now.Add(-time.Duration(info.DurationNanos)).Truncate(time.Second)
 	}
 	info.EndTime = info.StartTime.Add(time.Duration(info.DurationNanos))
+	if ix.Timed {
+		info.WallShiftNanos = info.StartTime.UnixNano() - start
+	}
 	return info
 }
 

@@ -76,7 +76,10 @@ func parseFile(t testing.TB, path string) *parsed {
 		t.Fatalf("parse %s: %v", path, err)
 	}
 	st := memory.New()
-	id := st.Add(ingest.Describe(ingest.Meta{}, pr, time.Now()), pr.Profile.Dict, pr.Index)
+	id, err := st.Add(ingest.Describe(ingest.Meta{}, pr, time.Now()), pr.Profile.Dict, pr.Index)
+	if err != nil {
+		t.Fatal(err)
+	}
 	return &parsed{t: t, p: pr.Profile, q: query.New(st, query.Options{}), id: id}
 }
 

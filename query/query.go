@@ -48,12 +48,33 @@ type Seconds interface {
 	Seconds(ctx context.Context, tenant int64, id string, event int, from, to int64) ([]index.Second, error)
 }
 
+// Fleet reads an app's profiles and their cells in absolute time.
+type Fleet interface {
+	// FleetProfiles returns the tenant's profiles of app overlapping the
+	// window [from, to) (unix ns), on any of hosts (none: all), meeting
+	// every label condition; ETOOLARGE past limit profiles.
+	FleetProfiles(ctx context.Context, tenant int64, app string, hosts []string, labels []fleetscope.LabelMatch, from, to int64, limit int) ([]*fleetscope.ProfileInfo, error)
+	// FleetCells returns the cells of app's profiles for one event (base
+	// name) in the unix seconds [from, to).
+	FleetCells(ctx context.Context, tenant int64, app, event string, from, to int64) ([]index.FleetRow, error)
+	// FleetTotals returns the sample counts (no cells) of app's profiles,
+	// every event, in the unix seconds [from, to).
+	FleetTotals(ctx context.Context, tenant int64, app string, from, to int64) ([]index.FleetRow, error)
+	// ProfileStacks returns a profile's stack list as tenant dictionary
+	// keys (index.StackKey), in the order its samples refer to them.
+	ProfileStacks(ctx context.Context, tenant int64, id string) ([]int64, error)
+	// StackDict builds a dictionary whose stack i is the tenant's stack
+	// ids[i].
+	StackDict(ctx context.Context, tenant int64, ids []int64) (*fleetscope.Dict, error)
+}
+
 // Source is where the service reads stored profiles.
 type Source interface {
 	Profiles
 	Dictionaries
 	Cells
 	Seconds
+	Fleet
 }
 
 // Options tune a Service.
@@ -75,6 +96,8 @@ type Service struct {
 	dicts    *cache.LRU[profileKey, *fleetscope.Dict]
 	heatmaps *cache.LRU[heatmapKey, *heatmap.Heatmap]
 	layouts  *cache.LRU[layoutKey, *flame.Layout]
+	stacks   *cache.LRU[profileKey, []int64]          // profiles' stack keys
+	merged   *cache.LRU[mergedKey, *mergedDict]       // fleet dictionaries
 }
 
 type profileKey struct {
@@ -108,8 +131,10 @@ func New(src Source, o Options) *Service {
 			return 1024 + int64(len(p.Labels)+len(p.Meta)+len(p.Events))*64
 		}),
 		dicts:    cache.New(b/2, 0, func(_ profileKey, d *fleetscope.Dict) int64 { return d.SizeBytes() }),
-		heatmaps: cache.New(b/4, 0, func(_ heatmapKey, h *heatmap.Heatmap) int64 { return h.SizeBytes() }),
-		layouts:  cache.New(b/4-b/32, 0, func(_ layoutKey, l *flame.Layout) int64 { return l.SizeBytes() }),
+		heatmaps: cache.New(b/8, 0, func(_ heatmapKey, h *heatmap.Heatmap) int64 { return h.SizeBytes() }),
+		layouts:  cache.New(b/8, 0, func(_ layoutKey, l *flame.Layout) int64 { return l.SizeBytes() }),
+		stacks:   cache.New(b/16, 0, func(_ profileKey, ids []int64) int64 { return 64 + 8*int64(len(ids)) }),
+		merged:   cache.New(b/8-b/32, 0, func(_ mergedKey, m *mergedDict) int64 { return m.sizeBytes() }),
 	}
 }
 
@@ -147,6 +172,8 @@ func (s *Service) Flush() {
 	s.dicts.Drop(all)
 	s.heatmaps.Drop(func(heatmapKey) bool { return true })
 	s.layouts.Drop(func(layoutKey) bool { return true })
+	s.stacks.Drop(all)
+	s.merged.Drop(func(mergedKey) bool { return true })
 }
 
 // Forget drops everything cached about a profile (after its deletion).
@@ -156,6 +183,7 @@ func (s *Service) Forget(tenant int64, id string) {
 	s.dicts.Drop(func(x profileKey) bool { return x == k })
 	s.heatmaps.Drop(func(x heatmapKey) bool { return x.profileKey == k })
 	s.layouts.Drop(func(x layoutKey) bool { return x.profileKey == k })
+	s.stacks.Drop(func(x profileKey) bool { return x == k })
 }
 
 // dict returns a profile's dictionary, cached.

@@ -47,7 +47,10 @@ func newLocal(r io.Reader, inputFormat string) (*localProfile, error) {
 	warn(parsed.Profile)
 	info := ingest.Describe(ingest.Meta{}, parsed, time.Now())
 	st := memory.New()
-	id := st.Add(info, parsed.Profile.Dict, parsed.Index)
+	id, err := st.Add(info, parsed.Profile.Dict, parsed.Index)
+	if err != nil {
+		return nil, err
+	}
 	return &localProfile{q: query.New(st, query.Options{}), id: id}, nil
 }
 

@@ -12,9 +12,11 @@ package index
 
 import (
 	"cmp"
+	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"slices"
+	"strings"
 
 	"github.com/fleetscope/fleetscope"
 )
@@ -268,3 +270,132 @@ func Decode(dst []fleetscope.Sample, s *Second, startSecond, unitNanos int64, ti
 }
 
 var errCorrupt = errors.New("index: corrupt second row")
+
+// WallSecond is one second of a profile's samples of one event in absolute
+// time (unix seconds), with the heatmap cells at Rows rows: what fleet
+// heatmaps sum. Events are grouped by fleetscope.EventBase.
+type WallSecond struct {
+	Event     string // base name
+	Second    int64  // unix second
+	Samples   int32  // non-idle
+	Idle      int32
+	Cells     []int32 // non-idle per row
+	IdleCells []int32
+}
+
+// WallSeconds places a profile's samples in absolute time: a sample at t on
+// the profile clock is at t + shiftNanos unix ns. When the shift is a whole
+// number of seconds the stored cells only move; otherwise every sample is
+// decoded and binned again (an anchor rarely falls on a second). idle
+// reports whether a stack is idle. Untimed profiles have none.
+func WallSeconds(ix *Index, shiftNanos int64, idle func(fleetscope.StackID) bool) ([]WallSecond, error) {
+	if !ix.Timed {
+		return nil, nil
+	}
+	type key struct {
+		event  string
+		second int64
+	}
+	rows := map[key]*WallSecond{}
+	var order []key
+	at := func(k key) *WallSecond {
+		w, ok := rows[k]
+		if !ok {
+			w = &WallSecond{Event: k.event, Second: k.second, Cells: make([]int32, Rows), IdleCells: make([]int32, Rows)}
+			rows[k] = w
+			order = append(order, k)
+		}
+		return w
+	}
+	var batch []fleetscope.Sample
+	for i := range ix.Seconds {
+		s := &ix.Seconds[i]
+		base := fleetscope.EventBase(ix.Events[s.Event].Name)
+		if shiftNanos%1e9 == 0 {
+			w := at(key{base, ix.StartSecond + s.Second + shiftNanos/1e9})
+			for r := range Rows {
+				w.Cells[r] += s.Cells[r]
+				w.IdleCells[r] += s.IdleCells[r]
+				w.Samples += s.Cells[r]
+				w.Idle += s.IdleCells[r]
+			}
+			continue
+		}
+		var err error
+		batch, err = Decode(batch[:0], s, ix.StartSecond, ix.TimeUnitNanos, true, ix.Events[s.Event].Period)
+		if err != nil {
+			return nil, err
+		}
+		for _, smp := range batch {
+			t := smp.TimeNanos + shiftNanos
+			sec := fleetscope.FloorSecond(t)
+			w := at(key{base, sec})
+			row := fleetscope.Row(t-sec*1e9, Rows)
+			if idle(smp.Stack) {
+				w.IdleCells[row]++
+				w.Idle++
+			} else {
+				w.Cells[row]++
+				w.Samples++
+			}
+		}
+	}
+	out := make([]WallSecond, len(order))
+	for i, k := range order {
+		out[i] = *rows[k]
+	}
+	slices.SortFunc(out, func(a, b WallSecond) int {
+		if c := strings.Compare(a.Event, b.Event); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Second, b.Second)
+	})
+	return out, nil
+}
+
+// FleetRow is a stored WallSecond of one profile (fleet queries).
+type FleetRow struct {
+	ProfileID string
+	Host      string
+	WallSecond
+}
+
+// FrameKey is a frame's id in a tenant's dictionary: a hash of its kind and
+// name. StackKey hashes a stack's frame keys. The same frame or stack has
+// the same key in every profile, so stacks of different profiles merge by
+// key; collisions are detected where keys are stored, never merged.
+func FrameKey(f fleetscope.Frame) int64 {
+	h := sha256.New()
+	h.Write([]byte{byte(f.Kind)})
+	h.Write([]byte(f.Name))
+	return int64(binary.LittleEndian.Uint64(h.Sum(nil)))
+}
+
+// StackKey hashes a stack's frame keys (root first).
+func StackKey(frames []int64) int64 {
+	h := sha256.New()
+	var b [8]byte
+	for _, f := range frames {
+		binary.LittleEndian.PutUint64(b[:], uint64(f))
+		h.Write(b[:])
+	}
+	return int64(binary.LittleEndian.Uint64(h.Sum(nil)))
+}
+
+// StackKeys returns the key of each of d's stacks, by stack id.
+func StackKeys(d *fleetscope.Dict) []int64 {
+	frameKeys := make([]int64, d.NumFrames())
+	for i := range frameKeys {
+		frameKeys[i] = FrameKey(d.FrameAt(fleetscope.FrameID(i)))
+	}
+	out := make([]int64, d.NumStacks())
+	var buf []int64
+	for i := range out {
+		buf = buf[:0]
+		for _, f := range d.StackFrames(fleetscope.StackID(i)) {
+			buf = append(buf, frameKeys[f])
+		}
+		out[i] = StackKey(buf)
+	}
+	return out
+}

@@ -23,26 +23,44 @@ type Store struct {
 	mu       sync.RWMutex
 	profiles map[string]*profile
 	order    []string // ids in the order added
+	stacks   map[int64]stackRef
+}
+
+// stackRef finds a stack by its key: in which profile, which id.
+type stackRef struct {
+	p  *profile
+	id fleetscope.StackID
 }
 
 type profile struct {
 	info    *fleetscope.ProfileInfo
 	dict    *fleetscope.Dict
 	byEvent [][]index.Second // per event, by second
+	keys    []int64          // stack keys (index.StackKey), by stack id
+	wall    []index.WallSecond
 }
 
 // New returns an empty store.
-func New() *Store { return &Store{profiles: map[string]*profile{}} }
+func New() *Store { return &Store{profiles: map[string]*profile{}, stacks: map[int64]stackRef{}} }
 
 // Add keeps a parsed profile: its metadata (info.ID names it; empty gets
 // "local-N"), dictionary and index. It returns the id.
-func (s *Store) Add(info *fleetscope.ProfileInfo, dict *fleetscope.Dict, ix *index.Index) string {
+func (s *Store) Add(info *fleetscope.ProfileInfo, dict *fleetscope.Dict, ix *index.Index) (string, error) {
+	wall, err := index.WallSeconds(ix, info.WallShiftNanos, dict.Idle)
+	if err != nil {
+		return "", err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if info.ID == "" {
 		info.ID = fmt.Sprintf("local-%d", len(s.order)+1)
 	}
-	p := &profile{info: info, dict: dict, byEvent: make([][]index.Second, len(info.Events))}
+	p := &profile{info: info, dict: dict, byEvent: make([][]index.Second, len(info.Events)), keys: index.StackKeys(dict), wall: wall}
+	for id, k := range p.keys {
+		if _, ok := s.stacks[k]; !ok {
+			s.stacks[k] = stackRef{p, fleetscope.StackID(id)}
+		}
+	}
 	for _, sec := range ix.Seconds {
 		for int(sec.Event) >= len(p.byEvent) {
 			p.byEvent = append(p.byEvent, nil)
@@ -54,7 +72,7 @@ func (s *Store) Add(info *fleetscope.ProfileInfo, dict *fleetscope.Dict, ix *ind
 	}
 	s.profiles[info.ID] = p
 	s.order = append(s.order, info.ID)
-	return info.ID
+	return info.ID, nil
 }
 
 func (s *Store) get(id string) (*profile, error) {
@@ -131,4 +149,94 @@ func (s *Store) Seconds(_ context.Context, _ int64, id string, event int, from, 
 	lo := sort.Search(len(secs), func(i int) bool { return secs[i].Second >= from })
 	hi := sort.Search(len(secs), func(i int) bool { return secs[i].Second > to })
 	return secs[lo:hi], nil
+}
+
+// FleetProfiles returns the profiles of app overlapping [from, to) (unix
+// ns), on any of hosts, meeting the label conditions, oldest first.
+func (s *Store) FleetProfiles(_ context.Context, _ int64, app string, hosts []string, labels []fleetscope.LabelMatch, from, to int64, limit int) ([]*fleetscope.ProfileInfo, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var out []*fleetscope.ProfileInfo
+	for _, id := range s.order {
+		p := s.profiles[id].info
+		if p.App != app || len(hosts) > 0 && !slices.Contains(hosts, p.Host) {
+			continue
+		}
+		start, end := fleetscope.WallSpan(p)
+		ok := start < to && end >= from
+		for _, l := range labels {
+			ok = ok && l.Matches(p.Labels)
+		}
+		if ok {
+			out = append(out, p)
+		}
+	}
+	if len(out) > limit {
+		return nil, fleetscope.Errorf(fleetscope.ETOOLARGE, "more than %d profiles in this selection", limit)
+	}
+	slices.SortStableFunc(out, func(a, b *fleetscope.ProfileInfo) int { return a.StartTime.Compare(b.StartTime) })
+	return out, nil
+}
+
+// fleetRows returns the wall seconds of app's profiles in [from, to) for
+// which keep is true.
+func (s *Store) fleetRows(app string, from, to int64, keep func(*index.WallSecond) bool) []index.FleetRow {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var out []index.FleetRow
+	for _, id := range s.order {
+		p := s.profiles[id]
+		if p.info.App != app {
+			continue
+		}
+		for i := range p.wall {
+			if w := &p.wall[i]; w.Second >= from && w.Second < to && keep(w) {
+				out = append(out, index.FleetRow{ProfileID: id, Host: p.info.Host, WallSecond: *w})
+			}
+		}
+	}
+	return out
+}
+
+// FleetCells returns the cells of app's profiles for one event (base name)
+// in the unix seconds [from, to).
+func (s *Store) FleetCells(_ context.Context, _ int64, app, event string, from, to int64) ([]index.FleetRow, error) {
+	return s.fleetRows(app, from, to, func(w *index.WallSecond) bool { return w.Event == event }), nil
+}
+
+// FleetTotals returns the samples of app's profiles, every event, in the
+// unix seconds [from, to).
+func (s *Store) FleetTotals(_ context.Context, _ int64, app string, from, to int64) ([]index.FleetRow, error) {
+	return s.fleetRows(app, from, to, func(*index.WallSecond) bool { return true }), nil
+}
+
+// ProfileStacks returns a profile's stack keys by stack id.
+func (s *Store) ProfileStacks(_ context.Context, _ int64, id string) ([]int64, error) {
+	p, err := s.get(id)
+	if err != nil {
+		return nil, err
+	}
+	return p.keys, nil
+}
+
+// StackDict builds a dictionary whose stack i is the stack with key ids[i].
+func (s *Store) StackDict(_ context.Context, _ int64, ids []int64) (*fleetscope.Dict, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	d := fleetscope.NewDict()
+	var buf []fleetscope.FrameID
+	for i, k := range ids {
+		ref, ok := s.stacks[k]
+		if !ok {
+			return nil, fleetscope.Errorf(fleetscope.ENOTFOUND, "stack %d not found", k)
+		}
+		buf = buf[:0]
+		for _, f := range ref.p.dict.StackFrames(ref.id) {
+			buf = append(buf, d.Frame(ref.p.dict.FrameAt(f)))
+		}
+		if got := d.Stack(buf); int(got) != i {
+			return nil, fleetscope.Errorf(fleetscope.EINVALID, "stack list repeats stack %d", k)
+		}
+	}
+	return d, nil
 }

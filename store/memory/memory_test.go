@@ -35,7 +35,10 @@ func TestSecondsAndSearch(t *testing.T) {
 	}
 	st := memory.New()
 	info := ingest.Describe(ingest.Meta{App: "a", Host: "h", Labels: map[string]string{"env": "prod"}}, pr, time.Unix(2e9, 0))
-	id := st.Add(info, pr.Profile.Dict, pr.Index)
+	id, err := st.Add(info, pr.Profile.Dict, pr.Index)
+	if err != nil {
+		t.Fatal(err)
+	}
 	all, err := st.Seconds(ctx, 0, id, 0, 0, -1)
 	if err != nil || len(all) != 2 || all[0].Second != 0 || all[1].Second != 2 {
 		t.Fatalf("all seconds: %+v, %v; want relative seconds 0 and 2", all, err)

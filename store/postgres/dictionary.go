@@ -2,33 +2,12 @@ package postgres
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/binary"
 	"fmt"
 
 	"github.com/fleetscope/fleetscope"
+	"github.com/fleetscope/fleetscope/store/index"
 	"github.com/jackc/pgx/v5"
 )
-
-// FrameKey is a frame's id in the tenant dictionary: a hash of its kind and
-// name. StackKey hashes a stack's frame ids. Collisions are detected when
-// written (ECONFLICT), never silently merged.
-func FrameKey(f fleetscope.Frame) int64 {
-	h := sha256.New()
-	h.Write([]byte{byte(f.Kind)})
-	h.Write([]byte(f.Name))
-	return int64(binary.LittleEndian.Uint64(h.Sum(nil)))
-}
-
-func stackKey(frames []int64) int64 {
-	h := sha256.New()
-	var b [8]byte
-	for _, f := range frames {
-		binary.LittleEndian.PutUint64(b[:], uint64(f))
-		h.Write(b[:])
-	}
-	return int64(binary.LittleEndian.Uint64(h.Sum(nil)))
-}
 
 // writeDictionary adds the profile's frames and stacks to the tenant
 // dictionary (bulk: COPY into temporary tables, then INSERT ... ON
@@ -39,7 +18,7 @@ func writeDictionary(ctx context.Context, tx pgx.Tx, tenant int64, dict *fleetsc
 	frameRows := make([][]any, len(frameIDs))
 	for i := range frameIDs {
 		f := dict.FrameAt(fleetscope.FrameID(i))
-		frameIDs[i] = FrameKey(f)
+		frameIDs[i] = index.FrameKey(f)
 		frameRows[i] = []any{frameIDs[i], f.Name, int16(f.Kind)}
 	}
 	stackIDs := make([]int64, dict.NumStacks())
@@ -50,7 +29,7 @@ func writeDictionary(ctx context.Context, tx pgx.Tx, tenant int64, dict *fleetsc
 		for j, f := range fs {
 			ids[j] = frameIDs[f]
 		}
-		stackIDs[i] = stackKey(ids)
+		stackIDs[i] = index.StackKey(ids)
 		stackRows[i] = []any{stackIDs[i], ids, dict.Idle(fleetscope.StackID(i))}
 	}
 	if _, err := tx.Exec(ctx, `CREATE TEMPORARY TABLE new_frames (id bigint, name text, kind smallint) ON COMMIT DROP;
@@ -79,21 +58,26 @@ func writeDictionary(ctx context.Context, tx pgx.Tx, tenant int64, dict *fleetsc
 	return stackIDs, nil
 }
 
-// Dict rebuilds a profile's dictionary from the tenant's: stack i of the
-// result is the profile's stack i, as its stored samples refer to it.
-func (db *DB) Dict(ctx context.Context, tenant int64, p *fleetscope.ProfileInfo) (*fleetscope.Dict, error) {
-	u, err := parseID(p.ID)
+// ProfileStacks returns a profile's stack list: the tenant dictionary id
+// of each of its stacks, in the order its stored samples refer to them.
+func (db *DB) ProfileStacks(ctx context.Context, tenant int64, id string) ([]int64, error) {
+	u, err := parseID(id)
 	if err != nil {
 		return nil, err
 	}
+	var ids []int64
+	err = db.readTenantRow(ctx, tenant, func(r pgx.Row) error { return r.Scan(&ids) },
+		`SELECT stacks FROM profile_stacks WHERE tenant_id = $1 AND profile_id = $2`, tenant, u)
+	return ids, translate(err, "profile "+id)
+}
+
+// StackDict builds a dictionary of the tenant's stacks ids: stack i of the
+// result is ids[i] (ids must not repeat).
+func (db *DB) StackDict(ctx context.Context, tenant int64, ids []int64) (*fleetscope.Dict, error) {
 	d := fleetscope.NewDict()
-	err = db.inTenant(ctx, tenant, func(tx pgx.Tx) error {
-		var stackIDs []int64
-		if err := tx.QueryRow(ctx, `SELECT stacks FROM profile_stacks WHERE tenant_id = $1 AND profile_id = $2`, tenant, u).Scan(&stackIDs); err != nil {
-			return err
-		}
-		stacks := make(map[int64][]int64, len(stackIDs))
-		rows, err := tx.Query(ctx, `SELECT id, frames FROM stacks WHERE tenant_id = $1 AND id = ANY($2)`, tenant, stackIDs)
+	err := db.inTenant(ctx, tenant, func(tx pgx.Tx) error {
+		stacks := make(map[int64][]int64, len(ids))
+		rows, err := tx.Query(ctx, `SELECT id, frames FROM stacks WHERE tenant_id = $1 AND id = ANY($2)`, tenant, ids)
 		if err != nil {
 			return err
 		}
@@ -129,27 +113,41 @@ func (db *DB) Dict(ctx context.Context, tenant int64, p *fleetscope.ProfileInfo)
 			return err
 		}
 		buf := make([]fleetscope.FrameID, 0, 64)
-		for i, sid := range stackIDs {
+		for i, sid := range ids {
 			fs, ok := stacks[sid]
 			if !ok {
-				return fmt.Errorf("stack %d of profile %s missing from the dictionary", sid, p.ID)
+				return fmt.Errorf("stack %d missing from the dictionary", sid)
 			}
 			buf = buf[:0]
 			for _, f := range fs {
 				fid, ok := frames[f]
 				if !ok {
-					return fmt.Errorf("frame %d of profile %s missing from the dictionary", f, p.ID)
+					return fmt.Errorf("frame %d missing from the dictionary", f)
 				}
 				buf = append(buf, fid)
 			}
 			if got := d.Stack(buf); int(got) != i {
-				return fmt.Errorf("profile %s: stack list repeats a stack", p.ID)
+				return fmt.Errorf("stack list repeats stack %d", sid)
 			}
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, translate(err, "profile "+p.ID)
+		return nil, translate(err, "dictionary")
+	}
+	return d, nil
+}
+
+// Dict rebuilds a profile's dictionary from the tenant's: stack i of the
+// result is the profile's stack i, as its stored samples refer to it.
+func (db *DB) Dict(ctx context.Context, tenant int64, p *fleetscope.ProfileInfo) (*fleetscope.Dict, error) {
+	ids, err := db.ProfileStacks(ctx, tenant, p.ID)
+	if err != nil {
+		return nil, err
+	}
+	d, err := db.StackDict(ctx, tenant, ids)
+	if err != nil {
+		return nil, err
 	}
 	for _, e := range p.Events {
 		d.Event(e.Name)

@@ -14,7 +14,7 @@ import (
 
 const profileColumns = `id, app, host, labels, format, filename, events, default_event, samples, timed,
 	start_second, duration_nanos, time_unit_nanos, start_time, end_time, time_source, size_bytes,
-	encode(sha256, 'hex'), blob_key, meta, created_at`
+	encode(sha256, 'hex'), blob_key, meta, created_at, wall_shift_nanos`
 
 func scanProfile(row pgx.Row) (*fleetscope.ProfileInfo, error) {
 	var p fleetscope.ProfileInfo
@@ -22,7 +22,7 @@ func scanProfile(row pgx.Row) (*fleetscope.ProfileInfo, error) {
 	var labels, events, meta []byte
 	err := row.Scan(&id, &p.App, &p.Host, &labels, &p.Format, &p.Filename, &events, &p.DefaultEvent, &p.Samples, &p.Timed,
 		&p.StartSecond, &p.DurationNanos, &p.TimeUnitNanos, &p.StartTime, &p.EndTime, &p.TimeSource, &p.SizeBytes,
-		&p.SHA256, &p.BlobKey, &meta, &p.CreatedAt)
+		&p.SHA256, &p.BlobKey, &meta, &p.CreatedAt, &p.WallShiftNanos)
 	if err != nil {
 		return nil, err
 	}
@@ -83,7 +83,8 @@ func (db *DB) BlobInUse(ctx context.Context, key string) (bool, error) {
 
 // InsertProfile writes a parsed profile's index in one transaction: the
 // profile row, new frames and stacks of the tenant dictionary, the
-// profile's stack list and its per-second rows. If the tenant already has a
+// profile's stack list, its per-second rows and its cells in absolute time
+// (fleet_seconds). If the tenant already has a
 // profile with the same bytes, nothing is written and that profile is
 // returned with created = false. p.ID is assigned. beforeCommit, if set, runs
 // last inside the transaction: its error rolls everything back (ingest waits
@@ -101,12 +102,12 @@ func (db *DB) InsertProfile(ctx context.Context, tenant int64, p *fleetscope.Pro
 			tag, err := tx.Exec(ctx, `
 			INSERT INTO profiles (tenant_id, id, sha256, app, host, labels, format, filename, events, default_event,
 				samples, timed, start_second, duration_nanos, time_unit_nanos, start_time, end_time, time_source,
-				size_bytes, blob_key, meta, day)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22)
+				size_bytes, blob_key, meta, day, wall_shift_nanos)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23)
 			ON CONFLICT (tenant_id, sha256) DO NOTHING`,
 				tenant, id, sum, p.App, p.Host, labels, p.Format, p.Filename, events, p.DefaultEvent,
 				p.Samples, p.Timed, p.StartSecond, p.DurationNanos, p.TimeUnitNanos, p.StartTime, p.EndTime, p.TimeSource,
-				p.SizeBytes, p.BlobKey, meta, day)
+				p.SizeBytes, p.BlobKey, meta, day, p.WallShiftNanos)
 			if err != nil {
 				return err
 			}
@@ -122,6 +123,9 @@ func (db *DB) InsertProfile(ctx context.Context, tenant int64, p *fleetscope.Pro
 				return err
 			}
 			if err := writeSeconds(ctx, tx, tenant, id, day, ix); err != nil {
+				return err
+			}
+			if err := writeFleet(ctx, tx, tenant, id, day, p, dict, ix); err != nil {
 				return err
 			}
 			if beforeCommit != nil {
@@ -162,6 +166,9 @@ func (db *DB) DeleteProfile(ctx context.Context, tenant int64, id, actor string)
 			return err
 		}
 		if _, err := tx.Exec(ctx, `DELETE FROM seconds WHERE tenant_id = $1 AND profile_id = $2`, tenant, u); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM fleet_seconds WHERE tenant_id = $1 AND profile_id = $2`, tenant, u); err != nil {
 			return err
 		}
 		_, err := tx.Exec(ctx, `INSERT INTO audit_log (tenant_id, id, actor, action, target) VALUES ($1, $2, $3, 'profile.delete', $4)`,

@@ -69,18 +69,20 @@ func (db *DB) BlobKeys(ctx context.Context) (map[string]bool, error) {
 // end before cutoff: retention without row deletes, once every tenant's
 // retention has passed them. Returns the partitions dropped.
 func (db *DB) DropPartitionsBefore(ctx context.Context, cutoff time.Time) ([]string, error) {
-	rows, err := db.pool.Query(ctx, `SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
-		JOIN pg_class p ON p.oid = i.inhparent WHERE p.relname = 'seconds' AND c.relname ~ '^seconds_[0-9]{8}$'`)
+	rows, err := db.pool.Query(ctx, `SELECT c.relname, p.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+		JOIN pg_class p ON p.oid = i.inhparent WHERE p.relname = ANY($1) AND c.relname = p.relname || '_' || substring(c.relname from '[0-9]{8}$')`, partitioned)
 	if err != nil {
 		return nil, err
 	}
-	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	type partition struct{ Name, Table string }
+	parts, err := pgx.CollectRows(rows, pgx.RowToStructByPos[partition])
 	if err != nil {
 		return nil, err
 	}
 	var dropped []string
-	for _, n := range names {
-		day, err := time.Parse("20060102", strings.TrimPrefix(n, "seconds_"))
+	for _, p := range parts {
+		n := p.Name
+		day, err := time.Parse("20060102", strings.TrimPrefix(n, p.Table+"_"))
 		if err != nil || !day.AddDate(0, 0, 1).Before(cutoff) {
 			continue
 		}

@@ -10,9 +10,13 @@ import (
 	"github.com/fleetscope/fleetscope"
 	"github.com/fleetscope/fleetscope/store/index"
 	"github.com/google/uuid"
+	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
+
+// partitioned are the tables partitioned by ingest day.
+var partitioned = []string{"seconds", "fleet_seconds"}
 
 // EnsurePartitions creates the daily partitions of the per-second rows from
 // the day before from through days days after it. Rows of days without a
@@ -20,21 +24,30 @@ import (
 func (db *DB) EnsurePartitions(ctx context.Context, from time.Time, days int) error {
 	day := from.UTC().Truncate(24*time.Hour).AddDate(0, 0, -1)
 	for i := 0; i <= days+1; i++ {
-		d := day.AddDate(0, 0, i)
-		name := "seconds_" + d.Format("20060102")
-		var exists bool
-		if err := db.pool.QueryRow(ctx, `SELECT EXISTS (SELECT FROM pg_class WHERE relname = $1)`, name).Scan(&exists); err != nil {
-			return fmt.Errorf("partition %s: %w", name, err)
+		for _, table := range partitioned {
+			if err := db.ensurePartition(ctx, table, day.AddDate(0, 0, i)); err != nil {
+				return err
+			}
 		}
-		if exists {
-			continue
-		}
-		_, err := db.pool.Exec(ctx, fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s PARTITION OF seconds FOR VALUES FROM ('%s') TO ('%s')`,
-			name, d.Format(time.DateOnly), d.AddDate(0, 0, 1).Format(time.DateOnly)))
-		var pe *pgconn.PgError
-		if err != nil && !(errors.As(err, &pe) && (pe.Code == "42P07" || pe.Code == "23505")) { // created meanwhile
-			return fmt.Errorf("partition %s: %w", name, err)
-		}
+	}
+	return nil
+}
+
+// ensurePartition creates table's partition for day d unless it exists.
+func (db *DB) ensurePartition(ctx context.Context, table string, d time.Time) error {
+	name := table + "_" + d.Format("20060102")
+	var exists bool
+	if err := db.pool.QueryRow(ctx, `SELECT EXISTS (SELECT FROM pg_class WHERE relname = $1)`, name).Scan(&exists); err != nil {
+		return fmt.Errorf("partition %s: %w", name, err)
+	}
+	if exists {
+		return nil
+	}
+	_, err := db.pool.Exec(ctx, fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s PARTITION OF %s FOR VALUES FROM ('%s') TO ('%s')`,
+		name, table, d.Format(time.DateOnly), d.AddDate(0, 0, 1).Format(time.DateOnly)))
+	var pe *pgconn.PgError
+	if err != nil && !(errors.As(err, &pe) && (pe.Code == pgerrcode.DuplicateTable || pe.Code == pgerrcode.UniqueViolation)) { // created meanwhile
+		return fmt.Errorf("partition %s: %w", name, err)
 	}
 	return nil
 }

@@ -125,7 +125,7 @@ func (db *DB) DeleteTenant(ctx context.Context, name string) ([]string, error) {
 			return err
 		}
 		for _, q := range []string{
-			`DELETE FROM seconds WHERE tenant_id = $1`, `DELETE FROM share_links WHERE tenant_id = $1`,
+			`DELETE FROM seconds WHERE tenant_id = $1`, `DELETE FROM fleet_seconds WHERE tenant_id = $1`, `DELETE FROM share_links WHERE tenant_id = $1`,
 			`DELETE FROM profiles WHERE tenant_id = $1`, `DELETE FROM stacks WHERE tenant_id = $1`,
 			`DELETE FROM frames WHERE tenant_id = $1`, `DELETE FROM tenants WHERE id = $1`,
 		} {

@@ -1,0 +1,93 @@
+package fleetscope
+
+import (
+	"strings"
+	"time"
+)
+
+// A fleet is every profile of one app, placed in wall-clock time: a sample
+// taken at t on its profile's clock happened at t + WallShiftNanos, unix
+// nanoseconds. Fleet heatmaps are FlameScope's heatmap in that time,
+// summed over the selected profiles.
+
+// LabelMatch is one label condition of a fleet selection: the label equals
+// Value, or (Not) does not (a profile without the label matches Not).
+type LabelMatch struct {
+	Name, Value string
+	Not         bool
+}
+
+// Matches reports whether a profile's labels satisfy m.
+func (m LabelMatch) Matches(labels map[string]string) bool {
+	v, ok := labels[m.Name]
+	if m.Not {
+		return !ok || v != m.Value
+	}
+	return ok && v == m.Value
+}
+
+// FleetSelection chooses samples across an app's profiles: the app, any of
+// the hosts (none: all), labels that must all match, the half-open window
+// [From, To) in unix nanoseconds, one event (by name, perf's modifiers
+// optional; "": the event most samples of the selection have) and idle
+// samples or not.
+type FleetSelection struct {
+	App         string
+	Hosts       []string
+	Labels      []LabelMatch
+	From, To    int64
+	Event       string
+	IncludeIdle bool
+}
+
+// MaxFleetWindow bounds a fleet selection's window: 31 days.
+const MaxFleetWindow = 31 * 24 * time.Hour
+
+// Check validates a selection: an app, a non-empty window of at most
+// MaxFleetWindow within the accepted time range, well-formed labels.
+// Returns EINVALID saying what is wrong.
+func (s *FleetSelection) Check() error {
+	if s.App == "" {
+		return Errorf(EINVALID, "a fleet selection needs an app")
+	}
+	if s.To <= s.From {
+		return Errorf(EINVALID, "the window [%s, %s) is empty: its end must come after its start", formatUnix(s.From), formatUnix(s.To))
+	}
+	if s.From < 0 || s.To > MaxTimeNanos {
+		return Errorf(EINVALID, "the window [%s, %s) lies outside 1970 to 2100", formatUnix(s.From), formatUnix(s.To))
+	}
+	if time.Duration(s.To-s.From) > MaxFleetWindow {
+		return Errorf(EINVALID, "the window is %s long; at most %s", time.Duration(s.To-s.From), MaxFleetWindow)
+	}
+	if len(s.Hosts) > 1000 || len(s.Labels) > 64 {
+		return Errorf(EINVALID, "at most 1000 hosts and 64 label conditions")
+	}
+	for _, l := range s.Labels {
+		if l.Name == "" {
+			return Errorf(EINVALID, "a label condition needs a name")
+		}
+	}
+	return nil
+}
+
+func formatUnix(ns int64) string { return time.Unix(0, ns).UTC().Format(time.RFC3339Nano) }
+
+// EventBase is an event's name without perf's modifiers ("cpu-clock" for
+// "cpu-clock:pppH"): the name fleet queries group events by.
+func EventBase(name string) string {
+	if i := strings.LastIndexByte(name, ':'); i > 0 && isModifiers(name[i+1:]) {
+		return name[:i]
+	}
+	return name
+}
+
+// WallSpan returns the absolute time a profile covers, in unix ns: from its
+// first second's start to its last sample (timed), or its recorded span.
+func WallSpan(p *ProfileInfo) (start, end int64) {
+	if p.Timed {
+		start = p.StartSecond*1e9 + p.WallShiftNanos
+		return start, start + p.DurationNanos
+	}
+	start = p.StartTime.UnixNano()
+	return start, start + p.DurationNanos
+}

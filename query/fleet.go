@@ -1,0 +1,519 @@
+package query
+
+import (
+	"cmp"
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"slices"
+	"sync"
+
+	"github.com/fleetscope/fleetscope"
+	"github.com/fleetscope/fleetscope/query/flame"
+	"github.com/fleetscope/fleetscope/query/heatmap"
+	"github.com/fleetscope/fleetscope/store/index"
+)
+
+// MaxFleetProfiles bounds the profiles one fleet query reads.
+const MaxFleetProfiles = 20_000
+
+// Reasons a profile of a selection is left out of an answer.
+const (
+	LeftUntimed      = "no per-sample times: no heatmap"
+	LeftUntimedSpan  = "no per-sample times, and its span is not wholly inside the window"
+	LeftOtherEvent   = "none of its samples is of the event"
+)
+
+// Accounting says which profiles an answer counts and which it left out.
+type Accounting struct {
+	Event    string         // the event counted (base name)
+	Profiles int            // profiles whose samples the answer counts
+	LeftOut  map[string]int // profiles left out, by reason
+}
+
+// fleet is a resolved selection: its profiles sorted by start.
+type fleet struct {
+	sel     fleetscope.FleetSelection
+	timed   []*fleetscope.ProfileInfo
+	untimed []*fleetscope.ProfileInfo
+	event   string // base name
+	// first and end are the unix seconds the window touches, [first, end).
+	first, end int64
+}
+
+// resolve finds a selection's profiles and its event.
+func (s *Service) resolve(ctx context.Context, tenant int64, sel fleetscope.FleetSelection) (*fleet, error) {
+	if err := sel.Check(); err != nil {
+		return nil, err
+	}
+	ps, err := s.src.FleetProfiles(ctx, tenant, sel.App, sel.Hosts, sel.Labels, sel.From, sel.To, MaxFleetProfiles)
+	if err != nil {
+		return nil, err
+	}
+	f := &fleet{sel: sel, first: fleetscope.FloorSecond(sel.From), end: fleetscope.FloorSecond(sel.To-1) + 1}
+	for _, p := range ps {
+		if p.Timed {
+			f.timed = append(f.timed, p)
+		} else {
+			f.untimed = append(f.untimed, p)
+		}
+	}
+	f.event = fleetscope.EventBase(sel.Event)
+	if f.event == "" {
+		if f.event, err = s.defaultEvent(ctx, tenant, f); err != nil {
+			return nil, err
+		}
+	}
+	return f, nil
+}
+
+// ids returns the set of the fleet's timed profiles.
+func (f *fleet) ids() map[string]bool {
+	out := make(map[string]bool, len(f.timed))
+	for _, p := range f.timed {
+		out[p.ID] = true
+	}
+	return out
+}
+
+// defaultEvent is the event (base name) most samples of the selection in
+// its window have; with no timed samples, the untimed profiles' most
+// common one; the first by name on a tie.
+func (s *Service) defaultEvent(ctx context.Context, tenant int64, f *fleet) (string, error) {
+	totals := map[string]int64{}
+	if len(f.timed) > 0 {
+		rows, err := s.src.FleetTotals(ctx, tenant, f.sel.App, f.first, f.end)
+		if err != nil {
+			return "", err
+		}
+		ids := f.ids()
+		for _, r := range rows {
+			if ids[r.ProfileID] {
+				totals[r.Event] += int64(r.Samples)
+				if f.sel.IncludeIdle {
+					totals[r.Event] += int64(r.Idle)
+				}
+			}
+		}
+	}
+	if len(totals) == 0 {
+		for _, p := range f.untimed {
+			for _, e := range p.Events {
+				totals[fleetscope.EventBase(e.Name)] += e.Samples
+			}
+		}
+	}
+	best, n := "", int64(-1)
+	for e, c := range totals {
+		if c > n || c == n && e < best {
+			best, n = e, c
+		}
+	}
+	return best, nil
+}
+
+// columns returns the heatmap geometry of the seconds [first, end).
+func (f *fleet) columns() (secondsPerColumn int64, columns int) {
+	n := f.end - f.first
+	spc := fleetscope.SecondsPerColumn(n)
+	return spc, int((n + spc - 1) / spc)
+}
+
+// FleetHeatmap is a fleet's heatmap and what it counts.
+type FleetHeatmap struct {
+	*heatmap.Heatmap
+	Accounting
+}
+
+// FleetHeatmap returns the sub-second offset heatmap of a fleet selection
+// in absolute time: column i covers the SecondsPerColumn unix seconds from
+// StartSecond + i·SecondsPerColumn, over the whole seconds the window
+// touches; row r counts the samples whose offset within their second lies
+// in [r/rows, (r+1)/rows), summed over every timed profile of the
+// selection. It sums the cells stored at ingest when rows divides 50, and
+// decodes the samples otherwise.
+func (s *Service) FleetHeatmap(ctx context.Context, tenant int64, sel fleetscope.FleetSelection, rows int) (*FleetHeatmap, error) {
+	if rows == 0 {
+		rows = fleetscope.DefaultRows
+	}
+	if err := fleetscope.CheckRows(rows); err != nil {
+		return nil, err
+	}
+	f, err := s.resolve(ctx, tenant, sel)
+	if err != nil {
+		return nil, err
+	}
+	spc, columns := f.columns()
+	h := heatmap.New(f.event, f.first, spc, columns, rows)
+	acc := Accounting{Event: f.event, Profiles: len(f.timed), LeftOut: map[string]int{}}
+	if n := len(f.untimed); n > 0 {
+		acc.LeftOut[LeftUntimed] = n
+	}
+	if index.Rows%rows == 0 {
+		cells, err := s.src.FleetCells(ctx, tenant, sel.App, f.event, f.first, f.end)
+		if err != nil {
+			return nil, err
+		}
+		ids := f.ids()
+		per := index.Rows / rows
+		buf := make([]int32, rows)
+		for _, c := range cells {
+			if !ids[c.ProfileID] {
+				continue
+			}
+			clear(buf)
+			for r := range index.Rows {
+				buf[r/per] += c.Cells[r]
+				if sel.IncludeIdle {
+					buf[r/per] += c.IdleCells[r]
+				}
+			}
+			h.AddCells(c.Second, buf)
+		}
+	} else {
+		err := s.fleetSamples(ctx, tenant, f, f.first*1e9, f.end*1e9, true, func(p *fleetscope.ProfileInfo, d *fleetscope.Dict, _ []int64, batch []fleetscope.Sample, keep func(*fleetscope.Sample) bool) {
+			for i := range batch {
+				if smp := &batch[i]; keep(smp) && p.Timed && (sel.IncludeIdle || !d.Idle(smp.Stack)) {
+					h.Add(smp.TimeNanos + p.WallShiftNanos)
+				}
+			}
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	h.Finish()
+	return &FleetHeatmap{Heatmap: h, Accounting: acc}, nil
+}
+
+// HostSeries is one host's samples per column.
+type HostSeries struct {
+	Host    string
+	Total   int64
+	Columns []int64
+}
+
+// FleetHosts is the host strip: samples per (host, column), hosts by total
+// (largest first, then by name).
+type FleetHosts struct {
+	StartSecond      int64
+	SecondsPerColumn int64
+	Hosts            []HostSeries
+	Accounting
+}
+
+// FleetTimeline is samples per column, for windows of hours to days.
+type FleetTimeline struct {
+	StartSecond      int64
+	SecondsPerColumn int64
+	Totals           []int64
+	Accounting
+}
+
+// FleetHosts returns the selection's samples per host and column (the same
+// columns as its heatmap), from the stored totals.
+func (s *Service) FleetHosts(ctx context.Context, tenant int64, sel fleetscope.FleetSelection) (*FleetHosts, error) {
+	f, spc, columns, rows, err := s.fleetTotals(ctx, tenant, sel)
+	if err != nil {
+		return nil, err
+	}
+	byHost := map[string]*HostSeries{}
+	for _, r := range rows {
+		hs := byHost[r.Host]
+		if hs == nil {
+			hs = &HostSeries{Host: r.Host, Columns: make([]int64, columns)}
+			byHost[r.Host] = hs
+		}
+		n := int64(r.Samples)
+		if sel.IncludeIdle {
+			n += int64(r.Idle)
+		}
+		hs.Columns[(r.Second-f.first)/spc] += n
+		hs.Total += n
+	}
+	out := &FleetHosts{StartSecond: f.first, SecondsPerColumn: spc, Accounting: f.accounting(false)}
+	for _, hs := range byHost {
+		out.Hosts = append(out.Hosts, *hs)
+	}
+	slices.SortFunc(out.Hosts, func(a, b HostSeries) int {
+		if c := cmp.Compare(b.Total, a.Total); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Host, b.Host)
+	})
+	return out, nil
+}
+
+// FleetTimeline returns the selection's samples per column (the heatmap's
+// columns), from the stored totals.
+func (s *Service) FleetTimeline(ctx context.Context, tenant int64, sel fleetscope.FleetSelection) (*FleetTimeline, error) {
+	f, spc, columns, rows, err := s.fleetTotals(ctx, tenant, sel)
+	if err != nil {
+		return nil, err
+	}
+	out := &FleetTimeline{StartSecond: f.first, SecondsPerColumn: spc, Totals: make([]int64, columns), Accounting: f.accounting(false)}
+	for _, r := range rows {
+		n := int64(r.Samples)
+		if sel.IncludeIdle {
+			n += int64(r.Idle)
+		}
+		out.Totals[(r.Second-f.first)/spc] += n
+	}
+	return out, nil
+}
+
+// fleetTotals resolves a selection and reads its event's stored totals.
+func (s *Service) fleetTotals(ctx context.Context, tenant int64, sel fleetscope.FleetSelection) (*fleet, int64, int, []index.FleetRow, error) {
+	f, err := s.resolve(ctx, tenant, sel)
+	if err != nil {
+		return nil, 0, 0, nil, err
+	}
+	spc, columns := f.columns()
+	all, err := s.src.FleetTotals(ctx, tenant, sel.App, f.first, f.end)
+	if err != nil {
+		return nil, 0, 0, nil, err
+	}
+	ids := f.ids()
+	rows := all[:0]
+	for _, r := range all {
+		if ids[r.ProfileID] && r.Event == f.event {
+			rows = append(rows, r)
+		}
+	}
+	return f, spc, columns, rows, nil
+}
+
+// accounting counts a fleet's profiles; withUntimedSpans counts untimed
+// profiles wholly inside the window as used (flame graphs).
+func (f *fleet) accounting(withUntimedSpans bool) Accounting {
+	acc := Accounting{Event: f.event, Profiles: len(f.timed), LeftOut: map[string]int{}}
+	for _, p := range f.untimed {
+		switch {
+		case !withUntimedSpans:
+			acc.LeftOut[LeftUntimed]++
+		case f.spanInside(p):
+			acc.Profiles++
+		default:
+			acc.LeftOut[LeftUntimedSpan]++
+		}
+	}
+	return acc
+}
+
+// spanInside reports whether an untimed profile's span lies wholly inside
+// the window.
+func (f *fleet) spanInside(p *fleetscope.ProfileInfo) bool {
+	start, end := fleetscope.WallSpan(p)
+	return start >= f.sel.From && end <= f.sel.To
+}
+
+// events returns the ids of p's events whose base name is the fleet's.
+func (f *fleet) events(p *fleetscope.ProfileInfo) []int {
+	var out []int
+	for i, e := range p.Events {
+		if fleetscope.EventBase(e.Name) == f.event {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// fleetSamples hands fn the stored samples of the fleet's event that may
+// lie in the absolute window [from, to) (unix ns), profile by profile
+// (several read at once, fn called for one at a time), with the profile's
+// stack keys (and its dictionary, if withDict); keep tells whether a
+// sample lies in the window (idle samples are for the caller to judge).
+// Untimed profiles count when their span lies wholly inside the
+// selection's window.
+func (s *Service) fleetSamples(ctx context.Context, tenant int64, f *fleet, from, to int64, withDict bool,
+	fn func(p *fleetscope.ProfileInfo, d *fleetscope.Dict, keys []int64, batch []fleetscope.Sample, keep func(*fleetscope.Sample) bool)) error {
+	profiles := slices.Clone(f.timed)
+	for _, p := range f.untimed {
+		if f.spanInside(p) {
+			profiles = append(profiles, p)
+		}
+	}
+	var mu sync.Mutex // fn sees one profile at a time
+	sem := make(chan struct{}, 4)
+	errc := make(chan error, len(profiles))
+	var wg sync.WaitGroup
+	for _, p := range profiles {
+		evs := f.events(p)
+		if len(evs) == 0 {
+			continue
+		}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			keys, err := s.profileStacks(ctx, tenant, p.ID)
+			if err != nil {
+				errc <- err
+				return
+			}
+			var d *fleetscope.Dict
+			if withDict {
+				if d, err = s.dict(ctx, tenant, p); err != nil {
+					errc <- err
+					return
+				}
+			}
+			start := p.StartSecond*1e9 + p.WallShiftNanos // absolute ns of the profile's start second
+			rg := fleetscope.Range{Start: from - start, End: to - start}
+			lo, hi := int64(0), int64(-1)
+			if p.Timed {
+				lo, hi = max(fleetscope.FloorSecond(rg.Start), 0), min(fleetscope.FloorSecond(rg.End-1), p.DurationNanos/1e9)
+				if lo > hi {
+					return
+				}
+			}
+			for _, ev := range evs {
+				secs, err := s.src.Seconds(ctx, tenant, p.ID, ev, lo, hi)
+				if err != nil {
+					errc <- err
+					return
+				}
+				var batch []fleetscope.Sample
+				keep := func(smp *fleetscope.Sample) bool {
+					return !p.Timed || rg.Contains(smp.TimeNanos-p.StartSecond*1e9)
+				}
+				for i := range secs {
+					batch, err = index.Decode(batch[:0], &secs[i], p.StartSecond, p.TimeUnitNanos, p.Timed, p.Events[ev].Period)
+					if err != nil {
+						errc <- fleetscope.Wrap(err, fleetscope.EINTERNAL, "profile "+p.ID+": corrupt index row")
+						return
+					}
+					mu.Lock()
+					fn(p, d, keys, batch, keep)
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errc)
+	return <-errc
+}
+
+// profileStacks returns a profile's stack keys, cached.
+func (s *Service) profileStacks(ctx context.Context, tenant int64, id string) ([]int64, error) {
+	k := profileKey{tenant, id}
+	if ids, ok := s.stacks.Get(k); ok {
+		return ids, nil
+	}
+	ids, err := s.src.ProfileStacks(ctx, tenant, id)
+	if err != nil {
+		return nil, err
+	}
+	s.stacks.Put(k, ids)
+	return ids, nil
+}
+
+// FleetFlameOptions choose how a fleet flame graph counts.
+type FleetFlameOptions struct {
+	ByPeriod bool
+	Annotate flame.Annotate
+}
+
+// FleetFlameGraph is a merged flame graph and what it counts.
+type FleetFlameGraph struct {
+	*FlameGraph
+	Accounting
+}
+
+// FleetFlameGraph merges, exactly, every sample of the selection's event
+// taken in its window [From, To), across all its profiles: timed profiles
+// by the absolute time of each sample, untimed ones whole when their span
+// lies inside the window. Stacks merge by their tenant dictionary key, so
+// the same stack on two hosts is one stack.
+func (s *Service) FleetFlameGraph(ctx context.Context, tenant int64, sel fleetscope.FleetSelection, o FleetFlameOptions) (*FleetFlameGraph, error) {
+	f, err := s.resolve(ctx, tenant, sel)
+	if err != nil {
+		return nil, err
+	}
+	byKey := map[int64]uint64{}
+	err = s.fleetSamples(ctx, tenant, f, sel.From, sel.To, false, func(_ *fleetscope.ProfileInfo, _ *fleetscope.Dict, keys []int64, batch []fleetscope.Sample, keep func(*fleetscope.Sample) bool) {
+		for i := range batch {
+			if smp := &batch[i]; keep(smp) {
+				v := uint64(1)
+				if o.ByPeriod {
+					v = smp.Period
+				}
+				byKey[keys[smp.Stack]] += v
+			}
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	keys := make([]int64, 0, len(byKey))
+	for k := range byKey {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	m, err := s.mergedDict(ctx, tenant, keys)
+	if err != nil {
+		return nil, err
+	}
+	counts := &flame.Counts{}
+	for i, k := range keys {
+		if sel.IncludeIdle || !m.dict.Idle(fleetscope.StackID(i)) {
+			counts.AddStack(fleetscope.StackID(i), byKey[k])
+		}
+	}
+	g := &FlameGraph{Event: f.event, Total: counts.Total, Dict: m.dict, Counts: counts, Annotate: o.Annotate,
+		layout: func() *flame.Layout { return m.layout(o.Annotate) }}
+	return &FleetFlameGraph{FlameGraph: g, Accounting: f.accounting(true)}, nil
+}
+
+// mergedKey names a fleet dictionary: a tenant and its sorted stack keys.
+type mergedKey struct {
+	tenant int64
+	keys   [32]byte // SHA-256 of the keys
+}
+
+// mergedDict is a dictionary of a set of a tenant's stacks, with its flame
+// graph layouts.
+type mergedDict struct {
+	dict    *fleetscope.Dict
+	mu      sync.Mutex
+	layouts map[flame.Annotate]*flame.Layout
+}
+
+func (m *mergedDict) layout(a flame.Annotate) *flame.Layout {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if l, ok := m.layouts[a]; ok {
+		return l
+	}
+	l := flame.NewLayout(m.dict, a)
+	m.layouts[a] = l
+	return l
+}
+
+// sizeBytes estimates the memory it holds, with a layout or two to come.
+func (m *mergedDict) sizeBytes() int64 { return 2 * m.dict.SizeBytes() }
+
+// mergedDict returns the dictionary of a tenant's sorted stack keys,
+// cached: the same selection asked for other ranges reuses it.
+func (s *Service) mergedDict(ctx context.Context, tenant int64, keys []int64) (*mergedDict, error) {
+	h := sha256.New()
+	var b [8]byte
+	for _, k := range keys {
+		binary.LittleEndian.PutUint64(b[:], uint64(k))
+		h.Write(b[:])
+	}
+	mk := mergedKey{tenant: tenant}
+	h.Sum(mk.keys[:0])
+	if m, ok := s.merged.Get(mk); ok {
+		return m, nil
+	}
+	d, err := s.src.StackDict(ctx, tenant, keys)
+	if err != nil {
+		return nil, err
+	}
+	m := &mergedDict{dict: d, layouts: map[flame.Annotate]*flame.Layout{}}
+	s.merged.Put(mk, m)
+	return m, nil
+}

@@ -1,0 +1,142 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/fleetscope/fleetscope"
+	"github.com/fleetscope/fleetscope/store/index"
+)
+
+// writeFleet stores a profile's cells in absolute time (fleet_seconds),
+// within the profile's own transaction.
+func writeFleet(ctx context.Context, tx pgx.Tx, tenant int64, id uuid.UUID, day time.Time, p *fleetscope.ProfileInfo, dict *fleetscope.Dict, ix *index.Index) error {
+	secs, err := index.WallSeconds(ix, p.WallShiftNanos, dict.Idle)
+	if err != nil || len(secs) == 0 {
+		return err
+	}
+	rows := make([][]any, len(secs))
+	for i, s := range secs {
+		rows[i] = []any{s.Event, s.Second, s.Samples, s.Idle, s.Cells, s.IdleCells}
+	}
+	if _, err := tx.Exec(ctx, `CREATE TEMPORARY TABLE new_fleet (event text, second bigint, samples int, idle int,
+		cells int[], idle_cells int[]) ON COMMIT DROP`); err != nil {
+		return err
+	}
+	cols := []string{"event", "second", "samples", "idle", "cells", "idle_cells"}
+	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"new_fleet"}, cols, pgx.CopyFromRows(rows)); err != nil {
+		return err
+	}
+	_, err = tx.Exec(ctx, `INSERT INTO fleet_seconds (tenant_id, app, profile_id, host, day, `+strings.Join(cols, ", ")+`)
+		SELECT $1, $2, $3, $4, $5, `+strings.Join(cols, ", ")+` FROM new_fleet`, tenant, p.App, id, p.Host, day)
+	return err
+}
+
+// FleetProfiles returns the tenant's profiles of app that overlap the
+// window [from, to) (unix ns), on any of hosts (none: all) and with every
+// label condition met, oldest first, at most limit of them (more:
+// ETOOLARGE, the selection is too wide). Untimed profiles are included:
+// the caller decides what they count for.
+func (db *DB) FleetProfiles(ctx context.Context, tenant int64, app string, hosts []string, labels []fleetscope.LabelMatch, from, to int64, limit int) ([]*fleetscope.ProfileInfo, error) {
+	where := []string{"tenant_id = $1", "app = $2", "end_time >= $3", "start_time < $4"}
+	// A second of margin: start and end times are stored to the
+	// microsecond; the exact overlap is decided in nanoseconds below.
+	args := []any{tenant, app, time.Unix(0, from).Add(-time.Second), time.Unix(0, to).Add(time.Second)}
+	if len(hosts) > 0 {
+		args = append(args, hosts)
+		where = append(where, fmt.Sprintf("host = ANY($%d)", len(args)))
+	}
+	equal := map[string]string{}
+	for _, l := range labels {
+		if !l.Not {
+			equal[l.Name] = l.Value
+		}
+	}
+	if len(equal) > 0 {
+		b, _ := json.Marshal(equal)
+		args = append(args, b)
+		where = append(where, fmt.Sprintf("labels @> $%d", len(args)))
+	}
+	q := `SELECT ` + profileColumns + ` FROM profiles WHERE ` + strings.Join(where, " AND ") +
+		fmt.Sprintf(` ORDER BY start_time, id LIMIT %d`, limit+1)
+	var out []*fleetscope.ProfileInfo
+	err := db.readTenant(ctx, tenant, func(rows pgx.Rows) error {
+		for rows.Next() {
+			p, err := scanProfile(rows)
+			if err != nil {
+				return err
+			}
+			if fleetMatches(p, labels, from, to) {
+				out = append(out, p)
+			}
+		}
+		return nil
+	}, q, args...)
+	if err != nil {
+		return nil, translate(err, "fleet")
+	}
+	if len(out) > limit {
+		return nil, fleetscope.Errorf(fleetscope.ETOOLARGE, "more than %d profiles in this selection: narrow it (hosts, labels, a shorter window)", limit)
+	}
+	return out, nil
+}
+
+// fleetMatches applies what SQL cannot say exactly: the label conditions
+// (k!=v among them) and the overlap in nanoseconds.
+func fleetMatches(p *fleetscope.ProfileInfo, labels []fleetscope.LabelMatch, from, to int64) bool {
+	for _, l := range labels {
+		if !l.Matches(p.Labels) {
+			return false
+		}
+	}
+	start, end := fleetscope.WallSpan(p)
+	return start < to && end >= from
+}
+
+// FleetCells returns the stored cells in absolute time of the tenant's
+// profiles of app and event (base name) for the unix seconds [from, to).
+func (db *DB) FleetCells(ctx context.Context, tenant int64, app, event string, from, to int64) ([]index.FleetRow, error) {
+	var out []index.FleetRow
+	err := db.readTenant(ctx, tenant, func(rows pgx.Rows) error {
+		for rows.Next() {
+			var r index.FleetRow
+			var id uuid.UUID
+			if err := rows.Scan(&id, &r.Host, &r.Second, &r.Samples, &r.Idle, &r.Cells, &r.IdleCells); err != nil {
+				return err
+			}
+			r.ProfileID, r.Event = id.String(), event
+			out = append(out, r)
+		}
+		return nil
+	}, `SELECT profile_id, host, second, samples, idle, cells, idle_cells FROM fleet_seconds
+		WHERE tenant_id = $1 AND app = $2 AND event = $3 AND second >= $4 AND second < $5`, tenant, app, event, from, to)
+	return out, translate(err, "fleet")
+}
+
+// FleetTotals returns, per event (base name), the samples (non-idle, and
+// idle) of the tenant's profiles of app in the unix seconds [from, to),
+// keyed by profile: what the default event and timelines need, without the
+// cells.
+func (db *DB) FleetTotals(ctx context.Context, tenant int64, app string, from, to int64) ([]index.FleetRow, error) {
+	var out []index.FleetRow
+	err := db.readTenant(ctx, tenant, func(rows pgx.Rows) error {
+		for rows.Next() {
+			var r index.FleetRow
+			var id uuid.UUID
+			if err := rows.Scan(&id, &r.Host, &r.Event, &r.Second, &r.Samples, &r.Idle); err != nil {
+				return err
+			}
+			r.ProfileID = id.String()
+			out = append(out, r)
+		}
+		return nil
+	}, `SELECT profile_id, host, event, second, samples, idle FROM fleet_seconds
+		WHERE tenant_id = $1 AND app = $2 AND second >= $3 AND second < $4`, tenant, app, from, to)
+	return out, translate(err, "fleet")
+}
