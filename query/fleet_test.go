@@ -1,0 +1,288 @@
+package query_test
+
+import (
+	"bytes"
+	"context"
+	"maps"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fleetscope/fleetscope"
+	"github.com/fleetscope/fleetscope/ingest"
+	"github.com/fleetscope/fleetscope/ingest/perf"
+	"github.com/fleetscope/fleetscope/query"
+	"github.com/fleetscope/fleetscope/query/flame"
+	"github.com/fleetscope/fleetscope/store/memory"
+)
+
+// host is one planted profile of a fleet, with its samples read from the
+// perf text independently of the code under test.
+type host struct {
+	name   string
+	labels map[string]string
+	path   string
+	id     string
+	shift  int64 // wall = profile clock + shift
+	blocks []block
+}
+
+// plantFleet stores a fleet of planted profiles in memory: three hosts
+// with epoch clocks over partly overlapping windows (8, 6 and 4 s from the
+// same second) and one boot-clock host placed by an anchor 2.123456789 s
+// after that second.
+func plantFleet(t *testing.T) (*query.Service, []*host) {
+	t.Helper()
+	st := memory.New()
+	var hosts []*host
+	add := func(name string, labels map[string]string, meta ingest.Meta, args ...string) {
+		path, _ := plant(t, args...)
+		f, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		pr, err := ingest.ParseIndex(f, "", 0, ingest.Shape{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		meta.App, meta.Host, meta.Labels = "shop", name, labels
+		info := ingest.Describe(meta, pr, time.Now())
+		id, err := st.Add(info, pr.Profile.Dict, pr.Index)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hosts = append(hosts, &host{name: name, labels: labels, path: path, id: id, shift: info.WallShiftNanos, blocks: blocks(t, path)})
+	}
+	add("h1", map[string]string{"version": "1"}, ingest.Meta{}, "--seed", "21", "--seconds", "8", "--epoch")
+	add("h2", map[string]string{"version": "2"}, ingest.Meta{}, "--seed", "22", "--seconds", "6", "--epoch", "--cpus", "4")
+	add("h3", map[string]string{"version": "2"}, ingest.Meta{}, "--seed", "23", "--seconds", "4", "--epoch", "--hz", "199")
+	// planted.py's boot clock starts at 51234 s.
+	add("h4", map[string]string{"version": "1"}, ingest.Meta{AnchorClockNanos: 51234e9, AnchorWall: time.Unix(1795000002, 123456789)},
+		"--seed", "24", "--seconds", "5")
+	if hosts[3].shift != 1795000002123456789-51234e9 {
+		t.Fatalf("anchored host shift %d", hosts[3].shift)
+	}
+	return query.New(st, query.Options{}), hosts
+}
+
+const fleetBase = int64(1795000000) * 1e9
+
+// expected counts the fleet's non-idle samples by wall-clock cell, from the
+// perf text: (unix second, row) -> count.
+func expected(hosts []*host, rows int, from, to int64) map[[2]int64]int64 {
+	out := map[[2]int64]int64{}
+	for _, h := range hosts {
+		for _, b := range h.blocks {
+			w := b.nanos + h.shift
+			if b.idle || w < from || w >= to {
+				continue
+			}
+			sec := fleetscope.FloorSecond(w)
+			out[[2]int64{sec, int64((w - sec*1e9) * int64(rows) / 1e9)}]++
+		}
+	}
+	return out
+}
+
+// TestFleetHeatmapEqualsSumOfHosts: the fleet heatmap in wall-clock time is
+// the sum of the hosts' samples, cell for cell (counted from the perf text),
+// at the stored row count and at others; every cell's merged flame graph
+// totals it.
+func TestFleetHeatmapEqualsSumOfHosts(t *testing.T) {
+	q, hosts := plantFleet(t)
+	ctx := context.Background()
+	sel := fleetscope.FleetSelection{App: "shop", From: fleetBase, To: fleetBase + 10e9}
+	for _, rows := range []int{50, 25, 7} {
+		h, err := q.FleetHeatmap(ctx, 0, sel, rows)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.StartSecond != 1795000000 || h.SecondsPerColumn != 1 || len(h.Columns) != 10 || h.Profiles != 4 {
+			t.Fatalf("rows %d: start %d, %d columns of %d s, %d profiles", rows, h.StartSecond, len(h.Columns), h.SecondsPerColumn, h.Profiles)
+		}
+		want := expected(hosts, rows, sel.From, sel.To)
+		got := map[[2]int64]int64{}
+		for i, col := range h.Columns {
+			for r, n := range col {
+				if n > 0 {
+					got[[2]int64{h.StartSecond + int64(i), int64(r)}] = n
+				}
+			}
+		}
+		if !maps.Equal(got, want) {
+			t.Fatalf("rows %d: the fleet heatmap differs from the hosts' samples summed by wall clock", rows)
+		}
+		// Every cell's merged flame graph totals the cell (rows 50 and 7).
+		if rows == 25 {
+			continue
+		}
+		cells := 0
+		for i, col := range h.Columns {
+			for r, n := range col {
+				cr := fleetscope.CellRange(i, r, rows)
+				cs := sel
+				cs.From, cs.To = h.StartSecond*1e9+cr.Start, h.StartSecond*1e9+cr.End
+				g, err := q.FleetFlameGraph(ctx, 0, cs, query.FleetFlameOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if g.Total != uint64(n) {
+					t.Fatalf("rows %d, cell (%d, %d): count %d, merged flame graph %d", rows, i, r, n, g.Total)
+				}
+				cells++
+			}
+		}
+		t.Logf("rows %d: %d samples; %d cells, each equal to its merged flame graph", rows, h.Total, cells)
+	}
+}
+
+// TestFleetFlameGraphIsTheSumOfHosts: for arbitrary nanosecond windows,
+// the merged folded flame graph equals the hosts' own range flame graphs
+// summed by stack, and equals collapse of exactly the samples in the
+// window (the perf text, cut independently).
+func TestFleetFlameGraphIsTheSumOfHosts(t *testing.T) {
+	q, hosts := plantFleet(t)
+	ctx := context.Background()
+	for _, w := range [][2]int64{{0, 10e9}, {2_400_000_000, 2_480_000_000}, {2_123_456_789, 3_000_000_001}, {5_999_999_999, 6_000_000_001}, {3_5e8, 9_999_999_999}} {
+		sel := fleetscope.FleetSelection{App: "shop", From: fleetBase + w[0], To: fleetBase + w[1]}
+		g, err := q.FleetFlameGraph(ctx, 0, sel, query.FleetFlameOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := flame.Folded(g.Dict, g.Counts, flame.Annotate{})
+		// The hosts' own flame graphs of the same instants, summed.
+		sum := map[string]uint64{}
+		var text strings.Builder
+		for _, h := range hosts {
+			p, err := q.Profile(ctx, 0, h.id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rel := fleetscope.Range{Start: sel.From - h.shift - p.StartSecond*1e9, End: sel.To - h.shift - p.StartSecond*1e9}
+			hg, err := q.FlameGraph(ctx, 0, query.FlameRequest{ProfileID: h.id, Range: &rel})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for k, v := range flame.Folded(hg.Dict, hg.Counts, flame.Annotate{}) {
+				sum[k] += v
+			}
+			for _, b := range h.blocks {
+				if at := b.nanos + h.shift; !b.idle && at >= sel.From && at < sel.To {
+					text.WriteString(b.text)
+				}
+			}
+		}
+		if !maps.Equal(got, sum) {
+			t.Fatalf("window %v: the merged flame graph differs from the hosts' range flame graphs summed", w)
+		}
+		var want bytes.Buffer
+		if _, err := perf.Collapse(strings.NewReader(text.String()), &want, perf.Options{}); err != nil {
+			t.Fatal(err)
+		}
+		var folded bytes.Buffer
+		g.WriteFolded(&folded)
+		if folded.String() != want.String() {
+			t.Fatalf("window %v: merged folded output differs from collapse of the window's samples", w)
+		}
+		if g.Profiles != 4 && g.Profiles != 3 && g.Profiles != 2 {
+			t.Fatalf("window %v: %d profiles", w, g.Profiles)
+		}
+	}
+}
+
+// TestFleetFilters: hosts and label conditions (k=v, k!=v) narrow the
+// selection; the host strip splits the heatmap by host; longer windows get
+// several seconds per column.
+func TestFleetFilters(t *testing.T) {
+	q, hosts := plantFleet(t)
+	ctx := context.Background()
+	all := fleetscope.FleetSelection{App: "shop", From: fleetBase, To: fleetBase + 10e9}
+	total := func(sel fleetscope.FleetSelection) int64 {
+		h, err := q.FleetHeatmap(ctx, 0, sel, 50)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h.Total
+	}
+	perHost := map[string]int64{}
+	for _, h := range hosts {
+		for _, b := range h.blocks {
+			if !b.idle {
+				perHost[h.name]++
+			}
+		}
+	}
+	for _, tc := range []struct {
+		name   string
+		hosts  []string
+		labels []fleetscope.LabelMatch
+		want   []string
+	}{
+		{"h1 alone", []string{"h1"}, nil, []string{"h1"}},
+		{"h2 or h4", []string{"h2", "h4"}, nil, []string{"h2", "h4"}},
+		{"version=2", nil, []fleetscope.LabelMatch{{Name: "version", Value: "2"}}, []string{"h2", "h3"}},
+		{"version!=2", nil, []fleetscope.LabelMatch{{Name: "version", Value: "2", Not: true}}, []string{"h1", "h4"}},
+		{"h1 and version=2", []string{"h1"}, []fleetscope.LabelMatch{{Name: "version", Value: "2"}}, nil},
+	} {
+		sel := all
+		sel.Hosts, sel.Labels = tc.hosts, tc.labels
+		var want int64
+		for _, h := range tc.want {
+			want += perHost[h]
+		}
+		if got := total(sel); got != want {
+			t.Errorf("%s: %d samples, want %d", tc.name, got, want)
+		}
+	}
+	strip, err := q.FleetHosts(ctx, 0, all)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := []string{}
+	for _, hs := range strip.Hosts {
+		names = append(names, hs.Host)
+		if hs.Total != perHost[hs.Host] {
+			t.Errorf("host strip %s: %d, want %d", hs.Host, hs.Total, perHost[hs.Host])
+		}
+	}
+	if !slices.IsSortedFunc(strip.Hosts, func(a, b query.HostSeries) int { return int(b.Total - a.Total) }) || len(names) != 4 {
+		t.Errorf("host strip not by total: %v", names)
+	}
+	// Two hours: several seconds per column, rows still offsets within the second.
+	long := fleetscope.FleetSelection{App: "shop", From: fleetBase - 3600e9, To: fleetBase + 3600e9}
+	h, err := q.FleetHeatmap(ctx, 0, long, 50)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.SecondsPerColumn != 8 || len(h.Columns) != 900 || h.Total != total(all) {
+		t.Fatalf("2-h window: %d columns of %d s, total %d; want 900 of 8 s, total %d", len(h.Columns), h.SecondsPerColumn, h.Total, total(all))
+	}
+	tl, err := q.FleetTimeline(ctx, 0, long)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, col := range h.Columns {
+		var n int64
+		for _, c := range col {
+			n += c
+		}
+		if tl.Totals[i] != n {
+			t.Fatalf("timeline column %d: %d, heatmap column sums to %d", i, tl.Totals[i], n)
+		}
+	}
+	// A selection with nothing in it answers empty, not an error.
+	empty := all
+	empty.App = "nothing"
+	if h, err := q.FleetHeatmap(ctx, 0, empty, 50); err != nil || h.Total != 0 || h.Profiles != 0 {
+		t.Fatalf("empty selection: %v %v", h, err)
+	}
+	// A reversed window is invalid.
+	bad := all
+	bad.From, bad.To = all.To, all.From
+	if _, err := q.FleetHeatmap(ctx, 0, bad, 50); fleetscope.ErrorCode(err) != fleetscope.EINVALID {
+		t.Fatalf("reversed window: %v", err)
+	}
+}
