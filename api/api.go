@@ -44,6 +44,10 @@ var Scopes = map[string]string{
 	fleetscopev1connect.QueryServiceGetProfileProcedure:          fleetscope.ScopeRead,
 	fleetscopev1connect.QueryServiceGetHeatmapProcedure:          fleetscope.ScopeRead,
 	fleetscopev1connect.QueryServiceGetFlameGraphProcedure:       fleetscope.ScopeRead,
+	fleetscopev1connect.FleetServiceGetFleetHeatmapProcedure:     fleetscope.ScopeRead,
+	fleetscopev1connect.FleetServiceGetFleetHostsProcedure:       fleetscope.ScopeRead,
+	fleetscopev1connect.FleetServiceGetFleetTimelineProcedure:    fleetscope.ScopeRead,
+	fleetscopev1connect.FleetServiceGetFleetFlameGraphProcedure:  fleetscope.ScopeRead,
 	pushv1connect.PusherServicePushProcedure:                     fleetscope.ScopeIngest, // Pyroscope's push API
 }
 

@@ -118,6 +118,12 @@ func flameGraph(ctx context.Context, q *query.Service, tenant int64, r query.Fla
 	if err != nil {
 		return nil, err
 	}
+	return renderFlame(g, format)
+}
+
+// renderFlame renders a flame graph in the format asked (folded, tree, or
+// both when unspecified).
+func renderFlame(g *query.FlameGraph, format fsv1.FlameGraphFormat) (*fsv1.GetFlameGraphResponse, error) {
 	out := &fsv1.GetFlameGraphResponse{Event: g.Event, Total: g.Total}
 	if format == fsv1.FlameGraphFormat_FLAME_GRAPH_FORMAT_UNSPECIFIED || format == fsv1.FlameGraphFormat_FLAME_GRAPH_FORMAT_FOLDED {
 		var b strings.Builder

@@ -17,6 +17,7 @@ type client struct {
 	base   string
 	ingest fleetscopev1connect.IngestServiceClient
 	query  fleetscopev1connect.QueryServiceClient
+	fleet  fleetscopev1connect.FleetServiceClient
 	admin  fleetscopev1connect.AdminServiceClient
 }
 
@@ -31,6 +32,7 @@ func newClient() (*client, error) {
 		base:   base,
 		ingest: fleetscopev1connect.NewIngestServiceClient(hc, base, auth),
 		query:  fleetscopev1connect.NewQueryServiceClient(hc, base, auth),
+		fleet:  fleetscopev1connect.NewFleetServiceClient(hc, base, auth),
 		admin:  fleetscopev1connect.NewAdminServiceClient(hc, base, auth),
 	}, nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"connectrpc.com/connect"
 	"github.com/spf13/cobra"
@@ -21,12 +22,22 @@ func flamegraphCmd() *cobra.Command {
 		start, end  string
 		format      string
 		inputFormat string
+		fleet       fleetFlags
 	)
 	c := &cobra.Command{
-		Use:   "flamegraph [--start S] [--end E] [--include-idle] [--event E] [--format folded|json] (FILE | --profile ID)",
-		Short: "Print the flame graph of a time range [S, E) of a profile",
+		Use:   "flamegraph [--start S] [--end E] [--include-idle] [--event E] [--format folded|json] (FILE | --profile ID | --app APP [--host H]... [--label k=v]... --from T [--to T])",
+		Short: "Print the flame graph of a time range [S, E) of a profile, or of a fleet's window [from, to)",
 		Args:  args(0, 1),
 		RunE: func(c *cobra.Command, a []string) error {
+			if fleet.set() {
+				if len(a) > 0 || r.ProfileID != "" || start != "" || end != "" {
+					return usageError{fmt.Errorf("a fleet flame graph takes --from and --to (wall clock), not FILE, --profile, --start or --end")}
+				}
+				if format != "folded" && format != "json" {
+					return usageError{fmt.Errorf("unknown --format %q (folded, json)", format)}
+				}
+				return fleetFlame(c, &fleet, r, format)
+			}
 			rg, err := parseRange(start, end)
 			if err != nil {
 				return err
@@ -61,7 +72,49 @@ func flamegraphCmd() *cobra.Command {
 	f.BoolVar(&r.Annotate.Kernel, "kernel", false, "annotate kernel functions with _[k]")
 	f.BoolVar(&r.Annotate.JIT, "jit", false, "annotate JIT functions with _[j]")
 	f.StringVar(&r.ProfileID, "profile", "", "a stored profile's id: ask the server (FLEETSCOPE_URL, FLEETSCOPE_API_KEY)")
+	fleet.register(c)
 	return c
+}
+
+// fleetFlame asks the server for a fleet's merged flame graph.
+func fleetFlame(c *cobra.Command, ff *fleetFlags, r query.FlameRequest, format string) error {
+	sel, err := ff.selection(r.Event, r.IncludeIdle, time.Now())
+	if err != nil {
+		return err
+	}
+	cl, err := newClient()
+	if err != nil {
+		return err
+	}
+	req := &fsv1.GetFleetFlameGraphRequest{Selection: sel, WeightByPeriod: r.ByPeriod, AnnotateKernel: r.Annotate.Kernel,
+		AnnotateJit: r.Annotate.JIT, Format: fsv1.FlameGraphFormat_FLAME_GRAPH_FORMAT_FOLDED}
+	if format == "json" {
+		req.Format = fsv1.FlameGraphFormat_FLAME_GRAPH_FORMAT_TREE
+	}
+	res, err := cl.fleet.GetFleetFlameGraph(c.Context(), connect.NewRequest(req))
+	if err != nil {
+		return remoteErr(err)
+	}
+	w := bufio.NewWriterSize(os.Stdout, 1<<20)
+	if err := writeFlame(w, res.Msg.GetFlameGraph(), format); err != nil {
+		return err
+	}
+	return w.Flush()
+}
+
+// writeFlame writes a flame graph the server sent as the local command
+// would.
+func writeFlame(w io.Writer, m *fsv1.GetFlameGraphResponse, format string) error {
+	if format == "json" {
+		t := m.GetTree()
+		flat := &flame.Flat{Names: t.GetNames(), Name: t.GetName(), Value: t.GetValue(), Depth: t.GetDepth()}
+		if err := flat.Check(); err != nil {
+			return fmt.Errorf("server sent a malformed flame graph: %w", err)
+		}
+		return flame.WriteJSON(w, flat.Tree())
+	}
+	_, err := io.WriteString(w, m.GetFolded())
+	return err
 }
 
 // parseRange reads --start and --end (exact decimal seconds); nil when
@@ -122,14 +175,5 @@ func remoteFlame(c *cobra.Command, w io.Writer, r query.FlameRequest, format str
 	if err != nil {
 		return remoteErr(err)
 	}
-	if format == "json" {
-		t := res.Msg.GetTree()
-		flat := &flame.Flat{Names: t.GetNames(), Name: t.GetName(), Value: t.GetValue(), Depth: t.GetDepth()}
-		if err := flat.Check(); err != nil {
-			return fmt.Errorf("server sent a malformed flame graph: %w", err)
-		}
-		return flame.WriteJSON(w, flat.Tree())
-	}
-	_, err = io.WriteString(w, res.Msg.GetFolded())
-	return err
+	return writeFlame(w, res.Msg, format)
 }

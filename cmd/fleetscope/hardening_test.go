@@ -29,6 +29,7 @@ type heatmapJSON struct {
 	Rows             int       `json:"rows"`
 	Columns          [][]int64 `json:"columns"`
 	Total            int64     `json:"total"`
+	Profiles         int       `json:"profiles"`
 }
 
 func writeFile(t *testing.T, name, text string) string {

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
+	"time"
 
 	"connectrpc.com/connect"
 	"github.com/spf13/cobra"
@@ -22,14 +24,21 @@ func heatmapCmd() *cobra.Command {
 		r           query.HeatmapRequest
 		asJSON      bool
 		inputFormat string
+		fleet       fleetFlags
 	)
 	c := &cobra.Command{
-		Use:   "heatmap [--rows N] [--include-idle] [--event E] [--json] (FILE | --profile ID)",
-		Short: "Print a profile's sub-second offset heatmap",
+		Use:   "heatmap [--rows N] [--include-idle] [--event E] [--json] (FILE | --profile ID | --app APP [--host H]... [--label k=v]... --from T [--to T])",
+		Short: "Print a profile's or a fleet's sub-second offset heatmap",
 		Args:  args(0, 1),
 		RunE: func(c *cobra.Command, a []string) error {
 			if err := fleetscope.CheckRows(r.Rows); err != nil {
 				return usageError{err}
+			}
+			if fleet.set() {
+				if len(a) > 0 || r.ProfileID != "" {
+					return usageError{fmt.Errorf("give FILE, --profile ID or a fleet (--app ...), not several")}
+				}
+				return fleetHeatmap(c, &fleet, r, asJSON)
 			}
 			if err := fileOrProfile(a, r.ProfileID); err != nil {
 				return err
@@ -60,7 +69,61 @@ func heatmapCmd() *cobra.Command {
 	f.BoolVar(&asJSON, "json", false, `print {"startSecond","secondsPerColumn","rows","columns","maxCount","total"} as JSON`)
 	f.StringVar(&inputFormat, "input-format", "", "input format, instead of detecting it by content")
 	f.StringVar(&r.ProfileID, "profile", "", "a stored profile's id: ask the server (FLEETSCOPE_URL, FLEETSCOPE_API_KEY)")
+	fleet.register(c)
 	return c
+}
+
+// fleetJSON is a fleet heatmap as printed with --json.
+type fleetJSON struct {
+	*heatmap.Heatmap
+	Profiles int32            `json:"profiles"`
+	LeftOut  map[string]int32 `json:"leftOut,omitempty"`
+}
+
+// fleetHeatmap asks the server for a fleet's heatmap.
+func fleetHeatmap(c *cobra.Command, ff *fleetFlags, r query.HeatmapRequest, asJSON bool) error {
+	sel, err := ff.selection(r.Event, r.IncludeIdle, time.Now())
+	if err != nil {
+		return err
+	}
+	cl, err := newClient()
+	if err != nil {
+		return err
+	}
+	res, err := cl.fleet.GetFleetHeatmap(c.Context(), connect.NewRequest(&fsv1.GetFleetHeatmapRequest{Selection: sel, Rows: int32(r.Rows)}))
+	if err != nil {
+		return remoteErr(err)
+	}
+	m := res.Msg
+	h := &heatmap.Heatmap{Event: m.GetAccounting().GetEvent(), StartSecond: m.GetStartSecond(), SecondsPerColumn: m.GetSecondsPerColumn(),
+		Rows: int(m.GetRows()), MaxCount: m.GetMaxCount(), Total: m.GetTotal(), Columns: make([][]int64, len(m.GetColumns()))}
+	for i, col := range m.GetColumns() {
+		h.Columns[i] = col.GetCounts()
+	}
+	w := bufio.NewWriter(os.Stdout)
+	if asJSON {
+		if err := json.NewEncoder(w).Encode(fleetJSON{Heatmap: h, Profiles: m.GetAccounting().GetProfiles(), LeftOut: m.GetAccounting().GetLeftOut()}); err != nil {
+			return err
+		}
+		return w.Flush()
+	}
+	renderHeatmap(w, h)
+	fmt.Fprintf(w, "%d profiles of %s, from %s%s\n", m.GetAccounting().GetProfiles(), sel.GetApp(),
+		time.Unix(h.StartSecond, 0).UTC().Format(time.RFC3339), leftOut(m.GetAccounting()))
+	return w.Flush()
+}
+
+// leftOut describes the profiles an answer left out.
+func leftOut(a *fsv1.Accounting) string {
+	var parts []string
+	for reason, n := range a.GetLeftOut() {
+		parts = append(parts, fmt.Sprintf("%d left out (%s)", n, reason))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	slices.Sort(parts)
+	return "; " + strings.Join(parts, "; ")
 }
 
 // remoteHeatmap fetches a stored profile's heatmap.

@@ -5,12 +5,17 @@ package main
 
 import (
 	"context"
+	"maps"
 	"net/http"
 	"os"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	pushv1 "github.com/grafana/pyroscope/api/gen/proto/go/push/v1"
+	"github.com/grafana/pyroscope/api/gen/proto/go/push/v1/pushv1connect"
+	typesv1 "github.com/grafana/pyroscope/api/gen/proto/go/types/v1"
 
 	"connectrpc.com/connect"
 	"github.com/google/uuid"
@@ -21,6 +26,7 @@ import (
 	"github.com/fleetscope/fleetscope/api"
 	fsv1 "github.com/fleetscope/fleetscope/api/gen/fleetscope/v1"
 	"github.com/fleetscope/fleetscope/api/gen/fleetscope/v1/fleetscopev1connect"
+	"github.com/fleetscope/fleetscope/ingest/corpus"
 	"github.com/fleetscope/fleetscope/store/blob"
 	"github.com/fleetscope/fleetscope/store/lifecycle"
 )
@@ -29,8 +35,10 @@ import (
 type clients struct {
 	ingest fleetscopev1connect.IngestServiceClient
 	query  fleetscopev1connect.QueryServiceClient
+	fleet  fleetscopev1connect.FleetServiceClient
 	admin  fleetscopev1connect.AdminServiceClient
 	share  fleetscopev1connect.ShareServiceClient
+	push   pushv1connect.PusherServiceClient
 }
 
 func (s *service) as(key string) clients {
@@ -38,8 +46,10 @@ func (s *service) as(key string) clients {
 	return clients{
 		ingest: fleetscopev1connect.NewIngestServiceClient(http.DefaultClient, s.url, opt),
 		query:  fleetscopev1connect.NewQueryServiceClient(http.DefaultClient, s.url, opt),
+		fleet:  fleetscopev1connect.NewFleetServiceClient(http.DefaultClient, s.url, opt),
 		admin:  fleetscopev1connect.NewAdminServiceClient(http.DefaultClient, s.url, opt),
 		share:  fleetscopev1connect.NewShareServiceClient(http.DefaultClient, s.url, opt),
+		push:   pushv1connect.NewPusherServiceClient(http.DefaultClient, s.url, opt),
 	}
 }
 
@@ -48,21 +58,26 @@ func (s *service) newKey(tenant, scopes string) string {
 	return strings.TrimSpace(s.admin("key", "create", "--tenant", tenant, "--scope", scopes))
 }
 
-// procedures lists every RPC of every service in the API.
+// procedures lists every endpoint the server serves data on: every
+// procedure of the scope table (the interceptor refuses any other), every
+// RPC of the API's own services (so a service mounted without a scope
+// entry shows), and the plain HTTP ingest endpoint.
 func procedures() []string {
-	var out []string
+	out := slices.Sorted(maps.Keys(api.Scopes))
 	for _, fd := range []protoreflect.FileDescriptor{
-		fsv1.File_fleetscope_v1_ingest_proto, fsv1.File_fleetscope_v1_query_proto,
+		fsv1.File_fleetscope_v1_ingest_proto, fsv1.File_fleetscope_v1_query_proto, fsv1.File_fleetscope_v1_fleet_proto,
 		fsv1.File_fleetscope_v1_admin_proto, fsv1.File_fleetscope_v1_share_proto,
 	} {
 		for i := 0; i < fd.Services().Len(); i++ {
 			svc := fd.Services().Get(i)
 			for j := 0; j < svc.Methods().Len(); j++ {
-				out = append(out, "/"+string(svc.FullName())+"/"+string(svc.Methods().Get(j).Name()))
+				if p := "/" + string(svc.FullName()) + "/" + string(svc.Methods().Get(j).Name()); !slices.Contains(out, p) {
+					out = append(out, p)
+				}
 			}
 		}
 	}
-	return out
+	return append(out, api.PyroscopePath)
 }
 
 // TestTenantIsolation: tenant B's keys of each scope try to read, search,
@@ -93,6 +108,7 @@ func TestTenantIsolation(t *testing.T) {
 		bKeys[scope] = s.newKey("intruder", scope)
 	}
 	dataA, _ := os.ReadFile(pathA)
+	pprofData := corpus.Read(t, "corpus/pprof/go-sha-sort.cpu.pprof")
 	guessed := []string{idA, idA2, uuid.NewString(), "not-a-uuid", strings.ToUpper(idA), idA + " "}
 
 	attempts, breaches := 0, 0
@@ -168,6 +184,32 @@ func TestTenantIsolation(t *testing.T) {
 			}
 		}
 		try(fleetscopev1connect.AdminServiceListAuditEventsProcedure, scope, err == nil && seenA, err)
+		// Fleet queries over A's app, window and labels: B sees only its own.
+		sel := &fsv1.FleetSelection{App: "test", Labels: []*fsv1.LabelMatcher{{Name: "team", Value: "a"}},
+			From: timestamppb.New(time.Now().Add(-time.Hour)), To: timestamppb.New(time.Now().Add(time.Hour))}
+		fh, err := b.fleet.GetFleetHeatmap(ctx, connect.NewRequest(&fsv1.GetFleetHeatmapRequest{Selection: sel}))
+		try(fleetscopev1connect.FleetServiceGetFleetHeatmapProcedure, scope, err == nil && (fh.Msg.GetTotal() > 0 || fh.Msg.GetAccounting().GetProfiles() > 0), err)
+		fhs, err := b.fleet.GetFleetHosts(ctx, connect.NewRequest(&fsv1.GetFleetHostsRequest{Selection: sel}))
+		try(fleetscopev1connect.FleetServiceGetFleetHostsProcedure, scope, err == nil && len(fhs.Msg.GetHosts()) > 0, err)
+		ftl, err := b.fleet.GetFleetTimeline(ctx, connect.NewRequest(&fsv1.GetFleetTimelineRequest{Selection: sel}))
+		try(fleetscopev1connect.FleetServiceGetFleetTimelineProcedure, scope, err == nil && ftl.Msg.GetAccounting().GetProfiles() > 0, err)
+		ffg, err := b.fleet.GetFleetFlameGraph(ctx, connect.NewRequest(&fsv1.GetFleetFlameGraphRequest{Selection: sel}))
+		try(fleetscopev1connect.FleetServiceGetFleetFlameGraphProcedure, scope, err == nil && ffg.Msg.GetFlameGraph().GetTotal() > 0, err)
+		// Pushes naming A's tenant are refused; without, they are B's own.
+		pr := connect.NewRequest(&pushv1.PushRequest{Series: []*pushv1.RawProfileSeries{{
+			Labels:  []*typesv1.LabelPair{{Name: "service_name", Value: "test"}},
+			Samples: []*pushv1.RawSample{{RawProfile: pprofData}}}}})
+		pr.Header().Set("X-Scope-OrgID", "acme")
+		_, err = b.push.Push(ctx, pr)
+		try("/push.v1.PusherService/Push", scope, err == nil, err)
+		// Pyroscope's HTTP ingest with A's tenant named: the key decides.
+		req, _ := http.NewRequest("POST", s.url+"/ingest?name=intruder{origin=b}&format=folded", strings.NewReader("x;y 1\n"))
+		req.Header.Set("Authorization", "Bearer "+key)
+		req.Header.Set("X-Scope-OrgID", "acme")
+		if res, err := http.DefaultClient.Do(req); err == nil {
+			res.Body.Close()
+		}
+		try(api.PyroscopePath, scope, false, nil) // checked below: A's fleet is unchanged
 		ls, err := b.admin.ListShareLinks(ctx, connect.NewRequest(&fsv1.ListShareLinksRequest{}))
 		try(fleetscopev1connect.AdminServiceListShareLinksProcedure, scope, err == nil && slices.ContainsFunc(ls.Msg.GetLinks(), func(l *fsv1.ShareLink) bool { return l.GetProfileId() == idA }), err)
 		_ = ls
@@ -202,6 +244,10 @@ func TestTenantIsolation(t *testing.T) {
 	}
 	if _, err := pub.share.GetSharedFlameGraph(ctx, connect.NewRequest(&fsv1.GetSharedFlameGraphRequest{Token: token})); err != nil {
 		t.Errorf("A's share link stopped working: %v", err)
+	}
+	// Nothing B sent landed in A's tenant.
+	if res, err := s.as(s.key).query.SearchProfiles(ctx, connect.NewRequest(&fsv1.SearchProfilesRequest{PageSize: 1000})); err != nil || len(res.Msg.GetProfiles()) != 2 {
+		t.Errorf("A's tenant holds %d profiles after the attacks, want its 2 (%v)", len(res.Msg.GetProfiles()), err)
 	}
 	t.Logf("%d cross-tenant attempts over %d procedures, %d succeeded", attempts, len(covered), breaches)
 	if breaches != 0 {

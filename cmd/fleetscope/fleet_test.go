@@ -1,0 +1,161 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"connectrpc.com/connect"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	fsv1 "github.com/fleetscope/fleetscope/api/gen/fleetscope/v1"
+	"github.com/fleetscope/fleetscope/ingest/corpus"
+	"github.com/jackc/pgx/v5"
+)
+
+// TestFleetOverTheAPI: a fleet stored in Postgres and asked through the CLI
+// and the API. The fleet heatmap equals the hosts' own heatmaps summed by
+// wall clock, cell for cell; the merged folded flame graph equals the
+// hosts' range flame graphs summed; cells equal their flame graphs; an
+// untimed profile counts only in flame graphs whose window holds its span;
+// deleting a host removes it from every fleet answer.
+func TestFleetOverTheAPI(t *testing.T) {
+	s := startService(t, serviceOpts{})
+	ctx := context.Background()
+	type host struct{ name, path, id string }
+	hosts := []host{{name: "h1"}, {name: "h2"}, {name: "h3"}}
+	for i := range hosts {
+		hosts[i].path = plant(t, "--seed", fmt.Sprint(61+i), "--seconds", fmt.Sprint(8-2*i), "--epoch")
+		hosts[i].id = s.upload(hosts[i].path, "--host", hosts[i].name, "--label", fmt.Sprintf("version=%d", 1+i%2))
+	}
+	// A boot-clock host placed by an anchor a fraction of a second off.
+	ing, _ := s.clients()
+	boot, _ := os.ReadFile(plant(t, "--seed", "64", "--seconds", "5"))
+	_, err := ing.UploadFile(ctx, connect.NewRequest(&fsv1.UploadFileRequest{Data: boot, Metadata: &fsv1.UploadMetadata{App: "test", Host: "h4",
+		Anchor: &fsv1.ClockAnchor{ClockNanos: 51234e9, WallTime: timestamppb.New(time.Unix(1795000001, 987654321))}}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	fleet := func(args ...string) heatmapJSON {
+		t.Helper()
+		out := s.mustCLI(append([]string{"heatmap", "--json", "--app", "test", "--from", "1795000000", "--to", "1795000010"}, args...)...)
+		var h heatmapJSON
+		if err := json.Unmarshal([]byte(out), &h); err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+		return h
+	}
+	// The epoch-clock hosts alone: the sum of their own heatmaps.
+	epoch := fleet("--host", "h1", "--host", "h2", "--host", "h3")
+	want := make([][]int64, 10)
+	for i := range want {
+		want[i] = make([]int64, 50)
+	}
+	for _, h := range hosts {
+		var own heatmapJSON
+		json.Unmarshal([]byte(local(t, "heatmap", "--json", h.path)), &own)
+		for i, col := range own.Columns {
+			for r, n := range col {
+				want[own.StartSecond-1795000000+int64(i)][r] += n
+			}
+		}
+	}
+	if epoch.StartSecond != 1795000000 || epoch.SecondsPerColumn != 1 || fmt.Sprint(epoch.Columns) != fmt.Sprint(want) {
+		t.Fatalf("the fleet heatmap of h1-h3 differs from their own heatmaps summed by wall clock")
+	}
+	var raw map[string]any
+	json.Unmarshal([]byte(s.mustCLI("heatmap", "--json", "--app", "test", "--from", "1795000000", "--to", "1795000010")), &raw)
+	for _, k := range []string{"startSecond", "secondsPerColumn", "rows", "columns", "maxCount", "total", "profiles"} {
+		if _, ok := raw[k]; !ok {
+			t.Errorf("fleet heatmap JSON lacks %q", k)
+		}
+	}
+	all := fleet()
+	if all.Total <= epoch.Total {
+		t.Fatalf("the anchored host adds nothing: %d vs %d", all.Total, epoch.Total)
+	}
+
+	// Merged flame graphs: the sum of the hosts' range flame graphs, and
+	// every checked cell's flame graph totals the cell.
+	merged := s.mustCLI("flamegraph", "--app", "test", "--host", "h1", "--host", "h2", "--from", "1795000002.4", "--to", "1795000003.48")
+	sum := map[string]int64{}
+	for _, h := range hosts {
+		for _, line := range strings.Split(strings.TrimSpace(s.mustCLI("flamegraph", "--profile", h.id, "--start", "2.4", "--end", "3.48")), "\n") {
+			if line == "" || h.name == "h3" {
+				continue
+			}
+			i := strings.LastIndexByte(line, ' ')
+			var n int64
+			fmt.Sscan(line[i+1:], &n)
+			sum[line[:i]] += n
+		}
+	}
+	got := map[string]int64{}
+	for _, line := range strings.Split(strings.TrimSpace(merged), "\n") {
+		i := strings.LastIndexByte(line, ' ')
+		var n int64
+		fmt.Sscan(line[i+1:], &n)
+		got[line[:i]] += n
+	}
+	if fmt.Sprint(got) != fmt.Sprint(sum) || len(got) == 0 {
+		t.Fatalf("merged flame graph of h1, h2 differs from their range flame graphs summed")
+	}
+	cells := 0
+	for i := 0; i < len(all.Columns); i++ {
+		for r := 0; r < 50; r += 7 {
+			n := all.Columns[i][r]
+			from := time.Unix(all.StartSecond+int64(i), int64(r)*20_000_000)
+			fg, err := s.as(s.key).fleet.GetFleetFlameGraph(ctx, connect.NewRequest(&fsv1.GetFleetFlameGraphRequest{
+				Selection: &fsv1.FleetSelection{App: "test", From: timestamppb.New(from), To: timestamppb.New(from.Add(20 * time.Millisecond))},
+				Format:    fsv1.FlameGraphFormat_FLAME_GRAPH_FORMAT_FOLDED}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fg.Msg.GetFlameGraph().GetTotal() != uint64(n) {
+				t.Fatalf("cell (%d, %d): %d samples, its merged flame graph %d", i, r, n, fg.Msg.GetFlameGraph().GetTotal())
+			}
+			cells++
+		}
+	}
+
+	// An untimed (pprof) profile of the app, spanning [1, 4) s of the window.
+	req, _ := http.NewRequest("POST", s.url+"/ingest?name=test{host=pp}&from=1795000001&until=1795000004&format=pprof",
+		strings.NewReader(string(corpus.Read(t, "corpus/pprof/go-sha-sort.cpu.pprof"))))
+	req.Header.Set("Authorization", "Bearer "+s.key)
+	if res, err := http.DefaultClient.Do(req); err != nil || res.StatusCode != 200 {
+		t.Fatalf("pprof upload: %v %v", res, err)
+	}
+	if h := fleet(); h.Profiles != 4 || h.Total != all.Total {
+		t.Fatalf("an untimed profile entered the heatmap: %d profiles, total %d", h.Profiles, h.Total)
+	}
+	whole := s.mustCLI("flamegraph", "--app", "test", "--from", "1795000000", "--to", "1795000010", "--event", "cpu")
+	part := s.mustCLI("flamegraph", "--app", "test", "--from", "1795000002", "--to", "1795000010", "--event", "cpu")
+	if !strings.Contains(whole, "main.main") || strings.Contains(part, "main.main") {
+		t.Fatalf("the untimed profile should count when its span is inside the window, and only then")
+	}
+
+	// Deleting a host removes it everywhere.
+	admin := s.as(s.newKey("acme", "admin"))
+	if _, err := admin.admin.DeleteProfile(ctx, connect.NewRequest(&fsv1.DeleteProfileRequest{Id: hosts[1].id})); err != nil {
+		t.Fatal(err)
+	}
+	var own heatmapJSON
+	json.Unmarshal([]byte(local(t, "heatmap", "--json", hosts[1].path)), &own)
+	if h := fleet(); h.Total != all.Total-own.Total || h.Profiles != 3 {
+		t.Fatalf("after deleting h2: total %d (want %d), %d profiles", h.Total, all.Total-own.Total, h.Profiles)
+	}
+	var rows int
+	s.sql(func(c *pgx.Conn) error {
+		return c.QueryRow(ctx, `SELECT count(*) FROM fleet_seconds WHERE profile_id = $1`, hosts[1].id).Scan(&rows)
+	})
+	if rows != 0 {
+		t.Fatalf("%d fleet rows of a deleted profile", rows)
+	}
+	t.Logf("fleet of 4 hosts: %d samples; %d cells checked against their merged flame graphs", all.Total, cells)
+}
