@@ -68,7 +68,7 @@ func (h *fleetHandler) GetFleetHeatmap(ctx context.Context, req *connect.Request
 	if err != nil {
 		return nil, err
 	}
-	hm, err := h.q.FleetHeatmap(ctx, p.TenantID, sel, int(req.Msg.GetRows()))
+	hm, err := h.q.FleetHeatmap(ctx, p.TenantID, sel, int(req.Msg.GetRows()), req.Msg.GetMinSecondsPerColumn())
 	if err != nil {
 		return nil, err
 	}
@@ -90,7 +90,7 @@ func (h *fleetHandler) GetFleetHosts(ctx context.Context, req *connect.Request[f
 	if err != nil {
 		return nil, err
 	}
-	hs, err := h.q.FleetHosts(ctx, p.TenantID, sel)
+	hs, err := h.q.FleetHosts(ctx, p.TenantID, sel, req.Msg.GetMinSecondsPerColumn())
 	if err != nil {
 		return nil, err
 	}
@@ -111,7 +111,7 @@ func (h *fleetHandler) GetFleetTimeline(ctx context.Context, req *connect.Reques
 	if err != nil {
 		return nil, err
 	}
-	tl, err := h.q.FleetTimeline(ctx, p.TenantID, sel)
+	tl, err := h.q.FleetTimeline(ctx, p.TenantID, sel, req.Msg.GetMinSecondsPerColumn())
 	if err != nil {
 		return nil, err
 	}

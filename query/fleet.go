@@ -112,10 +112,11 @@ func (s *Service) defaultEvent(ctx context.Context, tenant int64, f *fleet) (str
 	return best, nil
 }
 
-// columns returns the heatmap geometry of the seconds [first, end).
-func (f *fleet) columns() (secondsPerColumn int64, columns int) {
+// columns returns the heatmap geometry of the seconds [first, end): at
+// least minSPC seconds a column, more if the window needs it.
+func (f *fleet) columns(minSPC int64) (secondsPerColumn int64, columns int) {
 	n := f.end - f.first
-	spc := fleetscope.SecondsPerColumn(n)
+	spc := max(fleetscope.SecondsPerColumn(n), minSPC, 1)
 	return spc, int((n + spc - 1) / spc)
 }
 
@@ -132,7 +133,7 @@ type FleetHeatmap struct {
 // in [r/rows, (r+1)/rows), summed over every timed profile of the
 // selection. It sums the cells stored at ingest when rows divides 50, and
 // decodes the samples otherwise.
-func (s *Service) FleetHeatmap(ctx context.Context, tenant int64, sel fleetscope.FleetSelection, rows int) (*FleetHeatmap, error) {
+func (s *Service) FleetHeatmap(ctx context.Context, tenant int64, sel fleetscope.FleetSelection, rows int, minSPC int64) (*FleetHeatmap, error) {
 	if rows == 0 {
 		rows = fleetscope.DefaultRows
 	}
@@ -143,7 +144,7 @@ func (s *Service) FleetHeatmap(ctx context.Context, tenant int64, sel fleetscope
 	if err != nil {
 		return nil, err
 	}
-	spc, columns := f.columns()
+	spc, columns := f.columns(minSPC)
 	h := heatmap.New(f.event, f.first, spc, columns, rows)
 	acc := Accounting{Event: f.event, Profiles: len(f.timed), LeftOut: map[string]int{}}
 	if n := len(f.untimed); n > 0 {
@@ -212,8 +213,8 @@ type FleetTimeline struct {
 
 // FleetHosts returns the selection's samples per host and column (the same
 // columns as its heatmap), from the stored totals.
-func (s *Service) FleetHosts(ctx context.Context, tenant int64, sel fleetscope.FleetSelection) (*FleetHosts, error) {
-	f, spc, columns, rows, err := s.fleetTotals(ctx, tenant, sel)
+func (s *Service) FleetHosts(ctx context.Context, tenant int64, sel fleetscope.FleetSelection, minSPC int64) (*FleetHosts, error) {
+	f, spc, columns, rows, err := s.fleetTotals(ctx, tenant, sel, minSPC)
 	if err != nil {
 		return nil, err
 	}
@@ -246,8 +247,8 @@ func (s *Service) FleetHosts(ctx context.Context, tenant int64, sel fleetscope.F
 
 // FleetTimeline returns the selection's samples per column (the heatmap's
 // columns), from the stored totals.
-func (s *Service) FleetTimeline(ctx context.Context, tenant int64, sel fleetscope.FleetSelection) (*FleetTimeline, error) {
-	f, spc, columns, rows, err := s.fleetTotals(ctx, tenant, sel)
+func (s *Service) FleetTimeline(ctx context.Context, tenant int64, sel fleetscope.FleetSelection, minSPC int64) (*FleetTimeline, error) {
+	f, spc, columns, rows, err := s.fleetTotals(ctx, tenant, sel, minSPC)
 	if err != nil {
 		return nil, err
 	}
@@ -263,12 +264,12 @@ func (s *Service) FleetTimeline(ctx context.Context, tenant int64, sel fleetscop
 }
 
 // fleetTotals resolves a selection and reads its event's stored totals.
-func (s *Service) fleetTotals(ctx context.Context, tenant int64, sel fleetscope.FleetSelection) (*fleet, int64, int, []index.FleetRow, error) {
+func (s *Service) fleetTotals(ctx context.Context, tenant int64, sel fleetscope.FleetSelection, minSPC int64) (*fleet, int64, int, []index.FleetRow, error) {
 	f, err := s.resolve(ctx, tenant, sel)
 	if err != nil {
 		return nil, 0, 0, nil, err
 	}
-	spc, columns := f.columns()
+	spc, columns := f.columns(minSPC)
 	all, err := s.src.FleetTotals(ctx, tenant, sel.App, f.first, f.end)
 	if err != nil {
 		return nil, 0, 0, nil, err

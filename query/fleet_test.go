@@ -96,7 +96,7 @@ func TestFleetHeatmapEqualsSumOfHosts(t *testing.T) {
 	ctx := context.Background()
 	sel := fleetscope.FleetSelection{App: "shop", From: fleetBase, To: fleetBase + 10e9}
 	for _, rows := range []int{50, 25, 7} {
-		h, err := q.FleetHeatmap(ctx, 0, sel, rows)
+		h, err := q.FleetHeatmap(ctx, 0, sel, rows, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -201,7 +201,7 @@ func TestFleetFilters(t *testing.T) {
 	ctx := context.Background()
 	all := fleetscope.FleetSelection{App: "shop", From: fleetBase, To: fleetBase + 10e9}
 	total := func(sel fleetscope.FleetSelection) int64 {
-		h, err := q.FleetHeatmap(ctx, 0, sel, 50)
+		h, err := q.FleetHeatmap(ctx, 0, sel, 50, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -237,7 +237,7 @@ func TestFleetFilters(t *testing.T) {
 			t.Errorf("%s: %d samples, want %d", tc.name, got, want)
 		}
 	}
-	strip, err := q.FleetHosts(ctx, 0, all)
+	strip, err := q.FleetHosts(ctx, 0, all, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,14 +253,14 @@ func TestFleetFilters(t *testing.T) {
 	}
 	// Two hours: several seconds per column, rows still offsets within the second.
 	long := fleetscope.FleetSelection{App: "shop", From: fleetBase - 3600e9, To: fleetBase + 3600e9}
-	h, err := q.FleetHeatmap(ctx, 0, long, 50)
+	h, err := q.FleetHeatmap(ctx, 0, long, 50, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if h.SecondsPerColumn != 8 || len(h.Columns) != 900 || h.Total != total(all) {
 		t.Fatalf("2-h window: %d columns of %d s, total %d; want 900 of 8 s, total %d", len(h.Columns), h.SecondsPerColumn, h.Total, total(all))
 	}
-	tl, err := q.FleetTimeline(ctx, 0, long)
+	tl, err := q.FleetTimeline(ctx, 0, long, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -273,16 +273,21 @@ func TestFleetFilters(t *testing.T) {
 			t.Fatalf("timeline column %d: %d, heatmap column sums to %d", i, tl.Totals[i], n)
 		}
 	}
+	// Coarser columns on request: the host strip in 10-s steps.
+	coarse, err := q.FleetHosts(ctx, 0, all, 10)
+	if err != nil || coarse.SecondsPerColumn != 10 || len(coarse.Hosts[0].Columns) != 1 || coarse.Hosts[0].Total != strip.Hosts[0].Total {
+		t.Fatalf("host strip in 10-s steps: %+v, %v", coarse, err)
+	}
 	// A selection with nothing in it answers empty, not an error.
 	empty := all
 	empty.App = "nothing"
-	if h, err := q.FleetHeatmap(ctx, 0, empty, 50); err != nil || h.Total != 0 || h.Profiles != 0 {
+	if h, err := q.FleetHeatmap(ctx, 0, empty, 50, 0); err != nil || h.Total != 0 || h.Profiles != 0 {
 		t.Fatalf("empty selection: %v %v", h, err)
 	}
 	// A reversed window is invalid.
 	bad := all
 	bad.From, bad.To = all.To, all.From
-	if _, err := q.FleetHeatmap(ctx, 0, bad, 50); fleetscope.ErrorCode(err) != fleetscope.EINVALID {
+	if _, err := q.FleetHeatmap(ctx, 0, bad, 50, 0); fleetscope.ErrorCode(err) != fleetscope.EINVALID {
 		t.Fatalf("reversed window: %v", err)
 	}
 }

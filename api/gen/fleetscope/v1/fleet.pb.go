@@ -251,9 +251,11 @@ type GetFleetHeatmapRequest struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	Selection *FleetSelection        `protobuf:"bytes,1,opt,name=selection,proto3" json:"selection,omitempty"`
 	// Rows per column; 0 means 50.
-	Rows          int32 `protobuf:"varint,2,opt,name=rows,proto3" json:"rows,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Rows int32 `protobuf:"varint,2,opt,name=rows,proto3" json:"rows,omitempty"`
+	// Seconds per column at least (0: 1); more when the window needs it.
+	MinSecondsPerColumn int64 `protobuf:"varint,3,opt,name=min_seconds_per_column,json=minSecondsPerColumn,proto3" json:"min_seconds_per_column,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
 }
 
 func (x *GetFleetHeatmapRequest) Reset() {
@@ -296,6 +298,13 @@ func (x *GetFleetHeatmapRequest) GetSelection() *FleetSelection {
 func (x *GetFleetHeatmapRequest) GetRows() int32 {
 	if x != nil {
 		return x.Rows
+	}
+	return 0
+}
+
+func (x *GetFleetHeatmapRequest) GetMinSecondsPerColumn() int64 {
+	if x != nil {
+		return x.MinSecondsPerColumn
 	}
 	return 0
 }
@@ -399,10 +408,12 @@ func (x *GetFleetHeatmapResponse) GetAccounting() *Accounting {
 }
 
 type GetFleetHostsRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Selection     *FleetSelection        `protobuf:"bytes,1,opt,name=selection,proto3" json:"selection,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Selection *FleetSelection        `protobuf:"bytes,1,opt,name=selection,proto3" json:"selection,omitempty"`
+	// Seconds per column at least (0: 1); more when the window needs it.
+	MinSecondsPerColumn int64 `protobuf:"varint,2,opt,name=min_seconds_per_column,json=minSecondsPerColumn,proto3" json:"min_seconds_per_column,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
 }
 
 func (x *GetFleetHostsRequest) Reset() {
@@ -440,6 +451,13 @@ func (x *GetFleetHostsRequest) GetSelection() *FleetSelection {
 		return x.Selection
 	}
 	return nil
+}
+
+func (x *GetFleetHostsRequest) GetMinSecondsPerColumn() int64 {
+	if x != nil {
+		return x.MinSecondsPerColumn
+	}
+	return 0
 }
 
 // HostSeries is one host's samples per column.
@@ -574,10 +592,12 @@ func (x *GetFleetHostsResponse) GetAccounting() *Accounting {
 }
 
 type GetFleetTimelineRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Selection     *FleetSelection        `protobuf:"bytes,1,opt,name=selection,proto3" json:"selection,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Selection *FleetSelection        `protobuf:"bytes,1,opt,name=selection,proto3" json:"selection,omitempty"`
+	// Seconds per column at least (0: 1); more when the window needs it.
+	MinSecondsPerColumn int64 `protobuf:"varint,2,opt,name=min_seconds_per_column,json=minSecondsPerColumn,proto3" json:"min_seconds_per_column,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
 }
 
 func (x *GetFleetTimelineRequest) Reset() {
@@ -615,6 +635,13 @@ func (x *GetFleetTimelineRequest) GetSelection() *FleetSelection {
 		return x.Selection
 	}
 	return nil
+}
+
+func (x *GetFleetTimelineRequest) GetMinSecondsPerColumn() int64 {
+	if x != nil {
+		return x.MinSecondsPerColumn
+	}
+	return 0
 }
 
 // GetFleetTimelineResponse is samples per column (the heatmap's columns).
@@ -841,10 +868,11 @@ const file_fleetscope_v1_fleet_proto_rawDesc = "" +
 	"\bleft_out\x18\x03 \x03(\v2&.fleetscope.v1.Accounting.LeftOutEntryR\aleftOut\x1a:\n" +
 	"\fLeftOutEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\x05R\x05value:\x028\x01\"i\n" +
+	"\x05value\x18\x02 \x01(\x05R\x05value:\x028\x01\"\x9e\x01\n" +
 	"\x16GetFleetHeatmapRequest\x12;\n" +
 	"\tselection\x18\x01 \x01(\v2\x1d.fleetscope.v1.FleetSelectionR\tselection\x12\x12\n" +
-	"\x04rows\x18\x02 \x01(\x05R\x04rows\"\x9d\x02\n" +
+	"\x04rows\x18\x02 \x01(\x05R\x04rows\x123\n" +
+	"\x16min_seconds_per_column\x18\x03 \x01(\x03R\x13minSecondsPerColumn\"\x9d\x02\n" +
 	"\x17GetFleetHeatmapResponse\x12!\n" +
 	"\fstart_second\x18\x01 \x01(\x03R\vstartSecond\x12,\n" +
 	"\x12seconds_per_column\x18\x02 \x01(\x03R\x10secondsPerColumn\x12\x12\n" +
@@ -854,9 +882,10 @@ const file_fleetscope_v1_fleet_proto_rawDesc = "" +
 	"\x05total\x18\x06 \x01(\x03R\x05total\x129\n" +
 	"\n" +
 	"accounting\x18\a \x01(\v2\x19.fleetscope.v1.AccountingR\n" +
-	"accounting\"S\n" +
+	"accounting\"\x88\x01\n" +
 	"\x14GetFleetHostsRequest\x12;\n" +
-	"\tselection\x18\x01 \x01(\v2\x1d.fleetscope.v1.FleetSelectionR\tselection\"P\n" +
+	"\tselection\x18\x01 \x01(\v2\x1d.fleetscope.v1.FleetSelectionR\tselection\x123\n" +
+	"\x16min_seconds_per_column\x18\x02 \x01(\x03R\x13minSecondsPerColumn\"P\n" +
 	"\n" +
 	"HostSeries\x12\x12\n" +
 	"\x04host\x18\x01 \x01(\tR\x04host\x12\x14\n" +
@@ -868,9 +897,10 @@ const file_fleetscope_v1_fleet_proto_rawDesc = "" +
 	"\x05hosts\x18\x03 \x03(\v2\x19.fleetscope.v1.HostSeriesR\x05hosts\x129\n" +
 	"\n" +
 	"accounting\x18\x04 \x01(\v2\x19.fleetscope.v1.AccountingR\n" +
-	"accounting\"V\n" +
+	"accounting\"\x8b\x01\n" +
 	"\x17GetFleetTimelineRequest\x12;\n" +
-	"\tselection\x18\x01 \x01(\v2\x1d.fleetscope.v1.FleetSelectionR\tselection\"\xbe\x01\n" +
+	"\tselection\x18\x01 \x01(\v2\x1d.fleetscope.v1.FleetSelectionR\tselection\x123\n" +
+	"\x16min_seconds_per_column\x18\x02 \x01(\x03R\x13minSecondsPerColumn\"\xbe\x01\n" +
 	"\x18GetFleetTimelineResponse\x12!\n" +
 	"\fstart_second\x18\x01 \x01(\x03R\vstartSecond\x12,\n" +
 	"\x12seconds_per_column\x18\x02 \x01(\x03R\x10secondsPerColumn\x12\x16\n" +

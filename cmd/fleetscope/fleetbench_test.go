@@ -1,0 +1,240 @@
+package main
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"slices"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"connectrpc.com/connect"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/fleetscope/fleetscope"
+	"github.com/fleetscope/fleetscope/api"
+	fsv1 "github.com/fleetscope/fleetscope/api/gen/fleetscope/v1"
+	"github.com/fleetscope/fleetscope/api/gen/fleetscope/v1/fleetscopev1connect"
+	nflxv1 "github.com/fleetscope/fleetscope/api/gen/nflxprofile/v1"
+	"github.com/fleetscope/fleetscope/ingest"
+	"github.com/fleetscope/fleetscope/ingest/corpus"
+	"github.com/jackc/pgx/v5"
+)
+
+// The fleet benchmark of DESIGN.md: 20 hosts × 10 min; every host replays
+// the benchmark file's 60 s once a minute (sample time modulo 60 s from the
+// first sample), host N shifted by (N·37 mod 500) ms: 11,398,000 samples.
+// Each (host, minute) is one profile in nflxprofile (a compact format with
+// per-sample times: the stacks once as a tree, a time delta per sample).
+const (
+	fleetHosts   = 20
+	fleetMinutes = 10
+	fleetBaseSec = 1795000000
+)
+
+// replay is the benchmark file as nflxprofile parts: the stack tree, and
+// each sample's leaf node and offset from the first sample.
+type replay struct {
+	nodes   map[uint32]*nflxv1.Profile_Node
+	leaf    []uint32 // per sample
+	offsets []int64  // per sample, ns from the first sample, ascending
+}
+
+func loadReplay(b testing.TB) *replay {
+	b.Helper()
+	f, err := os.Open(corpus.Path(b, "bench/perf-mixed-60s.txt.gz"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	var samples []fleetscope.Sample
+	p, err := ingest.Parse(f, "", 0, func(_ *fleetscope.Profile, batch []fleetscope.Sample) error {
+		samples = append(samples, batch...)
+		return nil
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	d := p.Dict
+	r := &replay{nodes: map[uint32]*nflxv1.Profile_Node{}}
+	type edge struct {
+		parent uint32
+		frame  fleetscope.FrameID
+	}
+	children := map[edge]uint32{}
+	leafOf := make([]uint32, d.NumStacks())
+	for st := range d.NumStacks() {
+		parent := uint32(0)
+		for _, fr := range d.StackFrames(fleetscope.StackID(st)) {
+			e := edge{parent, fr}
+			id, ok := children[e]
+			if !ok {
+				id = uint32(len(r.nodes) + 1)
+				children[e] = id
+				frame := d.FrameAt(fr)
+				libtype := ""
+				switch {
+				case frame.Kind&fleetscope.KindKernel != 0:
+					libtype = "kernel"
+				case frame.Kind&fleetscope.KindJIT != 0:
+					libtype = "jit"
+				}
+				n := &nflxv1.Profile_Node{FunctionName: proto.String(frame.Name), Libtype: proto.String(libtype)}
+				if parent != 0 {
+					n.Parent = proto.Uint32(parent)
+				}
+				r.nodes[id] = n
+			}
+			parent = id
+		}
+		leafOf[st] = parent
+	}
+	sort.SliceStable(samples, func(i, j int) bool { return samples[i].TimeNanos < samples[j].TimeNanos })
+	t0 := samples[0].TimeNanos
+	for _, s := range samples {
+		r.leaf = append(r.leaf, leafOf[s.Stack])
+		r.offsets = append(r.offsets, s.TimeNanos-t0)
+	}
+	return r
+}
+
+// profile is host n's minute m, gzipped.
+func (r *replay) profile(b testing.TB, n, m int) []byte {
+	start := time.Duration(fleetBaseSec)*time.Second + time.Duration(m)*time.Minute + time.Duration(n*37%500)*time.Millisecond
+	deltas := make([]float64, len(r.offsets))
+	prev := int64(0)
+	for i, off := range r.offsets {
+		deltas[i] = float64(off-prev) / 1e9
+		prev = off
+	}
+	msg := &nflxv1.Profile{StartTime: proto.Float64(start.Seconds()), EndTime: proto.Float64(start.Seconds() + 60),
+		Samples: r.leaf, TimeDeltas: deltas, Nodes: r.nodes, Params: map[string]string{"has_parent": "true"}}
+	raw, err := proto.Marshal(msg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write(raw)
+	zw.Close()
+	return gz.Bytes()
+}
+
+// BenchmarkFleet runs DESIGN.md's fleet benchmark: ingest with 8 concurrent
+// uploaders, then each query's p50 of 20 warm calls, a new connection per
+// request, Connect JSON (as Pyroscope was measured). Run with:
+// go test -run '^$' -bench Fleet -benchtime 1x -timeout 60m ./cmd/fleetscope/
+func BenchmarkFleet(b *testing.B) {
+	s := startService(b, serviceOpts{extra: []string{"FLEETSCOPE_MAX_UPLOADS_PER_KEY=8"}})
+	ctx := context.Background()
+	r := loadReplay(b)
+	type job struct{ host, minute int }
+	jobs := make(chan job)
+	go func() {
+		for n := range fleetHosts {
+			for m := range fleetMinutes {
+				jobs <- job{n, m}
+			}
+		}
+		close(jobs)
+	}()
+	ing, _ := s.clients()
+	var mu sync.Mutex
+	var rawBytes, sentBytes int64
+	t0 := time.Now()
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range jobs {
+				data := r.profile(b, j.host, j.minute)
+				for attempt := 0; ; attempt++ {
+					_, err := ing.UploadFile(ctx, connect.NewRequest(&fsv1.UploadFileRequest{Data: data,
+						Metadata: &fsv1.UploadMetadata{App: "fleet", Host: fmt.Sprintf("host-%02d", j.host), Filename: fmt.Sprintf("m%d.nflx", j.minute)}}))
+					if err == nil {
+						break
+					}
+					if connect.CodeOf(err) != connect.CodeResourceExhausted || attempt > 100 {
+						b.Errorf("upload host %d minute %d: %v", j.host, j.minute, err)
+						return
+					}
+					time.Sleep(20 * time.Millisecond)
+				}
+				mu.Lock()
+				sentBytes += int64(len(data))
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	took := time.Since(t0)
+	samples := int64(len(r.leaf)) * fleetHosts * fleetMinutes
+	_ = rawBytes
+	fmt.Printf("%-52s %8.0f samples/s  (%d samples, %d profiles, %.0f MB sent, %.1f s; target >= 300k, Pyroscope 112-140k)\n",
+		"fleet ingest, 8 concurrent uploaders", float64(samples)/took.Seconds(), samples, fleetHosts*fleetMinutes, float64(sentBytes)/1e6, took.Seconds())
+
+	// Queries: a new connection per request, Connect JSON.
+	hc := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	opts := []connect.ClientOption{connect.WithInterceptors(api.Bearer(s.key)), connect.WithProtoJSON()}
+	fleet := fleetscopev1connect.NewFleetServiceClient(hc, s.url, opts...)
+	at := func(sec float64) *timestamppb.Timestamp {
+		return timestamppb.New(time.Unix(0, int64(fleetBaseSec*1e9+sec*1e9)))
+	}
+	sel := func(from, to float64, hosts ...string) *fsv1.FleetSelection {
+		return &fsv1.FleetSelection{App: "fleet", Hosts: hosts, From: at(from), To: at(to)}
+	}
+	p50 := func(what string, target string, call func() error) {
+		var ds []time.Duration
+		for i := range 21 {
+			t := time.Now()
+			if err := call(); err != nil {
+				b.Fatalf("%s: %v", what, err)
+			}
+			if i > 0 { // the first call warms the caches
+				ds = append(ds, time.Since(t))
+			}
+		}
+		slices.Sort(ds)
+		fmt.Printf("%-52s p50 %8.1f ms  (%s)\n", what, ds[len(ds)/2].Seconds()*1000, target)
+	}
+	flame := func(sel *fsv1.FleetSelection) func() error {
+		return func() error {
+			_, err := fleet.GetFleetFlameGraph(ctx, connect.NewRequest(&fsv1.GetFleetFlameGraphRequest{Selection: sel, Format: fsv1.FlameGraphFormat_FLAME_GRAPH_FORMAT_TREE}))
+			return err
+		}
+	}
+	res, err := fleet.GetFleetFlameGraph(ctx, connect.NewRequest(&fsv1.GetFleetFlameGraphRequest{Selection: sel(0, 600), Format: fsv1.FlameGraphFormat_FLAME_GRAPH_FORMAT_TREE}))
+	if err != nil {
+		b.Fatal(err)
+	}
+	fmt.Printf("%-52s %d samples, %d nodes (DESIGN: 11,398,000 and 141,498 with idle; idle excluded here)\n", "merged tree, all hosts, 10 min",
+		res.Msg.GetFlameGraph().GetTotal(), len(res.Msg.GetFlameGraph().GetTree().GetName()))
+	p50("merged flame graph, all hosts, 10 min, untruncated", "target <= 300 ms; Pyroscope 1.8-2.9 s", flame(sel(0, 600)))
+	p50("merged flame graph, all hosts, 1 min", "target <= 60 ms; Pyroscope 435-472 ms", flame(sel(120, 180)))
+	p50("merged flame graph, all hosts, 10 s", "target <= 20 ms; Pyroscope 79-90 ms", flame(sel(120, 130)))
+	p50("merged flame graph, all hosts, 1 s inside a 10-s push", "target <= 10 ms; Pyroscope cannot", flame(sel(123, 124)))
+	p50("merged flame graph, one host, 10 min", "target <= 60 ms; Pyroscope 1.4-1.75 s", flame(sel(0, 600, "host-07")))
+	p50("host strip, 10-s steps, 10 min", "target <= 30 ms; Pyroscope 27-54 ms (timeline, 10-s steps)", func() error {
+		_, err := fleet.GetFleetHosts(ctx, connect.NewRequest(&fsv1.GetFleetHostsRequest{Selection: sel(0, 600), MinSecondsPerColumn: 10}))
+		return err
+	})
+	p50("fleet heatmap, 10 min, 1-s columns", "target <= 100 ms; Pyroscope has none", func() error {
+		_, err := fleet.GetFleetHeatmap(ctx, connect.NewRequest(&fsv1.GetFleetHeatmapRequest{Selection: sel(0, 600)}))
+		return err
+	})
+	var bytes int64
+	s.sql(func(c *pgx.Conn) error {
+		return c.QueryRow(ctx, `SELECT (SELECT coalesce(sum(pg_column_size(t.*)), 0) FROM seconds t) +
+			(SELECT coalesce(sum(pg_column_size(t.*)), 0) FROM fleet_seconds t) +
+			(SELECT coalesce(sum(pg_column_size(t.*)), 0) FROM profile_stacks t) + (SELECT coalesce(sum(pg_column_size(t.*)), 0) FROM profiles t)`).Scan(&bytes)
+	})
+	hostHours := float64(fleetHosts*fleetMinutes) / 60
+	fmt.Printf("%-52s %8.1f MB per host-hour of continuous recording (rows, without the shared dictionary)\n", "Postgres bytes", float64(bytes)/1e6/hostHours)
+}
