@@ -6,6 +6,7 @@ import (
 
 	"github.com/fleetscope/fleetscope"
 	"github.com/fleetscope/fleetscope/query/flame"
+	"github.com/fleetscope/fleetscope/store/index"
 )
 
 // FlameRequest asks for the flame graph of one profile's samples.
@@ -52,29 +53,39 @@ func (s *Service) FlameGraph(ctx context.Context, tenant int64, r FlameRequest) 
 	if err != nil {
 		return nil, err
 	}
-	sel := fleetscope.Selection{Event: fleetscope.EventID(ev), IncludeIdle: r.IncludeIdle, Range: fleetscope.All, StartSecond: info.StartSecond * 1e9}
-	from, to := int64(0), int64(-1) // all seconds
+	rg, from, to := fleetscope.All, int64(0), int64(-1) // all seconds
 	if r.Range != nil {
 		if !info.Timed {
 			return nil, fleetscope.Errorf(fleetscope.EINVALID, "this profile has no per-sample timestamps: no time range (a whole-profile flame graph works)")
 		}
-		sel.Range = *r.Range
-		from = max(fleetscope.FloorSecond(sel.Range.Start), 0)
-		to = min(fleetscope.FloorSecond(sel.Range.End-1), info.DurationNanos/1e9)
-	}
-	counts := &flame.Counts{}
-	if r.Range == nil || sel.Range.Start < sel.Range.End && from <= to {
-		err = s.samples(ctx, tenant, info, ev, from, to, func(d *fleetscope.Dict, batch []fleetscope.Sample) {
-			counts.Add(d, &sel, batch, r.ByPeriod)
-		})
-		if err != nil {
-			return nil, err
-		}
+		rg = *r.Range
+		from = max(fleetscope.FloorSecond(rg.Start), 0)
+		to = min(fleetscope.FloorSecond(rg.End-1), info.DurationNanos/1e9)
 	}
 	d, err := s.dict(ctx, tenant, info)
 	if err != nil {
 		return nil, err
 	}
+	values := make([]uint64, d.NumStacks())
+	if r.Range == nil || rg.Start < rg.End && from <= to {
+		secs, err := s.src.Seconds(ctx, tenant, info.ID, ev, from, to)
+		if err != nil {
+			return nil, err
+		}
+		for i := range secs {
+			if err := index.Count(&secs[i], info.TimeUnitNanos, info.Timed, info.Events[ev].Period, rg, values, r.ByPeriod); err != nil {
+				return nil, fleetscope.Wrap(err, fleetscope.EINTERNAL, "profile "+info.ID+": corrupt index row")
+			}
+		}
+	}
+	if !r.IncludeIdle {
+		for id := range values {
+			if d.Idle(fleetscope.StackID(id)) {
+				values[id] = 0
+			}
+		}
+	}
+	counts := flame.CountsOf(values)
 	return &FlameGraph{Event: info.Events[ev].Name, Total: counts.Total, Dict: d, Counts: counts, Annotate: r.Annotate,
 		layout: func() *flame.Layout { return s.layout(tenant, info, d, r.Annotate) }}, nil
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/fleetscope/fleetscope"
 	"github.com/fleetscope/fleetscope/query/flame"
@@ -19,9 +20,9 @@ const MaxFleetProfiles = 20_000
 
 // Reasons a profile of a selection is left out of an answer.
 const (
-	LeftUntimed      = "no per-sample times: no heatmap"
-	LeftUntimedSpan  = "no per-sample times, and its span is not wholly inside the window"
-	LeftOtherEvent   = "none of its samples is of the event"
+	LeftUntimed     = "no per-sample times: no heatmap"
+	LeftUntimedSpan = "no per-sample times, and its span is not wholly inside the window"
+	LeftOtherEvent  = "none of its samples is of the event"
 )
 
 // Accounting says which profiles an answer counts and which it left out.
@@ -427,45 +428,232 @@ type FleetFlameGraph struct {
 // taken in its window [From, To), across all its profiles: timed profiles
 // by the absolute time of each sample, untimed ones whole when their span
 // lies inside the window. Stacks merge by their tenant dictionary key, so
-// the same stack on two hosts is one stack.
+// the same stack on two hosts is one stack. The rows of every profile come
+// in one round trip; whole seconds inside the window are counted from their
+// stacks alone; profiles' counts add up as arrays over a dense numbering of
+// the tenant's stacks.
 func (s *Service) FleetFlameGraph(ctx context.Context, tenant int64, sel fleetscope.FleetSelection, o FleetFlameOptions) (*FleetFlameGraph, error) {
 	f, err := s.resolve(ctx, tenant, sel)
 	if err != nil {
 		return nil, err
 	}
-	byKey := map[int64]uint64{}
-	err = s.fleetSamples(ctx, tenant, f, sel.From, sel.To, false, func(_ *fleetscope.ProfileInfo, _ *fleetscope.Dict, keys []int64, batch []fleetscope.Sample, keep func(*fleetscope.Sample) bool) {
-		for i := range batch {
-			if smp := &batch[i]; keep(smp) {
-				v := uint64(1)
-				if o.ByPeriod {
-					v = smp.Period
-				}
-				byKey[keys[smp.Stack]] += v
-			}
+	type part struct {
+		p      *fleetscope.ProfileInfo
+		trans  []int32  // profile stack -> dense id
+		counts []uint64 // by profile stack
+		rg     fleetscope.Range
+	}
+	var parts []*part
+	var reqs []index.SecondsRange
+	var owner []int // reqs[i] belongs to parts[owner[i]]
+	for _, p := range f.timed {
+		start := p.StartSecond*1e9 + p.WallShiftNanos
+		rg := fleetscope.Range{Start: sel.From - start, End: sel.To - start}
+		lo, hi := max(fleetscope.FloorSecond(rg.Start), 0), min(fleetscope.FloorSecond(rg.End-1), p.DurationNanos/1e9)
+		if lo > hi {
+			continue
 		}
+		for _, ev := range f.events(p) {
+			reqs, owner = append(reqs, index.SecondsRange{ProfileID: p.ID, Event: ev, From: lo, To: hi}), append(owner, len(parts))
+		}
+		parts = append(parts, &part{p: p, rg: rg})
+	}
+	for _, p := range f.untimed {
+		if f.spanInside(p) {
+			for _, ev := range f.events(p) {
+				reqs, owner = append(reqs, index.SecondsRange{ProfileID: p.ID, Event: ev, From: 0, To: -1}), append(owner, len(parts))
+			}
+			parts = append(parts, &part{p: p, rg: fleetscope.All})
+		}
+	}
+	d := s.denseIDs(tenant)
+	if err := s.eachParallel(len(parts), func(i int) error {
+		trans, err := s.translation(ctx, tenant, parts[i].p.ID, d)
+		parts[i].trans, parts[i].counts = trans, make([]uint64, len(trans))
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	// Rows to workers by profile, so each profile's counts have one writer.
+	const workers = 2
+	rows := make([]chan rowOf, workers)
+	errs := make(chan error, workers)
+	var wg sync.WaitGroup
+	for w := range rows {
+		rows[w] = make(chan rowOf, 64)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var first error
+			for r := range rows[w] {
+				pt := parts[owner[r.i]]
+				ev := reqs[r.i].Event
+				if err := index.Count(r.s, pt.p.TimeUnitNanos, pt.p.Timed, pt.p.Events[ev].Period, pt.rg, pt.counts, o.ByPeriod); err != nil && first == nil {
+					first = fleetscope.Wrap(err, fleetscope.EINTERNAL, "profile "+pt.p.ID+": corrupt index row")
+				}
+			}
+			errs <- first
+		}()
+	}
+	err = s.src.FleetSeconds(ctx, tenant, reqs, func(i int, sec *index.Second) error {
+		rows[owner[i]%workers] <- rowOf{i, sec}
+		return nil
 	})
+	for _, c := range rows {
+		close(c)
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		err = cmp.Or(err, e)
+	}
 	if err != nil {
 		return nil, err
 	}
-	keys := make([]int64, 0, len(byKey))
-	for k := range byKey {
-		keys = append(keys, k)
+	total := make([]uint64, d.len())
+	for _, pt := range parts {
+		for i, c := range pt.counts {
+			if c != 0 {
+				total[pt.trans[i]] += c
+			}
+		}
 	}
-	slices.Sort(keys)
-	m, err := s.mergedDict(ctx, tenant, keys)
+	var keys []int64
+	var values []uint64
+	for id, c := range total {
+		if c != 0 {
+			keys, values = append(keys, d.key(int32(id))), append(values, c)
+		}
+	}
+	order := make([]int, len(keys))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int { return cmp.Compare(keys[a], keys[b]) })
+	sorted := make([]int64, len(keys))
+	for i, j := range order {
+		sorted[i] = keys[j]
+	}
+	m, err := s.mergedDict(ctx, tenant, sorted)
 	if err != nil {
 		return nil, err
 	}
 	counts := &flame.Counts{}
-	for i, k := range keys {
+	for i, j := range order {
 		if sel.IncludeIdle || !m.dict.Idle(fleetscope.StackID(i)) {
-			counts.AddStack(fleetscope.StackID(i), byKey[k])
+			counts.AddStack(fleetscope.StackID(i), values[j])
 		}
 	}
 	g := &FlameGraph{Event: f.event, Total: counts.Total, Dict: m.dict, Counts: counts, Annotate: o.Annotate,
 		layout: func() *flame.Layout { return m.layout(o.Annotate) }}
 	return &FleetFlameGraph{FlameGraph: g, Accounting: f.accounting(true)}, nil
+}
+
+// rowOf is a stored row and the index of the range it belongs to.
+type rowOf struct {
+	i int
+	s *index.Second
+}
+
+// eachParallel runs fn for 0..n-1, four at a time; the first error wins.
+func (s *Service) eachParallel(n int, fn func(i int) error) error {
+	sem := make(chan struct{}, 4)
+	errs := make(chan error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			errs <- fn(i)
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	var err error
+	for e := range errs {
+		err = cmp.Or(err, e)
+	}
+	return err
+}
+
+// denseIDs numbers a tenant's stack keys densely (0, 1, 2, ... in the order
+// first seen), so that merging profiles' counts is adding arrays. A
+// numbering only grows; past maxDense keys the tenant gets a new one (with
+// a new generation), while queries holding the old one finish with it.
+type denseIDs struct {
+	gen   uint64 // unique among numberings
+	mu    sync.Mutex
+	byKey map[int64]int32
+	keys  []int64
+}
+
+const maxDense = 4 << 20
+
+func (d *denseIDs) len() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.keys)
+}
+
+func (d *denseIDs) key(id int32) int64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.keys[id]
+}
+
+// translate numbers keys.
+func (d *denseIDs) translate(keys []int64) []int32 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make([]int32, len(keys))
+	for i, k := range keys {
+		id, ok := d.byKey[k]
+		if !ok {
+			id = int32(len(d.keys))
+			d.byKey[k] = id
+			d.keys = append(d.keys, k)
+		}
+		out[i] = id
+	}
+	return out
+}
+
+// denseGen numbers numberings.
+var denseGen atomic.Uint64
+
+// denseIDs returns a tenant's numbering (a new one once it is full).
+func (s *Service) denseIDs(tenant int64) *denseIDs {
+	s.denseMu.Lock()
+	defer s.denseMu.Unlock()
+	d, ok := s.dense[tenant]
+	if !ok || d.len() > maxDense {
+		d = &denseIDs{gen: denseGen.Add(1), byKey: map[int64]int32{}}
+		s.dense[tenant] = d
+	}
+	return d
+}
+
+// translated is a profile's stacks as ids of one numbering.
+type translated struct {
+	gen uint64
+	ids []int32
+}
+
+// translation returns a profile's stacks as ids of numbering d, cached.
+func (s *Service) translation(ctx context.Context, tenant int64, id string, d *denseIDs) ([]int32, error) {
+	k := profileKey{tenant, id}
+	if t, ok := s.trans.Get(k); ok && t.gen == d.gen {
+		return t.ids, nil
+	}
+	keys, err := s.profileStacks(ctx, tenant, id)
+	if err != nil {
+		return nil, err
+	}
+	ids := d.translate(keys)
+	s.trans.Put(k, translated{d.gen, ids})
+	return ids, nil
 }
 
 // mergedKey names a fleet dictionary: a tenant and its sorted stack keys.

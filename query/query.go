@@ -11,6 +11,7 @@ package query
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/fleetscope/fleetscope"
@@ -66,6 +67,10 @@ type Fleet interface {
 	// StackDict builds a dictionary whose stack i is the tenant's stack
 	// ids[i].
 	StackDict(ctx context.Context, tenant int64, ids []int64) (*fleetscope.Dict, error)
+	// FleetSeconds streams the rows, with samples, of many profiles'
+	// second ranges (one round trip where it can); fn gets the index in
+	// reqs of a row's range.
+	FleetSeconds(ctx context.Context, tenant int64, reqs []index.SecondsRange, fn func(i int, s *index.Second) error) error
 }
 
 // Source is where the service reads stored profiles.
@@ -96,8 +101,11 @@ type Service struct {
 	dicts    *cache.LRU[profileKey, *fleetscope.Dict]
 	heatmaps *cache.LRU[heatmapKey, *heatmap.Heatmap]
 	layouts  *cache.LRU[layoutKey, *flame.Layout]
-	stacks   *cache.LRU[profileKey, []int64]          // profiles' stack keys
-	merged   *cache.LRU[mergedKey, *mergedDict]       // fleet dictionaries
+	stacks   *cache.LRU[profileKey, []int64] // profiles' stack keys
+	denseMu  sync.Mutex
+	dense    map[int64]*denseIDs                // per tenant
+	trans    *cache.LRU[profileKey, translated] // profiles' stacks as dense ids
+	merged   *cache.LRU[mergedKey, *mergedDict] // fleet dictionaries
 }
 
 type profileKey struct {
@@ -134,7 +142,9 @@ func New(src Source, o Options) *Service {
 		heatmaps: cache.New(b/8, 0, func(_ heatmapKey, h *heatmap.Heatmap) int64 { return h.SizeBytes() }),
 		layouts:  cache.New(b/8, 0, func(_ layoutKey, l *flame.Layout) int64 { return l.SizeBytes() }),
 		stacks:   cache.New(b/16, 0, func(_ profileKey, ids []int64) int64 { return 64 + 8*int64(len(ids)) }),
-		merged:   cache.New(b/8-b/32, 0, func(_ mergedKey, m *mergedDict) int64 { return m.sizeBytes() }),
+		merged:   cache.New(b/8-b/16, 0, func(_ mergedKey, m *mergedDict) int64 { return m.sizeBytes() }),
+		trans:    cache.New(b/32, 0, func(_ profileKey, t translated) int64 { return 64 + 4*int64(len(t.ids)) }),
+		dense:    map[int64]*denseIDs{},
 	}
 }
 
@@ -173,7 +183,11 @@ func (s *Service) Flush() {
 	s.heatmaps.Drop(func(heatmapKey) bool { return true })
 	s.layouts.Drop(func(layoutKey) bool { return true })
 	s.stacks.Drop(all)
+	s.trans.Drop(all)
 	s.merged.Drop(func(mergedKey) bool { return true })
+	s.denseMu.Lock()
+	s.dense = map[int64]*denseIDs{}
+	s.denseMu.Unlock()
 }
 
 // Forget drops everything cached about a profile (after its deletion).

@@ -181,10 +181,32 @@ type builder struct {
 	parent map[uint32]uint32 // modeChildren: from the walk down from node 0
 	cache  map[uint32]fleetscope.StackID
 	frames []fleetscope.FrameID
+	// frameOf caches each node's frame (noFrame: dropped), so a frame is
+	// interned once per node, not once per stack it is part of.
+	frameOf map[uint32]fleetscope.FrameID
+}
+
+// noFrame marks a node whose frame is dropped (see frame).
+const noFrame = ^fleetscope.FrameID(0)
+
+// nodeFrame appends node id's frame to frames, once interned.
+func (b *builder) nodeFrame(frames []fleetscope.FrameID, id uint32, n *nflxv1.Profile_Node) []fleetscope.FrameID {
+	f, ok := b.frameOf[id]
+	if !ok {
+		f = noFrame
+		if one := b.frame(nil, n.GetFunctionName(), n.GetLibtype()); len(one) == 1 {
+			f = one[0]
+		}
+		b.frameOf[id] = f
+	}
+	if f == noFrame {
+		return frames
+	}
+	return append(frames, f)
 }
 
 func newBuilder(m *nflxv1.Profile, d *fleetscope.Dict) *builder {
-	b := &builder{m: m, d: d, cache: map[uint32]fleetscope.StackID{}}
+	b := &builder{m: m, d: d, cache: map[uint32]fleetscope.StackID{}, frameOf: map[uint32]fleetscope.FrameID{}}
 	param := func(k string) (bool, bool) { v, ok := m.Params[k]; return v == "true", ok }
 	nodeStack, ok1 := param("has_node_stack")
 	hasParent, ok2 := param("has_parent")
@@ -275,17 +297,17 @@ func (b *builder) stack(id uint32) (fleetscope.StackID, *nflxv1.Profile_Node, er
 			frames = b.frame(frames, f.GetFunctionName(), f.GetLibtype())
 		}
 	case modeParent:
-		cur := node
+		cur, curID := node, id
 		for n := 0; ; n++ {
 			if n > len(b.m.Nodes) {
 				return 0, nil, fmt.Errorf("node %d: its parent links form a cycle", id)
 			}
-			frames = b.frame(frames, cur.GetFunctionName(), cur.GetLibtype())
+			frames = b.nodeFrame(frames, curID, cur)
 			pid := cur.GetParent()
 			if pid == 0 {
 				break
 			}
-			if cur = b.m.Nodes[pid]; cur == nil {
+			if cur, curID = b.m.Nodes[pid], pid; cur == nil {
 				return 0, nil, fmt.Errorf("node %d: parent %d is not in nodes", id, pid)
 			}
 		}
@@ -294,7 +316,7 @@ func (b *builder) stack(id uint32) (fleetscope.StackID, *nflxv1.Profile_Node, er
 		cur := id
 		for {
 			n := b.m.Nodes[cur]
-			frames = b.frame(frames, n.GetFunctionName(), n.GetLibtype())
+			frames = b.nodeFrame(frames, cur, n)
 			if cur == 0 {
 				break
 			}

@@ -39,6 +39,16 @@ func (c *Counts) Add(d *fleetscope.Dict, sel *fleetscope.Selection, batch []flee
 	}
 }
 
+// CountsOf returns the counts of values, one per stack id (kept, not
+// copied).
+func CountsOf(values []uint64) *Counts {
+	c := &Counts{byStack: values}
+	for _, v := range values {
+		c.Total += v
+	}
+	return c
+}
+
 // AddStack adds v to stack.
 func (c *Counts) AddStack(stack fleetscope.StackID, v uint64) {
 	if int(stack) >= len(c.byStack) {

@@ -399,3 +399,64 @@ func StackKeys(d *fleetscope.Dict) []int64 {
 	}
 	return out
 }
+
+// Count adds to counts[stack] the value of each sample of row s whose time,
+// in ns relative to the profile's start second, lies in rg: 1 a sample, or
+// its period when byPeriod (period is the event's, for rows that store
+// none). A row wholly inside rg (and every row of an untimed profile) is
+// counted from its stacks alone, without decoding the times. counts must
+// hold every stack id the row uses; a corrupt row is an error.
+func Count(s *Second, unitNanos int64, timed bool, period uint64, rg fleetscope.Range, counts []uint64, byPeriod bool) error {
+	base := s.Second * 1e9
+	whole := !timed || rg.Start <= base && base+1e9 <= rg.End
+	offs, stacks, periods := s.Offsets, s.Stacks, s.Periods
+	var u uint64
+	for i := int32(0); i < s.Samples; i++ {
+		in := whole
+		if !whole {
+			d, n := binary.Uvarint(offs)
+			if n <= 0 {
+				return errCorrupt
+			}
+			offs = offs[n:]
+			u += d
+			in = rg.Contains(base + int64(u)*unitNanos)
+		}
+		var st uint64
+		if b := stacks; len(b) > 0 && b[0] < 0x80 { // one-byte uvarint: most stacks of a profile
+			st, stacks = uint64(b[0]), b[1:]
+		} else {
+			var n int
+			if st, n = binary.Uvarint(stacks); n <= 0 {
+				return errCorrupt
+			}
+			stacks = stacks[n:]
+		}
+		v := uint64(1)
+		if byPeriod {
+			v = period
+			if periods != nil {
+				var n int
+				if v, n = binary.Uvarint(periods); n <= 0 {
+					return errCorrupt
+				}
+				periods = periods[n:]
+			}
+		}
+		if in {
+			if st >= uint64(len(counts)) {
+				return errCorrupt
+			}
+			counts[st] += v
+		}
+	}
+	return nil
+}
+
+// SecondsRange names one event's rows of one profile, the relative seconds
+// [From, To] (both included; From > To: all of them).
+type SecondsRange struct {
+	ProfileID string
+	Event     int
+	From, To  int64
+}

@@ -240,3 +240,19 @@ func (s *Store) StackDict(_ context.Context, _ int64, ids []int64) (*fleetscope.
 	}
 	return d, nil
 }
+
+// FleetSeconds hands fn the rows of each range in turn.
+func (s *Store) FleetSeconds(ctx context.Context, tenant int64, reqs []index.SecondsRange, fn func(i int, s *index.Second) error) error {
+	for i, r := range reqs {
+		secs, err := s.Seconds(ctx, tenant, r.ProfileID, r.Event, r.From, r.To)
+		if err != nil {
+			return err
+		}
+		for j := range secs {
+			if err := fn(i, &secs[j]); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

@@ -31,7 +31,8 @@ import (
 
 // DB is the index.
 type DB struct {
-	pool *pgxpool.Pool
+	pool  *pgxpool.Pool
+	known known // dictionary entries stored (see writeDictionary)
 }
 
 // Open connects to the database at url.

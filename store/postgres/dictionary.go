@@ -2,45 +2,148 @@ package postgres
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
+	"hash/fnv"
+	"slices"
+	"sync"
 
 	"github.com/fleetscope/fleetscope"
 	"github.com/fleetscope/fleetscope/store/index"
 	"github.com/jackc/pgx/v5"
 )
 
+// known remembers the dictionary entries a tenant already has stored
+// (committed), each with a check: a second hash of its content, independent
+// of the key. An upload writes, and checks for key collisions, only the
+// entries it does not find here; one it finds under the same key with a
+// different check is a collision, refused as ever. It is an optimisation
+// only: bounded (emptied when full), per replica, and emptied when a
+// tenant is deleted.
+type known struct {
+	mu      sync.Mutex
+	entries map[knownKey]uint64
+}
+
+type knownKey struct {
+	tenant int64
+	key    int64
+	stack  bool // a stack's key, not a frame's
+}
+
+// maxKnown bounds the remembered entries (about 50 bytes each).
+const maxKnown = 2_000_000
+
+func (k *known) lookup(tenant, key int64, stack bool) (check uint64, ok bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	check, ok = k.entries[knownKey{tenant, key, stack}]
+	return check, ok
+}
+
+// remember records committed entries.
+func (k *known) remember(tenant int64, frames, stacks map[int64]uint64) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.entries == nil || len(k.entries)+len(frames)+len(stacks) > maxKnown {
+		k.entries = make(map[knownKey]uint64)
+	}
+	for key, c := range frames {
+		k.entries[knownKey{tenant, key, false}] = c
+	}
+	for key, c := range stacks {
+		k.entries[knownKey{tenant, key, true}] = c
+	}
+}
+
+// forget empties the memory (a tenant's dictionary was deleted).
+func (k *known) forget() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.entries = nil
+}
+
+// frameCheck and stackCheck hash content independently of index.FrameKey
+// and index.StackKey (FNV-1a, not SHA-256).
+func frameCheck(f fleetscope.Frame) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte{byte(f.Kind)})
+	h.Write([]byte(f.Name))
+	return h.Sum64()
+}
+
+func stackCheck(frames []int64, idle bool) uint64 {
+	h := fnv.New64a()
+	var b [8]byte
+	for _, f := range frames {
+		binary.LittleEndian.PutUint64(b[:], uint64(f))
+		h.Write(b[:])
+	}
+	if idle {
+		h.Write([]byte{1})
+	}
+	return h.Sum64()
+}
+
 // writeDictionary adds the profile's frames and stacks to the tenant
 // dictionary (bulk: COPY into temporary tables, then INSERT ... ON
 // CONFLICT DO NOTHING, since COPY cannot go through row-level security) and
-// returns the tenant stack id of each of the profile's stacks, in order.
-func writeDictionary(ctx context.Context, tx pgx.Tx, tenant int64, dict *fleetscope.Dict) ([]int64, error) {
+// returns the tenant stack id of each of the profile's stacks, in order,
+// and the entries written (to remember once committed). Entries the tenant
+// is known to have are neither written nor checked again.
+func (db *DB) writeDictionary(ctx context.Context, tx pgx.Tx, tenant int64, dict *fleetscope.Dict) ([]int64, map[int64]uint64, map[int64]uint64, error) {
+	collision := func(n int) error {
+		return fleetscope.Errorf(fleetscope.ECONFLICT, "%d dictionary hash collisions: profile not stored", n)
+	}
 	frameIDs := make([]int64, dict.NumFrames())
-	frameRows := make([][]any, len(frameIDs))
+	newFrames := map[int64]uint64{}
+	var frameRows [][]any
 	for i := range frameIDs {
 		f := dict.FrameAt(fleetscope.FrameID(i))
 		frameIDs[i] = index.FrameKey(f)
-		frameRows[i] = []any{frameIDs[i], f.Name, int16(f.Kind)}
+		check := frameCheck(f)
+		if c, ok := db.known.lookup(tenant, frameIDs[i], false); ok {
+			if c != check {
+				return nil, nil, nil, collision(1)
+			}
+			continue
+		}
+		newFrames[frameIDs[i]] = check
+		frameRows = append(frameRows, []any{frameIDs[i], f.Name, int16(f.Kind)})
 	}
 	stackIDs := make([]int64, dict.NumStacks())
-	stackRows := make([][]any, len(stackIDs))
+	newStacks := map[int64]uint64{}
+	var stackRows [][]any
+	ids := make([]int64, 0, 64)
 	for i := range stackIDs {
-		fs := dict.StackFrames(fleetscope.StackID(i))
-		ids := make([]int64, len(fs))
-		for j, f := range fs {
-			ids[j] = frameIDs[f]
+		ids = ids[:0]
+		for _, f := range dict.StackFrames(fleetscope.StackID(i)) {
+			ids = append(ids, frameIDs[f])
 		}
 		stackIDs[i] = index.StackKey(ids)
-		stackRows[i] = []any{stackIDs[i], ids, dict.Idle(fleetscope.StackID(i))}
+		idle := dict.Idle(fleetscope.StackID(i))
+		check := stackCheck(ids, idle)
+		if c, ok := db.known.lookup(tenant, stackIDs[i], true); ok {
+			if c != check {
+				return nil, nil, nil, collision(1)
+			}
+			continue
+		}
+		newStacks[stackIDs[i]] = check
+		stackRows = append(stackRows, []any{stackIDs[i], slices.Clone(ids), idle})
+	}
+	if len(frameRows) == 0 && len(stackRows) == 0 {
+		return stackIDs, newFrames, newStacks, nil
 	}
 	if _, err := tx.Exec(ctx, `CREATE TEMPORARY TABLE new_frames (id bigint, name text, kind smallint) ON COMMIT DROP;
 		CREATE TEMPORARY TABLE new_stacks (id bigint, frames bigint[], idle boolean) ON COMMIT DROP`); err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
 	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"new_frames"}, []string{"id", "name", "kind"}, pgx.CopyFromRows(frameRows)); err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
 	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"new_stacks"}, []string{"id", "frames", "idle"}, pgx.CopyFromRows(stackRows)); err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
 	var collisions int
 	err := tx.QueryRow(ctx, `
@@ -50,12 +153,12 @@ func writeDictionary(ctx context.Context, tx pgx.Tx, tenant int64, dict *fleetsc
 		     + (SELECT count(*) FROM new_stacks n JOIN stacks s ON s.tenant_id = $1 AND s.id = n.id WHERE s.frames <> n.frames)`,
 		tenant).Scan(&collisions)
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
 	if collisions > 0 {
-		return nil, fleetscope.Errorf(fleetscope.ECONFLICT, "%d dictionary hash collisions: profile not stored", collisions)
+		return nil, nil, nil, collision(collisions)
 	}
-	return stackIDs, nil
+	return stackIDs, newFrames, newStacks, nil
 }
 
 // ProfileStacks returns a profile's stack list: the tenant dictionary id

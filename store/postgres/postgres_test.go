@@ -305,3 +305,55 @@ func TestKeysAndSearch(t *testing.T) {
 		t.Fatalf("bad page token: %v", err)
 	}
 }
+
+// TestDictionaryCollisionsAreRefused: a stack whose key is stored with
+// other content is a collision, refused with ECONFLICT and nothing stored,
+// whether the replica remembers the key (no SQL check then) or not (the
+// SQL check).
+func TestDictionaryCollisionsAreRefused(t *testing.T) {
+	ctx := context.Background()
+	db := newDB(t)
+	acme, _ := db.CreateTenant(ctx, "acme", false)
+	store(t, db, acme, "api", sample)
+	prof, err := perf.Parse(strings.NewReader(sample), func(*fleetscope.Profile, []fleetscope.Sample) error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := index.StackKeys(prof.Dict)
+	insert := func(db *postgres.DB, text string) error {
+		b := index.NewBuilder()
+		p, _ := perf.Parse(strings.NewReader(text), func(_ *fleetscope.Profile, batch []fleetscope.Sample) error { return b.Add(batch) })
+		ix, _ := b.Build(p.Dict.Idle, p.Dict.Events())
+		sum := sha256.Sum256([]byte(text))
+		info := &fleetscope.ProfileInfo{App: "api", Format: "perf", Samples: int64(p.Samples), Timed: true, StartSecond: ix.StartSecond,
+			TimeUnitNanos: 1000, StartTime: time.Unix(1795000000, 0), EndTime: time.Unix(1795000002, 0), TimeSource: "upload", BlobKey: "x"}
+		for _, e := range ix.Events {
+			info.Events = append(info.Events, fleetscope.EventInfo{Name: e.Name, Samples: e.Samples})
+		}
+		_, _, err := db.InsertProfile(ctx, acme, info, sum[:], p.Dict, ix, nil)
+		return err
+	}
+	// The replica remembers the key with other content.
+	db.RememberStack(acme, keys[0], 12345)
+	if err := insert(db, sample+"\n"); fleetscope.ErrorCode(err) != fleetscope.ECONFLICT {
+		t.Fatalf("a remembered collision: %v, want ECONFLICT", err)
+	}
+	// Another replica, remembering nothing, finds it in SQL.
+	other, err := postgres.Open(ctx, dbURL(t, db))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	c := conn(t, db)
+	if _, err := c.Exec(ctx, `UPDATE stacks SET frames = frames || 1::bigint WHERE id = $1`, keys[1]); err != nil {
+		t.Fatal(err)
+	}
+	if err := insert(other, sample+"\n\n"); fleetscope.ErrorCode(err) != fleetscope.ECONFLICT {
+		t.Fatalf("a stored collision: %v, want ECONFLICT", err)
+	}
+	var n int
+	c.QueryRow(ctx, `SELECT count(*) FROM profiles`).Scan(&n)
+	if n != 1 {
+		t.Fatalf("%d profiles after refused collisions, want the first alone", n)
+	}
+}

@@ -96,6 +96,7 @@ func (db *DB) InsertProfile(ctx context.Context, tenant int64, p *fleetscope.Pro
 	meta, _ := json.Marshal(nonNil(p.Meta))
 	day := time.Now().UTC().Truncate(24 * time.Hour)
 	created := false
+	var newFrames, newStacks map[int64]uint64
 	err := db.retry(ctx, func() error {
 		return db.inTenant(ctx, tenant, func(tx pgx.Tx) error {
 			created = false
@@ -115,10 +116,11 @@ func (db *DB) InsertProfile(ctx context.Context, tenant int64, p *fleetscope.Pro
 				return nil // the same bytes are already stored
 			}
 			created = true
-			stackIDs, err := writeDictionary(ctx, tx, tenant, dict)
+			stackIDs, nf, ns, err := db.writeDictionary(ctx, tx, tenant, dict)
 			if err != nil {
 				return err
 			}
+			newFrames, newStacks = nf, ns
 			if _, err := tx.Exec(ctx, `INSERT INTO profile_stacks (tenant_id, profile_id, stacks) VALUES ($1, $2, $3)`, tenant, id, stackIDs); err != nil {
 				return err
 			}
@@ -136,6 +138,9 @@ func (db *DB) InsertProfile(ctx context.Context, tenant int64, p *fleetscope.Pro
 	})
 	if err != nil {
 		return nil, false, translate(err, "profile")
+	}
+	if created {
+		db.known.remember(tenant, newFrames, newStacks)
 	}
 	if !created {
 		existing, err := db.ProfileBySHA256(ctx, tenant, sum)

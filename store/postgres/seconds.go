@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -114,4 +115,43 @@ func (db *DB) seconds(ctx context.Context, tenant int64, id string, event int, f
 		return nil
 	}, q, args...)
 	return out, translate(err, "profile "+id)
+}
+
+// FleetSeconds streams the rows, with their samples, of many profiles'
+// second ranges in one round trip; fn gets the index in reqs of the range a
+// row belongs to, in no particular order.
+func (db *DB) FleetSeconds(ctx context.Context, tenant int64, reqs []index.SecondsRange, fn func(i int, s *index.Second) error) error {
+	ids := make([]uuid.UUID, len(reqs))
+	events := make([]int16, len(reqs))
+	lo := make([]int64, len(reqs))
+	hi := make([]int64, len(reqs))
+	for i, r := range reqs {
+		u, err := parseID(r.ProfileID)
+		if err != nil {
+			return err
+		}
+		ids[i], events[i], lo[i], hi[i] = u, int16(r.Event), r.From, r.To
+		if r.From > r.To {
+			lo[i], hi[i] = math.MinInt64, math.MaxInt64
+		}
+	}
+	err := db.readTenant(ctx, tenant, func(rows pgx.Rows) error {
+		for rows.Next() {
+			var i int
+			var s index.Second
+			var ev int16
+			if err := rows.Scan(&i, &ev, &s.Second, &s.Samples, &s.Offsets, &s.Stacks, &s.Periods); err != nil {
+				return err
+			}
+			s.Event = fleetscope.EventID(ev)
+			if err := fn(i-1, &s); err != nil {
+				return err
+			}
+		}
+		return nil
+	}, `SELECT r.i, s.event, s.second, s.samples, s.offsets, s.stacks, s.periods
+		FROM unnest($2::uuid[], $3::smallint[], $4::bigint[], $5::bigint[]) WITH ORDINALITY AS r(profile_id, event, lo, hi, i)
+		JOIN seconds s ON s.tenant_id = $1 AND s.profile_id = r.profile_id AND s.event = r.event AND s.second BETWEEN r.lo AND r.hi`,
+		tenant, ids, events, lo, hi)
+	return translate(err, "fleet")
 }

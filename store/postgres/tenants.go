@@ -124,6 +124,7 @@ func (db *DB) DeleteTenant(ctx context.Context, name string) ([]string, error) {
 		if keys, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
 			return err
 		}
+		db.known.forget()
 		for _, q := range []string{
 			`DELETE FROM seconds WHERE tenant_id = $1`, `DELETE FROM fleet_seconds WHERE tenant_id = $1`, `DELETE FROM share_links WHERE tenant_id = $1`,
 			`DELETE FROM profiles WHERE tenant_id = $1`, `DELETE FROM stacks WHERE tenant_id = $1`,
