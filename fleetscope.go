@@ -41,8 +41,11 @@ type ProfileInfo struct {
 // EventInfo describes one event of a stored profile.
 type EventInfo struct {
 	Name    string `json:"name"`
-	Samples int64  `json:"samples"`
+	Samples int64  `json:"samples"` // records stored
 	Period  uint64 `json:"period"`
+	// Weighted: the records are pre-aggregated (pprof values); each counts
+	// as its period, its value, in flame graphs and heatmaps.
+	Weighted bool `json:"weighted,omitempty"`
 }
 
 // Scopes an API key may hold.

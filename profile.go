@@ -206,7 +206,22 @@ type Profile struct {
 	MinNanos int64 // earliest timestamp (valid when Samples > Untimed)
 	MaxNanos int64 // latest timestamp
 	Warnings []string
+	// Weighted marks, by event id, events whose samples are pre-aggregated
+	// records (pprof, weighted folded text): each counts as its period (its
+	// value), not as one sample.
+	Weighted []bool
 }
+
+// SetWeighted marks event ev as weighted.
+func (p *Profile) SetWeighted(ev EventID) {
+	for int(ev) >= len(p.Weighted) {
+		p.Weighted = append(p.Weighted, false)
+	}
+	p.Weighted[ev] = true
+}
+
+// IsWeighted reports whether event ev is weighted.
+func (p *Profile) IsWeighted(ev EventID) bool { return int(ev) < len(p.Weighted) && p.Weighted[ev] }
 
 // SizeBytes estimates the memory the dictionary holds (for caches).
 func (d *Dict) SizeBytes() int64 {

@@ -382,7 +382,7 @@ func ParseIndex(r io.Reader, inputFormat string, maxRaw int64, shape Shape) (*Pa
 		}
 		return nil, fleetscope.Wrap(err, fleetscope.EINVALID, "reading the profile: "+err.Error())
 	}
-	ix, err := b.Build(prof.Dict.Idle, prof.Dict.Events())
+	ix, err := b.Build(prof.Dict.Idle, prof.Dict.Events(), prof.IsWeighted)
 	if err != nil {
 		return nil, err
 	}
@@ -428,7 +428,7 @@ func Describe(m Meta, parsed *Parsed, now time.Time) *fleetscope.ProfileInfo {
 	}
 	counts := make([]int64, len(ix.Events))
 	for i, e := range ix.Events {
-		info.Events = append(info.Events, fleetscope.EventInfo{Name: e.Name, Samples: e.Samples, Period: e.Period})
+		info.Events = append(info.Events, fleetscope.EventInfo{Name: e.Name, Samples: e.Samples, Period: e.Period, Weighted: e.Weighted})
 		counts[i] = e.Samples
 	}
 	info.DefaultEvent = int(fleetscope.DefaultEvent(counts))

@@ -73,7 +73,7 @@ func (s *Service) FlameGraph(ctx context.Context, tenant int64, r FlameRequest) 
 			return nil, err
 		}
 		for i := range secs {
-			if err := index.Count(&secs[i], info.TimeUnitNanos, info.Timed, info.Events[ev].Period, rg, values, r.ByPeriod); err != nil {
+			if err := index.Count(&secs[i], info.TimeUnitNanos, info.Timed, info.Events[ev].Period, rg, values, r.ByPeriod || info.Events[ev].Weighted); err != nil {
 				return nil, fleetscope.Wrap(err, fleetscope.EINTERNAL, "profile "+info.ID+": corrupt index row")
 			}
 		}

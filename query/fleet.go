@@ -176,7 +176,7 @@ func (s *Service) FleetHeatmap(ctx context.Context, tenant int64, sel fleetscope
 		err := s.fleetSamples(ctx, tenant, f, f.first*1e9, f.end*1e9, true, func(p *fleetscope.ProfileInfo, d *fleetscope.Dict, _ []int64, batch []fleetscope.Sample, keep func(*fleetscope.Sample) bool) {
 			for i := range batch {
 				if smp := &batch[i]; keep(smp) && p.Timed && (sel.IncludeIdle || !d.Idle(smp.Stack)) {
-					h.Add(smp.TimeNanos + p.WallShiftNanos)
+					h.AddN(smp.TimeNanos+p.WallShiftNanos, weight(p, smp))
 				}
 			}
 		})
@@ -488,7 +488,7 @@ func (s *Service) FleetFlameGraph(ctx context.Context, tenant int64, sel fleetsc
 			for r := range rows[w] {
 				pt := parts[owner[r.i]]
 				ev := reqs[r.i].Event
-				if err := index.Count(r.s, pt.p.TimeUnitNanos, pt.p.Timed, pt.p.Events[ev].Period, pt.rg, pt.counts, o.ByPeriod); err != nil && first == nil {
+				if err := index.Count(r.s, pt.p.TimeUnitNanos, pt.p.Timed, pt.p.Events[ev].Period, pt.rg, pt.counts, o.ByPeriod || pt.p.Events[ev].Weighted); err != nil && first == nil {
 					first = fleetscope.Wrap(err, fleetscope.EINTERNAL, "profile "+pt.p.ID+": corrupt index row")
 				}
 			}

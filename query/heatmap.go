@@ -68,7 +68,7 @@ func (s *Service) Heatmap(ctx context.Context, tenant int64, r HeatmapRequest) (
 		err := s.samples(ctx, tenant, info, ev, 0, -1, func(d *fleetscope.Dict, batch []fleetscope.Sample) {
 			for i := range batch {
 				if r.IncludeIdle || !d.Idle(batch[i].Stack) {
-					h.Add(batch[i].TimeNanos)
+					h.AddN(batch[i].TimeNanos, weight(info, &batch[i]))
 				}
 			}
 		})

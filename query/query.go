@@ -11,6 +11,7 @@ package query
 
 import (
 	"context"
+	"math"
 	"sync"
 	"time"
 
@@ -236,6 +237,15 @@ func event(info *fleetscope.ProfileInfo, name string) (int, error) {
 	}
 	id, err := fleetscope.ResolveEvent(names, name)
 	return int(id), err
+}
+
+// weight is how many samples a stored sample counts for: 1, or its period
+// for a weighted (pre-aggregated) event.
+func weight(p *fleetscope.ProfileInfo, s *fleetscope.Sample) int64 {
+	if p.Events[s.Event].Weighted {
+		return int64(min(s.Period, math.MaxInt64))
+	}
+	return 1
 }
 
 // samples decodes the stored samples of event in relative seconds

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/fleetscope/fleetscope/ingest/corpus"
+	"github.com/google/pprof/profile"
 )
 
 // total sums the counts of folded output.
@@ -30,6 +31,7 @@ func total(t *testing.T, folded string) int64 {
 // input still folds byte for byte as stackcollapse-perf.pl.
 func TestCollapseFormats(t *testing.T) {
 	t.Setenv("FLEETSCOPE_PLUGIN_DIR", "")
+	pprofSums := pprofTotals(t, "corpus/pprof/go-sha-sort.cpu.pprof")
 	tmp := t.TempDir()
 	for _, tc := range []struct {
 		file, format string
@@ -41,7 +43,7 @@ func TestCollapseFormats(t *testing.T) {
 		{"corpus/nflxprofile/nodejs1.nflxprofile", "nflxprofile", 6, 6},
 		{"corpus/trace_event/chromium156-page.trace.json.gz", "", 35028, 14127},
 		{"corpus/trace_event/chromium156-page.trace.json.gz", "traceevent:pid=13392", 18145, 13484},
-		{"corpus/pprof/go-sha-sort.cpu.pprof", "", 3030000000, 225},
+		{"corpus/pprof/go-sha-sort.cpu.pprof", "", pprofSums["samples"], pprofSums["samples"]},
 		{"corpus/perf/collapsed/perf-java-stacks-01.default.folded", "", 45, 45},
 	} {
 		raw := corpus.Read(t, tc.file)
@@ -58,10 +60,16 @@ func TestCollapseFormats(t *testing.T) {
 			t.Errorf("flamegraph %s %v: total %d, want %d", tc.file, flags, got, tc.flame)
 		}
 	}
-	// pprof: its sums with --period, and no heatmap.
+	// pprof: every sample type's flame graph totals what google/pprof
+	// sums, with or without --period (a record counts as its value), and
+	// no heatmap.
 	pp := corpus.Path(t, "corpus/pprof/go-sha-sort.cpu.pprof")
-	if got := total(t, local(t, "flamegraph", "--period", "--event", "cpu", pp)); got != 3030000000 {
-		t.Errorf("pprof cpu sum %d", got)
+	for typ, sum := range pprofSums {
+		for _, extra := range [][]string{nil, {"--period"}} {
+			if got := total(t, local(t, append([]string{"flamegraph", "--event", typ, pp}, extra...)...)); got != sum || sum == 0 {
+				t.Errorf("pprof %s %v: total %d, google/pprof sums %d", typ, extra, got, sum)
+			}
+		}
 	}
 	if _, errOut, code := run1(nil, "heatmap", pp); code != 1 || !strings.Contains(errOut, "no per-sample timestamps") {
 		t.Errorf("pprof heatmap: exit %d, %s", code, errOut)
@@ -132,4 +140,24 @@ func TestServiceFormats(t *testing.T) {
 			}
 		})
 	}
+}
+
+// pprofTotals sums a pprof file's values per sample type with google/pprof:
+// the reference its flame graphs must total.
+func pprofTotals(t *testing.T, rel string) map[string]int64 {
+	t.Helper()
+	p, err := profile.ParseData(corpus.Read(t, rel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]int64{}
+	for i, st := range p.SampleType {
+		for _, s := range p.Sample {
+			out[st.Type] += s.Value[i]
+		}
+	}
+	if out["samples"] != 303 { // what go tool pprof -raw sums over 225 records
+		t.Fatalf("google/pprof sums %d samples", out["samples"])
+	}
+	return out
 }

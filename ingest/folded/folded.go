@@ -75,6 +75,9 @@ func (o Options) Parse(r io.Reader, sink func(*fleetscope.Profile, []fleetscope.
 	w := batch.New(p, sink)
 	d := p.Dict
 	ev := d.Event(Event)
+	if o.Weighted {
+		p.SetWeighted(ev) // a line's count is its value
+	}
 	cache := map[string]fleetscope.StackID{}
 	var (
 		frames []fleetscope.FrameID

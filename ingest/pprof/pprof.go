@@ -65,11 +65,20 @@ func Parse(r io.Reader, sink func(*fleetscope.Profile, []fleetscope.Sample) erro
 	describe(p, pp)
 	d := p.Dict
 
-	// One event per sample type, pprof's default first.
+	// One event per sample type. First (the default event, all having as
+	// many records) a type counted in samples ("samples/count" of a CPU
+	// profile), so that a flame graph totals samples as for every other
+	// format; else pprof's own default.
 	names := eventNames(pp.SampleType)
 	first := len(pp.SampleType) - 1 // pprof's default when none is named
 	for i, st := range pp.SampleType {
 		if pp.DefaultSampleType != "" && st.Type == pp.DefaultSampleType {
+			first = i
+			break
+		}
+	}
+	for i, st := range pp.SampleType {
+		if st.Unit == "count" {
 			first = i
 			break
 		}
@@ -80,6 +89,9 @@ func Parse(r io.Reader, sink func(*fleetscope.Profile, []fleetscope.Sample) erro
 		if i != first {
 			events[i] = d.Event(n)
 		}
+	}
+	for _, ev := range events { // a record's value is so many samples, bytes, ns
+		p.SetWeighted(ev)
 	}
 
 	proc := "pprof"

@@ -44,12 +44,20 @@ func TestTotals(t *testing.T) {
 		}
 		t.Logf("%s/%s: %d over %d samples", st.Type, st.Unit, want, len(ref.Sample))
 	}
-	def := ref.DefaultSampleType
-	if def == "" {
-		def = ref.SampleType[len(ref.SampleType)-1].Type
+	// First (the default event): the type counted in samples.
+	def := ""
+	for _, st := range ref.SampleType {
+		if st.Unit == "count" && def == "" {
+			def = st.Type
+		}
 	}
 	if got := p.Dict.Events()[0]; got != def {
-		t.Errorf("first event %q, want pprof's default %q", got, def)
+		t.Errorf("first event %q, want the type counted in samples, %q", got, def)
+	}
+	for ev := range p.Dict.Events() {
+		if !p.IsWeighted(fleetscope.EventID(ev)) {
+			t.Errorf("event %s not weighted: a record would count as one sample", p.Dict.Events()[ev])
+		}
 	}
 }
 
@@ -76,8 +84,8 @@ func TestStacks(t *testing.T) {
 		t.Fatal(err)
 	}
 	p, all := fstest.Parse(t, Parse, buf.Bytes())
-	if got := strings.Join(p.Dict.Events(), ","); got != "cpu,samples" {
-		t.Errorf("events %s, want cpu (the default) first", got)
+	if got := strings.Join(p.Dict.Events(), ","); got != "samples,cpu" {
+		t.Errorf("events %s, want samples (counted in samples) first", got)
 	}
 	got := strings.Join(fstest.Folded(p, all, "samples", true, true), "|")
 	if want := "app;main.main;app+0x300 1|app;main.main;main.helper;runtime.memmove 2"; got != want {

@@ -47,10 +47,13 @@ func (h *Heatmap) column(sec int64) int {
 
 // Add counts one sample at timeNanos (absolute, on the profile clock);
 // samples outside the heatmap's seconds are not counted.
-func (h *Heatmap) Add(timeNanos int64) {
+func (h *Heatmap) Add(timeNanos int64) { h.AddN(timeNanos, 1) }
+
+// AddN counts n samples at timeNanos.
+func (h *Heatmap) AddN(timeNanos, n int64) {
 	sec := fleetscope.FloorSecond(timeNanos)
 	if i := h.column(sec); i >= 0 {
-		h.Columns[i][fleetscope.Row(timeNanos-sec*1e9, h.Rows)]++
+		h.Columns[i][fleetscope.Row(timeNanos-sec*1e9, h.Rows)] += n
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
+	"math"
 	"slices"
 	"strings"
 
@@ -38,9 +39,10 @@ type Second struct {
 
 // Event is one event's summary.
 type Event struct {
-	Name    string `json:"name"`
-	Samples int64  `json:"samples"`
-	Period  uint64 `json:"period"` // the period all samples share; see Second.Periods
+	Name     string `json:"name"`
+	Samples  int64  `json:"samples"`
+	Period   uint64 `json:"period"`             // the period all samples share; see Second.Periods
+	Weighted bool   `json:"weighted,omitempty"` // each sample counts as its period (see fleetscope.EventInfo)
 }
 
 // Index is a profile's encoded samples.
@@ -137,8 +139,9 @@ func (b *Builder) Add(batch []fleetscope.Sample) error {
 }
 
 // Build encodes what was added. idle reports whether a stack is idle; names
-// are the event names by id.
-func (b *Builder) Build(idle func(fleetscope.StackID) bool, names []string) (*Index, error) {
+// are the event names by id; weighted, if set, tells the events whose
+// samples count as their period (heatmap cells count so).
+func (b *Builder) Build(idle func(fleetscope.StackID) bool, names []string, weighted func(fleetscope.EventID) bool) (*Index, error) {
 	if b.timed > 0 && b.untimed > 0 {
 		return nil, fleetscope.Errorf(fleetscope.EINVALID, "%d samples have timestamps and %d do not: mixed profiles are not supported", b.timed, b.untimed)
 	}
@@ -166,7 +169,7 @@ func (b *Builder) Build(idle func(fleetscope.StackID) bool, names []string) (*In
 	ix.StartSecond = fleetscope.FloorSecond(ix.StartSecond)
 	var run []raw // one second's samples, when they span blocks
 	for e, ev := range b.events {
-		meta := Event{Name: names[e], Samples: int64(ev.n)}
+		meta := Event{Name: names[e], Samples: int64(ev.n), Weighted: weighted != nil && weighted(fleetscope.EventID(e))}
 		if ev.n > 0 {
 			meta.Period = ev.blocks[0][0].period
 		}
@@ -188,7 +191,7 @@ func (b *Builder) Build(idle func(fleetscope.StackID) bool, names []string) (*In
 		run = run[:0]
 		flush := func() {
 			if len(run) > 0 {
-				ix.Seconds = append(ix.Seconds, encode(fleetscope.EventID(e), sec(run[0]), run, ix, varies, idle))
+				ix.Seconds = append(ix.Seconds, encode(fleetscope.EventID(e), sec(run[0]), run, ix, varies, meta.Weighted, idle))
 				run = run[:0]
 			}
 		}
@@ -207,7 +210,7 @@ func (b *Builder) Build(idle func(fleetscope.StackID) bool, names []string) (*In
 	return ix, nil
 }
 
-func encode(e fleetscope.EventID, sec int64, rs []raw, ix *Index, varies bool, idle func(fleetscope.StackID) bool) Second {
+func encode(e fleetscope.EventID, sec int64, rs []raw, ix *Index, varies, weighted bool, idle func(fleetscope.StackID) bool) Second {
 	s := Second{Event: e, Samples: int32(len(rs)), Cells: make([]int32, Rows), IdleCells: make([]int32, Rows)}
 	if ix.Timed {
 		s.Second = sec - ix.StartSecond
@@ -219,10 +222,14 @@ func encode(e fleetscope.EventID, sec int64, rs []raw, ix *Index, varies bool, i
 			off = r.t - sec*1e9
 		}
 		row := fleetscope.Row(off, Rows)
+		n := int32(1)
+		if weighted {
+			n = int32(min(r.period, math.MaxInt32))
+		}
 		if idle(r.stack) {
-			s.IdleCells[row]++
+			s.IdleCells[row] += n
 		} else {
-			s.Cells[row]++
+			s.Cells[row] += n
 		}
 		u := off / ix.TimeUnitNanos
 		s.Offsets = binary.AppendUvarint(s.Offsets, uint64(u-prev))
@@ -326,17 +333,21 @@ func WallSeconds(ix *Index, shiftNanos int64, idle func(fleetscope.StackID) bool
 		if err != nil {
 			return nil, err
 		}
+		n := int32(1)
 		for _, smp := range batch {
+			if ix.Events[s.Event].Weighted {
+				n = int32(min(smp.Period, math.MaxInt32))
+			}
 			t := smp.TimeNanos + shiftNanos
 			sec := fleetscope.FloorSecond(t)
 			w := at(key{base, sec})
 			row := fleetscope.Row(t-sec*1e9, Rows)
 			if idle(smp.Stack) {
-				w.IdleCells[row]++
-				w.Idle++
+				w.IdleCells[row] += n
+				w.Idle += n
 			} else {
-				w.Cells[row]++
-				w.Samples++
+				w.Cells[row] += n
+				w.Samples += n
 			}
 		}
 	}
@@ -402,8 +413,8 @@ func StackKeys(d *fleetscope.Dict) []int64 {
 
 // Count adds to counts[stack] the value of each sample of row s whose time,
 // in ns relative to the profile's start second, lies in rg: 1 a sample, or
-// its period when byPeriod (period is the event's, for rows that store
-// none). A row wholly inside rg (and every row of an untimed profile) is
+// its period when byPeriod (byPeriod for a weighted event: its samples count
+// as their period; period is the event's, for rows that store none). A row wholly inside rg (and every row of an untimed profile) is
 // counted from its stacks alone, without decoding the times. counts must
 // hold every stack id the row uses; a corrupt row is an error.
 func Count(s *Second, unitNanos int64, timed bool, period uint64, rg fleetscope.Range, counts []uint64, byPeriod bool) error {

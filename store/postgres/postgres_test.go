@@ -41,7 +41,7 @@ func store(t *testing.T, db *postgres.DB, tenant int64, app, text string) (*flee
 	if err != nil {
 		t.Fatal(err)
 	}
-	ix, err := b.Build(prof.Dict.Idle, prof.Dict.Events())
+	ix, err := b.Build(prof.Dict.Idle, prof.Dict.Events(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -323,7 +323,7 @@ func TestDictionaryCollisionsAreRefused(t *testing.T) {
 	insert := func(db *postgres.DB, text string) error {
 		b := index.NewBuilder()
 		p, _ := perf.Parse(strings.NewReader(text), func(_ *fleetscope.Profile, batch []fleetscope.Sample) error { return b.Add(batch) })
-		ix, _ := b.Build(p.Dict.Idle, p.Dict.Events())
+		ix, _ := b.Build(p.Dict.Idle, p.Dict.Events(), nil)
 		sum := sha256.Sum256([]byte(text))
 		info := &fleetscope.ProfileInfo{App: "api", Format: "perf", Samples: int64(p.Samples), Timed: true, StartSecond: ix.StartSecond,
 			TimeUnitNanos: 1000, StartTime: time.Unix(1795000000, 0), EndTime: time.Unix(1795000002, 0), TimeSource: "upload", BlobKey: "x"}
