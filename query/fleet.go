@@ -510,38 +510,41 @@ func (s *Service) FleetFlameGraph(ctx context.Context, tenant int64, sel fleetsc
 	if err != nil {
 		return nil, err
 	}
-	total := make([]uint64, d.len())
+	// The dictionary of every stack the selected profiles have, whatever
+	// the range: one cached dictionary (and layout) serves every range of
+	// a selection, as a user drags across it.
+	pos := make([]int32, d.len()) // dense id -> its stack in the dictionary
+	var ids []int32
 	for _, pt := range parts {
-		for i, c := range pt.counts {
-			if c != 0 {
-				total[pt.trans[i]] += c
+		for _, id := range pt.trans {
+			if pos[id] == 0 {
+				pos[id] = -1
+				ids = append(ids, id)
 			}
 		}
 	}
-	var keys []int64
-	var values []uint64
-	for id, c := range total {
-		if c != 0 {
-			keys, values = append(keys, d.key(int32(id))), append(values, c)
-		}
-	}
-	order := make([]int, len(keys))
-	for i := range order {
-		order[i] = i
-	}
-	slices.SortFunc(order, func(a, b int) int { return cmp.Compare(keys[a], keys[b]) })
-	sorted := make([]int64, len(keys))
-	for i, j := range order {
-		sorted[i] = keys[j]
+	byKey := d.keysOf(ids)
+	slices.SortFunc(byKey, func(a, b keyID) int { return cmp.Compare(a.key, b.key) })
+	sorted := make([]int64, len(byKey))
+	for i, k := range byKey {
+		sorted[i], pos[k.id] = k.key, int32(i)
 	}
 	m, err := s.mergedDict(ctx, tenant, sorted)
 	if err != nil {
 		return nil, err
 	}
+	total := make([]uint64, len(sorted))
+	for _, pt := range parts {
+		for i, c := range pt.counts {
+			if c != 0 {
+				total[pos[pt.trans[i]]] += c
+			}
+		}
+	}
 	counts := &flame.Counts{}
-	for i, j := range order {
-		if sel.IncludeIdle || !m.dict.Idle(fleetscope.StackID(i)) {
-			counts.AddStack(fleetscope.StackID(i), values[j])
+	for i, c := range total {
+		if c != 0 && (sel.IncludeIdle || !m.dict.Idle(fleetscope.StackID(i))) {
+			counts.AddStack(fleetscope.StackID(i), c)
 		}
 	}
 	g := &FlameGraph{Event: f.event, Total: counts.Total, Dict: m.dict, Counts: counts, Annotate: o.Annotate,
@@ -597,10 +600,21 @@ func (d *denseIDs) len() int {
 	return len(d.keys)
 }
 
-func (d *denseIDs) key(id int32) int64 {
+// keyID is a stack key and its number.
+type keyID struct {
+	key int64
+	id  int32
+}
+
+// keysOf returns ids with their keys.
+func (d *denseIDs) keysOf(ids []int32) []keyID {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return d.keys[id]
+	out := make([]keyID, len(ids))
+	for i, id := range ids {
+		out[i] = keyID{d.keys[id], id}
+	}
+	return out
 }
 
 // translate numbers keys.

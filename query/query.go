@@ -139,12 +139,12 @@ func New(src Source, o Options) *Service {
 		profiles: cache.New(b/32, o.ProfileTTL, func(_ profileKey, p *fleetscope.ProfileInfo) int64 {
 			return 1024 + int64(len(p.Labels)+len(p.Meta)+len(p.Events))*64
 		}),
-		dicts:    cache.New(b/2, 0, func(_ profileKey, d *fleetscope.Dict) int64 { return d.SizeBytes() }),
+		dicts:    cache.New(b/4, 0, func(_ profileKey, d *fleetscope.Dict) int64 { return d.SizeBytes() }),
 		heatmaps: cache.New(b/8, 0, func(_ heatmapKey, h *heatmap.Heatmap) int64 { return h.SizeBytes() }),
 		layouts:  cache.New(b/8, 0, func(_ layoutKey, l *flame.Layout) int64 { return l.SizeBytes() }),
-		stacks:   cache.New(b/16, 0, func(_ profileKey, ids []int64) int64 { return 64 + 8*int64(len(ids)) }),
-		merged:   cache.New(b/8-b/16, 0, func(_ mergedKey, m *mergedDict) int64 { return m.sizeBytes() }),
-		trans:    cache.New(b/32, 0, func(_ profileKey, t translated) int64 { return 64 + 4*int64(len(t.ids)) }),
+		stacks:   cache.New(b/32, 0, func(_ profileKey, ids []int64) int64 { return 64 + 8*int64(len(ids)) }),
+		merged:   cache.New(b/4, 0, func(_ mergedKey, m *mergedDict) int64 { return m.sizeBytes() }),
+		trans:    cache.New(b/8, 0, func(_ profileKey, t translated) int64 { return 64 + 4*int64(len(t.ids)) }),
 		dense:    map[int64]*denseIDs{},
 	}
 }

@@ -31,6 +31,8 @@ type Config struct {
 	MaxDepth           int64  // FLEETSCOPE_MAX_DEPTH: frames in one stack
 	BodyIdleTimeout    string // FLEETSCOPE_BODY_IDLE_TIMEOUT: a request body sending nothing this long is cut off
 	IngestCPUs         int64  // FLEETSCOPE_INGEST_CPUS: cores all uploads' parsing may take together (0: all but one)
+	CacheBytes         int64  // FLEETSCOPE_CACHE_BYTES: memory of the query caches together
+	DebugAddr          string // FLEETSCOPE_DEBUG_ADDR: Go's /debug/pprof/ on a separate address (off when empty)
 }
 
 // Env lists the environment variables Config reads, in field order.
@@ -56,6 +58,8 @@ var Env = []string{
 	"FLEETSCOPE_MAX_DEPTH",
 	"FLEETSCOPE_BODY_IDLE_TIMEOUT",
 	"FLEETSCOPE_INGEST_CPUS",
+	"FLEETSCOPE_DEBUG_ADDR",
+	"FLEETSCOPE_CACHE_BYTES",
 }
 
 // Defaults are the embedded defaults.
@@ -75,6 +79,7 @@ func Defaults() Config {
 		MaxStacks:          250_000,
 		MaxDepth:           4096,
 		BodyIdleTimeout:    "30s",
+		CacheBytes:         256 << 20,
 	}
 }
 
@@ -97,6 +102,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		"FLEETSCOPE_SELF_PROFILE_KEY":  &c.SelfProfileKey,
 		"FLEETSCOPE_SELF_PROFILE_APP":  &c.SelfProfileApp,
 		"FLEETSCOPE_BODY_IDLE_TIMEOUT": &c.BodyIdleTimeout,
+		"FLEETSCOPE_DEBUG_ADDR":        &c.DebugAddr,
 	}
 	num := map[string]*int64{
 		"FLEETSCOPE_MAX_UPLOAD_BYTES":     &c.MaxUploadBytes,
@@ -109,6 +115,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		"FLEETSCOPE_MAX_STACKS":           &c.MaxStacks,
 		"FLEETSCOPE_MAX_DEPTH":            &c.MaxDepth,
 		"FLEETSCOPE_INGEST_CPUS":          &c.IngestCPUs,
+		"FLEETSCOPE_CACHE_BYTES":          &c.CacheBytes,
 	}
 	for _, name := range Env {
 		v := getenv(name)

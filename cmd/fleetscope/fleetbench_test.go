@@ -5,15 +5,19 @@ import (
 	"compress/gzip"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"connectrpc.com/connect"
+	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -131,52 +135,77 @@ func (r *replay) profile(b testing.TB, n, m int) []byte {
 // request, Connect JSON (as Pyroscope was measured). Run with:
 // go test -run '^$' -bench Fleet -benchtime 1x -timeout 60m ./cmd/fleetscope/
 func BenchmarkFleet(b *testing.B) {
-	s := startService(b, serviceOpts{extra: []string{"FLEETSCOPE_MAX_UPLOADS_PER_KEY=8"}})
+	// FLEETSCOPE_BENCH_PROFILES=DIR also saves the server's CPU profile
+	// of each query, run for 5 s, as DIR/<query>.pprof.
+	profDir := os.Getenv("FLEETSCOPE_BENCH_PROFILES")
+	extra := []string{"FLEETSCOPE_MAX_UPLOADS_PER_KEY=8"}
+	debugAddr := ""
+	if profDir != "" {
+		debugAddr = freePort(b)
+		extra = append(extra, "FLEETSCOPE_DEBUG_ADDR="+debugAddr)
+	}
+	s := startService(b, serviceOpts{extra: extra})
 	ctx := context.Background()
 	r := loadReplay(b)
-	type job struct{ host, minute int }
-	jobs := make(chan job)
-	go func() {
-		for n := range fleetHosts {
-			for m := range fleetMinutes {
-				jobs <- job{n, m}
-			}
+	// The 200 files are made first (as agents would have them), two at a
+	// time, so the timed part is the uploads alone.
+	type job struct {
+		host, minute int
+		data         []byte
+	}
+	all := make([]job, 0, fleetHosts*fleetMinutes)
+	for n := range fleetHosts {
+		for m := range fleetMinutes {
+			all = append(all, job{host: n, minute: m})
 		}
-		close(jobs)
-	}()
-	ing, _ := s.clients()
-	var mu sync.Mutex
-	var rawBytes, sentBytes int64
-	t0 := time.Now()
+	}
 	var wg sync.WaitGroup
+	for w := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < len(all); i += 2 {
+				all[i].data = r.profile(b, all[i].host, all[i].minute)
+			}
+		}()
+	}
+	wg.Wait()
+	jobs := make(chan job, len(all))
+	var sentBytes int64
+	for _, j := range all {
+		jobs <- j
+		sentBytes += int64(len(j.data))
+	}
+	close(jobs)
+	ing, _ := s.clients()
+	if profDir != "" { // the first 30 s of the uploads
+		startProfile(b, debugAddr, filepath.Join(profDir, "ingest.pprof"), 30)
+	}
+	t0 := time.Now()
 	for range 8 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for j := range jobs {
-				data := r.profile(b, j.host, j.minute)
-				for attempt := 0; ; attempt++ {
-					_, err := ing.UploadFile(ctx, connect.NewRequest(&fsv1.UploadFileRequest{Data: data,
-						Metadata: &fsv1.UploadMetadata{App: "fleet", Host: fmt.Sprintf("host-%02d", j.host), Filename: fmt.Sprintf("m%d.nflx", j.minute)}}))
-					if err == nil {
-						break
-					}
-					if connect.CodeOf(err) != connect.CodeResourceExhausted || attempt > 100 {
-						b.Errorf("upload host %d minute %d: %v", j.host, j.minute, err)
-						return
-					}
-					time.Sleep(20 * time.Millisecond)
+				// The streaming Upload, as agents send: one-message uploads
+				// are for browsers and have few slots.
+				stream := ing.Upload(ctx)
+				stream.Send(&fsv1.UploadRequest{Msg: &fsv1.UploadRequest_Metadata{Metadata: &fsv1.UploadMetadata{
+					App: "fleet", Host: fmt.Sprintf("host-%02d", j.host), Filename: fmt.Sprintf("m%d.nflx", j.minute)}}})
+				for off := 0; off < len(j.data); off += uploadChunk {
+					stream.Send(&fsv1.UploadRequest{Msg: &fsv1.UploadRequest_Chunk{Chunk: j.data[off:min(off+uploadChunk, len(j.data))]}})
 				}
-				mu.Lock()
-				sentBytes += int64(len(data))
-				mu.Unlock()
+				if _, err := stream.CloseAndReceive(); err != nil {
+					b.Errorf("upload host %d minute %d: %v", j.host, j.minute, err)
+					return
+				}
 			}
 		}()
 	}
 	wg.Wait()
 	took := time.Since(t0)
+	all = nil
 	samples := int64(len(r.leaf)) * fleetHosts * fleetMinutes
-	_ = rawBytes
 	fmt.Printf("%-52s %8.0f samples/s  (%d samples, %d profiles, %.0f MB sent, %.1f s; target >= 300k, Pyroscope 112-140k)\n",
 		"fleet ingest, 8 concurrent uploaders", float64(samples)/took.Seconds(), samples, fleetHosts*fleetMinutes, float64(sentBytes)/1e6, took.Seconds())
 
@@ -203,12 +232,41 @@ func BenchmarkFleet(b *testing.B) {
 		}
 		slices.Sort(ds)
 		fmt.Printf("%-52s p50 %8.1f ms  (%s)\n", what, ds[len(ds)/2].Seconds()*1000, target)
+		if profDir != "" {
+			saveProfile(b, debugAddr, filepath.Join(profDir, strings.Map(func(r rune) rune {
+				if r == ' ' || r == ',' {
+					return '-'
+				}
+				return r
+			}, what)+".pprof"), call)
+		}
 	}
-	flame := func(sel *fsv1.FleetSelection) func() error {
+	// Each timed call posts Connect JSON and reads the whole answer
+	// (gzip, as browsers ask): the service's time, not a client's JSON
+	// parser's. The typed client checks what the answers hold.
+	post := func(procedure string, req proto.Message) func() error {
+		body, err := protojson.Marshal(req)
+		if err != nil {
+			b.Fatal(err)
+		}
 		return func() error {
-			_, err := fleet.GetFleetFlameGraph(ctx, connect.NewRequest(&fsv1.GetFleetFlameGraphRequest{Selection: sel, Format: fsv1.FlameGraphFormat_FLAME_GRAPH_FORMAT_TREE}))
+			hreq, _ := http.NewRequestWithContext(ctx, http.MethodPost, s.url+"/fleetscope.v1.FleetService/"+procedure, bytes.NewReader(body))
+			hreq.Header.Set("Content-Type", "application/json")
+			hreq.Header.Set("Authorization", "Bearer "+s.key)
+			res, err := hc.Do(hreq)
+			if err != nil {
+				return err
+			}
+			defer res.Body.Close()
+			n, err := io.Copy(io.Discard, res.Body)
+			if err == nil && (res.StatusCode != http.StatusOK || n == 0) {
+				err = fmt.Errorf("%s: %s, %d bytes", procedure, res.Status, n)
+			}
 			return err
 		}
+	}
+	flame := func(sel *fsv1.FleetSelection) func() error {
+		return post("GetFleetFlameGraph", &fsv1.GetFleetFlameGraphRequest{Selection: sel, Format: fsv1.FlameGraphFormat_FLAME_GRAPH_FORMAT_TREE})
 	}
 	res, err := fleet.GetFleetFlameGraph(ctx, connect.NewRequest(&fsv1.GetFleetFlameGraphRequest{Selection: sel(0, 600), Format: fsv1.FlameGraphFormat_FLAME_GRAPH_FORMAT_TREE}))
 	if err != nil {
@@ -221,14 +279,18 @@ func BenchmarkFleet(b *testing.B) {
 	p50("merged flame graph, all hosts, 10 s", "target <= 20 ms; Pyroscope 79-90 ms", flame(sel(120, 130)))
 	p50("merged flame graph, all hosts, 1 s inside a 10-s push", "target <= 10 ms; Pyroscope cannot", flame(sel(123, 124)))
 	p50("merged flame graph, one host, 10 min", "target <= 60 ms; Pyroscope 1.4-1.75 s", flame(sel(0, 600, "host-07")))
-	p50("host strip, 10-s steps, 10 min", "target <= 30 ms; Pyroscope 27-54 ms (timeline, 10-s steps)", func() error {
-		_, err := fleet.GetFleetHosts(ctx, connect.NewRequest(&fsv1.GetFleetHostsRequest{Selection: sel(0, 600), MinSecondsPerColumn: 10}))
-		return err
-	})
-	p50("fleet heatmap, 10 min, 1-s columns", "target <= 100 ms; Pyroscope has none", func() error {
-		_, err := fleet.GetFleetHeatmap(ctx, connect.NewRequest(&fsv1.GetFleetHeatmapRequest{Selection: sel(0, 600)}))
-		return err
-	})
+	p50("host strip, 10-s steps, 10 min", "target <= 30 ms; Pyroscope 27-54 ms (timeline, 10-s steps)",
+		post("GetFleetHosts", &fsv1.GetFleetHostsRequest{Selection: sel(0, 600), MinSecondsPerColumn: 10}))
+	p50("fleet heatmap, 10 min, 1-s columns", "target <= 100 ms; Pyroscope has none",
+		post("GetFleetHeatmap", &fsv1.GetFleetHeatmapRequest{Selection: sel(0, 600)}))
+	hosts, err := fleet.GetFleetHosts(ctx, connect.NewRequest(&fsv1.GetFleetHostsRequest{Selection: sel(0, 600), MinSecondsPerColumn: 10}))
+	if err != nil || len(hosts.Msg.GetHosts()) != fleetHosts {
+		b.Fatalf("host strip: %d hosts, %v", len(hosts.Msg.GetHosts()), err)
+	}
+	heat, err := fleet.GetFleetHeatmap(ctx, connect.NewRequest(&fsv1.GetFleetHeatmapRequest{Selection: sel(0, 600)}))
+	if err != nil || uint64(heat.Msg.GetTotal()) != res.Msg.GetFlameGraph().GetTotal() {
+		b.Fatalf("fleet heatmap total %d, merged flame graph %d: %v", heat.Msg.GetTotal(), res.Msg.GetFlameGraph().GetTotal(), err)
+	}
 	var bytes int64
 	s.sql(func(c *pgx.Conn) error {
 		return c.QueryRow(ctx, `SELECT (SELECT coalesce(sum(pg_column_size(t.*)), 0) FROM seconds t) +
@@ -237,4 +299,37 @@ func BenchmarkFleet(b *testing.B) {
 	})
 	hostHours := float64(fleetHosts*fleetMinutes) / 60
 	fmt.Printf("%-52s %8.1f MB per host-hour of continuous recording (rows, without the shared dictionary)\n", "Postgres bytes", float64(bytes)/1e6/hostHours)
+}
+
+// saveProfile saves the server's CPU profile while call runs for 5 s.
+func saveProfile(b *testing.B, debugAddr, path string, call func() error) {
+	done := startProfile(b, debugAddr, path, 5)
+	for {
+		select {
+		case <-done:
+			return
+		default:
+			call()
+		}
+	}
+}
+
+// startProfile saves the server's CPU profile of the next seconds to path;
+// the channel closes once it is saved.
+func startProfile(b *testing.B, debugAddr, path string, seconds int) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		res, err := http.Get(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", debugAddr, seconds))
+		if err != nil {
+			b.Error(err)
+			return
+		}
+		defer res.Body.Close()
+		data, _ := io.ReadAll(res.Body)
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			b.Error(err)
+		}
+	}()
+	return done
 }
