@@ -333,3 +333,17 @@ func startProfile(b *testing.B, debugAddr, path string, seconds int) <-chan stru
 	}()
 	return done
 }
+
+// BenchmarkParseFleetMinute parses one host-minute of the fleet benchmark
+// (nflxprofile, 56,990 samples, 19,094 stacks), what each upload costs
+// before it is indexed.
+func BenchmarkParseFleetMinute(b *testing.B) {
+	data := loadReplay(b).profile(b, 3, 1)
+	b.ResetTimer()
+	for range b.N {
+		if _, err := ingest.Parse(bytes.NewReader(data), "", 1<<30, func(*fleetscope.Profile, []fleetscope.Sample) error { return nil }); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N*56990)/b.Elapsed().Seconds(), "samples/s")
+}

@@ -89,7 +89,7 @@ func Parse(r io.Reader, sink func(*fleetscope.Profile, []fleetscope.Sample) erro
 	w := batch.New(p, sink)
 	now := m.GetStartTime()
 	for i, id := range m.Samples {
-		st, node, err := b.stack(id)
+		st, node, err := b.stackOf(id)
 		if err != nil {
 			return p, fleetscope.Errorf(fleetscope.EINVALID, "nflxprofile samples[%d]: %s", i, err.Error())
 		}
@@ -174,30 +174,87 @@ const (
 	modeNodeStack
 )
 
+// builder turns sampled nodes into stacks. Nodes are numbered densely
+// (slots) and their parent links, frames and stacks kept in arrays, so a
+// walk from a leaf to the root costs no map lookups: a minute of a busy
+// host is ~10^6 steps.
 type builder struct {
-	m      *nflxv1.Profile
-	d      *fleetscope.Dict
-	mode   int
-	parent map[uint32]uint32 // modeChildren: from the walk down from node 0
-	cache  map[uint32]fleetscope.StackID
-	frames []fleetscope.FrameID
-	// frameOf caches each node's frame (noFrame: dropped), so a frame is
-	// interned once per node, not once per stack it is part of.
-	frameOf map[uint32]fleetscope.FrameID
+	m    *nflxv1.Profile
+	d    *fleetscope.Dict
+	mode int
+	slots
+	// parent is each slot's parent slot: root (the walk ends after it) or
+	// orphan (the walk fails there); not used in modeNodeStack.
+	parent []int32
+	stack  []fleetscope.StackID // by slot; noStack until built
+	// frameOf caches each slot's frame (noFrame: dropped; unset: not yet),
+	// so a frame is interned once per node, not once per stack.
+	frameOf []fleetscope.FrameID
+	frames  []fleetscope.FrameID
 }
 
-// noFrame marks a node whose frame is dropped (see frame).
-const noFrame = ^fleetscope.FrameID(0)
+const (
+	root   = -1
+	orphan = -2
+)
 
-// nodeFrame appends node id's frame to frames, once interned.
-func (b *builder) nodeFrame(frames []fleetscope.FrameID, id uint32, n *nflxv1.Profile_Node) []fleetscope.FrameID {
-	f, ok := b.frameOf[id]
-	if !ok {
+const (
+	noFrame  = ^fleetscope.FrameID(0)
+	unset    = noFrame - 1
+	noStack  = ^fleetscope.StackID(0)
+	maxSlack = 1 << 16
+)
+
+// slots numbers the nodes 0..n-1: by their ids when those are dense (the
+// converters write 0..n-1), else in the map's order.
+type slots struct {
+	direct bool
+	of     map[uint32]int32 // id -> slot when not direct
+	node   []*nflxv1.Profile_Node
+}
+
+func newSlots(nodes map[uint32]*nflxv1.Profile_Node) slots {
+	top := uint32(0)
+	for id := range nodes {
+		top = max(top, id)
+	}
+	if int64(top) < 2*int64(len(nodes))+maxSlack {
+		s := slots{direct: true, node: make([]*nflxv1.Profile_Node, int(top)+1)}
+		for id, n := range nodes {
+			s.node[id] = n
+		}
+		return s
+	}
+	s := slots{of: make(map[uint32]int32, len(nodes)), node: make([]*nflxv1.Profile_Node, 0, len(nodes))}
+	for id, n := range nodes {
+		s.of[id] = int32(len(s.node))
+		s.node = append(s.node, n)
+	}
+	return s
+}
+
+// slot returns node id's slot, if it is in nodes.
+func (s *slots) slot(id uint32) (int32, bool) {
+	if s.direct {
+		if int64(id) < int64(len(s.node)) && s.node[id] != nil {
+			return int32(id), true
+		}
+		return 0, false
+	}
+	i, ok := s.of[id]
+	return i, ok
+}
+
+// nodeFrame appends slot i's frame to frames, once interned.
+func (b *builder) nodeFrame(frames []fleetscope.FrameID, i int32) []fleetscope.FrameID {
+	f := b.frameOf[i]
+	if f == unset {
 		f = noFrame
+		n := b.node[i]
 		if one := b.frame(nil, n.GetFunctionName(), n.GetLibtype()); len(one) == 1 {
 			f = one[0]
 		}
-		b.frameOf[id] = f
+		b.frameOf[i] = f
 	}
 	if f == noFrame {
 		return frames
@@ -206,7 +263,12 @@ func (b *builder) nodeFrame(frames []fleetscope.FrameID, id uint32, n *nflxv1.Pr
 }
 
 func newBuilder(m *nflxv1.Profile, d *fleetscope.Dict) *builder {
-	b := &builder{m: m, d: d, cache: map[uint32]fleetscope.StackID{}, frameOf: map[uint32]fleetscope.FrameID{}}
+	b := &builder{m: m, d: d, slots: newSlots(m.Nodes)}
+	n := len(b.node)
+	b.stack, b.frameOf = make([]fleetscope.StackID, n), make([]fleetscope.FrameID, n)
+	for i := range n {
+		b.stack[i], b.frameOf[i] = noStack, unset
+	}
 	param := func(k string) (bool, bool) { v, ok := m.Params[k]; return v == "true", ok }
 	nodeStack, ok1 := param("has_node_stack")
 	hasParent, ok2 := param("has_parent")
@@ -219,21 +281,40 @@ func newBuilder(m *nflxv1.Profile, d *fleetscope.Dict) *builder {
 	switch {
 	case nodeStack:
 		b.mode = modeNodeStack
+		return b
 	case hasParent:
 		b.mode = modeParent
+		b.parent = make([]int32, n)
+		for i, node := range b.node {
+			b.parent[i] = root
+			if pid := node.GetParent(); pid != 0 {
+				if b.parent[i] = orphan; node != nil {
+					if p, ok := b.slot(pid); ok {
+						b.parent[i] = p
+					}
+				}
+			}
+		}
 	default:
 		b.mode = modeChildren
-		b.parent = map[uint32]uint32{}
-		seen := map[uint32]bool{0: true}
-		queue := []uint32{0}
+		b.parent = make([]int32, n)
+		for i := range b.parent {
+			b.parent[i] = orphan
+		}
+		// The tree under node 0, breadth first; the first parent wins.
+		top, ok := b.slot(0)
+		if !ok {
+			return b
+		}
+		b.parent[top] = root
+		queue := []int32{top}
 		for len(queue) > 0 {
-			id := queue[0]
+			i := queue[0]
 			queue = queue[1:]
-			for _, c := range m.Nodes[id].GetChildren() {
-				if !seen[c] {
-					seen[c] = true
-					b.parent[c] = id
-					queue = append(queue, c)
+			for _, c := range b.node[i].GetChildren() {
+				if j, ok := b.slot(c); ok && b.parent[j] == orphan && j != top {
+					b.parent[j] = i
+					queue = append(queue, j)
 				}
 			}
 		}
@@ -281,12 +362,13 @@ func tidyV8(name string) string {
 }
 
 // stack returns the stack of a sample of node id, and the node.
-func (b *builder) stack(id uint32) (fleetscope.StackID, *nflxv1.Profile_Node, error) {
-	node := b.m.Nodes[id]
-	if node == nil {
+func (b *builder) stackOf(id uint32) (fleetscope.StackID, *nflxv1.Profile_Node, error) {
+	i, ok := b.slot(id)
+	if !ok {
 		return 0, nil, fmt.Errorf("node %d is not in nodes", id)
 	}
-	if st, ok := b.cache[id]; ok {
+	node := b.node[i]
+	if st := b.stack[i]; st != noStack {
 		return st, node, nil
 	}
 	frames := b.frames[:0]
@@ -296,42 +378,43 @@ func (b *builder) stack(id uint32) (fleetscope.StackID, *nflxv1.Profile_Node, er
 		for _, f := range node.Stack {
 			frames = b.frame(frames, f.GetFunctionName(), f.GetLibtype())
 		}
-	case modeParent:
-		cur, curID := node, id
-		for n := 0; ; n++ {
-			if n > len(b.m.Nodes) {
+	default:
+		for cur, n := i, 0; ; n++ {
+			if n > len(b.node) {
 				return 0, nil, fmt.Errorf("node %d: its parent links form a cycle", id)
 			}
-			frames = b.nodeFrame(frames, curID, cur)
-			pid := cur.GetParent()
-			if pid == 0 {
+			frames = b.nodeFrame(frames, cur)
+			p := b.parent[cur]
+			if p == root {
 				break
 			}
-			if cur, curID = b.m.Nodes[pid], pid; cur == nil {
-				return 0, nil, fmt.Errorf("node %d: parent %d is not in nodes", id, pid)
-			}
-		}
-		slices.Reverse(frames)
-	default:
-		cur := id
-		for {
-			n := b.m.Nodes[cur]
-			frames = b.nodeFrame(frames, cur, n)
-			if cur == 0 {
-				break
-			}
-			pid, ok := b.parent[cur]
-			if !ok {
+			if p == orphan {
+				if b.mode == modeParent {
+					return 0, nil, fmt.Errorf("node %d: parent %d is not in nodes", b.idOf(cur), b.node[cur].GetParent())
+				}
 				return 0, nil, fmt.Errorf("node %d is not in the tree under node 0 (no parent links in this profile)", id)
 			}
-			cur = pid
+			cur = p
 		}
 		slices.Reverse(frames)
 	}
 	b.frames = frames
 	st := b.d.Stack(frames)
-	b.cache[id] = st
+	b.stack[i] = st
 	return st, node, nil
+}
+
+// idOf is slot i's node id (for messages).
+func (s *slots) idOf(i int32) uint32 {
+	if s.direct {
+		return uint32(i)
+	}
+	for id, j := range s.of {
+		if j == i {
+			return id
+		}
+	}
+	return 0
 }
 
 // Detect says how sure it is that head is an nflxprofile: protobuf whose
