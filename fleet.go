@@ -29,8 +29,8 @@ func (m LabelMatch) Matches(labels map[string]string) bool {
 // FleetSelection chooses samples across an app's profiles: the app, any of
 // the hosts (none: all), labels that must all match, the half-open window
 // [From, To) in unix nanoseconds, one event (by name, perf's modifiers
-// optional; "": the event most samples of the selection have) and idle
-// samples or not.
+// optional; "": the event most samples of the selection have), idle
+// samples or not, and the samples a Filter keeps.
 type FleetSelection struct {
 	App         string
 	Hosts       []string
@@ -38,6 +38,7 @@ type FleetSelection struct {
 	From, To    int64
 	Event       string
 	IncludeIdle bool
+	Filter      Filter
 }
 
 // MaxFleetWindow bounds a fleet selection's window: 31 days.

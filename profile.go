@@ -44,6 +44,12 @@ type Sample struct {
 	Event     EventID
 }
 
+// Thread is where a sample ran: process, thread and CPU (-1: not recorded).
+type Thread struct{ PID, TID, CPU int32 }
+
+// Thread returns where s ran.
+func (s *Sample) Thread() Thread { return Thread{s.PID, s.TID, s.CPU} }
+
 // Dict holds a profile's deduplicated frames, stacks and event names. A
 // stack is a sequence of frames from the root (the process) to the leaf.
 // It is not safe for concurrent mutation.

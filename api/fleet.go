@@ -26,7 +26,8 @@ func NewFleet(q *query.Service) fleetscopev1connect.FleetServiceHandler {
 
 // selection reads a FleetSelection; a missing bound is EINVALID.
 func selection(m *fsv1.FleetSelection) (fleetscope.FleetSelection, error) {
-	sel := fleetscope.FleetSelection{App: m.GetApp(), Hosts: m.GetHosts(), Event: m.GetEvent(), IncludeIdle: m.GetIncludeIdle()}
+	sel := fleetscope.FleetSelection{App: m.GetApp(), Hosts: m.GetHosts(), Event: m.GetEvent(), IncludeIdle: m.GetIncludeIdle(),
+		Filter: filterOf(m.GetFilter())}
 	if m.GetFrom() == nil || m.GetTo() == nil {
 		return sel, fleetscope.Errorf(fleetscope.EINVALID, "a fleet selection needs a window: from and to")
 	}

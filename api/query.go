@@ -69,7 +69,8 @@ func (h *queryHandler) GetHeatmap(ctx context.Context, req *connect.Request[fsv1
 		return nil, err
 	}
 	m := req.Msg
-	hm, err := h.q.Heatmap(ctx, p.TenantID, query.HeatmapRequest{ProfileID: m.GetProfileId(), Event: m.GetEvent(), Rows: int(m.GetRows()), IncludeIdle: m.GetIncludeIdle()})
+	hm, err := h.q.Heatmap(ctx, p.TenantID, query.HeatmapRequest{ProfileID: m.GetProfileId(), Event: m.GetEvent(), Rows: int(m.GetRows()),
+		IncludeIdle: m.GetIncludeIdle(), Filter: filterOf(m.GetFilter())})
 	if err != nil {
 		return nil, err
 	}
@@ -89,9 +90,40 @@ func (h *queryHandler) GetFlameGraph(ctx context.Context, req *connect.Request[f
 	return connect.NewResponse(out), nil
 }
 
+// GetHeatmapSeries returns a profile's samples per CPU, thread or process
+// and column.
+func (h *queryHandler) GetHeatmapSeries(ctx context.Context, req *connect.Request[fsv1.GetHeatmapSeriesRequest]) (*connect.Response[fsv1.GetHeatmapSeriesResponse], error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	m := req.Msg
+	by := map[fsv1.SeriesKey]string{fsv1.SeriesKey_SERIES_KEY_CPU: query.ByCPU, fsv1.SeriesKey_SERIES_KEY_THREAD: query.ByThread,
+		fsv1.SeriesKey_SERIES_KEY_PROCESS: query.ByProcess}[m.GetBy()]
+	if by == "" {
+		return nil, fleetscope.Errorf(fleetscope.EINVALID, "by: SERIES_KEY_CPU, SERIES_KEY_THREAD or SERIES_KEY_PROCESS")
+	}
+	set, err := h.q.HeatmapSeries(ctx, p.TenantID, query.SeriesRequest{ProfileID: m.GetProfileId(), Event: m.GetEvent(),
+		IncludeIdle: m.GetIncludeIdle(), Filter: filterOf(m.GetFilter()), By: by, Top: int(m.GetTop())})
+	if err != nil {
+		return nil, err
+	}
+	out := &fsv1.GetHeatmapSeriesResponse{Event: set.Event, StartSecond: set.StartSecond, SecondsPerColumn: set.SecondsPerColumn}
+	for _, sr := range set.Series {
+		out.Series = append(out.Series, &fsv1.Series{Key: sr.Key, Name: sr.Name, Total: sr.Total, Columns: sr.Columns})
+	}
+	return connect.NewResponse(out), nil
+}
+
+// filterOf reads a SampleFilter (nil: keep every sample).
+func filterOf(m *fsv1.SampleFilter) fleetscope.Filter {
+	return fleetscope.Filter{Function: m.GetFunction(), ExcludeFunction: m.GetExcludeFunction(),
+		PIDs: m.GetPids(), TIDs: m.GetTids(), CPUs: m.GetCpus()}
+}
+
 // flameRequest reads a GetFlameGraphRequest.
 func flameRequest(m *fsv1.GetFlameGraphRequest) query.FlameRequest {
-	r := query.FlameRequest{ProfileID: m.GetProfileId(), Event: m.GetEvent(), IncludeIdle: m.GetIncludeIdle(),
+	r := query.FlameRequest{ProfileID: m.GetProfileId(), Event: m.GetEvent(), IncludeIdle: m.GetIncludeIdle(), Filter: filterOf(m.GetFilter()),
 		ByPeriod: m.GetWeightByPeriod(), Annotate: flame.Annotate{Kernel: m.GetAnnotateKernel(), JIT: m.GetAnnotateJit()}}
 	r.Range = rangeOf(m.StartNanos, m.EndNanos)
 	return r

@@ -18,6 +18,7 @@ type FlameRequest struct {
 	// (fleetscope.All).
 	Range       *fleetscope.Range
 	IncludeIdle bool
+	Filter      fleetscope.Filter
 	ByPeriod    bool // weight samples by their period instead of counting them
 	Annotate    flame.Annotate
 }
@@ -53,6 +54,10 @@ func (s *Service) FlameGraph(ctx context.Context, tenant int64, r FlameRequest) 
 	if err != nil {
 		return nil, err
 	}
+	f, err := compileFilter(r.Filter)
+	if err != nil {
+		return nil, err
+	}
 	rg, from, to := fleetscope.All, int64(0), int64(-1) // all seconds
 	if r.Range != nil {
 		if !info.Timed {
@@ -72,17 +77,22 @@ func (s *Service) FlameGraph(ctx context.Context, tenant int64, r FlameRequest) 
 		if err != nil {
 			return nil, err
 		}
+		threads, err := s.keepThreads(ctx, tenant, info.ID, f)
+		if err != nil {
+			return nil, err
+		}
+		c := index.Counter{UnitNanos: info.TimeUnitNanos, Timed: info.Timed, Period: info.Events[ev].Period,
+			ByPeriod: r.ByPeriod || info.Events[ev].Weighted, Range: rg, Threads: threads}
 		for i := range secs {
-			if err := index.Count(&secs[i], info.TimeUnitNanos, info.Timed, info.Events[ev].Period, rg, values, r.ByPeriod || info.Events[ev].Weighted); err != nil {
+			if err := c.Count(&secs[i], values); err != nil {
 				return nil, fleetscope.Wrap(err, fleetscope.EINTERNAL, "profile "+info.ID+": corrupt index row")
 			}
 		}
 	}
-	if !r.IncludeIdle {
-		for id := range values {
-			if d.Idle(fleetscope.StackID(id)) {
-				values[id] = 0
-			}
+	keep := s.keepStacks(d, f)
+	for id := range values {
+		if !r.IncludeIdle && d.Idle(fleetscope.StackID(id)) || keep != nil && !keep[id] {
+			values[id] = 0
 		}
 	}
 	counts := flame.CountsOf(values)

@@ -3,6 +3,7 @@ package query
 import (
 	"cmp"
 	"context"
+	"math"
 	"crypto/sha256"
 	"encoding/binary"
 	"slices"
@@ -38,6 +39,7 @@ type fleet struct {
 	timed   []*fleetscope.ProfileInfo
 	untimed []*fleetscope.ProfileInfo
 	event   string // base name
+	filter  filter
 	// first and end are the unix seconds the window touches, [first, end).
 	first, end int64
 }
@@ -47,11 +49,15 @@ func (s *Service) resolve(ctx context.Context, tenant int64, sel fleetscope.Flee
 	if err := sel.Check(); err != nil {
 		return nil, err
 	}
+	flt, err := compileFilter(sel.Filter)
+	if err != nil {
+		return nil, err
+	}
 	ps, err := s.src.FleetProfiles(ctx, tenant, sel.App, sel.Hosts, sel.Labels, sel.From, sel.To, MaxFleetProfiles)
 	if err != nil {
 		return nil, err
 	}
-	f := &fleet{sel: sel, first: fleetscope.FloorSecond(sel.From), end: fleetscope.FloorSecond(sel.To-1) + 1}
+	f := &fleet{sel: sel, filter: flt, first: fleetscope.FloorSecond(sel.From), end: fleetscope.FloorSecond(sel.To-1) + 1}
 	for _, p := range ps {
 		if p.Timed {
 			f.timed = append(f.timed, p)
@@ -151,7 +157,7 @@ func (s *Service) FleetHeatmap(ctx context.Context, tenant int64, sel fleetscope
 	if n := len(f.untimed); n > 0 {
 		acc.LeftOut[LeftUntimed] = n
 	}
-	if index.Rows%rows == 0 {
+	if index.Rows%rows == 0 && f.filter.m == nil {
 		cells, err := s.src.FleetCells(ctx, tenant, sel.App, f.event, f.first, f.end)
 		if err != nil {
 			return nil, err
@@ -271,6 +277,10 @@ func (s *Service) fleetTotals(ctx context.Context, tenant int64, sel fleetscope.
 		return nil, 0, 0, nil, err
 	}
 	spc, columns := f.columns(minSPC)
+	if f.filter.m != nil {
+		rows, err := s.filteredTotals(ctx, tenant, f)
+		return f, spc, columns, rows, err
+	}
 	all, err := s.src.FleetTotals(ctx, tenant, sel.App, f.first, f.end)
 	if err != nil {
 		return nil, 0, 0, nil, err
@@ -283,6 +293,45 @@ func (s *Service) fleetTotals(ctx context.Context, tenant int64, sel fleetscope.
 		}
 	}
 	return f, spc, columns, rows, nil
+}
+
+// filteredTotals counts, from the stored samples, what a filtered
+// selection has per profile and unix second (the stored totals count
+// every sample).
+func (s *Service) filteredTotals(ctx context.Context, tenant int64, f *fleet) ([]index.FleetRow, error) {
+	type key struct {
+		id     string
+		second int64
+	}
+	rows := map[key]*index.FleetRow{}
+	err := s.fleetSamples(ctx, tenant, f, f.first*1e9, f.end*1e9, true, func(p *fleetscope.ProfileInfo, d *fleetscope.Dict, _ []int64, batch []fleetscope.Sample, keep func(*fleetscope.Sample) bool) {
+		for i := range batch {
+			smp := &batch[i]
+			if !p.Timed || !keep(smp) {
+				continue
+			}
+			sec := fleetscope.FloorSecond(smp.TimeNanos + p.WallShiftNanos)
+			r := rows[key{p.ID, sec}]
+			if r == nil {
+				r = &index.FleetRow{ProfileID: p.ID, Host: p.Host, WallSecond: index.WallSecond{Event: f.event, Second: sec}}
+				rows[key{p.ID, sec}] = r
+			}
+			n := int32(min(weight(p, smp), math.MaxInt32))
+			if d.Idle(smp.Stack) {
+				r.Idle += n
+			} else {
+				r.Samples += n
+			}
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]index.FleetRow, 0, len(rows))
+	for _, r := range rows {
+		out = append(out, *r)
+	}
+	return out, nil
 }
 
 // accounting counts a fleet's profiles; withUntimedSpans counts untimed
@@ -355,11 +404,16 @@ func (s *Service) fleetSamples(ctx context.Context, tenant int64, f *fleet, from
 				return
 			}
 			var d *fleetscope.Dict
-			if withDict {
+			if withDict || f.filter.m != nil {
 				if d, err = s.dict(ctx, tenant, p); err != nil {
 					errc <- err
 					return
 				}
+			}
+			threads, err := s.profileThreads(ctx, tenant, p.ID)
+			if err != nil {
+				errc <- err
+				return
 			}
 			start := p.StartSecond*1e9 + p.WallShiftNanos // absolute ns of the profile's start second
 			rg := fleetscope.Range{Start: from - start, End: to - start}
@@ -377,11 +431,12 @@ func (s *Service) fleetSamples(ctx context.Context, tenant int64, f *fleet, from
 					return
 				}
 				var batch []fleetscope.Sample
+				stacks := s.keepStacks(d, f.filter)
 				keep := func(smp *fleetscope.Sample) bool {
-					return !p.Timed || rg.Contains(smp.TimeNanos-p.StartSecond*1e9)
+					return (!p.Timed || rg.Contains(smp.TimeNanos-p.StartSecond*1e9)) && f.filter.keepSample(stacks, smp)
 				}
 				for i := range secs {
-					batch, err = index.Decode(batch[:0], &secs[i], p.StartSecond, p.TimeUnitNanos, p.Timed, p.Events[ev].Period)
+					batch, err = index.Decode(batch[:0], &secs[i], p.StartSecond, p.TimeUnitNanos, p.Timed, p.Events[ev].Period, threads)
 					if err != nil {
 						errc <- fleetscope.Wrap(err, fleetscope.EINTERNAL, "profile "+p.ID+": corrupt index row")
 						return
@@ -442,6 +497,8 @@ func (s *Service) FleetFlameGraph(ctx context.Context, tenant int64, sel fleetsc
 		trans  []int32  // profile stack -> dense id
 		counts []uint64 // by profile stack
 		rg     fleetscope.Range
+		// threads the filter keeps (nil: all)
+		threads []bool
 	}
 	var parts []*part
 	var reqs []index.SecondsRange
@@ -468,8 +525,13 @@ func (s *Service) FleetFlameGraph(ctx context.Context, tenant int64, sel fleetsc
 	}
 	d := s.denseIDs(tenant)
 	if err := s.eachParallel(len(parts), func(i int) error {
-		trans, err := s.translation(ctx, tenant, parts[i].p.ID, d)
-		parts[i].trans, parts[i].counts = trans, make([]uint64, len(trans))
+		pt := parts[i]
+		trans, err := s.translation(ctx, tenant, pt.p.ID, d)
+		if err != nil {
+			return err
+		}
+		pt.trans, pt.counts = trans, make([]uint64, len(trans))
+		pt.threads, err = s.keepThreads(ctx, tenant, pt.p.ID, f.filter)
 		return err
 	}); err != nil {
 		return nil, err
@@ -488,7 +550,9 @@ func (s *Service) FleetFlameGraph(ctx context.Context, tenant int64, sel fleetsc
 			for r := range rows[w] {
 				pt := parts[owner[r.i]]
 				ev := reqs[r.i].Event
-				if err := index.Count(r.s, pt.p.TimeUnitNanos, pt.p.Timed, pt.p.Events[ev].Period, pt.rg, pt.counts, o.ByPeriod || pt.p.Events[ev].Weighted); err != nil && first == nil {
+				c := index.Counter{UnitNanos: pt.p.TimeUnitNanos, Timed: pt.p.Timed, Period: pt.p.Events[ev].Period,
+					ByPeriod: o.ByPeriod || pt.p.Events[ev].Weighted, Range: pt.rg, Threads: pt.threads}
+				if err := c.Count(r.s, pt.counts); err != nil && first == nil {
 					first = fleetscope.Wrap(err, fleetscope.EINTERNAL, "profile "+pt.p.ID+": corrupt index row")
 				}
 			}
@@ -542,8 +606,9 @@ func (s *Service) FleetFlameGraph(ctx context.Context, tenant int64, sel fleetsc
 		}
 	}
 	counts := &flame.Counts{}
+	keep := s.keepStacks(m.dict, f.filter)
 	for i, c := range total {
-		if c != 0 && (sel.IncludeIdle || !m.dict.Idle(fleetscope.StackID(i))) {
+		if c != 0 && (sel.IncludeIdle || !m.dict.Idle(fleetscope.StackID(i))) && (keep == nil || keep[i]) {
 			counts.AddStack(fleetscope.StackID(i), c)
 		}
 	}

@@ -291,3 +291,93 @@ func TestFleetFilters(t *testing.T) {
 		t.Fatalf("reversed window: %v", err)
 	}
 }
+
+// TestFleetSampleFilters: under function and CPU filters the fleet heatmap
+// is the hosts' kept samples summed by wall clock (read from the perf
+// text), every cell equals its merged flame graph, and the host strip and
+// timeline sum to the heatmap's columns.
+func TestFleetSampleFilters(t *testing.T) {
+	q, hosts := plantFleet(t)
+	ctx := context.Background()
+	frames := func(text string) []string {
+		var out bytes.Buffer
+		if _, err := perf.Collapse(strings.NewReader(text), &out, perf.Options{}); err != nil {
+			t.Fatal(err)
+		}
+		line := strings.TrimSpace(out.String())
+		return strings.Split(line[:strings.LastIndexByte(line, ' ')], ";")
+	}
+	for _, tc := range []struct {
+		f    fleetscope.Filter
+		keep func(b block) bool
+	}{
+		{fleetscope.Filter{CPUs: []int32{0, 2}}, func(b block) bool { return b.cpu == 0 || b.cpu == 2 }},
+		{fleetscope.Filter{Function: "GC"}, func(b block) bool {
+			return slices.ContainsFunc(frames(b.text), func(f string) bool { return strings.Contains(f, "GC") })
+		}},
+		{fleetscope.Filter{ExcludeFunction: "^java$", CPUs: []int32{1}}, func(b block) bool { return b.cpu == 1 && frames(b.text)[0] != "java" }},
+	} {
+		kept := make([]*host, len(hosts))
+		for i, h := range hosts {
+			k := *h
+			k.blocks = slices.DeleteFunc(slices.Clone(h.blocks), func(b block) bool { return !tc.keep(b) })
+			kept[i] = &k
+		}
+		sel := fleetscope.FleetSelection{App: "shop", From: fleetBase, To: fleetBase + 10e9, Filter: tc.f}
+		for _, rows := range []int{50, 7} {
+			h, err := q.FleetHeatmap(ctx, 0, sel, rows, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := expected(kept, rows, sel.From, sel.To)
+			got := map[[2]int64]int64{}
+			for i, col := range h.Columns {
+				for r, n := range col {
+					if n > 0 {
+						got[[2]int64{h.StartSecond + int64(i), int64(r)}] = n
+					}
+				}
+			}
+			if !maps.Equal(got, want) || h.Total == 0 {
+				t.Fatalf("%+v rows %d: the fleet heatmap (%d samples) differs from the kept samples summed by wall clock", tc.f, rows, h.Total)
+			}
+			if rows != 7 {
+				continue
+			}
+			for i, col := range h.Columns {
+				for r, n := range col {
+					cr := fleetscope.CellRange(i, r, rows)
+					cs := sel
+					cs.From, cs.To = h.StartSecond*1e9+cr.Start, h.StartSecond*1e9+cr.End
+					g, err := q.FleetFlameGraph(ctx, 0, cs, query.FleetFlameOptions{})
+					if err != nil {
+						t.Fatal(err)
+					}
+					if g.Total != uint64(n) {
+						t.Fatalf("%+v cell (%d, %d): count %d, merged flame graph %d", tc.f, i, r, n, g.Total)
+					}
+				}
+			}
+			strip, err := q.FleetHosts(ctx, 0, sel, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			line, err := q.FleetTimeline(ctx, 0, sel, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, col := range h.Columns {
+				var want, hostSum int64
+				for _, n := range col {
+					want += n
+				}
+				for _, hs := range strip.Hosts {
+					hostSum += hs.Columns[i]
+				}
+				if hostSum != want || line.Totals[i] != want {
+					t.Fatalf("%+v column %d: heatmap %d, host strip %d, timeline %d", tc.f, i, want, hostSum, line.Totals[i])
+				}
+			}
+		}
+	}
+}

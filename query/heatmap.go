@@ -15,6 +15,7 @@ type HeatmapRequest struct {
 	Event       string // "": the profile's default event
 	Rows        int    // 0: fleetscope.DefaultRows
 	IncludeIdle bool
+	Filter      fleetscope.Filter
 }
 
 // Heatmap returns a profile's sub-second offset heatmap: at the stored row
@@ -42,14 +43,18 @@ func (s *Service) Heatmap(ctx context.Context, tenant int64, r HeatmapRequest) (
 	if err != nil {
 		return nil, err
 	}
-	key := heatmapKey{profileKey{tenant, info.ID}, ev, rows, r.IncludeIdle}
+	f, err := compileFilter(r.Filter)
+	if err != nil {
+		return nil, err
+	}
+	key := heatmapKey{profileKey{tenant, info.ID}, ev, rows, r.IncludeIdle, f.key()}
 	if h, ok := s.heatmaps.Get(key); ok {
 		return h, nil
 	}
 	seconds := info.DurationNanos/1e9 + 1
 	perColumn := fleetscope.SecondsPerColumn(seconds)
 	h := heatmap.New(info.Events[ev].Name, info.StartSecond, perColumn, int((seconds+perColumn-1)/perColumn), rows)
-	if rows == index.Rows {
+	if rows == index.Rows && f.m == nil {
 		secs, err := s.src.Cells(ctx, tenant, info.ID, ev)
 		if err != nil {
 			return nil, err
@@ -65,9 +70,13 @@ func (s *Service) Heatmap(ctx context.Context, tenant int64, r HeatmapRequest) (
 			}
 		}
 	} else {
+		var keep []bool
 		err := s.samples(ctx, tenant, info, ev, 0, -1, func(d *fleetscope.Dict, batch []fleetscope.Sample) {
+			if keep == nil {
+				keep = s.keepStacks(d, f)
+			}
 			for i := range batch {
-				if r.IncludeIdle || !d.Idle(batch[i].Stack) {
+				if (r.IncludeIdle || !d.Idle(batch[i].Stack)) && f.keepSample(keep, &batch[i]) {
 					h.AddN(batch[i].TimeNanos, weight(info, &batch[i]))
 				}
 			}

@@ -36,6 +36,9 @@ type Profiles interface {
 // the result is the profile's stack i, as its stored samples refer to it.
 type Dictionaries interface {
 	Dict(ctx context.Context, tenant int64, p *fleetscope.ProfileInfo) (*fleetscope.Dict, error)
+	// Threads returns a profile's distinct (process, thread, CPU), as its
+	// stored samples index them (index.Index.Threads).
+	Threads(ctx context.Context, tenant int64, id string) ([]fleetscope.Thread, error)
 }
 
 // Cells reads an event's per-second rows with their precomputed heatmap
@@ -107,6 +110,8 @@ type Service struct {
 	dense    map[int64]*denseIDs                // per tenant
 	trans    *cache.LRU[profileKey, translated] // profiles' stacks as dense ids
 	merged   *cache.LRU[mergedKey, *mergedDict] // fleet dictionaries
+	threads  *cache.LRU[profileKey, []fleetscope.Thread]
+	keeps    *cache.LRU[keepKey, []bool] // stacks a function filter keeps
 }
 
 type profileKey struct {
@@ -118,6 +123,7 @@ type heatmapKey struct {
 	profileKey
 	event, rows int
 	idle        bool
+	filter      string // Filter.Key
 }
 
 type layoutKey struct {
@@ -146,6 +152,8 @@ func New(src Source, o Options) *Service {
 		merged:   cache.New(b/4, 0, func(_ mergedKey, m *mergedDict) int64 { return m.sizeBytes() }),
 		trans:    cache.New(b/8, 0, func(_ profileKey, t translated) int64 { return 64 + 4*int64(len(t.ids)) }),
 		dense:    map[int64]*denseIDs{},
+		threads:  cache.New(b/64, 0, func(_ profileKey, t []fleetscope.Thread) int64 { return 64 + 12*int64(len(t)) }),
+		keeps:    cache.New(b/64, 0, func(k keepKey, v []bool) int64 { return 64 + int64(len(k.filter)+len(v)) }),
 	}
 }
 
@@ -186,6 +194,8 @@ func (s *Service) Flush() {
 	s.stacks.Drop(all)
 	s.trans.Drop(all)
 	s.merged.Drop(func(mergedKey) bool { return true })
+	s.threads.Drop(all)
+	s.keeps.Drop(func(keepKey) bool { return true })
 	s.denseMu.Lock()
 	s.dense = map[int64]*denseIDs{}
 	s.denseMu.Unlock()
@@ -199,6 +209,7 @@ func (s *Service) Forget(tenant int64, id string) {
 	s.heatmaps.Drop(func(x heatmapKey) bool { return x.profileKey == k })
 	s.layouts.Drop(func(x layoutKey) bool { return x.profileKey == k })
 	s.stacks.Drop(func(x profileKey) bool { return x == k })
+	s.threads.Drop(func(x profileKey) bool { return x == k })
 }
 
 // dict returns a profile's dictionary, cached.
@@ -259,9 +270,13 @@ func (s *Service) samples(ctx context.Context, tenant int64, info *fleetscope.Pr
 	if err != nil {
 		return err
 	}
+	threads, err := s.profileThreads(ctx, tenant, info.ID)
+	if err != nil {
+		return err
+	}
 	var batch []fleetscope.Sample
 	for i := range secs {
-		batch, err = index.Decode(batch[:0], &secs[i], info.StartSecond, info.TimeUnitNanos, info.Timed, info.Events[ev].Period)
+		batch, err = index.Decode(batch[:0], &secs[i], info.StartSecond, info.TimeUnitNanos, info.Timed, info.Events[ev].Period, threads)
 		if err != nil {
 			return fleetscope.Wrap(err, fleetscope.EINTERNAL, "profile "+info.ID+": corrupt index row")
 		}

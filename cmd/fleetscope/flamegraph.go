@@ -2,9 +2,12 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"io"
 	"os"
+	"slices"
+	"strings"
 	"time"
 
 	"connectrpc.com/connect"
@@ -23,18 +26,23 @@ func flamegraphCmd() *cobra.Command {
 		format      string
 		inputFormat string
 		fleet       fleetFlags
+		filter      filterFlags
 	)
 	c := &cobra.Command{
-		Use:   "flamegraph [--start S] [--end E] [--include-idle] [--event E] [--format folded|json] (FILE | --profile ID | --app APP [--host H]... [--label k=v]... --from T [--to T])",
+		Use:   "flamegraph [--start S] [--end E] [--include-idle] [--event E] [--function RE] [--pid N]... [--format folded|json|svg|pprof|speedscope] (FILE | --profile ID | --app APP [--host H]... [--label k=v]... --from T [--to T])",
 		Short: "Print the flame graph of a time range [S, E) of a profile, or of a fleet's window [from, to)",
 		Args:  args(0, 1),
 		RunE: func(c *cobra.Command, a []string) error {
+			if !slices.Contains(flameFormats, format) {
+				return usageError{fmt.Errorf("unknown --format %q (%s)", format, strings.Join(flameFormats, ", "))}
+			}
+			var err error
+			if r.Filter, err = filter.filter(); err != nil {
+				return err
+			}
 			if fleet.set() {
 				if len(a) > 0 || r.ProfileID != "" || start != "" || end != "" {
 					return usageError{fmt.Errorf("a fleet flame graph takes --from and --to (wall clock), not FILE, --profile, --start or --end")}
-				}
-				if format != "folded" && format != "json" {
-					return usageError{fmt.Errorf("unknown --format %q (folded, json)", format)}
 				}
 				return fleetFlame(c, &fleet, r, format)
 			}
@@ -43,9 +51,6 @@ func flamegraphCmd() *cobra.Command {
 				return err
 			}
 			r.Range = rg
-			if format != "folded" && format != "json" {
-				return usageError{fmt.Errorf("unknown --format %q (folded, json)", format)}
-			}
 			if err := fileOrProfile(a, r.ProfileID); err != nil {
 				return err
 			}
@@ -66,19 +71,20 @@ func flamegraphCmd() *cobra.Command {
 	f.StringVar(&end, "end", "", "range end, seconds relative to the start second (exclusive)")
 	f.BoolVar(&r.IncludeIdle, "include-idle", false, "include the kernel's idle samples")
 	f.StringVar(&r.Event, "event", "", "event to show (default: the one with the most samples)")
-	f.StringVar(&format, "format", "folded", "output format: folded or json")
+	f.StringVar(&format, "format", "folded", "output format: "+strings.Join(flameFormats, ", "))
 	f.StringVar(&inputFormat, "input-format", "", "input format, instead of detecting it by content")
 	f.BoolVar(&r.ByPeriod, "period", false, "weight samples by their period instead of counting them")
 	f.BoolVar(&r.Annotate.Kernel, "kernel", false, "annotate kernel functions with _[k]")
 	f.BoolVar(&r.Annotate.JIT, "jit", false, "annotate JIT functions with _[j]")
 	f.StringVar(&r.ProfileID, "profile", "", "a stored profile's id: ask the server (FLEETSCOPE_URL, FLEETSCOPE_API_KEY)")
 	fleet.register(c)
+	filter.register(c)
 	return c
 }
 
 // fleetFlame asks the server for a fleet's merged flame graph.
 func fleetFlame(c *cobra.Command, ff *fleetFlags, r query.FlameRequest, format string) error {
-	sel, err := ff.selection(r.Event, r.IncludeIdle, time.Now())
+	sel, err := ff.selection(r.Event, r.IncludeIdle, r.Filter, time.Now())
 	if err != nil {
 		return err
 	}
@@ -96,7 +102,8 @@ func fleetFlame(c *cobra.Command, ff *fleetFlags, r query.FlameRequest, format s
 		return remoteErr(err)
 	}
 	w := bufio.NewWriterSize(os.Stdout, 1<<20)
-	if err := writeFlame(w, res.Msg.GetFlameGraph(), format); err != nil {
+	title := fmt.Sprintf("app %s [%s, %s)", sel.GetApp(), sel.GetFrom().AsTime().Format(time.RFC3339Nano), sel.GetTo().AsTime().Format(time.RFC3339Nano))
+	if err := writeFlame(w, res.Msg.GetFlameGraph(), format, exportOptions(r, res.Msg.GetFlameGraph().GetEvent(), title)); err != nil {
 		return err
 	}
 	return w.Flush()
@@ -104,17 +111,20 @@ func fleetFlame(c *cobra.Command, ff *fleetFlags, r query.FlameRequest, format s
 
 // writeFlame writes a flame graph the server sent as the local command
 // would.
-func writeFlame(w io.Writer, m *fsv1.GetFlameGraphResponse, format string) error {
-	if format == "json" {
+func writeFlame(w io.Writer, m *fsv1.GetFlameGraphResponse, format string, o exportOpts) error {
+	switch format {
+	case "json":
 		t := m.GetTree()
 		flat := &flame.Flat{Names: t.GetNames(), Name: t.GetName(), Value: t.GetValue(), Depth: t.GetDepth()}
 		if err := flat.Check(); err != nil {
 			return fmt.Errorf("server sent a malformed flame graph: %w", err)
 		}
 		return flame.WriteJSON(w, flat.Tree())
+	case "folded":
+		_, err := io.WriteString(w, m.GetFolded())
+		return err
 	}
-	_, err := io.WriteString(w, m.GetFolded())
-	return err
+	return writeExport(w, []byte(m.GetFolded()), format, o)
 }
 
 // parseRange reads --start and --end (exact decimal seconds); nil when
@@ -149,10 +159,17 @@ func localFlame(c *cobra.Command, w io.Writer, a []string, inputFormat string, r
 	if err != nil {
 		return err
 	}
-	if format == "json" {
+	switch format {
+	case "json":
 		return flame.WriteJSON(w, g.Flat().Tree())
+	case "folded":
+		return g.WriteFolded(w)
 	}
-	return g.WriteFolded(w)
+	var folded bytes.Buffer
+	if err := g.WriteFolded(&folded); err != nil {
+		return err
+	}
+	return writeExport(w, folded.Bytes(), format, exportOptions(r, g.Event, rangeTitle(r.Range)))
 }
 
 // remoteFlame fetches a stored profile's flame graph and writes it as the
@@ -162,7 +179,7 @@ func remoteFlame(c *cobra.Command, w io.Writer, r query.FlameRequest, format str
 	if err != nil {
 		return err
 	}
-	req := &fsv1.GetFlameGraphRequest{ProfileId: r.ProfileID, Event: r.Event, IncludeIdle: r.IncludeIdle,
+	req := &fsv1.GetFlameGraphRequest{ProfileId: r.ProfileID, Event: r.Event, IncludeIdle: r.IncludeIdle, Filter: filterProto(r.Filter),
 		WeightByPeriod: r.ByPeriod, AnnotateKernel: r.Annotate.Kernel, AnnotateJit: r.Annotate.JIT,
 		Format: fsv1.FlameGraphFormat_FLAME_GRAPH_FORMAT_FOLDED}
 	if r.Range != nil {
@@ -175,5 +192,5 @@ func remoteFlame(c *cobra.Command, w io.Writer, r query.FlameRequest, format str
 	if err != nil {
 		return remoteErr(err)
 	}
-	return writeFlame(w, res.Msg, format)
+	return writeFlame(w, res.Msg, format, exportOptions(r, res.Msg.GetEvent(), rangeTitle(r.Range)))
 }

@@ -34,7 +34,7 @@ func (f *fleetFlags) set() bool {
 }
 
 // selection builds the selection, checking the flags.
-func (f *fleetFlags) selection(event string, idle bool, now time.Time) (*fsv1.FleetSelection, error) {
+func (f *fleetFlags) selection(event string, idle bool, filter fleetscope.Filter, now time.Time) (*fsv1.FleetSelection, error) {
 	if f.app == "" {
 		return nil, usageError{fmt.Errorf("a fleet query needs --app (and --from)")}
 	}
@@ -51,7 +51,7 @@ func (f *fleetFlags) selection(event string, idle bool, now time.Time) (*fsv1.Fl
 			return nil, usageError{fmt.Errorf("--to: %w", err)}
 		}
 	}
-	sel := &fsv1.FleetSelection{App: f.app, Hosts: f.hosts, Event: event, IncludeIdle: idle,
+	sel := &fsv1.FleetSelection{App: f.app, Hosts: f.hosts, Event: event, IncludeIdle: idle, Filter: filterProto(filter),
 		From: timestamppb.New(from), To: timestamppb.New(to)}
 	for _, kv := range f.labels {
 		m := &fsv1.LabelMatcher{}

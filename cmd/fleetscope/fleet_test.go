@@ -83,28 +83,44 @@ func TestFleetOverTheAPI(t *testing.T) {
 
 	// Merged flame graphs: the sum of the hosts' range flame graphs, and
 	// every checked cell's flame graph totals the cell.
-	merged := s.mustCLI("flamegraph", "--app", "test", "--host", "h1", "--host", "h2", "--from", "1795000002.4", "--to", "1795000003.48")
-	sum := map[string]int64{}
-	for _, h := range hosts {
-		for _, line := range strings.Split(strings.TrimSpace(s.mustCLI("flamegraph", "--profile", h.id, "--start", "2.4", "--end", "3.48")), "\n") {
-			if line == "" || h.name == "h3" {
-				continue
+	// Also under sample filters, which travel with the selection.
+	for _, filter := range [][]string{nil, {"--function", "GC|json"}, {"--cpu", "1", "--cpu", "2", "--exclude-function", "^java$"}} {
+		merged := s.mustCLI(append([]string{"flamegraph", "--app", "test", "--host", "h1", "--host", "h2", "--from", "1795000002.4", "--to", "1795000003.48"}, filter...)...)
+		sum := map[string]int64{}
+		for _, h := range hosts {
+			for _, line := range strings.Split(strings.TrimSpace(s.mustCLI(append([]string{"flamegraph", "--profile", h.id, "--start", "2.4", "--end", "3.48"}, filter...)...)), "\n") {
+				if line == "" || h.name == "h3" {
+					continue
+				}
+				i := strings.LastIndexByte(line, ' ')
+				var n int64
+				fmt.Sscan(line[i+1:], &n)
+				sum[line[:i]] += n
 			}
+		}
+		got := map[string]int64{}
+		for _, line := range strings.Split(strings.TrimSpace(merged), "\n") {
 			i := strings.LastIndexByte(line, ' ')
 			var n int64
 			fmt.Sscan(line[i+1:], &n)
-			sum[line[:i]] += n
+			got[line[:i]] += n
 		}
-	}
-	got := map[string]int64{}
-	for _, line := range strings.Split(strings.TrimSpace(merged), "\n") {
-		i := strings.LastIndexByte(line, ' ')
-		var n int64
-		fmt.Sscan(line[i+1:], &n)
-		got[line[:i]] += n
-	}
-	if fmt.Sprint(got) != fmt.Sprint(sum) || len(got) == 0 {
-		t.Fatalf("merged flame graph of h1, h2 differs from their range flame graphs summed")
+		if fmt.Sprint(got) != fmt.Sprint(sum) || len(got) == 0 {
+			t.Fatalf("%v: merged flame graph of h1, h2 differs from their range flame graphs summed", filter)
+		}
+		if filter != nil { // and the filtered fleet heatmap totals the filtered window
+			h := fleet(append([]string{"--host", "h1", "--host", "h2"}, filter...)...)
+			whole := s.mustCLI(append([]string{"flamegraph", "--app", "test", "--host", "h1", "--host", "h2", "--from", "1795000000", "--to", "1795000010"}, filter...)...)
+			var n int64
+			for _, line := range strings.Split(strings.TrimSpace(whole), "\n") {
+				var v int64
+				fmt.Sscan(line[strings.LastIndexByte(line, ' ')+1:], &v)
+				n += v
+			}
+			if h.Total != n || n == 0 {
+				t.Fatalf("%v: filtered fleet heatmap total %d, merged flame graph %d", filter, h.Total, n)
+			}
+		}
 	}
 	cells := 0
 	for i := 0; i < len(all.Columns); i++ {

@@ -25,14 +25,31 @@ func heatmapCmd() *cobra.Command {
 		asJSON      bool
 		inputFormat string
 		fleet       fleetFlags
+		filter      filterFlags
+		by          string
+		top         int
 	)
 	c := &cobra.Command{
-		Use:   "heatmap [--rows N] [--include-idle] [--event E] [--json] (FILE | --profile ID | --app APP [--host H]... [--label k=v]... --from T [--to T])",
-		Short: "Print a profile's or a fleet's sub-second offset heatmap",
+		Use:   "heatmap [--rows N] [--include-idle] [--event E] [--function RE] [--pid N]... [--by cpu|thread|process] [--json] (FILE | --profile ID | --app APP [--host H]... [--label k=v]... --from T [--to T])",
+		Short: "Print a profile's or a fleet's sub-second offset heatmap, or its samples per CPU, thread or process",
 		Args:  args(0, 1),
 		RunE: func(c *cobra.Command, a []string) error {
 			if err := fleetscope.CheckRows(r.Rows); err != nil {
 				return usageError{err}
+			}
+			var err error
+			if r.Filter, err = filter.filter(); err != nil {
+				return err
+			}
+			if by != "" {
+				if fleet.set() {
+					return usageError{fmt.Errorf("--by is for a file or --profile (a fleet's hosts: the dashboard's host strip)")}
+				}
+				if err := fileOrProfile(a, r.ProfileID); err != nil {
+					return err
+				}
+				sr := query.SeriesRequest{ProfileID: r.ProfileID, Event: r.Event, IncludeIdle: r.IncludeIdle, Filter: r.Filter, By: by, Top: top}
+				return heatmapSeries(c, a, inputFormat, sr, asJSON)
 			}
 			if fleet.set() {
 				if len(a) > 0 || r.ProfileID != "" {
@@ -69,8 +86,76 @@ func heatmapCmd() *cobra.Command {
 	f.BoolVar(&asJSON, "json", false, `print {"startSecond","secondsPerColumn","rows","columns","maxCount","total"} as JSON`)
 	f.StringVar(&inputFormat, "input-format", "", "input format, instead of detecting it by content")
 	f.StringVar(&r.ProfileID, "profile", "", "a stored profile's id: ask the server (FLEETSCOPE_URL, FLEETSCOPE_API_KEY)")
+	f.StringVar(&by, "by", "", `samples per column by "cpu", "thread" (pid/tid) or "process" (pid), as series`)
+	f.IntVar(&top, "top", query.DefaultSeries, "with --by: the largest series to show, the rest summed as \"other\"")
 	fleet.register(c)
+	filter.register(c)
 	return c
+}
+
+// heatmapSeries prints a profile's samples per CPU, thread or process and
+// column: JSON {"startSecond","secondsPerColumn","series":[{"key","name",
+// "total","columns"}]}, or a table of each series' total and columns.
+func heatmapSeries(c *cobra.Command, a []string, inputFormat string, r query.SeriesRequest, asJSON bool) error {
+	var set *query.SeriesSet
+	if r.ProfileID != "" {
+		cl, err := newClient()
+		if err != nil {
+			return err
+		}
+		by := map[string]fsv1.SeriesKey{query.ByCPU: fsv1.SeriesKey_SERIES_KEY_CPU, query.ByThread: fsv1.SeriesKey_SERIES_KEY_THREAD,
+			query.ByProcess: fsv1.SeriesKey_SERIES_KEY_PROCESS}[r.By]
+		if by == fsv1.SeriesKey_SERIES_KEY_UNSPECIFIED {
+			return usageError{fmt.Errorf("--by %q: cpu, thread or process", r.By)}
+		}
+		res, err := cl.query.GetHeatmapSeries(c.Context(), connect.NewRequest(&fsv1.GetHeatmapSeriesRequest{ProfileId: r.ProfileID,
+			Event: r.Event, IncludeIdle: r.IncludeIdle, Filter: filterProto(r.Filter), By: by, Top: int32(r.Top)}))
+		if err != nil {
+			return remoteErr(err)
+		}
+		m := res.Msg
+		set = &query.SeriesSet{Event: m.GetEvent(), StartSecond: m.GetStartSecond(), SecondsPerColumn: m.GetSecondsPerColumn(), Series: []query.Series{}}
+		for _, sr := range m.GetSeries() {
+			cols := sr.GetColumns()
+			if cols == nil {
+				cols = []int64{}
+			}
+			set.Series = append(set.Series, query.Series{Key: sr.GetKey(), Name: sr.GetName(), Total: sr.GetTotal(), Columns: cols})
+		}
+	} else {
+		l, err := openLocal(a, inputFormat)
+		if err != nil {
+			return err
+		}
+		r.ProfileID = l.id
+		if set, err = l.q.HeatmapSeries(c.Context(), 0, r); err != nil {
+			return err
+		}
+	}
+	w := bufio.NewWriter(os.Stdout)
+	if asJSON {
+		if err := json.NewEncoder(w).Encode(set); err != nil {
+			return err
+		}
+		return w.Flush()
+	}
+	fmt.Fprintf(w, "event %s, start second %d, %d s a column; samples per %s:\n", set.Event, set.StartSecond, set.SecondsPerColumn, r.By)
+	for _, sr := range set.Series {
+		label := sr.Key
+		if sr.Name != "" {
+			label += " " + sr.Name
+		}
+		fmt.Fprintf(w, "%-28s %10d |", label, sr.Total)
+		var peak int64
+		for _, n := range sr.Columns {
+			peak = max(peak, n)
+		}
+		for _, n := range sr.Columns {
+			w.WriteByte(shades[shade(n, peak)])
+		}
+		fmt.Fprintln(w)
+	}
+	return w.Flush()
 }
 
 // fleetJSON is a fleet heatmap as printed with --json.
@@ -82,7 +167,7 @@ type fleetJSON struct {
 
 // fleetHeatmap asks the server for a fleet's heatmap.
 func fleetHeatmap(c *cobra.Command, ff *fleetFlags, r query.HeatmapRequest, asJSON bool) error {
-	sel, err := ff.selection(r.Event, r.IncludeIdle, time.Now())
+	sel, err := ff.selection(r.Event, r.IncludeIdle, r.Filter, time.Now())
 	if err != nil {
 		return err
 	}
@@ -132,7 +217,8 @@ func remoteHeatmap(c *cobra.Command, r query.HeatmapRequest) (*heatmap.Heatmap, 
 	if err != nil {
 		return nil, err
 	}
-	res, err := cl.query.GetHeatmap(c.Context(), connect.NewRequest(&fsv1.GetHeatmapRequest{ProfileId: r.ProfileID, Event: r.Event, Rows: int32(r.Rows), IncludeIdle: r.IncludeIdle}))
+	res, err := cl.query.GetHeatmap(c.Context(), connect.NewRequest(&fsv1.GetHeatmapRequest{ProfileId: r.ProfileID, Event: r.Event,
+		Rows: int32(r.Rows), IncludeIdle: r.IncludeIdle, Filter: filterProto(r.Filter)}))
 	if err != nil {
 		return nil, remoteErr(err)
 	}

@@ -495,6 +495,15 @@ func TestServiceAnswersEqualLocalFiles(t *testing.T) {
 				{"flamegraph", "--start", "0.000001", "--end", "3.999999", "--format", "json"},
 				{"flamegraph", "--start", "1", "--end", "1"},
 				{"flamegraph", "--start", "-5", "--end", "1.5", "--kernel", "--jit"},
+				{"heatmap", "--json", "--function", "GC|java"},
+				{"heatmap", "--json", "--cpu", "1", "--cpu", "3", "--rows", "7"},
+				{"heatmap", "--by", "thread", "--json"},
+				{"heatmap", "--by", "cpu", "--json", "--exclude-function", "^java$", "--top", "3"},
+				{"heatmap", "--by", "process"},
+				{"flamegraph", "--function", "java", "--exclude-function", "GC", "--cpu", "0"},
+				{"flamegraph", "--start", "1", "--end", "3", "--format", "svg"},
+				{"flamegraph", "--format", "pprof", "--period"},
+				{"flamegraph", "--format", "speedscope", "--function", "a"},
 			} {
 				want := local(t, append(args, path)...)
 				got := s.mustCLI(append(args, "--profile", id)...)

@@ -134,6 +134,8 @@ func TestTenantIsolation(t *testing.T) {
 			st, en := int64(0), int64(1e9)
 			_, err = b.query.GetFlameGraph(ctx, connect.NewRequest(&fsv1.GetFlameGraphRequest{ProfileId: id, StartNanos: &st, EndNanos: &en}))
 			try(fleetscopev1connect.QueryServiceGetFlameGraphProcedure, scope, ok(err), id)
+			_, err = b.query.GetHeatmapSeries(ctx, connect.NewRequest(&fsv1.GetHeatmapSeriesRequest{ProfileId: id, By: fsv1.SeriesKey_SERIES_KEY_THREAD}))
+			try(fleetscopev1connect.QueryServiceGetHeatmapSeriesProcedure, scope, ok(err), id)
 			_, err = b.admin.DeleteProfile(ctx, connect.NewRequest(&fsv1.DeleteProfileRequest{Id: id}))
 			try(fleetscopev1connect.AdminServiceDeleteProfileProcedure, scope, ok(err), id)
 			_, err = b.admin.CreateShareLink(ctx, connect.NewRequest(&fsv1.CreateShareLinkRequest{ProfileId: id}))

@@ -7,7 +7,9 @@
 // Offsets are sorted and stored as uvarint deltas in the profile's time unit
 // (1 µs when every timestamp is a whole microsecond, as perf prints them,
 // else 1 ns); stacks as uvarint indexes into the profile's stack list;
-// periods only when they vary within the event.
+// periods only when they vary within the event; where each sample ran
+// (process, thread, CPU) as uvarint indexes into the profile's list of the
+// distinct ones, only when there are several.
 package index
 
 import (
@@ -35,6 +37,7 @@ type Second struct {
 	Offsets   []byte
 	Stacks    []byte
 	Periods   []byte // nil when every sample has the event's period
+	Threads   []byte // nil when the profile has one thread (Index.Threads)
 }
 
 // Event is one event's summary.
@@ -53,11 +56,15 @@ type Index struct {
 	Timed         bool // false when the profiler recorded no per-sample times
 	Events        []Event
 	Seconds       []Second
+	// Threads are the distinct (process, thread, CPU) of the samples, in
+	// the order first seen; Second.Threads index them.
+	Threads []fleetscope.Thread
 }
 
 type raw struct {
 	t      int64
 	stack  fleetscope.StackID
+	thread int32
 	period uint64
 }
 
@@ -66,6 +73,8 @@ type raw struct {
 // events whose samples did not arrive in time order (perf script's do).
 type Builder struct {
 	events   []*samples
+	threads  map[fleetscope.Thread]int32
+	order    []fleetscope.Thread
 	untimed  int
 	timed    int
 	allMicro bool
@@ -111,7 +120,9 @@ func (e *samples) ordered(timed bool) [][]raw {
 }
 
 // NewBuilder returns an empty Builder.
-func NewBuilder() *Builder { return &Builder{allMicro: true} }
+func NewBuilder() *Builder {
+	return &Builder{allMicro: true, threads: map[fleetscope.Thread]int32{}}
+}
 
 // Add takes a batch of samples; their stack ids are the profile's own. It
 // returns EINVALID for a timestamp outside the accepted range
@@ -133,7 +144,13 @@ func (b *Builder) Add(batch []fleetscope.Sample) error {
 				b.allMicro = false
 			}
 		}
-		b.events[s.Event].add(raw{t: s.TimeNanos, stack: s.Stack, period: s.Period})
+		th, ok := b.threads[s.Thread()]
+		if !ok {
+			th = int32(len(b.order))
+			b.threads[s.Thread()] = th
+			b.order = append(b.order, s.Thread())
+		}
+		b.events[s.Event].add(raw{t: s.TimeNanos, stack: s.Stack, thread: th, period: s.Period})
 	}
 	return nil
 }
@@ -145,7 +162,7 @@ func (b *Builder) Build(idle func(fleetscope.StackID) bool, names []string, weig
 	if b.timed > 0 && b.untimed > 0 {
 		return nil, fleetscope.Errorf(fleetscope.EINVALID, "%d samples have timestamps and %d do not: mixed profiles are not supported", b.timed, b.untimed)
 	}
-	ix := &Index{Timed: b.untimed == 0 && b.timed > 0, TimeUnitNanos: 1}
+	ix := &Index{Timed: b.untimed == 0 && b.timed > 0, TimeUnitNanos: 1, Threads: b.order}
 	if b.allMicro {
 		ix.TimeUnitNanos = 1000
 	}
@@ -238,15 +255,23 @@ func encode(e fleetscope.EventID, sec int64, rs []raw, ix *Index, varies, weight
 		if varies {
 			s.Periods = binary.AppendUvarint(s.Periods, r.period)
 		}
+		if len(ix.Threads) > 1 {
+			s.Threads = binary.AppendUvarint(s.Threads, uint64(r.thread))
+		}
 	}
 	return s
 }
 
 // Decode appends the samples of a stored row to dst as samples on the
-// profile clock, with the profile's own stack ids.
-func Decode(dst []fleetscope.Sample, s *Second, startSecond, unitNanos int64, timed bool, period uint64) ([]fleetscope.Sample, error) {
-	offs, stacks, periods := s.Offsets, s.Stacks, s.Periods
+// profile clock, with the profile's own stack ids; threads are the
+// profile's (Index.Threads).
+func Decode(dst []fleetscope.Sample, s *Second, startSecond, unitNanos int64, timed bool, period uint64, threads []fleetscope.Thread) ([]fleetscope.Sample, error) {
+	offs, stacks, periods, ths := s.Offsets, s.Stacks, s.Periods, s.Threads
 	base := (startSecond + s.Second) * 1e9
+	only := fleetscope.Thread{PID: -1, TID: -1, CPU: -1}
+	if len(threads) == 1 {
+		only = threads[0]
+	}
 	var u uint64
 	for i := int32(0); i < s.Samples; i++ {
 		d, n := binary.Uvarint(offs)
@@ -267,11 +292,19 @@ func Decode(dst []fleetscope.Sample, s *Second, startSecond, unitNanos int64, ti
 			}
 			periods = periods[n:]
 		}
+		th := only
+		if ths != nil {
+			k, n := binary.Uvarint(ths)
+			if n <= 0 || k >= uint64(len(threads)) {
+				return dst, errCorrupt
+			}
+			ths, th = ths[n:], threads[k]
+		}
 		t := int64(fleetscope.NoTime)
 		if timed {
 			t = base + int64(u)*unitNanos
 		}
-		dst = append(dst, fleetscope.Sample{TimeNanos: t, Period: p, Stack: fleetscope.StackID(st), Event: s.Event, CPU: -1, PID: -1, TID: -1})
+		dst = append(dst, fleetscope.Sample{TimeNanos: t, Period: p, Stack: fleetscope.StackID(st), Event: s.Event, CPU: th.CPU, PID: th.PID, TID: th.TID})
 	}
 	return dst, nil
 }
@@ -329,7 +362,7 @@ func WallSeconds(ix *Index, shiftNanos int64, idle func(fleetscope.StackID) bool
 			continue
 		}
 		var err error
-		batch, err = Decode(batch[:0], s, ix.StartSecond, ix.TimeUnitNanos, true, ix.Events[s.Event].Period)
+		batch, err = Decode(batch[:0], s, ix.StartSecond, ix.TimeUnitNanos, true, ix.Events[s.Event].Period, ix.Threads)
 		if err != nil {
 			return nil, err
 		}
@@ -411,16 +444,38 @@ func StackKeys(d *fleetscope.Dict) []int64 {
 	return out
 }
 
-// Count adds to counts[stack] the value of each sample of row s whose time,
-// in ns relative to the profile's start second, lies in rg: 1 a sample, or
-// its period when byPeriod (byPeriod for a weighted event: its samples count
-// as their period; period is the event's, for rows that store none). A row wholly inside rg (and every row of an untimed profile) is
-// counted from its stacks alone, without decoding the times. counts must
-// hold every stack id the row uses; a corrupt row is an error.
-func Count(s *Second, unitNanos int64, timed bool, period uint64, rg fleetscope.Range, counts []uint64, byPeriod bool) error {
+// Counter counts the stored samples of one event of a profile by stack.
+type Counter struct {
+	UnitNanos int64
+	Timed     bool
+	Period    uint64 // the event's, for rows that store none
+	// ByPeriod counts each sample as its period (for a weighted event, or
+	// when asked), else as 1.
+	ByPeriod bool
+	// Range keeps samples whose time, in ns relative to the profile's
+	// start second, lies in it.
+	Range fleetscope.Range
+	// Threads, when set, keeps samples whose thread (an index of
+	// Index.Threads) it marks true.
+	Threads []bool
+}
+
+// Count adds to counts[stack] the value of each sample of row s the
+// counter keeps. A row wholly inside the range (and every row of an
+// untimed profile) is counted from its stacks alone, without decoding the
+// times. counts must hold every stack id the row uses; a corrupt row is an
+// error.
+func (c *Counter) Count(s *Second, counts []uint64) error {
 	base := s.Second * 1e9
-	whole := !timed || rg.Start <= base && base+1e9 <= rg.End
-	offs, stacks, periods := s.Offsets, s.Stacks, s.Periods
+	whole := !c.Timed || c.Range.Start <= base && base+1e9 <= c.Range.End
+	offs, stacks, periods, ths := s.Offsets, s.Stacks, s.Periods, s.Threads
+	keepAll := c.Threads == nil
+	if !keepAll && ths == nil { // one thread: all or nothing
+		if len(c.Threads) == 0 || !c.Threads[0] {
+			return nil
+		}
+		keepAll = true
+	}
 	var u uint64
 	for i := int32(0); i < s.Samples; i++ {
 		in := whole
@@ -431,7 +486,7 @@ func Count(s *Second, unitNanos int64, timed bool, period uint64, rg fleetscope.
 			}
 			offs = offs[n:]
 			u += d
-			in = rg.Contains(base + int64(u)*unitNanos)
+			in = c.Range.Contains(base + int64(u)*c.UnitNanos)
 		}
 		var st uint64
 		if b := stacks; len(b) > 0 && b[0] < 0x80 { // one-byte uvarint: most stacks of a profile
@@ -444,8 +499,8 @@ func Count(s *Second, unitNanos int64, timed bool, period uint64, rg fleetscope.
 			stacks = stacks[n:]
 		}
 		v := uint64(1)
-		if byPeriod {
-			v = period
+		if c.ByPeriod {
+			v = c.Period
 			if periods != nil {
 				var n int
 				if v, n = binary.Uvarint(periods); n <= 0 {
@@ -453,6 +508,14 @@ func Count(s *Second, unitNanos int64, timed bool, period uint64, rg fleetscope.
 				}
 				periods = periods[n:]
 			}
+		}
+		if !keepAll {
+			th, n := binary.Uvarint(ths)
+			if n <= 0 || th >= uint64(len(c.Threads)) {
+				return errCorrupt
+			}
+			ths = ths[n:]
+			in = in && c.Threads[th]
 		}
 		if in {
 			if st >= uint64(len(counts)) {

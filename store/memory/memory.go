@@ -37,6 +37,7 @@ type profile struct {
 	dict    *fleetscope.Dict
 	byEvent [][]index.Second // per event, by second
 	keys    []int64          // stack keys (index.StackKey), by stack id
+	threads []fleetscope.Thread
 	wall    []index.WallSecond
 }
 
@@ -55,7 +56,7 @@ func (s *Store) Add(info *fleetscope.ProfileInfo, dict *fleetscope.Dict, ix *ind
 	if info.ID == "" {
 		info.ID = fmt.Sprintf("local-%d", len(s.order)+1)
 	}
-	p := &profile{info: info, dict: dict, byEvent: make([][]index.Second, len(info.Events)), keys: index.StackKeys(dict), wall: wall}
+	p := &profile{info: info, dict: dict, byEvent: make([][]index.Second, len(info.Events)), keys: index.StackKeys(dict), threads: ix.Threads, wall: wall}
 	for id, k := range p.keys {
 		if _, ok := s.stacks[k]; !ok {
 			s.stacks[k] = stackRef{p, fleetscope.StackID(id)}
@@ -217,6 +218,15 @@ func (s *Store) ProfileStacks(_ context.Context, _ int64, id string) ([]int64, e
 		return nil, err
 	}
 	return p.keys, nil
+}
+
+// Threads returns a profile's distinct (process, thread, CPU).
+func (s *Store) Threads(_ context.Context, _ int64, id string) ([]fleetscope.Thread, error) {
+	p, err := s.get(id)
+	if err != nil {
+		return nil, err
+	}
+	return p.threads, nil
 }
 
 // StackDict builds a dictionary whose stack i is the stack with key ids[i].

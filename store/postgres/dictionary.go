@@ -174,6 +174,29 @@ func (db *DB) ProfileStacks(ctx context.Context, tenant int64, id string) ([]int
 	return ids, translate(err, "profile "+id)
 }
 
+// Threads returns a profile's distinct (process, thread, CPU), as its stored
+// samples index them.
+func (db *DB) Threads(ctx context.Context, tenant int64, id string) ([]fleetscope.Thread, error) {
+	u, err := parseID(id)
+	if err != nil {
+		return nil, err
+	}
+	var flat []int32
+	err = db.readTenantRow(ctx, tenant, func(r pgx.Row) error { return r.Scan(&flat) },
+		`SELECT threads FROM profile_stacks WHERE tenant_id = $1 AND profile_id = $2`, tenant, u)
+	if err != nil {
+		return nil, translate(err, "profile "+id)
+	}
+	if len(flat)%3 != 0 {
+		return nil, fmt.Errorf("profile %s: %d thread fields, not triples", id, len(flat))
+	}
+	out := make([]fleetscope.Thread, len(flat)/3)
+	for i := range out {
+		out[i] = fleetscope.Thread{PID: flat[3*i], TID: flat[3*i+1], CPU: flat[3*i+2]}
+	}
+	return out, nil
+}
+
 // StackDict builds a dictionary of the tenant's stacks ids: stack i of the
 // result is ids[i] (ids must not repeat).
 func (db *DB) StackDict(ctx context.Context, tenant int64, ids []int64) (*fleetscope.Dict, error) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -90,13 +91,32 @@ func TestInsertIsIdempotentAndRoundTrips(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	threads, err := db.Threads(ctx, acme, p1.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Where each sample ran, as the parser saw it (in time order).
+	var want []fleetscope.Thread
+	if _, err := perf.Parse(strings.NewReader(sample), func(_ *fleetscope.Profile, batch []fleetscope.Sample) error {
+		for _, s := range batch {
+			want = append(want, s.Thread())
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(threads) != 2 {
+		t.Fatalf("stored threads %v, want the 2 distinct ones of %v", threads, want)
+	}
 	var got []string
+	var ran []fleetscope.Thread
 	for i := range secs {
-		batch, err := index.Decode(nil, &secs[i], p1.StartSecond, p1.TimeUnitNanos, true, 1)
+		batch, err := index.Decode(nil, &secs[i], p1.StartSecond, p1.TimeUnitNanos, true, 1, threads)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, s := range batch {
+			ran = append(ran, s.Thread())
 			var names []string
 			for _, f := range d.StackFrames(s.Stack) {
 				names = append(names, d.FrameAt(f).Name)
@@ -104,13 +124,16 @@ func TestInsertIsIdempotentAndRoundTrips(t *testing.T) {
 			got = append(got, fmt.Sprintf("%s %s idle=%v", fleetscope.FormatSeconds(s.TimeNanos), strings.Join(names, ";"), d.Idle(s.Stack)))
 		}
 	}
-	want := []string{
+	if !slices.Equal(ran, want) {
+		t.Fatalf("decoded threads %v, want %v", ran, want)
+	}
+	wantText := []string{
 		"100.250000 java;start_thread;com/acme/A:::run idle=false",
 		"100.500000 swapper;do_idle;native_safe_halt idle=true",
 		"101.750000 java;start_thread;com/acme/A:::run idle=false",
 	}
-	if strings.Join(got, "\n") != strings.Join(want, "\n") {
-		t.Fatalf("decoded samples:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	if strings.Join(got, "\n") != strings.Join(wantText, "\n") {
+		t.Fatalf("decoded samples:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(wantText, "\n"))
 	}
 }
 

@@ -121,7 +121,11 @@ func (db *DB) InsertProfile(ctx context.Context, tenant int64, p *fleetscope.Pro
 				return err
 			}
 			newFrames, newStacks = nf, ns
-			if _, err := tx.Exec(ctx, `INSERT INTO profile_stacks (tenant_id, profile_id, stacks) VALUES ($1, $2, $3)`, tenant, id, stackIDs); err != nil {
+			threads := make([]int32, 0, 3*len(ix.Threads))
+			for _, t := range ix.Threads {
+				threads = append(threads, t.PID, t.TID, t.CPU)
+			}
+			if _, err := tx.Exec(ctx, `INSERT INTO profile_stacks (tenant_id, profile_id, stacks, threads) VALUES ($1, $2, $3, $4)`, tenant, id, stackIDs, threads); err != nil {
 				return err
 			}
 			if err := writeSeconds(ctx, tx, tenant, id, day, ix); err != nil {

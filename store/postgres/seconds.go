@@ -56,17 +56,20 @@ func (db *DB) ensurePartition(ctx context.Context, table string, d time.Time) er
 func writeSeconds(ctx context.Context, tx pgx.Tx, tenant int64, id uuid.UUID, day time.Time, ix *index.Index) error {
 	rows := make([][]any, len(ix.Seconds))
 	for i, s := range ix.Seconds {
-		var periods any
+		var periods, threads any
 		if s.Periods != nil {
 			periods = s.Periods
 		}
-		rows[i] = []any{int16(s.Event), s.Second, s.Samples, s.Cells, s.IdleCells, s.Offsets, s.Stacks, periods}
+		if s.Threads != nil {
+			threads = s.Threads
+		}
+		rows[i] = []any{int16(s.Event), s.Second, s.Samples, s.Cells, s.IdleCells, s.Offsets, s.Stacks, periods, threads}
 	}
 	if _, err := tx.Exec(ctx, `CREATE TEMPORARY TABLE new_seconds (event smallint, second bigint, samples int, cells int[],
-		idle_cells int[], offsets bytea, stacks bytea, periods bytea) ON COMMIT DROP`); err != nil {
+		idle_cells int[], offsets bytea, stacks bytea, periods bytea, threads bytea) ON COMMIT DROP`); err != nil {
 		return err
 	}
-	cols := []string{"event", "second", "samples", "cells", "idle_cells", "offsets", "stacks", "periods"}
+	cols := []string{"event", "second", "samples", "cells", "idle_cells", "offsets", "stacks", "periods", "threads"}
 	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"new_seconds"}, cols, pgx.CopyFromRows(rows)); err != nil {
 		return err
 	}
@@ -92,9 +95,9 @@ func (db *DB) seconds(ctx context.Context, tenant int64, id string, event int, f
 	if err != nil {
 		return nil, err
 	}
-	cols := `second, samples, cells, idle_cells, NULL::bytea, NULL::bytea, NULL::bytea`
+	cols := `second, samples, cells, idle_cells, NULL::bytea, NULL::bytea, NULL::bytea, NULL::bytea`
 	if samples {
-		cols = `second, samples, cells, idle_cells, offsets, stacks, periods`
+		cols = `second, samples, cells, idle_cells, offsets, stacks, periods, threads`
 	}
 	q := `SELECT ` + cols + ` FROM seconds WHERE tenant_id = $1 AND profile_id = $2 AND event = $3`
 	args := []any{tenant, u, int16(event)}
@@ -107,7 +110,7 @@ func (db *DB) seconds(ctx context.Context, tenant int64, id string, event int, f
 	err = db.readTenant(ctx, tenant, func(rows pgx.Rows) error {
 		for rows.Next() {
 			s := index.Second{Event: fleetscope.EventID(event)}
-			if err := rows.Scan(&s.Second, &s.Samples, &s.Cells, &s.IdleCells, &s.Offsets, &s.Stacks, &s.Periods); err != nil {
+			if err := rows.Scan(&s.Second, &s.Samples, &s.Cells, &s.IdleCells, &s.Offsets, &s.Stacks, &s.Periods, &s.Threads); err != nil {
 				return err
 			}
 			out = append(out, s)
@@ -140,7 +143,7 @@ func (db *DB) FleetSeconds(ctx context.Context, tenant int64, reqs []index.Secon
 			var i int
 			var s index.Second
 			var ev int16
-			if err := rows.Scan(&i, &ev, &s.Second, &s.Samples, &s.Offsets, &s.Stacks, &s.Periods); err != nil {
+			if err := rows.Scan(&i, &ev, &s.Second, &s.Samples, &s.Offsets, &s.Stacks, &s.Periods, &s.Threads); err != nil {
 				return err
 			}
 			s.Event = fleetscope.EventID(ev)
@@ -149,7 +152,7 @@ func (db *DB) FleetSeconds(ctx context.Context, tenant int64, reqs []index.Secon
 			}
 		}
 		return nil
-	}, `SELECT r.i, s.event, s.second, s.samples, s.offsets, s.stacks, s.periods
+	}, `SELECT r.i, s.event, s.second, s.samples, s.offsets, s.stacks, s.periods, s.threads
 		FROM unnest($2::uuid[], $3::smallint[], $4::bigint[], $5::bigint[]) WITH ORDINALITY AS r(profile_id, event, lo, hi, i)
 		JOIN seconds s ON s.tenant_id = $1 AND s.profile_id = r.profile_id AND s.event = r.event AND s.second BETWEEN r.lo AND r.hi`,
 		tenant, ids, events, lo, hi)

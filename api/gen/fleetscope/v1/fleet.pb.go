@@ -36,8 +36,10 @@ type FleetSelection struct {
 	To   *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=to,proto3" json:"to,omitempty"`
 	// By name, perf's modifiers optional; empty: the event most samples of
 	// the selection have.
-	Event         string `protobuf:"bytes,6,opt,name=event,proto3" json:"event,omitempty"`
-	IncludeIdle   bool   `protobuf:"varint,7,opt,name=include_idle,json=includeIdle,proto3" json:"include_idle,omitempty"`
+	Event       string `protobuf:"bytes,6,opt,name=event,proto3" json:"event,omitempty"`
+	IncludeIdle bool   `protobuf:"varint,7,opt,name=include_idle,json=includeIdle,proto3" json:"include_idle,omitempty"`
+	// Which samples of the selection count (function, pid/tid/CPU).
+	Filter        *SampleFilter `protobuf:"bytes,8,opt,name=filter,proto3" json:"filter,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -119,6 +121,13 @@ func (x *FleetSelection) GetIncludeIdle() bool {
 		return x.IncludeIdle
 	}
 	return false
+}
+
+func (x *FleetSelection) GetFilter() *SampleFilter {
+	if x != nil {
+		return x.Filter
+	}
+	return nil
 }
 
 // LabelMatcher is name=value, or name!=value when not_equal (a profile
@@ -848,7 +857,7 @@ var File_fleetscope_v1_fleet_proto protoreflect.FileDescriptor
 
 const file_fleetscope_v1_fleet_proto_rawDesc = "" +
 	"\n" +
-	"\x19fleetscope/v1/fleet.proto\x12\rfleetscope.v1\x1a\x19fleetscope/v1/query.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x82\x02\n" +
+	"\x19fleetscope/v1/fleet.proto\x12\rfleetscope.v1\x1a\x19fleetscope/v1/query.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xb7\x02\n" +
 	"\x0eFleetSelection\x12\x10\n" +
 	"\x03app\x18\x01 \x01(\tR\x03app\x12\x14\n" +
 	"\x05hosts\x18\x02 \x03(\tR\x05hosts\x123\n" +
@@ -856,7 +865,8 @@ const file_fleetscope_v1_fleet_proto_rawDesc = "" +
 	"\x04from\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x04from\x12*\n" +
 	"\x02to\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x02to\x12\x14\n" +
 	"\x05event\x18\x06 \x01(\tR\x05event\x12!\n" +
-	"\finclude_idle\x18\a \x01(\bR\vincludeIdle\"U\n" +
+	"\finclude_idle\x18\a \x01(\bR\vincludeIdle\x123\n" +
+	"\x06filter\x18\b \x01(\v2\x1b.fleetscope.v1.SampleFilterR\x06filter\"U\n" +
 	"\fLabelMatcher\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value\x12\x1b\n" +
@@ -954,40 +964,42 @@ var file_fleetscope_v1_fleet_proto_goTypes = []any{
 	(*GetFleetFlameGraphResponse)(nil), // 11: fleetscope.v1.GetFleetFlameGraphResponse
 	nil,                                // 12: fleetscope.v1.Accounting.LeftOutEntry
 	(*timestamppb.Timestamp)(nil),      // 13: google.protobuf.Timestamp
-	(*Column)(nil),                     // 14: fleetscope.v1.Column
-	(FlameGraphFormat)(0),              // 15: fleetscope.v1.FlameGraphFormat
-	(*GetFlameGraphResponse)(nil),      // 16: fleetscope.v1.GetFlameGraphResponse
+	(*SampleFilter)(nil),               // 14: fleetscope.v1.SampleFilter
+	(*Column)(nil),                     // 15: fleetscope.v1.Column
+	(FlameGraphFormat)(0),              // 16: fleetscope.v1.FlameGraphFormat
+	(*GetFlameGraphResponse)(nil),      // 17: fleetscope.v1.GetFlameGraphResponse
 }
 var file_fleetscope_v1_fleet_proto_depIdxs = []int32{
 	1,  // 0: fleetscope.v1.FleetSelection.labels:type_name -> fleetscope.v1.LabelMatcher
 	13, // 1: fleetscope.v1.FleetSelection.from:type_name -> google.protobuf.Timestamp
 	13, // 2: fleetscope.v1.FleetSelection.to:type_name -> google.protobuf.Timestamp
-	12, // 3: fleetscope.v1.Accounting.left_out:type_name -> fleetscope.v1.Accounting.LeftOutEntry
-	0,  // 4: fleetscope.v1.GetFleetHeatmapRequest.selection:type_name -> fleetscope.v1.FleetSelection
-	14, // 5: fleetscope.v1.GetFleetHeatmapResponse.columns:type_name -> fleetscope.v1.Column
-	2,  // 6: fleetscope.v1.GetFleetHeatmapResponse.accounting:type_name -> fleetscope.v1.Accounting
-	0,  // 7: fleetscope.v1.GetFleetHostsRequest.selection:type_name -> fleetscope.v1.FleetSelection
-	6,  // 8: fleetscope.v1.GetFleetHostsResponse.hosts:type_name -> fleetscope.v1.HostSeries
-	2,  // 9: fleetscope.v1.GetFleetHostsResponse.accounting:type_name -> fleetscope.v1.Accounting
-	0,  // 10: fleetscope.v1.GetFleetTimelineRequest.selection:type_name -> fleetscope.v1.FleetSelection
-	2,  // 11: fleetscope.v1.GetFleetTimelineResponse.accounting:type_name -> fleetscope.v1.Accounting
-	0,  // 12: fleetscope.v1.GetFleetFlameGraphRequest.selection:type_name -> fleetscope.v1.FleetSelection
-	15, // 13: fleetscope.v1.GetFleetFlameGraphRequest.format:type_name -> fleetscope.v1.FlameGraphFormat
-	16, // 14: fleetscope.v1.GetFleetFlameGraphResponse.flame_graph:type_name -> fleetscope.v1.GetFlameGraphResponse
-	2,  // 15: fleetscope.v1.GetFleetFlameGraphResponse.accounting:type_name -> fleetscope.v1.Accounting
-	3,  // 16: fleetscope.v1.FleetService.GetFleetHeatmap:input_type -> fleetscope.v1.GetFleetHeatmapRequest
-	5,  // 17: fleetscope.v1.FleetService.GetFleetHosts:input_type -> fleetscope.v1.GetFleetHostsRequest
-	8,  // 18: fleetscope.v1.FleetService.GetFleetTimeline:input_type -> fleetscope.v1.GetFleetTimelineRequest
-	10, // 19: fleetscope.v1.FleetService.GetFleetFlameGraph:input_type -> fleetscope.v1.GetFleetFlameGraphRequest
-	4,  // 20: fleetscope.v1.FleetService.GetFleetHeatmap:output_type -> fleetscope.v1.GetFleetHeatmapResponse
-	7,  // 21: fleetscope.v1.FleetService.GetFleetHosts:output_type -> fleetscope.v1.GetFleetHostsResponse
-	9,  // 22: fleetscope.v1.FleetService.GetFleetTimeline:output_type -> fleetscope.v1.GetFleetTimelineResponse
-	11, // 23: fleetscope.v1.FleetService.GetFleetFlameGraph:output_type -> fleetscope.v1.GetFleetFlameGraphResponse
-	20, // [20:24] is the sub-list for method output_type
-	16, // [16:20] is the sub-list for method input_type
-	16, // [16:16] is the sub-list for extension type_name
-	16, // [16:16] is the sub-list for extension extendee
-	0,  // [0:16] is the sub-list for field type_name
+	14, // 3: fleetscope.v1.FleetSelection.filter:type_name -> fleetscope.v1.SampleFilter
+	12, // 4: fleetscope.v1.Accounting.left_out:type_name -> fleetscope.v1.Accounting.LeftOutEntry
+	0,  // 5: fleetscope.v1.GetFleetHeatmapRequest.selection:type_name -> fleetscope.v1.FleetSelection
+	15, // 6: fleetscope.v1.GetFleetHeatmapResponse.columns:type_name -> fleetscope.v1.Column
+	2,  // 7: fleetscope.v1.GetFleetHeatmapResponse.accounting:type_name -> fleetscope.v1.Accounting
+	0,  // 8: fleetscope.v1.GetFleetHostsRequest.selection:type_name -> fleetscope.v1.FleetSelection
+	6,  // 9: fleetscope.v1.GetFleetHostsResponse.hosts:type_name -> fleetscope.v1.HostSeries
+	2,  // 10: fleetscope.v1.GetFleetHostsResponse.accounting:type_name -> fleetscope.v1.Accounting
+	0,  // 11: fleetscope.v1.GetFleetTimelineRequest.selection:type_name -> fleetscope.v1.FleetSelection
+	2,  // 12: fleetscope.v1.GetFleetTimelineResponse.accounting:type_name -> fleetscope.v1.Accounting
+	0,  // 13: fleetscope.v1.GetFleetFlameGraphRequest.selection:type_name -> fleetscope.v1.FleetSelection
+	16, // 14: fleetscope.v1.GetFleetFlameGraphRequest.format:type_name -> fleetscope.v1.FlameGraphFormat
+	17, // 15: fleetscope.v1.GetFleetFlameGraphResponse.flame_graph:type_name -> fleetscope.v1.GetFlameGraphResponse
+	2,  // 16: fleetscope.v1.GetFleetFlameGraphResponse.accounting:type_name -> fleetscope.v1.Accounting
+	3,  // 17: fleetscope.v1.FleetService.GetFleetHeatmap:input_type -> fleetscope.v1.GetFleetHeatmapRequest
+	5,  // 18: fleetscope.v1.FleetService.GetFleetHosts:input_type -> fleetscope.v1.GetFleetHostsRequest
+	8,  // 19: fleetscope.v1.FleetService.GetFleetTimeline:input_type -> fleetscope.v1.GetFleetTimelineRequest
+	10, // 20: fleetscope.v1.FleetService.GetFleetFlameGraph:input_type -> fleetscope.v1.GetFleetFlameGraphRequest
+	4,  // 21: fleetscope.v1.FleetService.GetFleetHeatmap:output_type -> fleetscope.v1.GetFleetHeatmapResponse
+	7,  // 22: fleetscope.v1.FleetService.GetFleetHosts:output_type -> fleetscope.v1.GetFleetHostsResponse
+	9,  // 23: fleetscope.v1.FleetService.GetFleetTimeline:output_type -> fleetscope.v1.GetFleetTimelineResponse
+	11, // 24: fleetscope.v1.FleetService.GetFleetFlameGraph:output_type -> fleetscope.v1.GetFleetFlameGraphResponse
+	21, // [21:25] is the sub-list for method output_type
+	17, // [17:21] is the sub-list for method input_type
+	17, // [17:17] is the sub-list for extension type_name
+	17, // [17:17] is the sub-list for extension extendee
+	0,  // [0:17] is the sub-list for field type_name
 }
 
 func init() { file_fleetscope_v1_fleet_proto_init() }

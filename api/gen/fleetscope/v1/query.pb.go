@@ -71,6 +71,139 @@ func (FlameGraphFormat) EnumDescriptor() ([]byte, []int) {
 	return file_fleetscope_v1_query_proto_rawDescGZIP(), []int{0}
 }
 
+type SeriesKey int32
+
+const (
+	SeriesKey_SERIES_KEY_UNSPECIFIED SeriesKey = 0
+	SeriesKey_SERIES_KEY_CPU         SeriesKey = 1
+	SeriesKey_SERIES_KEY_THREAD      SeriesKey = 2
+	SeriesKey_SERIES_KEY_PROCESS     SeriesKey = 3
+)
+
+// Enum value maps for SeriesKey.
+var (
+	SeriesKey_name = map[int32]string{
+		0: "SERIES_KEY_UNSPECIFIED",
+		1: "SERIES_KEY_CPU",
+		2: "SERIES_KEY_THREAD",
+		3: "SERIES_KEY_PROCESS",
+	}
+	SeriesKey_value = map[string]int32{
+		"SERIES_KEY_UNSPECIFIED": 0,
+		"SERIES_KEY_CPU":         1,
+		"SERIES_KEY_THREAD":      2,
+		"SERIES_KEY_PROCESS":     3,
+	}
+)
+
+func (x SeriesKey) Enum() *SeriesKey {
+	p := new(SeriesKey)
+	*p = x
+	return p
+}
+
+func (x SeriesKey) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (SeriesKey) Descriptor() protoreflect.EnumDescriptor {
+	return file_fleetscope_v1_query_proto_enumTypes[1].Descriptor()
+}
+
+func (SeriesKey) Type() protoreflect.EnumType {
+	return &file_fleetscope_v1_query_proto_enumTypes[1]
+}
+
+func (x SeriesKey) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use SeriesKey.Descriptor instead.
+func (SeriesKey) EnumDescriptor() ([]byte, []int) {
+	return file_fleetscope_v1_query_proto_rawDescGZIP(), []int{1}
+}
+
+// SampleFilter keeps samples by function and by where they ran. function:
+// some frame of the stack (the root process frame included) matches this
+// RE2 pattern (unanchored); exclude_function: no frame matches; pids, tids,
+// cpus: any of each list (empty: any). Heatmap cells and flame graph
+// totals agree under a filter as without one.
+type SampleFilter struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	Function        string                 `protobuf:"bytes,1,opt,name=function,proto3" json:"function,omitempty"`
+	ExcludeFunction string                 `protobuf:"bytes,2,opt,name=exclude_function,json=excludeFunction,proto3" json:"exclude_function,omitempty"`
+	Pids            []int32                `protobuf:"varint,3,rep,packed,name=pids,proto3" json:"pids,omitempty"`
+	Tids            []int32                `protobuf:"varint,4,rep,packed,name=tids,proto3" json:"tids,omitempty"`
+	Cpus            []int32                `protobuf:"varint,5,rep,packed,name=cpus,proto3" json:"cpus,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *SampleFilter) Reset() {
+	*x = SampleFilter{}
+	mi := &file_fleetscope_v1_query_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SampleFilter) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SampleFilter) ProtoMessage() {}
+
+func (x *SampleFilter) ProtoReflect() protoreflect.Message {
+	mi := &file_fleetscope_v1_query_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SampleFilter.ProtoReflect.Descriptor instead.
+func (*SampleFilter) Descriptor() ([]byte, []int) {
+	return file_fleetscope_v1_query_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *SampleFilter) GetFunction() string {
+	if x != nil {
+		return x.Function
+	}
+	return ""
+}
+
+func (x *SampleFilter) GetExcludeFunction() string {
+	if x != nil {
+		return x.ExcludeFunction
+	}
+	return ""
+}
+
+func (x *SampleFilter) GetPids() []int32 {
+	if x != nil {
+		return x.Pids
+	}
+	return nil
+}
+
+func (x *SampleFilter) GetTids() []int32 {
+	if x != nil {
+		return x.Tids
+	}
+	return nil
+}
+
+func (x *SampleFilter) GetCpus() []int32 {
+	if x != nil {
+		return x.Cpus
+	}
+	return nil
+}
+
 // SearchProfilesRequest filters by exact app, host and labels (all must
 // match) and by time: profiles overlapping [since, until). Newest first.
 type SearchProfilesRequest struct {
@@ -89,7 +222,7 @@ type SearchProfilesRequest struct {
 
 func (x *SearchProfilesRequest) Reset() {
 	*x = SearchProfilesRequest{}
-	mi := &file_fleetscope_v1_query_proto_msgTypes[0]
+	mi := &file_fleetscope_v1_query_proto_msgTypes[1]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -101,7 +234,7 @@ func (x *SearchProfilesRequest) String() string {
 func (*SearchProfilesRequest) ProtoMessage() {}
 
 func (x *SearchProfilesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_fleetscope_v1_query_proto_msgTypes[0]
+	mi := &file_fleetscope_v1_query_proto_msgTypes[1]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -114,7 +247,7 @@ func (x *SearchProfilesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SearchProfilesRequest.ProtoReflect.Descriptor instead.
 func (*SearchProfilesRequest) Descriptor() ([]byte, []int) {
-	return file_fleetscope_v1_query_proto_rawDescGZIP(), []int{0}
+	return file_fleetscope_v1_query_proto_rawDescGZIP(), []int{1}
 }
 
 func (x *SearchProfilesRequest) GetApp() string {
@@ -177,7 +310,7 @@ type SearchProfilesResponse struct {
 
 func (x *SearchProfilesResponse) Reset() {
 	*x = SearchProfilesResponse{}
-	mi := &file_fleetscope_v1_query_proto_msgTypes[1]
+	mi := &file_fleetscope_v1_query_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -189,7 +322,7 @@ func (x *SearchProfilesResponse) String() string {
 func (*SearchProfilesResponse) ProtoMessage() {}
 
 func (x *SearchProfilesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_fleetscope_v1_query_proto_msgTypes[1]
+	mi := &file_fleetscope_v1_query_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -202,7 +335,7 @@ func (x *SearchProfilesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SearchProfilesResponse.ProtoReflect.Descriptor instead.
 func (*SearchProfilesResponse) Descriptor() ([]byte, []int) {
-	return file_fleetscope_v1_query_proto_rawDescGZIP(), []int{1}
+	return file_fleetscope_v1_query_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *SearchProfilesResponse) GetProfiles() []*Profile {
@@ -228,7 +361,7 @@ type GetProfileRequest struct {
 
 func (x *GetProfileRequest) Reset() {
 	*x = GetProfileRequest{}
-	mi := &file_fleetscope_v1_query_proto_msgTypes[2]
+	mi := &file_fleetscope_v1_query_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -240,7 +373,7 @@ func (x *GetProfileRequest) String() string {
 func (*GetProfileRequest) ProtoMessage() {}
 
 func (x *GetProfileRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_fleetscope_v1_query_proto_msgTypes[2]
+	mi := &file_fleetscope_v1_query_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -253,7 +386,7 @@ func (x *GetProfileRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetProfileRequest.ProtoReflect.Descriptor instead.
 func (*GetProfileRequest) Descriptor() ([]byte, []int) {
-	return file_fleetscope_v1_query_proto_rawDescGZIP(), []int{2}
+	return file_fleetscope_v1_query_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *GetProfileRequest) GetId() string {
@@ -272,7 +405,7 @@ type GetProfileResponse struct {
 
 func (x *GetProfileResponse) Reset() {
 	*x = GetProfileResponse{}
-	mi := &file_fleetscope_v1_query_proto_msgTypes[3]
+	mi := &file_fleetscope_v1_query_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -284,7 +417,7 @@ func (x *GetProfileResponse) String() string {
 func (*GetProfileResponse) ProtoMessage() {}
 
 func (x *GetProfileResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_fleetscope_v1_query_proto_msgTypes[3]
+	mi := &file_fleetscope_v1_query_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -297,7 +430,7 @@ func (x *GetProfileResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetProfileResponse.ProtoReflect.Descriptor instead.
 func (*GetProfileResponse) Descriptor() ([]byte, []int) {
-	return file_fleetscope_v1_query_proto_rawDescGZIP(), []int{3}
+	return file_fleetscope_v1_query_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *GetProfileResponse) GetProfile() *Profile {
@@ -313,15 +446,16 @@ type GetHeatmapRequest struct {
 	// Empty: the profile's default event.
 	Event string `protobuf:"bytes,2,opt,name=event,proto3" json:"event,omitempty"`
 	// Rows per column; 0 means 50.
-	Rows          int32 `protobuf:"varint,3,opt,name=rows,proto3" json:"rows,omitempty"`
-	IncludeIdle   bool  `protobuf:"varint,4,opt,name=include_idle,json=includeIdle,proto3" json:"include_idle,omitempty"`
+	Rows          int32         `protobuf:"varint,3,opt,name=rows,proto3" json:"rows,omitempty"`
+	IncludeIdle   bool          `protobuf:"varint,4,opt,name=include_idle,json=includeIdle,proto3" json:"include_idle,omitempty"`
+	Filter        *SampleFilter `protobuf:"bytes,5,opt,name=filter,proto3" json:"filter,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *GetHeatmapRequest) Reset() {
 	*x = GetHeatmapRequest{}
-	mi := &file_fleetscope_v1_query_proto_msgTypes[4]
+	mi := &file_fleetscope_v1_query_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -333,7 +467,7 @@ func (x *GetHeatmapRequest) String() string {
 func (*GetHeatmapRequest) ProtoMessage() {}
 
 func (x *GetHeatmapRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_fleetscope_v1_query_proto_msgTypes[4]
+	mi := &file_fleetscope_v1_query_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -346,7 +480,7 @@ func (x *GetHeatmapRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetHeatmapRequest.ProtoReflect.Descriptor instead.
 func (*GetHeatmapRequest) Descriptor() ([]byte, []int) {
-	return file_fleetscope_v1_query_proto_rawDescGZIP(), []int{4}
+	return file_fleetscope_v1_query_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *GetHeatmapRequest) GetProfileId() string {
@@ -377,6 +511,13 @@ func (x *GetHeatmapRequest) GetIncludeIdle() bool {
 	return false
 }
 
+func (x *GetHeatmapRequest) GetFilter() *SampleFilter {
+	if x != nil {
+		return x.Filter
+	}
+	return nil
+}
+
 // GetHeatmapResponse is FlameScope's sub-second offset heatmap: column i
 // covers the seconds_per_column seconds from start_second +
 // i·seconds_per_column (one second per column for profiles up to 1,000 s);
@@ -397,7 +538,7 @@ type GetHeatmapResponse struct {
 
 func (x *GetHeatmapResponse) Reset() {
 	*x = GetHeatmapResponse{}
-	mi := &file_fleetscope_v1_query_proto_msgTypes[5]
+	mi := &file_fleetscope_v1_query_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -409,7 +550,7 @@ func (x *GetHeatmapResponse) String() string {
 func (*GetHeatmapResponse) ProtoMessage() {}
 
 func (x *GetHeatmapResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_fleetscope_v1_query_proto_msgTypes[5]
+	mi := &file_fleetscope_v1_query_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -422,7 +563,7 @@ func (x *GetHeatmapResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetHeatmapResponse.ProtoReflect.Descriptor instead.
 func (*GetHeatmapResponse) Descriptor() ([]byte, []int) {
-	return file_fleetscope_v1_query_proto_rawDescGZIP(), []int{5}
+	return file_fleetscope_v1_query_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *GetHeatmapResponse) GetEvent() string {
@@ -483,7 +624,7 @@ type Column struct {
 
 func (x *Column) Reset() {
 	*x = Column{}
-	mi := &file_fleetscope_v1_query_proto_msgTypes[6]
+	mi := &file_fleetscope_v1_query_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -495,7 +636,7 @@ func (x *Column) String() string {
 func (*Column) ProtoMessage() {}
 
 func (x *Column) ProtoReflect() protoreflect.Message {
-	mi := &file_fleetscope_v1_query_proto_msgTypes[6]
+	mi := &file_fleetscope_v1_query_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -508,7 +649,7 @@ func (x *Column) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Column.ProtoReflect.Descriptor instead.
 func (*Column) Descriptor() ([]byte, []int) {
-	return file_fleetscope_v1_query_proto_rawDescGZIP(), []int{6}
+	return file_fleetscope_v1_query_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Column) GetCounts() []int64 {
@@ -532,15 +673,16 @@ type GetFlameGraphRequest struct {
 	// Weight samples by their period instead of counting them.
 	WeightByPeriod bool `protobuf:"varint,7,opt,name=weight_by_period,json=weightByPeriod,proto3" json:"weight_by_period,omitempty"`
 	// stackcollapse-perf.pl's _[k] and _[j] frame annotations.
-	AnnotateKernel bool `protobuf:"varint,8,opt,name=annotate_kernel,json=annotateKernel,proto3" json:"annotate_kernel,omitempty"`
-	AnnotateJit    bool `protobuf:"varint,9,opt,name=annotate_jit,json=annotateJit,proto3" json:"annotate_jit,omitempty"`
+	AnnotateKernel bool          `protobuf:"varint,8,opt,name=annotate_kernel,json=annotateKernel,proto3" json:"annotate_kernel,omitempty"`
+	AnnotateJit    bool          `protobuf:"varint,9,opt,name=annotate_jit,json=annotateJit,proto3" json:"annotate_jit,omitempty"`
+	Filter         *SampleFilter `protobuf:"bytes,10,opt,name=filter,proto3" json:"filter,omitempty"`
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
 }
 
 func (x *GetFlameGraphRequest) Reset() {
 	*x = GetFlameGraphRequest{}
-	mi := &file_fleetscope_v1_query_proto_msgTypes[7]
+	mi := &file_fleetscope_v1_query_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -552,7 +694,7 @@ func (x *GetFlameGraphRequest) String() string {
 func (*GetFlameGraphRequest) ProtoMessage() {}
 
 func (x *GetFlameGraphRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_fleetscope_v1_query_proto_msgTypes[7]
+	mi := &file_fleetscope_v1_query_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -565,7 +707,7 @@ func (x *GetFlameGraphRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetFlameGraphRequest.ProtoReflect.Descriptor instead.
 func (*GetFlameGraphRequest) Descriptor() ([]byte, []int) {
-	return file_fleetscope_v1_query_proto_rawDescGZIP(), []int{7}
+	return file_fleetscope_v1_query_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *GetFlameGraphRequest) GetProfileId() string {
@@ -631,6 +773,13 @@ func (x *GetFlameGraphRequest) GetAnnotateJit() bool {
 	return false
 }
 
+func (x *GetFlameGraphRequest) GetFilter() *SampleFilter {
+	if x != nil {
+		return x.Filter
+	}
+	return nil
+}
+
 type GetFlameGraphResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Event string                 `protobuf:"bytes,1,opt,name=event,proto3" json:"event,omitempty"`
@@ -646,7 +795,7 @@ type GetFlameGraphResponse struct {
 
 func (x *GetFlameGraphResponse) Reset() {
 	*x = GetFlameGraphResponse{}
-	mi := &file_fleetscope_v1_query_proto_msgTypes[8]
+	mi := &file_fleetscope_v1_query_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -658,7 +807,7 @@ func (x *GetFlameGraphResponse) String() string {
 func (*GetFlameGraphResponse) ProtoMessage() {}
 
 func (x *GetFlameGraphResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_fleetscope_v1_query_proto_msgTypes[8]
+	mi := &file_fleetscope_v1_query_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -671,7 +820,7 @@ func (x *GetFlameGraphResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetFlameGraphResponse.ProtoReflect.Descriptor instead.
 func (*GetFlameGraphResponse) Descriptor() ([]byte, []int) {
-	return file_fleetscope_v1_query_proto_rawDescGZIP(), []int{8}
+	return file_fleetscope_v1_query_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *GetFlameGraphResponse) GetEvent() string {
@@ -718,7 +867,7 @@ type FlameTree struct {
 
 func (x *FlameTree) Reset() {
 	*x = FlameTree{}
-	mi := &file_fleetscope_v1_query_proto_msgTypes[9]
+	mi := &file_fleetscope_v1_query_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -730,7 +879,7 @@ func (x *FlameTree) String() string {
 func (*FlameTree) ProtoMessage() {}
 
 func (x *FlameTree) ProtoReflect() protoreflect.Message {
-	mi := &file_fleetscope_v1_query_proto_msgTypes[9]
+	mi := &file_fleetscope_v1_query_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -743,7 +892,7 @@ func (x *FlameTree) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FlameTree.ProtoReflect.Descriptor instead.
 func (*FlameTree) Descriptor() ([]byte, []int) {
-	return file_fleetscope_v1_query_proto_rawDescGZIP(), []int{9}
+	return file_fleetscope_v1_query_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *FlameTree) GetNames() []string {
@@ -774,11 +923,245 @@ func (x *FlameTree) GetDepth() []uint32 {
 	return nil
 }
 
+type GetHeatmapSeriesRequest struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	ProfileId   string                 `protobuf:"bytes,1,opt,name=profile_id,json=profileId,proto3" json:"profile_id,omitempty"`
+	Event       string                 `protobuf:"bytes,2,opt,name=event,proto3" json:"event,omitempty"`
+	IncludeIdle bool                   `protobuf:"varint,3,opt,name=include_idle,json=includeIdle,proto3" json:"include_idle,omitempty"`
+	Filter      *SampleFilter          `protobuf:"bytes,4,opt,name=filter,proto3" json:"filter,omitempty"`
+	By          SeriesKey              `protobuf:"varint,5,opt,name=by,proto3,enum=fleetscope.v1.SeriesKey" json:"by,omitempty"`
+	// The largest series (by total) to return, the rest summed as "other";
+	// 0 means 50, at most 1000.
+	Top           int32 `protobuf:"varint,6,opt,name=top,proto3" json:"top,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetHeatmapSeriesRequest) Reset() {
+	*x = GetHeatmapSeriesRequest{}
+	mi := &file_fleetscope_v1_query_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetHeatmapSeriesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetHeatmapSeriesRequest) ProtoMessage() {}
+
+func (x *GetHeatmapSeriesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_fleetscope_v1_query_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetHeatmapSeriesRequest.ProtoReflect.Descriptor instead.
+func (*GetHeatmapSeriesRequest) Descriptor() ([]byte, []int) {
+	return file_fleetscope_v1_query_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *GetHeatmapSeriesRequest) GetProfileId() string {
+	if x != nil {
+		return x.ProfileId
+	}
+	return ""
+}
+
+func (x *GetHeatmapSeriesRequest) GetEvent() string {
+	if x != nil {
+		return x.Event
+	}
+	return ""
+}
+
+func (x *GetHeatmapSeriesRequest) GetIncludeIdle() bool {
+	if x != nil {
+		return x.IncludeIdle
+	}
+	return false
+}
+
+func (x *GetHeatmapSeriesRequest) GetFilter() *SampleFilter {
+	if x != nil {
+		return x.Filter
+	}
+	return nil
+}
+
+func (x *GetHeatmapSeriesRequest) GetBy() SeriesKey {
+	if x != nil {
+		return x.By
+	}
+	return SeriesKey_SERIES_KEY_UNSPECIFIED
+}
+
+func (x *GetHeatmapSeriesRequest) GetTop() int32 {
+	if x != nil {
+		return x.Top
+	}
+	return 0
+}
+
+// GetHeatmapSeriesResponse: samples per key and column, the heatmap's
+// columns; for every column the series sum to the heatmap's column total.
+type GetHeatmapSeriesResponse struct {
+	state            protoimpl.MessageState `protogen:"open.v1"`
+	Event            string                 `protobuf:"bytes,1,opt,name=event,proto3" json:"event,omitempty"`
+	StartSecond      int64                  `protobuf:"varint,2,opt,name=start_second,json=startSecond,proto3" json:"start_second,omitempty"`
+	SecondsPerColumn int64                  `protobuf:"varint,3,opt,name=seconds_per_column,json=secondsPerColumn,proto3" json:"seconds_per_column,omitempty"`
+	Series           []*Series              `protobuf:"bytes,4,rep,name=series,proto3" json:"series,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *GetHeatmapSeriesResponse) Reset() {
+	*x = GetHeatmapSeriesResponse{}
+	mi := &file_fleetscope_v1_query_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetHeatmapSeriesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetHeatmapSeriesResponse) ProtoMessage() {}
+
+func (x *GetHeatmapSeriesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_fleetscope_v1_query_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetHeatmapSeriesResponse.ProtoReflect.Descriptor instead.
+func (*GetHeatmapSeriesResponse) Descriptor() ([]byte, []int) {
+	return file_fleetscope_v1_query_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *GetHeatmapSeriesResponse) GetEvent() string {
+	if x != nil {
+		return x.Event
+	}
+	return ""
+}
+
+func (x *GetHeatmapSeriesResponse) GetStartSecond() int64 {
+	if x != nil {
+		return x.StartSecond
+	}
+	return 0
+}
+
+func (x *GetHeatmapSeriesResponse) GetSecondsPerColumn() int64 {
+	if x != nil {
+		return x.SecondsPerColumn
+	}
+	return 0
+}
+
+func (x *GetHeatmapSeriesResponse) GetSeries() []*Series {
+	if x != nil {
+		return x.Series
+	}
+	return nil
+}
+
+// Series is one CPU's, thread's or process's samples per column. key: the
+// CPU number, "pid/tid", or the pid ("unknown" where the profiler did not
+// record it, "other" for the rest past top); name: the process name of its
+// first sample.
+type Series struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Key           string                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	Name          string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	Total         int64                  `protobuf:"varint,3,opt,name=total,proto3" json:"total,omitempty"`
+	Columns       []int64                `protobuf:"varint,4,rep,packed,name=columns,proto3" json:"columns,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Series) Reset() {
+	*x = Series{}
+	mi := &file_fleetscope_v1_query_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Series) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Series) ProtoMessage() {}
+
+func (x *Series) ProtoReflect() protoreflect.Message {
+	mi := &file_fleetscope_v1_query_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Series.ProtoReflect.Descriptor instead.
+func (*Series) Descriptor() ([]byte, []int) {
+	return file_fleetscope_v1_query_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *Series) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *Series) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Series) GetTotal() int64 {
+	if x != nil {
+		return x.Total
+	}
+	return 0
+}
+
+func (x *Series) GetColumns() []int64 {
+	if x != nil {
+		return x.Columns
+	}
+	return nil
+}
+
 var File_fleetscope_v1_query_proto protoreflect.FileDescriptor
 
 const file_fleetscope_v1_query_proto_rawDesc = "" +
 	"\n" +
-	"\x19fleetscope/v1/query.proto\x12\rfleetscope.v1\x1a\x1bfleetscope/v1/profile.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xe2\x02\n" +
+	"\x19fleetscope/v1/query.proto\x12\rfleetscope.v1\x1a\x1bfleetscope/v1/profile.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x91\x01\n" +
+	"\fSampleFilter\x12\x1a\n" +
+	"\bfunction\x18\x01 \x01(\tR\bfunction\x12)\n" +
+	"\x10exclude_function\x18\x02 \x01(\tR\x0fexcludeFunction\x12\x12\n" +
+	"\x04pids\x18\x03 \x03(\x05R\x04pids\x12\x12\n" +
+	"\x04tids\x18\x04 \x03(\x05R\x04tids\x12\x12\n" +
+	"\x04cpus\x18\x05 \x03(\x05R\x04cpus\"\xe2\x02\n" +
 	"\x15SearchProfilesRequest\x12\x10\n" +
 	"\x03app\x18\x01 \x01(\tR\x03app\x12\x12\n" +
 	"\x04host\x18\x02 \x01(\tR\x04host\x12H\n" +
@@ -797,13 +1180,14 @@ const file_fleetscope_v1_query_proto_rawDesc = "" +
 	"\x11GetProfileRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"F\n" +
 	"\x12GetProfileResponse\x120\n" +
-	"\aprofile\x18\x01 \x01(\v2\x16.fleetscope.v1.ProfileR\aprofile\"\x7f\n" +
+	"\aprofile\x18\x01 \x01(\v2\x16.fleetscope.v1.ProfileR\aprofile\"\xb4\x01\n" +
 	"\x11GetHeatmapRequest\x12\x1d\n" +
 	"\n" +
 	"profile_id\x18\x01 \x01(\tR\tprofileId\x12\x14\n" +
 	"\x05event\x18\x02 \x01(\tR\x05event\x12\x12\n" +
 	"\x04rows\x18\x03 \x01(\x05R\x04rows\x12!\n" +
-	"\finclude_idle\x18\x04 \x01(\bR\vincludeIdle\"\xf3\x01\n" +
+	"\finclude_idle\x18\x04 \x01(\bR\vincludeIdle\x123\n" +
+	"\x06filter\x18\x05 \x01(\v2\x1b.fleetscope.v1.SampleFilterR\x06filter\"\xf3\x01\n" +
 	"\x12GetHeatmapResponse\x12\x14\n" +
 	"\x05event\x18\x01 \x01(\tR\x05event\x12!\n" +
 	"\fstart_second\x18\x02 \x01(\x03R\vstartSecond\x12\x12\n" +
@@ -813,7 +1197,7 @@ const file_fleetscope_v1_query_proto_rawDesc = "" +
 	"\x05total\x18\x06 \x01(\x03R\x05total\x12,\n" +
 	"\x12seconds_per_column\x18\a \x01(\x03R\x10secondsPerColumn\" \n" +
 	"\x06Column\x12\x16\n" +
-	"\x06counts\x18\x01 \x03(\x03R\x06counts\"\x83\x03\n" +
+	"\x06counts\x18\x01 \x03(\x03R\x06counts\"\xb8\x03\n" +
 	"\x14GetFlameGraphRequest\x12\x1d\n" +
 	"\n" +
 	"profile_id\x18\x01 \x01(\tR\tprofileId\x12\x14\n" +
@@ -825,7 +1209,9 @@ const file_fleetscope_v1_query_proto_rawDesc = "" +
 	"\x06format\x18\x06 \x01(\x0e2\x1f.fleetscope.v1.FlameGraphFormatR\x06format\x12(\n" +
 	"\x10weight_by_period\x18\a \x01(\bR\x0eweightByPeriod\x12'\n" +
 	"\x0fannotate_kernel\x18\b \x01(\bR\x0eannotateKernel\x12!\n" +
-	"\fannotate_jit\x18\t \x01(\bR\vannotateJitB\x0e\n" +
+	"\fannotate_jit\x18\t \x01(\bR\vannotateJit\x123\n" +
+	"\x06filter\x18\n" +
+	" \x01(\v2\x1b.fleetscope.v1.SampleFilterR\x06filterB\x0e\n" +
 	"\f_start_nanosB\f\n" +
 	"\n" +
 	"_end_nanos\"\x89\x01\n" +
@@ -838,18 +1224,42 @@ const file_fleetscope_v1_query_proto_rawDesc = "" +
 	"\x05names\x18\x01 \x03(\tR\x05names\x12\x12\n" +
 	"\x04name\x18\x02 \x03(\rR\x04name\x12\x14\n" +
 	"\x05value\x18\x03 \x03(\x04R\x05value\x12\x14\n" +
-	"\x05depth\x18\x04 \x03(\rR\x05depth*r\n" +
+	"\x05depth\x18\x04 \x03(\rR\x05depth\"\xe2\x01\n" +
+	"\x17GetHeatmapSeriesRequest\x12\x1d\n" +
+	"\n" +
+	"profile_id\x18\x01 \x01(\tR\tprofileId\x12\x14\n" +
+	"\x05event\x18\x02 \x01(\tR\x05event\x12!\n" +
+	"\finclude_idle\x18\x03 \x01(\bR\vincludeIdle\x123\n" +
+	"\x06filter\x18\x04 \x01(\v2\x1b.fleetscope.v1.SampleFilterR\x06filter\x12(\n" +
+	"\x02by\x18\x05 \x01(\x0e2\x18.fleetscope.v1.SeriesKeyR\x02by\x12\x10\n" +
+	"\x03top\x18\x06 \x01(\x05R\x03top\"\xb0\x01\n" +
+	"\x18GetHeatmapSeriesResponse\x12\x14\n" +
+	"\x05event\x18\x01 \x01(\tR\x05event\x12!\n" +
+	"\fstart_second\x18\x02 \x01(\x03R\vstartSecond\x12,\n" +
+	"\x12seconds_per_column\x18\x03 \x01(\x03R\x10secondsPerColumn\x12-\n" +
+	"\x06series\x18\x04 \x03(\v2\x15.fleetscope.v1.SeriesR\x06series\"^\n" +
+	"\x06Series\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12\x14\n" +
+	"\x05total\x18\x03 \x01(\x03R\x05total\x12\x18\n" +
+	"\acolumns\x18\x04 \x03(\x03R\acolumns*r\n" +
 	"\x10FlameGraphFormat\x12\"\n" +
 	"\x1eFLAME_GRAPH_FORMAT_UNSPECIFIED\x10\x00\x12\x1d\n" +
 	"\x19FLAME_GRAPH_FORMAT_FOLDED\x10\x01\x12\x1b\n" +
-	"\x17FLAME_GRAPH_FORMAT_TREE\x10\x022\xef\x02\n" +
+	"\x17FLAME_GRAPH_FORMAT_TREE\x10\x02*j\n" +
+	"\tSeriesKey\x12\x1a\n" +
+	"\x16SERIES_KEY_UNSPECIFIED\x10\x00\x12\x12\n" +
+	"\x0eSERIES_KEY_CPU\x10\x01\x12\x15\n" +
+	"\x11SERIES_KEY_THREAD\x10\x02\x12\x16\n" +
+	"\x12SERIES_KEY_PROCESS\x10\x032\xd4\x03\n" +
 	"\fQueryService\x12]\n" +
 	"\x0eSearchProfiles\x12$.fleetscope.v1.SearchProfilesRequest\x1a%.fleetscope.v1.SearchProfilesResponse\x12Q\n" +
 	"\n" +
 	"GetProfile\x12 .fleetscope.v1.GetProfileRequest\x1a!.fleetscope.v1.GetProfileResponse\x12Q\n" +
 	"\n" +
 	"GetHeatmap\x12 .fleetscope.v1.GetHeatmapRequest\x1a!.fleetscope.v1.GetHeatmapResponse\x12Z\n" +
-	"\rGetFlameGraph\x12#.fleetscope.v1.GetFlameGraphRequest\x1a$.fleetscope.v1.GetFlameGraphResponseBEZCgithub.com/fleetscope/fleetscope/api/gen/fleetscope/v1;fleetscopev1b\x06proto3"
+	"\rGetFlameGraph\x12#.fleetscope.v1.GetFlameGraphRequest\x1a$.fleetscope.v1.GetFlameGraphResponse\x12c\n" +
+	"\x10GetHeatmapSeries\x12&.fleetscope.v1.GetHeatmapSeriesRequest\x1a'.fleetscope.v1.GetHeatmapSeriesResponseBEZCgithub.com/fleetscope/fleetscope/api/gen/fleetscope/v1;fleetscopev1b\x06proto3"
 
 var (
 	file_fleetscope_v1_query_proto_rawDescOnce sync.Once
@@ -863,46 +1273,58 @@ func file_fleetscope_v1_query_proto_rawDescGZIP() []byte {
 	return file_fleetscope_v1_query_proto_rawDescData
 }
 
-var file_fleetscope_v1_query_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_fleetscope_v1_query_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
+var file_fleetscope_v1_query_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
+var file_fleetscope_v1_query_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
 var file_fleetscope_v1_query_proto_goTypes = []any{
-	(FlameGraphFormat)(0),          // 0: fleetscope.v1.FlameGraphFormat
-	(*SearchProfilesRequest)(nil),  // 1: fleetscope.v1.SearchProfilesRequest
-	(*SearchProfilesResponse)(nil), // 2: fleetscope.v1.SearchProfilesResponse
-	(*GetProfileRequest)(nil),      // 3: fleetscope.v1.GetProfileRequest
-	(*GetProfileResponse)(nil),     // 4: fleetscope.v1.GetProfileResponse
-	(*GetHeatmapRequest)(nil),      // 5: fleetscope.v1.GetHeatmapRequest
-	(*GetHeatmapResponse)(nil),     // 6: fleetscope.v1.GetHeatmapResponse
-	(*Column)(nil),                 // 7: fleetscope.v1.Column
-	(*GetFlameGraphRequest)(nil),   // 8: fleetscope.v1.GetFlameGraphRequest
-	(*GetFlameGraphResponse)(nil),  // 9: fleetscope.v1.GetFlameGraphResponse
-	(*FlameTree)(nil),              // 10: fleetscope.v1.FlameTree
-	nil,                            // 11: fleetscope.v1.SearchProfilesRequest.LabelsEntry
-	(*timestamppb.Timestamp)(nil),  // 12: google.protobuf.Timestamp
-	(*Profile)(nil),                // 13: fleetscope.v1.Profile
+	(FlameGraphFormat)(0),            // 0: fleetscope.v1.FlameGraphFormat
+	(SeriesKey)(0),                   // 1: fleetscope.v1.SeriesKey
+	(*SampleFilter)(nil),             // 2: fleetscope.v1.SampleFilter
+	(*SearchProfilesRequest)(nil),    // 3: fleetscope.v1.SearchProfilesRequest
+	(*SearchProfilesResponse)(nil),   // 4: fleetscope.v1.SearchProfilesResponse
+	(*GetProfileRequest)(nil),        // 5: fleetscope.v1.GetProfileRequest
+	(*GetProfileResponse)(nil),       // 6: fleetscope.v1.GetProfileResponse
+	(*GetHeatmapRequest)(nil),        // 7: fleetscope.v1.GetHeatmapRequest
+	(*GetHeatmapResponse)(nil),       // 8: fleetscope.v1.GetHeatmapResponse
+	(*Column)(nil),                   // 9: fleetscope.v1.Column
+	(*GetFlameGraphRequest)(nil),     // 10: fleetscope.v1.GetFlameGraphRequest
+	(*GetFlameGraphResponse)(nil),    // 11: fleetscope.v1.GetFlameGraphResponse
+	(*FlameTree)(nil),                // 12: fleetscope.v1.FlameTree
+	(*GetHeatmapSeriesRequest)(nil),  // 13: fleetscope.v1.GetHeatmapSeriesRequest
+	(*GetHeatmapSeriesResponse)(nil), // 14: fleetscope.v1.GetHeatmapSeriesResponse
+	(*Series)(nil),                   // 15: fleetscope.v1.Series
+	nil,                              // 16: fleetscope.v1.SearchProfilesRequest.LabelsEntry
+	(*timestamppb.Timestamp)(nil),    // 17: google.protobuf.Timestamp
+	(*Profile)(nil),                  // 18: fleetscope.v1.Profile
 }
 var file_fleetscope_v1_query_proto_depIdxs = []int32{
-	11, // 0: fleetscope.v1.SearchProfilesRequest.labels:type_name -> fleetscope.v1.SearchProfilesRequest.LabelsEntry
-	12, // 1: fleetscope.v1.SearchProfilesRequest.since:type_name -> google.protobuf.Timestamp
-	12, // 2: fleetscope.v1.SearchProfilesRequest.until:type_name -> google.protobuf.Timestamp
-	13, // 3: fleetscope.v1.SearchProfilesResponse.profiles:type_name -> fleetscope.v1.Profile
-	13, // 4: fleetscope.v1.GetProfileResponse.profile:type_name -> fleetscope.v1.Profile
-	7,  // 5: fleetscope.v1.GetHeatmapResponse.columns:type_name -> fleetscope.v1.Column
-	0,  // 6: fleetscope.v1.GetFlameGraphRequest.format:type_name -> fleetscope.v1.FlameGraphFormat
-	10, // 7: fleetscope.v1.GetFlameGraphResponse.tree:type_name -> fleetscope.v1.FlameTree
-	1,  // 8: fleetscope.v1.QueryService.SearchProfiles:input_type -> fleetscope.v1.SearchProfilesRequest
-	3,  // 9: fleetscope.v1.QueryService.GetProfile:input_type -> fleetscope.v1.GetProfileRequest
-	5,  // 10: fleetscope.v1.QueryService.GetHeatmap:input_type -> fleetscope.v1.GetHeatmapRequest
-	8,  // 11: fleetscope.v1.QueryService.GetFlameGraph:input_type -> fleetscope.v1.GetFlameGraphRequest
-	2,  // 12: fleetscope.v1.QueryService.SearchProfiles:output_type -> fleetscope.v1.SearchProfilesResponse
-	4,  // 13: fleetscope.v1.QueryService.GetProfile:output_type -> fleetscope.v1.GetProfileResponse
-	6,  // 14: fleetscope.v1.QueryService.GetHeatmap:output_type -> fleetscope.v1.GetHeatmapResponse
-	9,  // 15: fleetscope.v1.QueryService.GetFlameGraph:output_type -> fleetscope.v1.GetFlameGraphResponse
-	12, // [12:16] is the sub-list for method output_type
-	8,  // [8:12] is the sub-list for method input_type
-	8,  // [8:8] is the sub-list for extension type_name
-	8,  // [8:8] is the sub-list for extension extendee
-	0,  // [0:8] is the sub-list for field type_name
+	16, // 0: fleetscope.v1.SearchProfilesRequest.labels:type_name -> fleetscope.v1.SearchProfilesRequest.LabelsEntry
+	17, // 1: fleetscope.v1.SearchProfilesRequest.since:type_name -> google.protobuf.Timestamp
+	17, // 2: fleetscope.v1.SearchProfilesRequest.until:type_name -> google.protobuf.Timestamp
+	18, // 3: fleetscope.v1.SearchProfilesResponse.profiles:type_name -> fleetscope.v1.Profile
+	18, // 4: fleetscope.v1.GetProfileResponse.profile:type_name -> fleetscope.v1.Profile
+	2,  // 5: fleetscope.v1.GetHeatmapRequest.filter:type_name -> fleetscope.v1.SampleFilter
+	9,  // 6: fleetscope.v1.GetHeatmapResponse.columns:type_name -> fleetscope.v1.Column
+	0,  // 7: fleetscope.v1.GetFlameGraphRequest.format:type_name -> fleetscope.v1.FlameGraphFormat
+	2,  // 8: fleetscope.v1.GetFlameGraphRequest.filter:type_name -> fleetscope.v1.SampleFilter
+	12, // 9: fleetscope.v1.GetFlameGraphResponse.tree:type_name -> fleetscope.v1.FlameTree
+	2,  // 10: fleetscope.v1.GetHeatmapSeriesRequest.filter:type_name -> fleetscope.v1.SampleFilter
+	1,  // 11: fleetscope.v1.GetHeatmapSeriesRequest.by:type_name -> fleetscope.v1.SeriesKey
+	15, // 12: fleetscope.v1.GetHeatmapSeriesResponse.series:type_name -> fleetscope.v1.Series
+	3,  // 13: fleetscope.v1.QueryService.SearchProfiles:input_type -> fleetscope.v1.SearchProfilesRequest
+	5,  // 14: fleetscope.v1.QueryService.GetProfile:input_type -> fleetscope.v1.GetProfileRequest
+	7,  // 15: fleetscope.v1.QueryService.GetHeatmap:input_type -> fleetscope.v1.GetHeatmapRequest
+	10, // 16: fleetscope.v1.QueryService.GetFlameGraph:input_type -> fleetscope.v1.GetFlameGraphRequest
+	13, // 17: fleetscope.v1.QueryService.GetHeatmapSeries:input_type -> fleetscope.v1.GetHeatmapSeriesRequest
+	4,  // 18: fleetscope.v1.QueryService.SearchProfiles:output_type -> fleetscope.v1.SearchProfilesResponse
+	6,  // 19: fleetscope.v1.QueryService.GetProfile:output_type -> fleetscope.v1.GetProfileResponse
+	8,  // 20: fleetscope.v1.QueryService.GetHeatmap:output_type -> fleetscope.v1.GetHeatmapResponse
+	11, // 21: fleetscope.v1.QueryService.GetFlameGraph:output_type -> fleetscope.v1.GetFlameGraphResponse
+	14, // 22: fleetscope.v1.QueryService.GetHeatmapSeries:output_type -> fleetscope.v1.GetHeatmapSeriesResponse
+	18, // [18:23] is the sub-list for method output_type
+	13, // [13:18] is the sub-list for method input_type
+	13, // [13:13] is the sub-list for extension type_name
+	13, // [13:13] is the sub-list for extension extendee
+	0,  // [0:13] is the sub-list for field type_name
 }
 
 func init() { file_fleetscope_v1_query_proto_init() }
@@ -911,14 +1333,14 @@ func file_fleetscope_v1_query_proto_init() {
 		return
 	}
 	file_fleetscope_v1_profile_proto_init()
-	file_fleetscope_v1_query_proto_msgTypes[7].OneofWrappers = []any{}
+	file_fleetscope_v1_query_proto_msgTypes[8].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_fleetscope_v1_query_proto_rawDesc), len(file_fleetscope_v1_query_proto_rawDesc)),
-			NumEnums:      1,
-			NumMessages:   11,
+			NumEnums:      2,
+			NumMessages:   15,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -43,6 +43,9 @@ const (
 	// QueryServiceGetFlameGraphProcedure is the fully-qualified name of the QueryService's
 	// GetFlameGraph RPC.
 	QueryServiceGetFlameGraphProcedure = "/fleetscope.v1.QueryService/GetFlameGraph"
+	// QueryServiceGetHeatmapSeriesProcedure is the fully-qualified name of the QueryService's
+	// GetHeatmapSeries RPC.
+	QueryServiceGetHeatmapSeriesProcedure = "/fleetscope.v1.QueryService/GetHeatmapSeries"
 )
 
 // QueryServiceClient is a client for the fleetscope.v1.QueryService service.
@@ -51,6 +54,9 @@ type QueryServiceClient interface {
 	GetProfile(context.Context, *connect.Request[v1.GetProfileRequest]) (*connect.Response[v1.GetProfileResponse], error)
 	GetHeatmap(context.Context, *connect.Request[v1.GetHeatmapRequest]) (*connect.Response[v1.GetHeatmapResponse], error)
 	GetFlameGraph(context.Context, *connect.Request[v1.GetFlameGraphRequest]) (*connect.Response[v1.GetFlameGraphResponse], error)
+	// Samples per (CPU, thread or process, column): the heatmap's thread
+	// axis.
+	GetHeatmapSeries(context.Context, *connect.Request[v1.GetHeatmapSeriesRequest]) (*connect.Response[v1.GetHeatmapSeriesResponse], error)
 }
 
 // NewQueryServiceClient constructs a client for the fleetscope.v1.QueryService service. By default,
@@ -88,15 +94,22 @@ func NewQueryServiceClient(httpClient connect.HTTPClient, baseURL string, opts .
 			connect.WithSchema(queryServiceMethods.ByName("GetFlameGraph")),
 			connect.WithClientOptions(opts...),
 		),
+		getHeatmapSeries: connect.NewClient[v1.GetHeatmapSeriesRequest, v1.GetHeatmapSeriesResponse](
+			httpClient,
+			baseURL+QueryServiceGetHeatmapSeriesProcedure,
+			connect.WithSchema(queryServiceMethods.ByName("GetHeatmapSeries")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
 // queryServiceClient implements QueryServiceClient.
 type queryServiceClient struct {
-	searchProfiles *connect.Client[v1.SearchProfilesRequest, v1.SearchProfilesResponse]
-	getProfile     *connect.Client[v1.GetProfileRequest, v1.GetProfileResponse]
-	getHeatmap     *connect.Client[v1.GetHeatmapRequest, v1.GetHeatmapResponse]
-	getFlameGraph  *connect.Client[v1.GetFlameGraphRequest, v1.GetFlameGraphResponse]
+	searchProfiles   *connect.Client[v1.SearchProfilesRequest, v1.SearchProfilesResponse]
+	getProfile       *connect.Client[v1.GetProfileRequest, v1.GetProfileResponse]
+	getHeatmap       *connect.Client[v1.GetHeatmapRequest, v1.GetHeatmapResponse]
+	getFlameGraph    *connect.Client[v1.GetFlameGraphRequest, v1.GetFlameGraphResponse]
+	getHeatmapSeries *connect.Client[v1.GetHeatmapSeriesRequest, v1.GetHeatmapSeriesResponse]
 }
 
 // SearchProfiles calls fleetscope.v1.QueryService.SearchProfiles.
@@ -119,12 +132,20 @@ func (c *queryServiceClient) GetFlameGraph(ctx context.Context, req *connect.Req
 	return c.getFlameGraph.CallUnary(ctx, req)
 }
 
+// GetHeatmapSeries calls fleetscope.v1.QueryService.GetHeatmapSeries.
+func (c *queryServiceClient) GetHeatmapSeries(ctx context.Context, req *connect.Request[v1.GetHeatmapSeriesRequest]) (*connect.Response[v1.GetHeatmapSeriesResponse], error) {
+	return c.getHeatmapSeries.CallUnary(ctx, req)
+}
+
 // QueryServiceHandler is an implementation of the fleetscope.v1.QueryService service.
 type QueryServiceHandler interface {
 	SearchProfiles(context.Context, *connect.Request[v1.SearchProfilesRequest]) (*connect.Response[v1.SearchProfilesResponse], error)
 	GetProfile(context.Context, *connect.Request[v1.GetProfileRequest]) (*connect.Response[v1.GetProfileResponse], error)
 	GetHeatmap(context.Context, *connect.Request[v1.GetHeatmapRequest]) (*connect.Response[v1.GetHeatmapResponse], error)
 	GetFlameGraph(context.Context, *connect.Request[v1.GetFlameGraphRequest]) (*connect.Response[v1.GetFlameGraphResponse], error)
+	// Samples per (CPU, thread or process, column): the heatmap's thread
+	// axis.
+	GetHeatmapSeries(context.Context, *connect.Request[v1.GetHeatmapSeriesRequest]) (*connect.Response[v1.GetHeatmapSeriesResponse], error)
 }
 
 // NewQueryServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -158,6 +179,12 @@ func NewQueryServiceHandler(svc QueryServiceHandler, opts ...connect.HandlerOpti
 		connect.WithSchema(queryServiceMethods.ByName("GetFlameGraph")),
 		connect.WithHandlerOptions(opts...),
 	)
+	queryServiceGetHeatmapSeriesHandler := connect.NewUnaryHandler(
+		QueryServiceGetHeatmapSeriesProcedure,
+		svc.GetHeatmapSeries,
+		connect.WithSchema(queryServiceMethods.ByName("GetHeatmapSeries")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/fleetscope.v1.QueryService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case QueryServiceSearchProfilesProcedure:
@@ -168,6 +195,8 @@ func NewQueryServiceHandler(svc QueryServiceHandler, opts ...connect.HandlerOpti
 			queryServiceGetHeatmapHandler.ServeHTTP(w, r)
 		case QueryServiceGetFlameGraphProcedure:
 			queryServiceGetFlameGraphHandler.ServeHTTP(w, r)
+		case QueryServiceGetHeatmapSeriesProcedure:
+			queryServiceGetHeatmapSeriesHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -191,4 +220,8 @@ func (UnimplementedQueryServiceHandler) GetHeatmap(context.Context, *connect.Req
 
 func (UnimplementedQueryServiceHandler) GetFlameGraph(context.Context, *connect.Request[v1.GetFlameGraphRequest]) (*connect.Response[v1.GetFlameGraphResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("fleetscope.v1.QueryService.GetFlameGraph is not implemented"))
+}
+
+func (UnimplementedQueryServiceHandler) GetHeatmapSeries(context.Context, *connect.Request[v1.GetHeatmapSeriesRequest]) (*connect.Response[v1.GetHeatmapSeriesResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("fleetscope.v1.QueryService.GetHeatmapSeries is not implemented"))
 }

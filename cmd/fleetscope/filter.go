@@ -1,0 +1,37 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/fleetscope/fleetscope"
+	fsv1 "github.com/fleetscope/fleetscope/api/gen/fleetscope/v1"
+)
+
+// filterFlags are the sample filters of heatmap, flamegraph and diff:
+// --function, --exclude-function, --pid, --tid, --cpu.
+type filterFlags struct{ f fleetscope.Filter }
+
+func (ff *filterFlags) register(c *cobra.Command) {
+	fl := c.Flags()
+	fl.StringVar(&ff.f.Function, "function", "", "keep samples with a frame matching this RE2 pattern (the process name included)")
+	fl.StringVar(&ff.f.ExcludeFunction, "exclude-function", "", "drop samples with a frame matching this RE2 pattern")
+	fl.Int32SliceVar(&ff.f.PIDs, "pid", nil, "keep samples of these processes (repeatable; any of)")
+	fl.Int32SliceVar(&ff.f.TIDs, "tid", nil, "keep samples of these threads (repeatable; any of)")
+	fl.Int32SliceVar(&ff.f.CPUs, "cpu", nil, "keep samples taken on these CPUs (repeatable; any of)")
+}
+
+// filter returns the filter, checked (a usage error when malformed).
+func (ff *filterFlags) filter() (fleetscope.Filter, error) {
+	if _, err := ff.f.Compile(); err != nil {
+		return ff.f, usageError{err}
+	}
+	return ff.f, nil
+}
+
+// filterProto is a filter as the API takes it (nil for none).
+func filterProto(f fleetscope.Filter) *fsv1.SampleFilter {
+	if f.IsZero() {
+		return nil
+	}
+	return &fsv1.SampleFilter{Function: f.Function, ExcludeFunction: f.ExcludeFunction, Pids: f.PIDs, Tids: f.TIDs, Cpus: f.CPUs}
+}

@@ -1,0 +1,158 @@
+package fleetscope
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// Filter narrows the samples a heatmap or flame graph counts, beyond event,
+// idle and range: by function (a frame of the sample's stack, the root
+// process frame included, matches Function; no frame matches
+// ExcludeFunction; both RE2, unanchored, against the frame's name) and by
+// where it ran (any of PIDs, any of TIDs, any of CPUs; an empty list: any).
+// The zero Filter keeps every sample. Heatmap cells and flame graph totals
+// agree under any filter, as without one.
+type Filter struct {
+	Function        string
+	ExcludeFunction string
+	PIDs, TIDs      []int32
+	CPUs            []int32
+}
+
+// Filter bounds: a request names at most this many ids, and a pattern is
+// at most this long.
+const (
+	MaxFilterIDs     = 1024
+	MaxFilterPattern = 4096
+)
+
+// IsZero reports whether f keeps every sample.
+func (f *Filter) IsZero() bool {
+	return f.Function == "" && f.ExcludeFunction == "" && len(f.PIDs) == 0 && len(f.TIDs) == 0 && len(f.CPUs) == 0
+}
+
+// ByThread reports whether f looks at where samples ran.
+func (f *Filter) ByThread() bool { return len(f.PIDs) > 0 || len(f.TIDs) > 0 || len(f.CPUs) > 0 }
+
+// ByFunction reports whether f looks at stacks.
+func (f *Filter) ByFunction() bool { return f.Function != "" || f.ExcludeFunction != "" }
+
+// Key is a canonical form of f, for caches: filters that keep the same
+// samples by the same rules have the same key.
+func (f *Filter) Key() string {
+	if f.IsZero() {
+		return ""
+	}
+	ids := func(v []int32) string {
+		v = slices.Compact(slices.Sorted(slices.Values(v)))
+		return strings.Trim(fmt.Sprint(v), "[]")
+	}
+	return fmt.Sprintf("%q %q %s|%s|%s", f.Function, f.ExcludeFunction, ids(f.PIDs), ids(f.TIDs), ids(f.CPUs))
+}
+
+// Compile checks f and returns its matcher; EINVALID says what is wrong.
+func (f *Filter) Compile() (*Matcher, error) {
+	if len(f.PIDs)+len(f.TIDs)+len(f.CPUs) > MaxFilterIDs {
+		return nil, Errorf(EINVALID, "at most %d process, thread and CPU ids in a filter", MaxFilterIDs)
+	}
+	m := &Matcher{pids: idSet(f.PIDs), tids: idSet(f.TIDs), cpus: idSet(f.CPUs)}
+	var err error
+	if m.function, err = compile("function", f.Function); err != nil {
+		return nil, err
+	}
+	if m.exclude, err = compile("exclude-function", f.ExcludeFunction); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+func compile(what, pattern string) (*regexp.Regexp, error) {
+	if pattern == "" {
+		return nil, nil
+	}
+	if len(pattern) > MaxFilterPattern {
+		return nil, Errorf(EINVALID, "%s pattern: %d bytes, at most %d", what, len(pattern), MaxFilterPattern)
+	}
+	re, err := regexp.Compile(pattern)
+	if err != nil {
+		return nil, Errorf(EINVALID, "%s pattern %q: %v", what, pattern, err)
+	}
+	return re, nil
+}
+
+func idSet(ids []int32) map[int32]bool {
+	if len(ids) == 0 {
+		return nil
+	}
+	m := make(map[int32]bool, len(ids))
+	for _, id := range ids {
+		m[id] = true
+	}
+	return m
+}
+
+// Matcher is a compiled Filter.
+type Matcher struct {
+	function, exclude *regexp.Regexp
+	pids, tids, cpus  map[int32]bool
+}
+
+// KeepThread reports whether a sample that ran on t passes the filter's
+// process, thread and CPU lists.
+func (m *Matcher) KeepThread(t Thread) bool {
+	return (m.pids == nil || m.pids[t.PID]) && (m.tids == nil || m.tids[t.TID]) && (m.cpus == nil || m.cpus[t.CPU])
+}
+
+// Threads returns which of threads pass (nil when the filter keeps every
+// thread).
+func (m *Matcher) Threads(threads []Thread) []bool {
+	if m.pids == nil && m.tids == nil && m.cpus == nil {
+		return nil
+	}
+	keep := make([]bool, len(threads))
+	for i, t := range threads {
+		keep[i] = m.KeepThread(t)
+	}
+	return keep
+}
+
+// Stacks returns which of d's stacks pass the function conditions (nil
+// when the filter has none). Each frame is matched once.
+func (m *Matcher) Stacks(d *Dict) []bool {
+	if m.function == nil && m.exclude == nil {
+		return nil
+	}
+	const (
+		unknown = iota
+		no
+		yes
+	)
+	in, out := make([]uint8, d.NumFrames()), make([]uint8, d.NumFrames())
+	match := func(re *regexp.Regexp, memo []uint8, f FrameID) bool {
+		if memo[f] == unknown {
+			memo[f] = no
+			if re.MatchString(d.FrameAt(f).Name) {
+				memo[f] = yes
+			}
+		}
+		return memo[f] == yes
+	}
+	keep := make([]bool, d.NumStacks())
+	for i := range keep {
+		frames := d.StackFrames(StackID(i))
+		ok := m.function == nil
+		for _, f := range frames {
+			if m.function != nil && !ok && match(m.function, in, f) {
+				ok = true
+			}
+			if m.exclude != nil && match(m.exclude, out, f) {
+				ok = false
+				break
+			}
+		}
+		keep[i] = ok
+	}
+	return keep
+}
