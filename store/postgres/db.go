@@ -84,14 +84,28 @@ func (db *DB) Migrate(ctx context.Context) error {
 func (db *DB) inTenant(ctx context.Context, tenant int64, fn func(pgx.Tx) error) error {
 	return db.withConn(ctx, func(c *pgx.Conn) error {
 		return pgx.BeginFunc(ctx, c, func(tx pgx.Tx) error {
-			// One round trip: the tenant id is an integer formatted here, so
-			// the two statements can go as one simple query.
-			if _, err := tx.Exec(ctx, "SELECT set_config('fleetscope.tenant_id', '"+strconv.FormatInt(tenant, 10)+"', true); SET LOCAL ROLE fleetscope_tenant", pgx.QueryExecModeSimpleProtocol); err != nil {
+			b := &pgx.Batch{} // one round trip
+			queueTenant(b, tenant)
+			if err := tx.SendBatch(ctx, b).Close(); err != nil {
 				return err
 			}
 			return fn(tx)
 		})
 	})
+}
+
+// queueTenant queues the statements that make the open transaction the
+// tenant's: the tenant id in a transaction-local setting, then the tenant
+// role. They are SET LOCAL statements (not set_config) and each its own
+// statement, in a transaction block, because that is what Citus forwards to
+// the worker nodes, where the shards' row-level security policies read the
+// setting; citus.propagate_set_commands asks it to (on plain Postgres the
+// setting is an unused placeholder). The tenant id is an integer formatted
+// here, so it is safe in the statement's text.
+func queueTenant(b *pgx.Batch, tenant int64) {
+	b.Queue(`SET LOCAL citus.propagate_set_commands TO local`)
+	b.Queue(`SET LOCAL fleetscope.tenant_id TO '` + strconv.FormatInt(tenant, 10) + `'`)
+	b.Queue(`SET LOCAL ROLE fleetscope_tenant`)
 }
 
 // errConnDropped marks a failure after which the connection was closed.
@@ -128,14 +142,14 @@ func (db *DB) withConn(ctx context.Context, fn func(*pgx.Conn) error) error {
 }
 
 // readTenant runs one read query as the tenant role in a single round trip:
-// the setting, the role and the query go as one pipeline, which Postgres
-// runs as one implicit transaction, so SET LOCAL holds for the query and
-// ends with it. scan is called with the rows.
+// BEGIN, the tenant's settings (queueTenant), the query and COMMIT go as
+// one pipeline, so SET LOCAL holds for the query and ends with it. scan is
+// called with the rows.
 func (db *DB) readTenant(ctx context.Context, tenant int64, scan func(pgx.Rows) error, q string, args ...any) error {
 	scanned := false // a retry after scan saw rows would hand it rows twice
 	b := &pgx.Batch{}
-	b.Queue(`SELECT set_config('fleetscope.tenant_id', $1, true)`, strconv.FormatInt(tenant, 10))
-	b.Queue(`SET LOCAL ROLE fleetscope_tenant`)
+	b.Queue(`BEGIN`)
+	queueTenant(b, tenant)
 	b.Queue(q, args...).Query(func(rows pgx.Rows) error {
 		scanned = true
 		defer rows.Close()
@@ -144,8 +158,19 @@ func (db *DB) readTenant(ctx context.Context, tenant int64, scan func(pgx.Rows) 
 		}
 		return rows.Err()
 	})
+	b.Queue(`COMMIT`)
 	return db.retry(ctx, func() error {
-		err := db.withConn(ctx, func(c *pgx.Conn) error { return c.SendBatch(ctx, b).Close() })
+		err := db.withConn(ctx, func(c *pgx.Conn) error {
+			err := c.SendBatch(ctx, b).Close()
+			if err != nil && !c.IsClosed() && c.PgConn().TxStatus() != 'I' {
+				// The server refused a statement: the rest of the pipeline was
+				// skipped and the transaction is left failed.
+				if _, rerr := c.Exec(ctx, `ROLLBACK`); rerr != nil {
+					return errors.Join(err, rerr)
+				}
+			}
+			return err
+		})
 		if err != nil && scanned && connectionLost(err) {
 			return fleetscope.Errorf(fleetscope.EUNAVAILABLE, "database connection lost while reading, retry later")
 		}

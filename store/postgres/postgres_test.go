@@ -158,7 +158,7 @@ func TestRowLevelSecurity(t *testing.T) {
 		out := map[string]int{}
 		err := pgx.BeginFunc(ctx, c, func(tx pgx.Tx) error {
 			if setting != "" {
-				if _, err := tx.Exec(ctx, `SELECT set_config('fleetscope.tenant_id', $1, true)`, setting); err != nil {
+				if err := setTenant(ctx, tx, setting); err != nil {
 					return err
 				}
 			}
@@ -194,7 +194,7 @@ func TestRowLevelSecurity(t *testing.T) {
 	}
 	// Writing another tenant's rows is refused too.
 	err := pgx.BeginFunc(ctx, c, func(tx pgx.Tx) error {
-		tx.Exec(ctx, `SELECT set_config('fleetscope.tenant_id', $1, true)`, fmt.Sprint(a))
+		setTenant(ctx, tx, fmt.Sprint(a))
 		tx.Exec(ctx, `SET LOCAL ROLE fleetscope_tenant`)
 		_, err := tx.Exec(ctx, `INSERT INTO frames (tenant_id, id, name, kind) VALUES ($1, 1, 'x', 0)`, b)
 		return err
@@ -210,6 +210,16 @@ func TestRowLevelSecurity(t *testing.T) {
 	if secs, err := db.Seconds(ctx, b, pa.ID, 0, 0, -1); err != nil || len(secs) != 0 {
 		t.Fatalf("tenant b reading a's seconds: %d rows, %v", len(secs), err)
 	}
+}
+
+// setTenant sets the tenant as the store does (SET LOCAL, which Citus
+// forwards to the workers, where the policies read it).
+func setTenant(ctx context.Context, tx pgx.Tx, tenant string) error {
+	if _, err := tx.Exec(ctx, `SET LOCAL citus.propagate_set_commands TO local`); err != nil {
+		return err
+	}
+	_, err := tx.Exec(ctx, `SET LOCAL fleetscope.tenant_id TO '`+strings.ReplaceAll(tenant, "'", "''")+`'`)
+	return err
 }
 
 func TestKeysAndSearch(t *testing.T) {
