@@ -56,8 +56,15 @@ func writeSeconds(ctx context.Context, tx pgx.Tx, tenant int64, id uuid.UUID, da
 	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"new_seconds"}, cols, pgx.CopyFromRows(rows)); err != nil {
 		return err
 	}
-	_, err := tx.Exec(ctx, `INSERT INTO seconds (tenant_id, profile_id, day, `+strings.Join(cols, ", ")+`)
-		SELECT $1, $2, $3, `+strings.Join(cols, ", ")+` FROM new_seconds`, tenant, id, day)
+	// ON CONFLICT DO NOTHING, with the count checked instead, because on
+	// Citus an INSERT ... SELECT from a local table without it is executed
+	// as a COPY into the shards, which row-level security refuses
+	// (with it, Citus inserts with INSERT ... SELECT on each shard).
+	tag, err := tx.Exec(ctx, `INSERT INTO seconds (tenant_id, profile_id, day, `+strings.Join(cols, ", ")+`)
+		SELECT $1, $2, $3, `+strings.Join(cols, ", ")+` FROM new_seconds ON CONFLICT DO NOTHING`, tenant, id, day)
+	if err == nil && tag.RowsAffected() != int64(len(rows)) {
+		err = fmt.Errorf("seconds: %d rows written of %d (a second repeated)", tag.RowsAffected(), len(rows))
+	}
 	return err
 }
 
