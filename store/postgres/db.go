@@ -65,7 +65,8 @@ func (db *DB) Close() { db.pool.Close() }
 // Ping checks the database answers.
 func (db *DB) Ping(ctx context.Context) error { return db.pool.Ping(ctx) }
 
-// Migrate applies the embedded migrations (goose).
+// Migrate applies the embedded migrations (goose) and, on Citus,
+// distributes the tables (citus.go).
 func (db *DB) Migrate(ctx context.Context) error {
 	sqldb := stdlib.OpenDBFromPool(db.pool)
 	defer sqldb.Close()
@@ -75,6 +76,9 @@ func (db *DB) Migrate(ctx context.Context) error {
 	}
 	if _, err := p.Up(ctx); err != nil {
 		return fmt.Errorf("migrate: %w", err)
+	}
+	if err := db.distribute(ctx); err != nil {
+		return err
 	}
 	return db.EnsurePartitions(ctx, time.Now(), 7)
 }
