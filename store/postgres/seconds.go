@@ -80,22 +80,32 @@ func (db *DB) Seconds(ctx context.Context, tenant int64, id string, event int, f
 	return db.seconds(ctx, tenant, id, event, from, to, true)
 }
 
-func (db *DB) seconds(ctx context.Context, tenant int64, id string, event int, from, to int64, samples bool) ([]index.Second, error) {
-	u, err := parseID(id)
-	if err != nil {
-		return nil, err
-	}
+// secondsQuery reads an event's rows: the heatmap's (cells only), or with
+// the samples of all seconds or of seconds $4 to $5 (a flame graph's).
+// $1 is the tenant, $2 the profile, $3 the event.
+func secondsQuery(samples, ranged bool) string {
 	cols := `second, samples, cells, idle_cells, NULL::bytea, NULL::bytea, NULL::bytea`
 	if samples {
 		cols = `second, samples, cells, idle_cells, offsets, stacks, periods`
 	}
 	q := `SELECT ` + cols + ` FROM seconds WHERE tenant_id = $1 AND profile_id = $2 AND event = $3`
-	args := []any{tenant, u, int16(event)}
-	if from <= to && samples {
+	if ranged {
 		q += ` AND second BETWEEN $4 AND $5`
+	}
+	return q + ` ORDER BY second`
+}
+
+func (db *DB) seconds(ctx context.Context, tenant int64, id string, event int, from, to int64, samples bool) ([]index.Second, error) {
+	u, err := parseID(id)
+	if err != nil {
+		return nil, err
+	}
+	ranged := from <= to && samples
+	args := []any{tenant, u, int16(event)}
+	if ranged {
 		args = append(args, from, to)
 	}
-	q += ` ORDER BY second`
+	q := secondsQuery(samples, ranged)
 	var out []index.Second
 	err = db.readTenant(ctx, tenant, func(rows pgx.Rows) error {
 		for rows.Next() {
