@@ -82,8 +82,20 @@ func NewURL(t testing.TB) string {
 				t.Errorf("drop database %s: %v", name, err)
 			}
 		}
-		if _, err := conn.Exec(ctx, "DROP DATABASE "+name+" WITH (FORCE)"); err != nil {
-			t.Errorf("drop database %s: %v", name, err)
+		// FORCE ends the database's sessions, but on a Citus worker a
+		// maintenance daemon busy at that moment can keep it in use: the
+		// drop then fails there after succeeding elsewhere, and is retried
+		// (IF EXISTS: on the nodes that did drop it).
+		for attempt := 1; ; attempt++ {
+			_, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
+			if err == nil {
+				break
+			}
+			if workers == nil || attempt == 20 || ctx.Err() != nil {
+				t.Errorf("drop database %s: %v", name, err)
+				break
+			}
+			time.Sleep(250 * time.Millisecond)
 		}
 	})
 	u, err := url.Parse(admin)
