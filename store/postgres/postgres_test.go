@@ -281,3 +281,42 @@ func TestKeysAndSearch(t *testing.T) {
 		t.Fatalf("bad page token: %v", err)
 	}
 }
+
+// TestReadTenantRefused: a read the server refuses (the query fails after
+// BEGIN and the tenant's settings went in the same pipeline) is rolled
+// back, and its connection goes back to the pool usable, not dropped.
+func TestReadTenantRefused(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.NewURL(t)
+	db, err := postgres.Open(ctx, url+"&pool_max_conns=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(db.Close)
+	if err := db.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	pid := func() (p int32) {
+		t.Helper()
+		err := db.ReadTenant(ctx, 1, func(rows pgx.Rows) error {
+			rows.Next()
+			return rows.Scan(&p)
+		}, `SELECT pg_backend_pid()`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	before := pid()
+	err = db.ReadTenant(ctx, 1, func(rows pgx.Rows) error {
+		for rows.Next() {
+		}
+		return rows.Err()
+	}, `SELECT 1 / (count(*) - count(*)) FROM profiles`)
+	if err == nil || !strings.Contains(err.Error(), "division by zero") {
+		t.Fatalf("refused read: %v, want division by zero", err)
+	}
+	if after := pid(); after != before {
+		t.Fatalf("the connection was replaced (backend %d, then %d): the failed transaction was not rolled back", before, after)
+	}
+}
