@@ -71,31 +71,8 @@ func NewURL(t testing.TB) string {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		conn, err := pgx.Connect(ctx, admin)
-		if err != nil {
+		if err := dropDatabase(ctx, admin, workers, name); err != nil {
 			t.Errorf("drop database %s: %v", name, err)
-			return
-		}
-		defer conn.Close(ctx)
-		if workers != nil { // on every node
-			if _, err := conn.Exec(ctx, "SET citus.enable_create_database_propagation TO on"); err != nil {
-				t.Errorf("drop database %s: %v", name, err)
-			}
-		}
-		// FORCE ends the database's sessions, but on a Citus worker a
-		// maintenance daemon busy at that moment can keep it in use: the
-		// drop then fails there after succeeding elsewhere, and is retried
-		// (IF EXISTS: on the nodes that did drop it).
-		for attempt := 1; ; attempt++ {
-			_, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
-			if err == nil {
-				break
-			}
-			if workers == nil || attempt == 20 || ctx.Err() != nil {
-				t.Errorf("drop database %s: %v", name, err)
-				break
-			}
-			time.Sleep(250 * time.Millisecond)
 		}
 	})
 	u, err := url.Parse(admin)
@@ -109,6 +86,39 @@ func NewURL(t testing.TB) string {
 		}
 	}
 	return u.String()
+}
+
+// dropDatabase drops the database name from the server at admin and, on
+// Citus, from each worker. On Citus each node drops its own copy: FORCE
+// ends the database's sessions but not a Citus maintenance daemon busy at
+// that moment, so a drop can fail on one node after succeeding on others,
+// and a propagated DROP DATABASE cannot be retried then (Citus first locks
+// the database by name on the first worker, where it may be gone). Each
+// node's drop is retried, IF EXISTS. A local drop on the coordinator also
+// removes Citus's record of the database.
+func dropDatabase(ctx context.Context, admin string, workers []string, name string) error {
+	nodes := []string{admin}
+	for _, w := range workers {
+		u, err := url.Parse(admin)
+		if err != nil {
+			return err
+		}
+		u.Host = w
+		nodes = append(nodes, u.String())
+	}
+	for _, node := range nodes {
+		for attempt := 1; ; attempt++ {
+			err := execAt(ctx, node, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
+			if err == nil {
+				break
+			}
+			if workers == nil || attempt == 20 || ctx.Err() != nil {
+				return err
+			}
+			time.Sleep(250 * time.Millisecond)
+		}
+	}
+	return nil
 }
 
 // RequireCitus skips the test unless the test server is a Citus
