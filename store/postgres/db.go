@@ -151,19 +151,23 @@ func (db *DB) withConn(ctx context.Context, fn func(*pgx.Conn) error) error {
 // called with the rows.
 func (db *DB) readTenant(ctx context.Context, tenant int64, scan func(pgx.Rows) error, q string, args ...any) error {
 	scanned := false // a retry after scan saw rows would hand it rows twice
-	b := &pgx.Batch{}
-	b.Queue(`BEGIN`)
-	queueTenant(b, tenant)
-	b.Queue(q, args...).Query(func(rows pgx.Rows) error {
-		scanned = true
-		defer rows.Close()
-		if err := scan(rows); err != nil {
-			return err
-		}
-		return rows.Err()
-	})
-	b.Queue(`COMMIT`)
 	return db.retry(ctx, func() error {
+		// A new batch each attempt: pgx records in a queued query the
+		// prepared statement it used, by name, and a retry on another
+		// connection would ask that one for statements it never prepared
+		// ("prepared statement ... does not exist").
+		b := &pgx.Batch{}
+		b.Queue(`BEGIN`)
+		queueTenant(b, tenant)
+		b.Queue(q, args...).Query(func(rows pgx.Rows) error {
+			scanned = true
+			defer rows.Close()
+			if err := scan(rows); err != nil {
+				return err
+			}
+			return rows.Err()
+		})
+		b.Queue(`COMMIT`)
 		err := db.withConn(ctx, func(c *pgx.Conn) error {
 			err := c.SendBatch(ctx, b).Close()
 			if err != nil && !c.IsClosed() && c.PgConn().TxStatus() != 'I' {

@@ -320,3 +320,42 @@ func TestReadTenantRefused(t *testing.T) {
 		t.Fatalf("the connection was replaced (backend %d, then %d): the failed transaction was not rolled back", before, after)
 	}
 }
+
+// TestReadTenantRetriesOnANewConnection: a read whose connection was killed
+// is retried on a new one, which has none of the old one's prepared
+// statements.
+func TestReadTenantRetriesOnANewConnection(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.NewURL(t)
+	db, err := postgres.Open(ctx, url+"&pool_max_conns=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(db.Close)
+	if err := db.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	pid := func() (p int32) {
+		t.Helper()
+		err := db.ReadTenant(ctx, 1, func(rows pgx.Rows) error {
+			rows.Next()
+			return rows.Scan(&p)
+		}, `SELECT pg_backend_pid()`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	before := pid() // its statements are now prepared on that connection
+	c, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	if _, err := c.Exec(ctx, `SELECT pg_terminate_backend($1)`, before); err != nil {
+		t.Fatal(err)
+	}
+	if after := pid(); after == before {
+		t.Fatalf("still backend %d after it was terminated", after)
+	}
+}
