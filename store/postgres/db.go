@@ -16,6 +16,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgerrcode"
@@ -32,7 +33,13 @@ import (
 // DB is the index.
 type DB struct {
 	pool *pgxpool.Pool
+	lost atomic.Int64 // when a connection was last found broken (Unix nanoseconds)
 }
+
+// suspectFor is how long after a broken connection every connection the
+// pool hands out is pinged first: what broke one (a restarted server,
+// killed sessions) has usually broken the idle others too.
+const suspectFor = 5 * time.Second
 
 // Open connects to the database at url.
 func Open(ctx context.Context, url string) (*DB, error) {
@@ -46,6 +53,10 @@ func Open(ctx context.Context, url string) (*DB, error) {
 	if !strings.Contains(url, "pool_max_conns") {
 		cfg.MaxConns = 16 // queries are short; more than pgx's default of 4 on 2 cores
 	}
+	db := &DB{}
+	cfg.ShouldPing = func(_ context.Context, p pgxpool.ShouldPingParams) bool {
+		return p.IdleDuration > time.Second || time.Since(time.Unix(0, db.lost.Load())) < suspectFor
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
@@ -56,7 +67,8 @@ func Open(ctx context.Context, url string) (*DB, error) {
 		pool.Close()
 		return nil, fmt.Errorf("postgres %s@%s/%s: %w", cfg.ConnConfig.User, cfg.ConnConfig.Host, cfg.ConnConfig.Database, err)
 	}
-	return &DB{pool: pool}, nil
+	db.pool = pool
+	return db, nil
 }
 
 // Close closes the pool.
@@ -133,7 +145,12 @@ func (db *DB) withConn(ctx context.Context, fn func(*pgx.Conn) error) error {
 	if err == nil {
 		return nil
 	}
-	if c.Conn().IsClosed() { // pgx closed it: a broken socket, a killed backend
+	if c.Conn().IsClosed() || connectionLost(err) { // a broken socket, a killed backend
+		// What broke it has likely broken the pool's idle connections too:
+		// for a while they are pinged before use (ShouldPing, in Open).
+		db.lost.Store(time.Now().UnixNano())
+	}
+	if c.Conn().IsClosed() {
 		return errConnDropped{err}
 	}
 	var pe *pgconn.PgError

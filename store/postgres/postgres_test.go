@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -352,10 +353,58 @@ func TestReadTenantRetriesOnANewConnection(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close(ctx)
-	if _, err := c.Exec(ctx, `SELECT pg_terminate_backend($1)`, before); err != nil {
+	if _, err := c.Exec(ctx, `SELECT pg_terminate_backend($1::int)`, before); err != nil {
 		t.Fatal(err)
 	}
 	if after := pid(); after == before {
 		t.Fatalf("still backend %d after it was terminated", after)
+	}
+}
+
+// TestAfterALostConnectionTheOthersAreChecked: when the database ends every
+// session (a restart, or TestFailuresLeaveNothingHalfWritten killing
+// backends), the pool's idle connections are all dead; the read that finds
+// the first one retries, and the pool must not hand it more dead ones.
+func TestAfterALostConnectionTheOthersAreChecked(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.NewURL(t)
+	db, err := postgres.Open(ctx, url+"&pool_max_conns=6")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(db.Close)
+	if err := db.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	read := func() error {
+		return db.ReadTenant(ctx, 1, func(rows pgx.Rows) error {
+			for rows.Next() {
+			}
+			return rows.Err()
+		}, `SELECT pg_sleep(0.2)`)
+	}
+	var wg sync.WaitGroup
+	for range 6 { // six connections, then idle in the pool
+		wg.Add(1)
+		go func() { defer wg.Done(); read() }()
+	}
+	wg.Wait()
+	c, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	var n int
+	if err := c.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+		WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend'`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n < 4 {
+		t.Fatalf("terminated %d sessions, want the pool's six", n)
+	}
+	for i := range 3 {
+		if err := read(); err != nil {
+			t.Fatalf("read %d after the sessions ended: %v", i+1, err)
+		}
 	}
 }
