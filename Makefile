@@ -80,7 +80,7 @@ test: build tools postgres perf check-generated check-deps
 	PG_URL='$(PG_URL)' SHARED=$(SHARED) bash web/scripts/test.sh
 
 # Citus (distributed Postgres): $(SHARED)/tools/citus.sh builds Citus 13.2
-# from ../shared/vendor into this machine's Postgres (about 2.5 minutes on 2
+# from ../shared/vendor into this machine's Postgres (1 to 2.5 minutes on 2
 # cores, once: the build is kept where Postgres loads it, and a second build
 # does nothing) and runs 1 coordinator + 2 workers on 127.0.0.1:5441-5443,
 # their data under CITUS_DIR (citus.sh's default, /tmp/citus: the postgres
