@@ -23,7 +23,7 @@ SHARED_OK := $(shell test -d '$(SHARED)/corpus' && echo 1)
 FLEETSCOPE_TEST_REQUIRE ?= $(SHARED_OK)
 export FLEETSCOPE_SHARED := $(abspath $(SHARED))
 
-.PHONY: build test test-deps fuzz fuzz-brief bench run postgres tools generate check-generated check-deps web perf clean
+.PHONY: build test test-deps test-citus citus fuzz fuzz-brief bench run postgres tools generate check-generated check-deps web perf clean
 
 build:
 	$(GO) build -o $(BIN)/fleetscope ./cmd/fleetscope
@@ -85,6 +85,33 @@ test: build tools test-deps postgres perf check-generated check-deps
 		$(GO) test -count=1 -timeout 30m ./...
 	$(MAKE) --no-print-directory fuzz-brief FUZZTIME=$(FUZZTIME)
 	PG_URL='$(PG_URL)' SHARED=$(SHARED) bash web/scripts/test.sh
+
+# Citus (distributed Postgres): $(SHARED)/tools/citus.sh builds Citus 13.2
+# from ../shared/vendor into this machine's Postgres (1 to 2.5 minutes on 2
+# cores, once: the build is kept where Postgres loads it, and a second build
+# does nothing) and runs 1 coordinator + 2 workers on 127.0.0.1:5441-5443,
+# their data under CITUS_DIR (citus.sh's default, /tmp/citus: the postgres
+# user must be able to reach it). A cluster already up is reused;
+# `$(SHARED)/tools/citus.sh down` stops it.
+CITUS_SH   := $(SHARED)/tools/citus.sh
+CITUS_PORT ?= 5441
+CITUS_URL  := postgres://postgres@127.0.0.1:$(CITUS_PORT)/postgres?sslmode=disable
+export CITUS_PORT
+
+citus:
+	@test -f '$(CITUS_SH)' || { echo "make citus: $(CITUS_SH) not found (../shared beside the repository)" >&2; exit 1; }
+	bash '$(CITUS_SH)' build
+	@if [ "$$(psql -qAt '$(CITUS_URL)' -c 'SELECT count(*) FROM pg_dist_node WHERE groupid <> 0 AND isactive' 2>/dev/null || echo 0)" -ge 1 ]; then \
+		echo "citus: cluster already up at $(CITUS_URL)"; else bash '$(CITUS_SH)' up; fi
+
+# The Postgres-backed tests again, on the Citus cluster: pgtest makes each
+# test database on every node and Migrate distributes it; the store tests
+# (TestCitusDistribution among them: it is skipped elsewhere), the API and
+# the end-to-end and tenant isolation tests of the server binary.
+# FLEETSCOPE_TEST_CITUS=1: a server that is not a Citus coordinator fails.
+test-citus: citus $(BIN)/minio perf
+	FLEETSCOPE_TEST_CITUS=1 FLEETSCOPE_TEST_REQUIRE=$(FLEETSCOPE_TEST_REQUIRE) FLEETSCOPE_TEST_MINIO=$(BIN)/minio \
+		FLEETSCOPE_TEST_DATABASE_URL='$(CITUS_URL)' $(GO) test -count=1 -timeout 30m ./store/... ./api/... ./cmd/fleetscope/
 
 # Each fuzz target of every parser package under ingest/ for FUZZTIME.
 fuzz-brief:

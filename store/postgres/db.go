@@ -16,6 +16,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgerrcode"
@@ -32,8 +33,14 @@ import (
 // DB is the index.
 type DB struct {
 	pool  *pgxpool.Pool
-	known known // dictionary entries stored (see writeDictionary)
+	known known        // dictionary entries stored (see writeDictionary)
+	lost  atomic.Int64 // when a connection was last found broken (Unix nanoseconds)
 }
+
+// suspectFor is how long after a broken connection every connection the
+// pool hands out is pinged first: what broke one (a restarted server,
+// killed sessions) has usually broken the idle others too.
+const suspectFor = 5 * time.Second
 
 // Open connects to the database at url.
 func Open(ctx context.Context, url string) (*DB, error) {
@@ -47,6 +54,10 @@ func Open(ctx context.Context, url string) (*DB, error) {
 	if !strings.Contains(url, "pool_max_conns") {
 		cfg.MaxConns = 16 // queries are short; more than pgx's default of 4 on 2 cores
 	}
+	db := &DB{}
+	cfg.ShouldPing = func(_ context.Context, p pgxpool.ShouldPingParams) bool {
+		return p.IdleDuration > time.Second || time.Since(time.Unix(0, db.lost.Load())) < suspectFor
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
@@ -57,7 +68,8 @@ func Open(ctx context.Context, url string) (*DB, error) {
 		pool.Close()
 		return nil, fmt.Errorf("postgres %s@%s/%s: %w", cfg.ConnConfig.User, cfg.ConnConfig.Host, cfg.ConnConfig.Database, err)
 	}
-	return &DB{pool: pool}, nil
+	db.pool = pool
+	return db, nil
 }
 
 // Close closes the pool.
@@ -72,7 +84,8 @@ func (db *DB) Ping(ctx context.Context) error {
 	})
 }
 
-// Migrate applies the embedded migrations (goose).
+// Migrate applies the embedded migrations (goose) and, on Citus,
+// distributes the tables (citus.go).
 func (db *DB) Migrate(ctx context.Context) error {
 	sqldb := stdlib.OpenDBFromPool(db.pool)
 	defer sqldb.Close()
@@ -83,6 +96,9 @@ func (db *DB) Migrate(ctx context.Context) error {
 	if _, err := p.Up(ctx); err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
+	if err := db.distribute(ctx); err != nil {
+		return err
+	}
 	return db.EnsurePartitions(ctx, time.Now(), 7)
 }
 
@@ -91,14 +107,28 @@ func (db *DB) Migrate(ctx context.Context) error {
 func (db *DB) inTenant(ctx context.Context, tenant int64, fn func(pgx.Tx) error) error {
 	return db.withConn(ctx, func(c *pgx.Conn) error {
 		return pgx.BeginFunc(ctx, c, func(tx pgx.Tx) error {
-			// One round trip: the tenant id is an integer formatted here, so
-			// the two statements can go as one simple query.
-			if _, err := tx.Exec(ctx, "SELECT set_config('fleetscope.tenant_id', '"+strconv.FormatInt(tenant, 10)+"', true); SET LOCAL ROLE fleetscope_tenant", pgx.QueryExecModeSimpleProtocol); err != nil {
+			b := &pgx.Batch{} // one round trip
+			queueTenant(b, tenant)
+			if err := tx.SendBatch(ctx, b).Close(); err != nil {
 				return err
 			}
 			return fn(tx)
 		})
 	})
+}
+
+// queueTenant queues the statements that make the open transaction the
+// tenant's: the tenant id in a transaction-local setting, then the tenant
+// role. They are SET LOCAL statements (not set_config) and each its own
+// statement, in a transaction block, because that is what Citus forwards to
+// the worker nodes, where the shards' row-level security policies read the
+// setting; citus.propagate_set_commands asks it to (on plain Postgres the
+// setting is an unused placeholder). The tenant id is an integer formatted
+// here, so it is safe in the statement's text.
+func queueTenant(b *pgx.Batch, tenant int64) {
+	b.Queue(`SET LOCAL citus.propagate_set_commands TO local`)
+	b.Queue(`SET LOCAL fleetscope.tenant_id TO '` + strconv.FormatInt(tenant, 10) + `'`)
+	b.Queue(`SET LOCAL ROLE fleetscope_tenant`)
 }
 
 // errConnDropped marks a failure after which the connection was closed.
@@ -122,7 +152,12 @@ func (db *DB) withConn(ctx context.Context, fn func(*pgx.Conn) error) error {
 	if err == nil {
 		return nil
 	}
-	if c.Conn().IsClosed() { // pgx closed it: a broken socket, a killed backend
+	if c.Conn().IsClosed() || connectionLost(err) { // a broken socket, a killed backend
+		// What broke it has likely broken the pool's idle connections too:
+		// for a while they are pinged before use (ShouldPing, in Open).
+		db.lost.Store(time.Now().UnixNano())
+	}
+	if c.Conn().IsClosed() {
 		return errConnDropped{err}
 	}
 	var pe *pgconn.PgError
@@ -135,24 +170,39 @@ func (db *DB) withConn(ctx context.Context, fn func(*pgx.Conn) error) error {
 }
 
 // readTenant runs one read query as the tenant role in a single round trip:
-// the setting, the role and the query go as one pipeline, which Postgres
-// runs as one implicit transaction, so SET LOCAL holds for the query and
-// ends with it. scan is called with the rows.
+// BEGIN, the tenant's settings (queueTenant), the query and COMMIT go as
+// one pipeline, so SET LOCAL holds for the query and ends with it. scan is
+// called with the rows.
 func (db *DB) readTenant(ctx context.Context, tenant int64, scan func(pgx.Rows) error, q string, args ...any) error {
 	scanned := false // a retry after scan saw rows would hand it rows twice
-	b := &pgx.Batch{}
-	b.Queue(`SELECT set_config('fleetscope.tenant_id', $1, true)`, strconv.FormatInt(tenant, 10))
-	b.Queue(`SET LOCAL ROLE fleetscope_tenant`)
-	b.Queue(q, args...).Query(func(rows pgx.Rows) error {
-		scanned = true
-		defer rows.Close()
-		if err := scan(rows); err != nil {
-			return err
-		}
-		return rows.Err()
-	})
 	return db.retry(ctx, func() error {
-		err := db.withConn(ctx, func(c *pgx.Conn) error { return c.SendBatch(ctx, b).Close() })
+		// A new batch each attempt: pgx records in a queued query the
+		// prepared statement it used, by name, and a retry on another
+		// connection would ask that one for statements it never prepared
+		// ("prepared statement ... does not exist").
+		b := &pgx.Batch{}
+		b.Queue(`BEGIN`)
+		queueTenant(b, tenant)
+		b.Queue(q, args...).Query(func(rows pgx.Rows) error {
+			scanned = true
+			defer rows.Close()
+			if err := scan(rows); err != nil {
+				return err
+			}
+			return rows.Err()
+		})
+		b.Queue(`COMMIT`)
+		err := db.withConn(ctx, func(c *pgx.Conn) error {
+			err := c.SendBatch(ctx, b).Close()
+			if err != nil && !c.IsClosed() && c.PgConn().TxStatus() != 'I' {
+				// The server refused a statement: the rest of the pipeline was
+				// skipped and the transaction is left failed.
+				if _, rerr := c.Exec(ctx, `ROLLBACK`); rerr != nil {
+					return errors.Join(err, rerr)
+				}
+			}
+			return err
+		})
 		if err != nil && scanned && connectionLost(err) {
 			return fleetscope.Errorf(fleetscope.EUNAVAILABLE, "database connection lost while reading, retry later")
 		}

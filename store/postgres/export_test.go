@@ -1,7 +1,22 @@
 package postgres
 
+import (
+	"context"
+
+	"github.com/jackc/pgx/v5"
+)
+
 // RememberStack records a stack key as stored with a content check, as a
 // committed upload would (tests: a collision the memory must catch).
 func (db *DB) RememberStack(tenant, key int64, check uint64) {
 	db.known.remember(tenant, nil, map[int64]uint64{key: check})
+}
+
+// SecondsQuery is the query of Cells (samples false) and Seconds, for the
+// tests that EXPLAIN it.
+var SecondsQuery = secondsQuery
+
+// ReadTenant is readTenant, for tests.
+func (db *DB) ReadTenant(ctx context.Context, tenant int64, scan func(pgx.Rows) error, q string, args ...any) error {
+	return db.readTenant(ctx, tenant, scan, q, args...)
 }

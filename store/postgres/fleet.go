@@ -33,8 +33,12 @@ func writeFleet(ctx context.Context, tx pgx.Tx, tenant int64, id uuid.UUID, day 
 	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"new_fleet"}, cols, pgx.CopyFromRows(rows)); err != nil {
 		return err
 	}
-	_, err = tx.Exec(ctx, `INSERT INTO fleet_seconds (tenant_id, app, profile_id, host, day, `+strings.Join(cols, ", ")+`)
-		SELECT $1, $2, $3, $4, $5, `+strings.Join(cols, ", ")+` FROM new_fleet`, tenant, p.App, id, p.Host, day)
+	// ON CONFLICT DO NOTHING and the count checked: see writeSeconds (Citus).
+	tag, err := tx.Exec(ctx, `INSERT INTO fleet_seconds (tenant_id, app, profile_id, host, day, `+strings.Join(cols, ", ")+`)
+		SELECT $1, $2, $3, $4, $5, `+strings.Join(cols, ", ")+` FROM new_fleet ON CONFLICT DO NOTHING`, tenant, p.App, id, p.Host, day)
+	if err == nil && tag.RowsAffected() != int64(len(rows)) {
+		err = fmt.Errorf("fleet seconds: %d rows written of %d (a second repeated)", tag.RowsAffected(), len(rows))
+	}
 	return err
 }
 

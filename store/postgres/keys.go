@@ -91,10 +91,12 @@ func (db *DB) Keys(ctx context.Context, tenant int64) ([]fleetscope.Key, error) 
 }
 
 // RevokeKey revokes one of the tenant's keys. Returns ENOTFOUND for a key
-// the tenant does not have.
+// the tenant does not have. A second revocation keeps the first time:
+// least() skips NULL (coalesce(revoked_at, now()) would say the same, but
+// Citus refuses a STABLE function inside COALESCE or CASE in a write).
 func (db *DB) RevokeKey(ctx context.Context, tenant int64, id, actor string) error {
 	err := db.inTenant(ctx, tenant, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `UPDATE api_keys SET revoked_at = coalesce(revoked_at, now()) WHERE tenant_id = $1 AND id = $2`, tenant, id)
+		tag, err := tx.Exec(ctx, `UPDATE api_keys SET revoked_at = least(revoked_at, now()) WHERE tenant_id = $1 AND id = $2`, tenant, id)
 		if err != nil {
 			return err
 		}

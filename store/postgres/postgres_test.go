@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -215,7 +216,7 @@ func TestRowLevelSecurity(t *testing.T) {
 		out := map[string]int{}
 		err := pgx.BeginFunc(ctx, c, func(tx pgx.Tx) error {
 			if setting != "" {
-				if _, err := tx.Exec(ctx, `SELECT set_config('fleetscope.tenant_id', $1, true)`, setting); err != nil {
+				if err := setTenant(ctx, tx, setting); err != nil {
 					return err
 				}
 			}
@@ -251,7 +252,7 @@ func TestRowLevelSecurity(t *testing.T) {
 	}
 	// Writing another tenant's rows is refused too.
 	err = pgx.BeginFunc(ctx, c, func(tx pgx.Tx) error {
-		tx.Exec(ctx, `SELECT set_config('fleetscope.tenant_id', $1, true)`, fmt.Sprint(a))
+		setTenant(ctx, tx, fmt.Sprint(a))
 		tx.Exec(ctx, `SET LOCAL ROLE fleetscope_tenant`)
 		_, err := tx.Exec(ctx, `INSERT INTO frames (tenant_id, id, name, kind) VALUES ($1, 1, 'x', 0)`, b)
 		return err
@@ -267,6 +268,16 @@ func TestRowLevelSecurity(t *testing.T) {
 	if secs, err := db.Seconds(ctx, b, pa.ID, 0, 0, -1); err != nil || len(secs) != 0 {
 		t.Fatalf("tenant b reading a's seconds: %d rows, %v", len(secs), err)
 	}
+}
+
+// setTenant sets the tenant as the store does (SET LOCAL, which Citus
+// forwards to the workers, where the policies read it).
+func setTenant(ctx context.Context, tx pgx.Tx, tenant string) error {
+	if _, err := tx.Exec(ctx, `SET LOCAL citus.propagate_set_commands TO local`); err != nil {
+		return err
+	}
+	_, err := tx.Exec(ctx, `SET LOCAL fleetscope.tenant_id TO '`+strings.ReplaceAll(tenant, "'", "''")+`'`)
+	return err
 }
 
 func TestKeysAndSearch(t *testing.T) {
@@ -378,5 +389,131 @@ func TestDictionaryCollisionsAreRefused(t *testing.T) {
 	c.QueryRow(ctx, `SELECT count(*) FROM profiles`).Scan(&n)
 	if n != 1 {
 		t.Fatalf("%d profiles after refused collisions, want the first alone", n)
+	}
+}
+
+// TestReadTenantRefused: a read the server refuses (the query fails after
+// BEGIN and the tenant's settings went in the same pipeline) is rolled
+// back, and its connection goes back to the pool usable, not dropped.
+func TestReadTenantRefused(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.NewURL(t)
+	db, err := postgres.Open(ctx, url+"&pool_max_conns=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(db.Close)
+	if err := db.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	pid := func() (p int32) {
+		t.Helper()
+		err := db.ReadTenant(ctx, 1, func(rows pgx.Rows) error {
+			rows.Next()
+			return rows.Scan(&p)
+		}, `SELECT pg_backend_pid()`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	before := pid()
+	err = db.ReadTenant(ctx, 1, func(rows pgx.Rows) error {
+		for rows.Next() {
+		}
+		return rows.Err()
+	}, `SELECT 1 / (count(*) - count(*)) FROM profiles`)
+	if err == nil || !strings.Contains(err.Error(), "division by zero") {
+		t.Fatalf("refused read: %v, want division by zero", err)
+	}
+	if after := pid(); after != before {
+		t.Fatalf("the connection was replaced (backend %d, then %d): the failed transaction was not rolled back", before, after)
+	}
+}
+
+// TestReadTenantRetriesOnANewConnection: a read whose connection was killed
+// is retried on a new one, which has none of the old one's prepared
+// statements.
+func TestReadTenantRetriesOnANewConnection(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.NewURL(t)
+	db, err := postgres.Open(ctx, url+"&pool_max_conns=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(db.Close)
+	if err := db.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	pid := func() (p int32) {
+		t.Helper()
+		err := db.ReadTenant(ctx, 1, func(rows pgx.Rows) error {
+			rows.Next()
+			return rows.Scan(&p)
+		}, `SELECT pg_backend_pid()`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	before := pid() // its statements are now prepared on that connection
+	c, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	if _, err := c.Exec(ctx, `SELECT pg_terminate_backend($1::int)`, before); err != nil {
+		t.Fatal(err)
+	}
+	if after := pid(); after == before {
+		t.Fatalf("still backend %d after it was terminated", after)
+	}
+}
+
+// TestAfterALostConnectionTheOthersAreChecked: when the database ends every
+// session (a restart, or TestFailuresLeaveNothingHalfWritten killing
+// backends), the pool's idle connections are all dead; the read that finds
+// the first one retries, and the pool must not hand it more dead ones.
+func TestAfterALostConnectionTheOthersAreChecked(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.NewURL(t)
+	db, err := postgres.Open(ctx, url+"&pool_max_conns=6")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(db.Close)
+	if err := db.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	read := func() error {
+		return db.ReadTenant(ctx, 1, func(rows pgx.Rows) error {
+			for rows.Next() {
+			}
+			return rows.Err()
+		}, `SELECT pg_sleep(0.2)`)
+	}
+	var wg sync.WaitGroup
+	for range 6 { // six connections, then idle in the pool
+		wg.Add(1)
+		go func() { defer wg.Done(); read() }()
+	}
+	wg.Wait()
+	c, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	var n int
+	if err := c.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+		WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend'`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n < 4 {
+		t.Fatalf("terminated %d sessions, want the pool's six", n)
+	}
+	for i := range 3 {
+		if err := read(); err != nil {
+			t.Fatalf("read %d after the sessions ended: %v", i+1, err)
+		}
 	}
 }

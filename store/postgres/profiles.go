@@ -75,9 +75,10 @@ func (db *DB) ProfileBySHA256(ctx context.Context, tenant int64, sum []byte) (*f
 }
 
 // BlobInUse reports whether any profile of any tenant still refers to key.
+// (SELECT 1, not SELECT: Citus fails to read back a subquery's empty row.)
 func (db *DB) BlobInUse(ctx context.Context, key string) (bool, error) {
 	var used bool
-	err := db.pool.QueryRow(ctx, `SELECT EXISTS (SELECT FROM profiles WHERE blob_key = $1)`, key).Scan(&used)
+	err := db.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM profiles WHERE blob_key = $1)`, key).Scan(&used)
 	return used, err
 }
 

@@ -73,8 +73,15 @@ func writeSeconds(ctx context.Context, tx pgx.Tx, tenant int64, id uuid.UUID, da
 	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"new_seconds"}, cols, pgx.CopyFromRows(rows)); err != nil {
 		return err
 	}
-	_, err := tx.Exec(ctx, `INSERT INTO seconds (tenant_id, profile_id, day, `+strings.Join(cols, ", ")+`)
-		SELECT $1, $2, $3, `+strings.Join(cols, ", ")+` FROM new_seconds`, tenant, id, day)
+	// ON CONFLICT DO NOTHING, with the count checked instead, because on
+	// Citus an INSERT ... SELECT from a local table without it is executed
+	// as a COPY into the shards, which row-level security refuses
+	// (with it, Citus inserts with INSERT ... SELECT on each shard).
+	tag, err := tx.Exec(ctx, `INSERT INTO seconds (tenant_id, profile_id, day, `+strings.Join(cols, ", ")+`)
+		SELECT $1, $2, $3, `+strings.Join(cols, ", ")+` FROM new_seconds ON CONFLICT DO NOTHING`, tenant, id, day)
+	if err == nil && tag.RowsAffected() != int64(len(rows)) {
+		err = fmt.Errorf("seconds: %d rows written of %d (a second repeated)", tag.RowsAffected(), len(rows))
+	}
 	return err
 }
 
@@ -90,22 +97,32 @@ func (db *DB) Seconds(ctx context.Context, tenant int64, id string, event int, f
 	return db.seconds(ctx, tenant, id, event, from, to, true)
 }
 
-func (db *DB) seconds(ctx context.Context, tenant int64, id string, event int, from, to int64, samples bool) ([]index.Second, error) {
-	u, err := parseID(id)
-	if err != nil {
-		return nil, err
-	}
+// secondsQuery reads an event's rows: the heatmap's (cells only), or with
+// the samples of all seconds or of seconds $4 to $5 (a flame graph's).
+// $1 is the tenant, $2 the profile, $3 the event.
+func secondsQuery(samples, ranged bool) string {
 	cols := `second, samples, cells, idle_cells, NULL::bytea, NULL::bytea, NULL::bytea, NULL::bytea`
 	if samples {
 		cols = `second, samples, cells, idle_cells, offsets, stacks, periods, threads`
 	}
 	q := `SELECT ` + cols + ` FROM seconds WHERE tenant_id = $1 AND profile_id = $2 AND event = $3`
-	args := []any{tenant, u, int16(event)}
-	if from <= to && samples {
+	if ranged {
 		q += ` AND second BETWEEN $4 AND $5`
+	}
+	return q + ` ORDER BY second`
+}
+
+func (db *DB) seconds(ctx context.Context, tenant int64, id string, event int, from, to int64, samples bool) ([]index.Second, error) {
+	u, err := parseID(id)
+	if err != nil {
+		return nil, err
+	}
+	ranged := from <= to && samples
+	args := []any{tenant, u, int16(event)}
+	if ranged {
 		args = append(args, from, to)
 	}
-	q += ` ORDER BY second`
+	q := secondsQuery(samples, ranged)
 	var out []index.Second
 	err = db.readTenant(ctx, tenant, func(rows pgx.Rows) error {
 		for rows.Next() {

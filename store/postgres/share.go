@@ -77,10 +77,11 @@ func (db *DB) ShareLinks(ctx context.Context, tenant int64) ([]fleetscope.ShareL
 	return out, translate(err, "share links")
 }
 
-// RevokeShareLink revokes a link at once.
+// RevokeShareLink revokes a link at once; a second revocation keeps the
+// first time (least() skips NULL; see RevokeKey).
 func (db *DB) RevokeShareLink(ctx context.Context, tenant int64, id, actor string) error {
 	err := db.inTenant(ctx, tenant, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `UPDATE share_links SET revoked_at = coalesce(revoked_at, now()) WHERE tenant_id = $1 AND id = $2`, tenant, id)
+		tag, err := tx.Exec(ctx, `UPDATE share_links SET revoked_at = least(revoked_at, now()) WHERE tenant_id = $1 AND id = $2`, tenant, id)
 		if err != nil {
 			return err
 		}

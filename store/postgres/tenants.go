@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/fleetscope/fleetscope"
+	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
@@ -19,8 +20,11 @@ func (db *DB) CreateTenant(ctx context.Context, name string, ifNotExists bool) (
 	if err == nil {
 		return id, nil
 	}
+	// The insert sets only the name, so a check violation is the name's
+	// (the error's constraint name is not relied on: Citus, relaying the
+	// error from the node that refused the row, does not pass it on).
 	var pe *pgconn.PgError
-	if errors.As(err, &pe) && pe.ConstraintName == "tenants_name_check" {
+	if errors.As(err, &pe) && pe.Code == pgerrcode.CheckViolation {
 		return 0, fleetscope.Wrap(err, fleetscope.EINVALID, fmt.Sprintf("tenant name %q: use lowercase letters, digits, '.', '_' or '-' (at most 63)", name))
 	}
 	if !errors.Is(err, pgx.ErrNoRows) {
@@ -69,7 +73,11 @@ func (db *DB) Tenants(ctx context.Context) ([]fleetscope.Tenant, error) {
 
 // SetTenantDisabled disables (or re-enables) a tenant: its keys stop working.
 func (db *DB) SetTenantDisabled(ctx context.Context, name string, disabled bool) error {
-	tag, err := db.pool.Exec(ctx, `UPDATE tenants SET disabled_at = CASE WHEN $2 THEN coalesce(disabled_at, now()) END WHERE name = $1`, name, disabled)
+	q := `UPDATE tenants SET disabled_at = NULL WHERE name = $1`
+	if disabled { // least() keeps an earlier time and skips NULL (see RevokeKey)
+		q = `UPDATE tenants SET disabled_at = least(disabled_at, now()) WHERE name = $1`
+	}
+	tag, err := db.pool.Exec(ctx, q, name)
 	if err == nil && tag.RowsAffected() == 0 {
 		return fleetscope.Errorf(fleetscope.ENOTFOUND, "tenant %q not found", name)
 	}
