@@ -11,6 +11,7 @@
 //   E2E_UNTIMED                 a perf profile without timestamps
 //   E2E_PPROF                   a pprof profile (no per-sample timestamps, a recorded duration), app gosort
 //   E2E_LONG, E2E_LONG_PERF     a planted profile of 1,500 s (several seconds per heatmap column) and its planted.perf
+//   E2E_FLEET                   "host=planted.perf ..." of app fleet's hosts (epoch clock, overlapping windows)
 //   E2E_ARTIFACTS               where screenshots go
 // Steps run in order and share one signed-in page, like a person would.
 
@@ -31,6 +32,9 @@ import {
   serverFlameTotal,
   serverHeatmap,
   truthColumns,
+  wallColumns,
+  wallCount,
+  wallSpan,
 } from "./lib.mjs";
 
 const URL_ = env("E2E_URL");
@@ -262,6 +266,58 @@ async function fact(p, name) {
 /** serverProfile is GetProfile's profile (JSON: int64 fields are strings). */
 async function serverProfile(id) {
   return (await rpc(URL_, KEY, "fleetscope.v1.QueryService/GetProfile", { id })).profile;
+}
+
+// ---- fleet helpers ----------------------------------------------------------------
+
+let fleetCache;
+/** fleetHosts is E2E_FLEET's hosts with their planted samples (epoch clock: no shift). */
+function fleetHosts() {
+  fleetCache ??= env("E2E_FLEET")
+    .split(" ")
+    .map((x) => {
+      const [host, path] = x.split("=");
+      return { host, samples: plantedSamples(path), shiftUs: 0 };
+    });
+  return fleetCache;
+}
+
+/** iso writes unix second sec (and ms milliseconds) as RFC 3339, for Connect JSON. */
+function iso(sec, ms = "000") {
+  return new Date(sec * 1000).toISOString().replace(".000Z", `.${ms}Z`);
+}
+
+/** isoMicros reads an RFC 3339 time as unix microseconds, its fraction exactly. */
+function isoMicros(s) {
+  const m = /^(.*?)(?:\.(\d+))?Z$/.exec(s);
+  return Date.parse(`${m[1]}Z`) * 1e3 + Number((m[2] ?? "").padEnd(6, "0").slice(0, 6));
+}
+
+/** fleetReady waits until every panel of a fleet view shows its answer to
+ * the current selection (none greyed out or loading). */
+async function fleetReady(p) {
+  await p.waitForFunction(() => {
+    const done = (sel) => {
+      const b = document.querySelector(sel);
+      return b && !b.classList.contains("stale") && !b.querySelector("[data-testid=loading]");
+    };
+    return (
+      document.querySelector("[data-testid=heatmap]")?.dataset.cells &&
+      document.querySelector("[data-testid=fleet-total]") &&
+      document.querySelector("[data-testid=flamegraph]")?.dataset.total !== undefined &&
+      [".heatmap-box", ".hosts-box", ".timeline-box", ".flame-box"].every(done)
+    );
+  });
+}
+
+/** hostStrip reads the host strip's hosts in order, with their totals. */
+async function hostStrip(p) {
+  return p.locator("[data-testid=host-strip] li").evaluateAll((lis) => lis.map((li) => ({ host: li.dataset.host, total: Number(li.dataset.total) })));
+}
+
+/** accounting reads what the fleet view says its heatmap counted. */
+async function accounting(p) {
+  return p.getByTestId("accounting").evaluate((el) => ({ profiles: Number(el.dataset.profiles), leftOut: JSON.parse(el.dataset.leftOut), event: el.dataset.event }));
 }
 
 async function signIn(p, key, remember = false) {
@@ -929,6 +985,302 @@ describe("dashboard", () => {
     await page.unroute("**/fleetscope.v1.QueryService/**");
     await err.getByRole("button", { name: "Retry" }).click();
     await page.getByTestId("results").waitFor();
+  });
+
+  // ---- the fleet view -------------------------------------------------------------
+  // E2E_FLEET: app "fleet", hosts fleet-a, fleet-b, fleet-c (epoch clock,
+  // from the same second, 30, 20 and 12 s; fleet-c labelled env=canary,
+  // the others env=prod). Every expected number is counted here from their
+  // planted.perf files, placed on the wall clock.
+
+  test("fleet view from search: the heatmap is the planted hosts summed by wall clock; total, accounting, hosts and timeline agree", async () => {
+    const fleet = fleetHosts();
+    const span = wallSpan(fleet);
+    const cols = span.end - span.first;
+    await page.goto(`${URL_}/?app=fleet`);
+    await page.waitForFunction(() => document.querySelectorAll("[data-testid=results] tbody tr").length === 3);
+    await page.locator("[data-testid=fleet-link][data-app=fleet]").click();
+    await page.waitForURL("**/fleet?**");
+    // The window the link opens is the whole seconds the listed profiles span.
+    assert.equal(query(page).get("app"), "fleet");
+    assert.deepEqual([query(page).get("from"), query(page).get("to")], [String(span.first), String(span.end)]);
+    await fleetReady(page);
+    const ui = await heatmapData(page);
+    const want = wallColumns(fleet, span.first, cols);
+    assert.deepEqual([ui.startSecond, ui.secondsPerColumn, ui.rows, ui.cols], [span.first, 1, 50, cols]);
+    assert.deepEqual(ui.cells, want, "fleet heatmap cells differ from the planted hosts summed by wall clock");
+    const total = want.flat().reduce((a, b) => a + b, 0);
+    // The total the page shows is the API's and the planted files'.
+    const api = await rpc(URL_, KEY, "fleetscope.v1.FleetService/GetFleetHeatmap", { selection: { app: "fleet", from: iso(span.first), to: iso(span.end) }, rows: 50 });
+    const shown = Number((await page.getByTestId("fleet-total").textContent()).replace(/,/g, ""));
+    assert.deepEqual([shown, Number(api.total), ui.total], [total, total, total]);
+    assert.deepEqual(await accounting(page), { profiles: 3, leftOut: {}, event: "cpu-clock" });
+    assert.equal(api.accounting.profiles, 3);
+    // Each cell drawn in the legend's colour for its planted count.
+    const checked = await checkHeatmapPixels(page, want);
+    assert.equal(checked, cols * 50);
+    // Host strip: every host, by total, its total its planted count.
+    const hosts = await hostStrip(page);
+    const wantHosts = fleet.map((h) => ({ host: h.host, total: wallCount([h], span.first * 1e6, span.end * 1e6) })).sort((a, b) => b.total - a.total || (a.host < b.host ? -1 : 1));
+    assert.deepEqual(hosts, wantHosts);
+    assert.equal(wantHosts.reduce((a, h) => a + h.total, 0), total);
+    // Timeline: the columns' sums.
+    const tl = await page.getByTestId("timeline").evaluate((c) => JSON.parse(c.dataset.totals));
+    assert.deepEqual(tl, want.map((c) => c.reduce((a, b) => a + b, 0)));
+    // The whole window's merged flame graph totals the heatmap.
+    assert.equal(Number((await flameState(page)).total), total);
+    await page.getByTestId("window-check").and(page.locator(".agree")).waitFor();
+    console.log(`# fleet: ${fleet.length} hosts, ${cols} s, ${total} samples = GetFleetHeatmap's total; hosts ${wantHosts.map((h) => `${h.host} ${h.total}`).join(", ")}`);
+    await screenshot(page, "fleet");
+  });
+
+  test("fleet: drag-select a GC stripe; the merged flame graph totals the selected cells", async () => {
+    const fleet = fleetHosts();
+    const { first } = wallSpan(fleet);
+    // GC runs in [s+0.40, s+0.48) for s % 5 == 2 on every host: rows 20-23 of column 2
+    await drag(page, [2, 20], [2, 23]);
+    await page.waitForFunction((s) => new URL(location.href).searchParams.get("start") === s, `${first + 2}.4`);
+    assert.equal(query(page).get("end"), `${first + 2}.48`);
+    const d = await heatmapData(page);
+    const cells = sumCells(d.cells, 50, 2 * 50 + 20, 2 * 50 + 23);
+    assert.equal(d.selectedCount, cells);
+    assert.equal(cells, wallCount(fleet, (first + 2) * 1e6 + 400_000, (first + 2) * 1e6 + 480_000), "the selected cells vs the planted samples");
+    const f = await flameState(page);
+    assert.equal(Number(f.total), cells, "merged flame graph total vs the selected cells");
+    assert.equal(await page.getByTestId("selection-count").getAttribute("data-count"), String(cells));
+    await page.locator(".selection-bar .agree").waitFor();
+    assert.equal(await page.getByTestId("flame-accounting").getAttribute("data-profiles"), "3");
+    const api = await rpc(URL_, KEY, "fleetscope.v1.FleetService/GetFleetFlameGraph", {
+      selection: { app: "fleet", from: iso(first + 2, "400"), to: iso(first + 2, "480") },
+      format: "FLAME_GRAPH_FORMAT_FOLDED",
+    });
+    assert.equal(Number(api.flameGraph.total), cells);
+    // GC dominates the stripe, across hosts.
+    await page.locator("[data-testid=top-functions] [data-sort=total]").click();
+    const gc = await page.locator('[data-testid=top-functions] tbody tr[data-name^="GCTaskThread::run"] td:nth-child(4)').textContent();
+    assert.ok(Number(gc.replace(/,/g, "")) / cells > 0.6, `GC ${gc} of ${cells}`);
+    await screenshot(page, "fleet-gc-stripe");
+  });
+
+  test("fleet: clicking a host narrows the selection to it; its profile opens at the same range", async () => {
+    const fleet = fleetHosts();
+    const span = wallSpan(fleet);
+    const b = fleet.find((h) => h.host === "fleet-b");
+    const [rs, re] = [(span.first + 2) * 1e6 + 400_000, (span.first + 2) * 1e6 + 480_000];
+    await page.locator('[data-testid=host-strip] li[data-host="fleet-b"] [data-testid=host-narrow]').click();
+    await page.waitForFunction(() => new URL(location.href).searchParams.getAll("host").join() === "fleet-b");
+    await fleetReady(page);
+    const d = await heatmapData(page);
+    assert.deepEqual(d.cells, wallColumns([b], span.first, span.end - span.first), "the narrowed heatmap is fleet-b's alone");
+    assert.deepEqual(await hostStrip(page), [{ host: "fleet-b", total: wallCount([b], span.first * 1e6, span.end * 1e6) }]);
+    assert.equal((await accounting(page)).profiles, 1);
+    // The range stays; its cells and merged flame graph are now fleet-b's.
+    assert.equal(query(page).get("start"), `${span.first + 2}.4`);
+    const inB = wallCount([b], rs, re);
+    assert.equal(d.selectedCount, inB);
+    assert.equal(Number((await flameState(page)).total), inB);
+    await page.getByTestId("all-hosts").waitFor();
+    await screenshot(page, "fleet-host");
+
+    // Its profile, at the same range on the profile's own clock.
+    await page.locator('[data-testid=host-strip] li[data-host="fleet-b"] [data-testid=host-profile]').click();
+    await page.waitForURL("**/p/**");
+    const id = decodeURIComponent(new URL(page.url()).pathname.split("/").pop());
+    const prof = await serverProfile(id);
+    assert.deepEqual([prof.app, prof.host], ["fleet", "fleet-b"]);
+    const rel = (us) => (us - isoMicros(prof.startTime)) / 1e6;
+    assert.deepEqual([query(page).get("start"), query(page).get("end")], [String(rel(rs)), String(rel(re))]);
+    await page.waitForFunction(() => document.querySelector("[data-testid=heatmap]")?.dataset.selectedCount);
+    assert.equal((await heatmapData(page)).selectedCount, inB);
+    assert.equal(Number((await flameState(page)).total), inB, "the host's profile at the range counts what the fleet did");
+
+    // Back: the narrowed fleet view; "All hosts" widens it again.
+    await page.goBack();
+    await page.waitForURL("**/fleet?**");
+    await fleetReady(page);
+    assert.deepEqual((await hostStrip(page)).map((h) => h.host), ["fleet-b"]);
+    await page.getByTestId("all-hosts").click();
+    await page.waitForFunction(() => !new URL(location.href).searchParams.has("host"));
+    await fleetReady(page);
+    assert.equal((await hostStrip(page)).length, 3);
+  });
+
+  test("fleet: labels (k!=v), an absolute window of an hour (4-s columns), zoom to a selection re-queries at 1 s", async () => {
+    const fleet = fleetHosts();
+    const prod = fleet.filter((h) => h.host !== "fleet-c");
+    const { first } = wallSpan(fleet);
+    await page.getByTestId("fleet-labels").fill("env!=canary");
+    await page.getByTestId("fleet-labels").press("Enter");
+    await page.waitForFunction(() => new URL(location.href).searchParams.get("label") === "env!=canary");
+    await fleetReady(page);
+    let d = await heatmapData(page);
+    assert.deepEqual(d.cells, wallColumns(prod, first, d.cols), "env!=canary leaves the canary out");
+    assert.deepEqual((await hostStrip(page)).map((h) => h.host).sort(), ["fleet-a", "fleet-b"]);
+    assert.equal((await accounting(page)).profiles, 2);
+
+    // An hour from the fleet's first second, typed in the pickers (the browser runs in UTC).
+    const at = (sec) => new Date(sec * 1000).toISOString().slice(0, 19);
+    await page.getByTestId("fleet-from").fill(at(first));
+    await page.getByTestId("fleet-to").fill(at(first + 3600));
+    await page.getByTestId("fleet-apply").click();
+    await page.waitForFunction((to) => new URL(location.href).searchParams.get("to") === to, String(first + 3600));
+    assert.equal(query(page).get("from"), String(first));
+    await fleetReady(page);
+    d = await heatmapData(page);
+    assert.deepEqual([d.secondsPerColumn, d.cols, d.startSecond], [4, 900, first], "3,600 s: 4 s a column, 900 columns");
+    const want4 = wallColumns(prod, first, 900, 50, 4);
+    assert.deepEqual(d.cells, want4, "4-s columns: each cell sums its slice of 4 seconds");
+    assert.match(await page.getByTestId("heatmap-hint").textContent(), /each column is 4 seconds.*Zoom to selection/);
+    // The GC stripe's range stayed (it lies in the window); not whole columns, so no cell sum is claimed.
+    await page.getByTestId("not-aligned").waitFor();
+    await page.getByTestId("clear-selection").click();
+    await page.waitForFunction(() => !new URL(location.href).searchParams.has("start"));
+    await checkHeatmapPixels(page, want4);
+    // A drag across columns 0-2 selects their whole seconds.
+    await drag(page, [0, 10], [2, 40]);
+    await page.waitForFunction((e) => new URL(location.href).searchParams.get("end") === e, String(first + 12));
+    assert.equal(query(page).get("start"), String(first));
+    const in12 = wallCount(prod, first * 1e6, (first + 12) * 1e6);
+    assert.equal((await heatmapData(page)).selectedCount, in12);
+    assert.equal(Number((await flameState(page)).total), in12);
+    await screenshot(page, "fleet-hour");
+
+    // Zoom to the selection: its 12 seconds at one second a column, the range still selected.
+    await page.getByTestId("zoom-in").click();
+    await page.waitForFunction((to) => new URL(location.href).searchParams.get("to") === to, String(first + 12));
+    await fleetReady(page);
+    d = await heatmapData(page);
+    assert.deepEqual([d.secondsPerColumn, d.cols, d.startSecond], [1, 12, first]);
+    assert.deepEqual(d.cells, wallColumns(prod, first, 12));
+    assert.deepEqual([d.selectionStart, d.selectionEnd, d.selectedCount], ["0", "12", in12]);
+    assert.equal(Number((await flameState(page)).total), in12);
+    // Zoom out: twice the window about its middle.
+    await page.getByTestId("zoom-out").click();
+    await page.waitForFunction((from) => new URL(location.href).searchParams.get("from") === from, String(first - 6));
+    assert.equal(query(page).get("to"), String(first + 18));
+    await fleetReady(page);
+    assert.deepEqual((await heatmapData(page)).cells, wallColumns(prod, first - 6, 24));
+    // Back to the zoomed window (a history entry per window).
+    await page.goBack();
+    await page.waitForFunction((to) => new URL(location.href).searchParams.get("to") === to, String(first + 12));
+    await fleetReady(page);
+    assert.equal((await heatmapData(page)).selectedCount, in12);
+  });
+
+  test("fleet: a permalink opens the same view in a fresh browser, signed in or after signing in", async () => {
+    // Add a zoom-free view state: a search and the flame orientation.
+    await page.getByTestId("flame-search").fill("drain_stacks");
+    await page.getByTestId("flame-search").press("Enter");
+    await page.getByTestId("orient-flame").click();
+    await page.waitForFunction(() => new URL(location.href).searchParams.get("orient") === "flame");
+    await page.getByTestId("copy-link").click();
+    await page.getByTestId("copy-link").filter({ hasText: "Copied" }).waitFor();
+    const link = await page.evaluate(() => navigator.clipboard.readText());
+    assert.equal(link, page.url(), "the copied link is the URL");
+    const view = async (p) => ({
+      heatmap: await heatmapData(p),
+      flame: await flameState(p),
+      labels: await p.getByTestId("fleet-labels").inputValue(),
+      search: await p.getByTestId("flame-search").inputValue(),
+      total: await p.getByTestId("fleet-total").textContent(),
+      hosts: await hostStrip(p),
+    });
+    const before = await view(page);
+    assert.equal(before.labels, "env!=canary");
+    assert.ok(Number(before.flame.matched) > 0, "drain_stacks matched");
+
+    const signedIn = await newContext();
+    const fresh = await newContext();
+    try {
+      await signedIn.addInitScript((k) => sessionStorage.setItem("fleetscope.apiKey", k), KEY);
+      const p = watch(await signedIn.newPage());
+      await p.goto(link);
+      await fleetReady(p);
+      const after = await view(p);
+      for (const v of [before, after]) delete v.flame.renderMs;
+      assert.deepEqual(after, before, "the permalink restores the view");
+      assert.equal(p.url(), link);
+      await screenshot(p, "fleet-permalink");
+
+      // Not signed in: the sign-in form, then the same view.
+      const q = watch(await fresh.newPage());
+      await q.goto(link);
+      await signIn(q, KEY);
+      await fleetReady(q);
+      const again = await view(q);
+      delete again.flame.renderMs;
+      assert.deepEqual(again, before);
+    } finally {
+      await signedIn.close();
+      await fresh.close();
+    }
+  });
+
+  test("fleet: a preset window over a boot-clock host placed at upload time; timeline zoom; its profile at the same range", async () => {
+    const prof = await serverProfile(PROFILE); // checkout on web-1, boot clock, placed at upload time (minutes ago)
+    const host = { host: "web-1", samples: plantedSamples(env("E2E_PERF")), shiftUs: isoMicros(prof.startTime) - Number(prof.startSecond) * 1e6 };
+    const span = wallSpan([host]);
+    const total = wallCount([host], span.first * 1e6, span.end * 1e6);
+    // No window in the URL: the last hour, written into the URL.
+    await page.goto(`${URL_}/fleet?app=checkout`);
+    await page.waitForFunction(() => new URL(location.href).searchParams.has("from"));
+    assert.equal(Number(query(page).get("to")) - Number(query(page).get("from")), 3600);
+    await fleetReady(page);
+    await page.getByTestId("preset-15m").click();
+    await page.waitForFunction(() => Number(new URL(location.href).searchParams.get("to")) - Number(new URL(location.href).searchParams.get("from")) === 900);
+    await fleetReady(page);
+    let d = await heatmapData(page);
+    assert.deepEqual([d.secondsPerColumn, d.cols], [1, 900]);
+    assert.deepEqual(d.cells, wallColumns([host], d.startSecond, 900), "web-1's samples, on the wall clock");
+    assert.equal(d.total, total);
+    assert.deepEqual(await hostStrip(page), [{ host: "web-1", total }], "web-2 (recorded days ago) is outside the window");
+    // Drag across the timeline over the profile's seconds: the window becomes them.
+    const tl = page.getByTestId("timeline");
+    const box = await tl.boundingBox();
+    const g = await tl.evaluate((c) => ({ left: Number(c.dataset.plotLeft), width: Number(c.dataset.plotWidth), cols: Number(c.dataset.cols) }));
+    const x = (col) => box.x + g.left + ((col + 0.5) * g.width) / g.cols;
+    const [c0, c1] = [span.first - d.startSecond, span.end - 1 - d.startSecond];
+    await page.mouse.move(x(c0), box.y + 40);
+    await page.mouse.down();
+    await page.mouse.move(x(c1), box.y + 40, { steps: 5 });
+    await page.mouse.up();
+    await page.waitForFunction((f) => new URL(location.href).searchParams.get("from") === f, String(span.first));
+    assert.equal(query(page).get("to"), String(span.end));
+    await fleetReady(page);
+    d = await heatmapData(page);
+    assert.deepEqual([d.startSecond, d.cols], [span.first, span.end - span.first]);
+    assert.deepEqual(d.cells, wallColumns([host], span.first, d.cols));
+    // Select cells, then open the host's profile: the same samples.
+    await drag(page, [5, 10], [6, 30]);
+    await page.waitForFunction(() => new URL(location.href).searchParams.has("end"));
+    const cells = (await heatmapData(page)).selectedCount;
+    assert.equal(cells, wallCount([host], (span.first + 5) * 1e6 + 200_000, (span.first + 6) * 1e6 + 620_000));
+    assert.equal(Number((await flameState(page)).total), cells);
+    await screenshot(page, "fleet-boot-clock");
+    await page.locator('[data-testid=host-strip] li[data-host="web-1"] [data-testid=host-profile]').click();
+    await page.waitForURL(`**/p/${PROFILE}?**`);
+    assert.equal(Number((await flameState(page)).total), cells, "web-1's profile at the range counts the fleet's cells");
+  });
+
+  test("fleet: a profile without per-sample times is left out of the heatmap, and counted in the window's flame graph, as the accounting says", async () => {
+    await page.goto(`${URL_}/fleet?app=untimed`);
+    await page.waitForFunction(() => new URL(location.href).searchParams.has("from"));
+    await fleetReady(page);
+    const q = query(page);
+    const sel = { app: "untimed", from: new Date(Number(q.get("from")) * 1000).toISOString(), to: new Date(Number(q.get("to")) * 1000).toISOString() };
+    const api = await rpc(URL_, KEY, "fleetscope.v1.FleetService/GetFleetHeatmap", { selection: sel });
+    const acc = await accounting(page);
+    assert.deepEqual(acc, { profiles: 0, leftOut: api.accounting.leftOut, event: api.accounting.event });
+    assert.deepEqual(Object.values(acc.leftOut), [1], "the one untimed profile, left out");
+    assert.match(await page.getByTestId("fleet-profiles").textContent(), new RegExp(`left out: 1 \\(${Object.keys(acc.leftOut)[0].replace(/[()]/g, "\\$&")}\\)`));
+    await page.getByTestId("no-samples-heatmap").filter({ hasText: "No profile of this selection with per-sample times" }).waitFor();
+    // The whole window's merged flame graph is that profile's whole flame graph.
+    const whole = await rpc(URL_, KEY, "fleetscope.v1.QueryService/GetFlameGraph", { profileId: env("E2E_UNTIMED"), format: "FLAME_GRAPH_FORMAT_FOLDED" });
+    assert.ok(Number(whole.total) > 0);
+    assert.equal(Number((await flameState(page)).total), Number(whole.total));
+    assert.equal(await page.getByTestId("flame-accounting").getAttribute("data-profiles"), "1");
+    assert.match(await page.getByTestId("window-check").textContent(), /also counts 1 profile without per-sample times lying wholly inside the window/);
+    await screenshot(page, "fleet-untimed");
   });
 
   test("remember me, a rejected stored key, and sign-out", async () => {

@@ -152,3 +152,45 @@ export function artifactsDir() {
   mkdirSync(dir, { recursive: true });
   return dir;
 }
+
+/** wallColumns counts the non-idle samples of several hosts on one wall
+ * clock: hosts are [{samples, shiftUs}] (shiftUs added to a sample's
+ * microseconds: 0 for an epoch clock), columns of secondsPerColumn seconds
+ * from unix second startSecond, cols of them (samples outside are left
+ * out), rows per second. */
+export function wallColumns(hosts, startSecond, cols, rows = 50, secondsPerColumn = 1) {
+  const columns = Array.from({ length: cols }, () => new Array(rows).fill(0));
+  for (const { samples, shiftUs } of hosts) {
+    for (const s of samples) {
+      if (s.comm === "swapper") continue;
+      const us = s.us + shiftUs;
+      const sec = Math.floor(us / 1e6);
+      const col = Math.floor((sec - startSecond) / secondsPerColumn);
+      if (col < 0 || col >= cols) continue;
+      columns[col][Math.floor(((us - sec * 1e6) * rows) / 1e6)]++;
+    }
+  }
+  return columns;
+}
+
+/** wallCount counts the non-idle samples of several hosts (as for
+ * wallColumns) in [startUs, endUs), unix microseconds. */
+export function wallCount(hosts, startUs, endUs) {
+  let n = 0;
+  for (const { samples, shiftUs } of hosts) for (const s of samples) if (s.comm !== "swapper" && s.us + shiftUs >= startUs && s.us + shiftUs < endUs) n++;
+  return n;
+}
+
+/** wallSpan is the whole seconds the hosts' samples (idle ones too) span:
+ * [first, end) unix seconds. */
+export function wallSpan(hosts) {
+  let lo = Infinity;
+  let hi = -Infinity;
+  for (const { samples, shiftUs } of hosts) {
+    for (const s of samples) {
+      lo = Math.min(lo, s.us + shiftUs);
+      hi = Math.max(hi, s.us + shiftUs);
+    }
+  }
+  return { first: Math.floor(lo / 1e6), end: Math.floor(hi / 1e6) + 1 };
+}

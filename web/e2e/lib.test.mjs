@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { expect, test } from "vitest";
-import { countInRange, exactHeatmap, explainTruth, plantedSamples, secondsPerColumnFor } from "./lib.mjs";
+import { countInRange, exactHeatmap, explainTruth, plantedSamples, secondsPerColumnFor, wallColumns, wallCount, wallSpan } from "./lib.mjs";
 
 test("planted.perf: headers and stacks", () => {
   const dir = mkdtempSync(join(tmpdir(), "planted-"));
@@ -90,4 +90,21 @@ test("truth.json may put boundary samples one cell lower, nothing else", () => {
       [3, 0, 0],
     ]),
   ).toThrow();
+});
+
+test("hosts on one wall clock: columns, counts and span", () => {
+  const s = (comm, us) => ({ comm, us, stack: [] });
+  const epoch = { samples: [s("java", 1795000000_000_000), s("java", 1795000001_999_999), s("swapper", 1795000002_500_000)], shiftUs: 0 };
+  // a boot clock at 100 s, shifted to 1795000001.5
+  const boot = { samples: [s("gc", 100_000_000), s("gc", 100_600_000)], shiftUs: 1795000001_500_000 - 100_000_000 };
+  const cols = wallColumns([epoch, boot], 1795000000, 3, 10);
+  expect(cols[0][0]).toBe(1);
+  expect(cols[1][9]).toBe(1); // 1.999999
+  expect(cols[1][5]).toBe(1); // the boot sample at 1.5
+  expect(cols[2][1]).toBe(1); // the boot sample at 2.1; swapper left out
+  expect(cols.flat().reduce((a, b) => a + b, 0)).toBe(4);
+  expect(wallColumns([epoch, boot], 1795000000, 1, 10, 2).flat().reduce((a, b) => a + b, 0)).toBe(3); // 2-s column: 0..2 s
+  expect(wallCount([epoch, boot], 1795000001_500_000, 1795000002_100_000)).toBe(2); // half-open: 2.1 is out
+  expect(wallCount([epoch, boot], 1795000001_500_000, 1795000002_100_001)).toBe(3);
+  expect(wallSpan([epoch, boot])).toEqual({ first: 1795000000, end: 1795000003 });
 });

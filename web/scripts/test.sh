@@ -9,7 +9,8 @@
 #      installed with apt-get when missing) against a real `fleetscope
 #      server`: a throw-away Postgres database, blobs in a temporary
 #      directory, a tenant and two keys (ingest,read and ingest,read,admin),
-#      planted profiles uploaded with the CLI.
+#      planted profiles uploaded with the CLI (among them a fleet: three
+#      hosts of one app on the epoch clock, windows overlapping).
 # Everything it starts is stopped and everything it creates is removed,
 # also on failure. Screenshots of each step go to web/test-results/e2e
 # (E2E_ARTIFACTS to change).
@@ -53,6 +54,15 @@ P_TWO=$(upload --app twoevents --host vm "$SHARED/corpus/perf/recorded-perf-real
 P_UNTIMED=$(upload --app untimed "$SHARED/corpus/perf/perf-js-stacks-01.txt")
 P_PPROF=$(upload --app gosort "$SHARED/corpus/pprof/go-sha-sort.cpu.pprof")
 P_LONG=$(upload --app batch --host worker-7 "$TMP/long/planted.perf")
+# A fleet: app "fleet", hosts a, b, c recording from the same epoch second
+# for 30, 20 and 12 s on 8, 4 and 2 CPUs; c is the canary.
+FLEET=
+for h in a:21:30:8:prod b:22:20:4:prod c:23:12:2:canary; do
+  IFS=: read -r host seed secs cpus envl <<<"$h"
+  python3 "$SHARED/tools/planted.py" "$TMP/fleet-$host" --seed "$seed" --seconds "$secs" --cpus "$cpus" --epoch >/dev/null
+  upload --app fleet --host "fleet-$host" --label "env=$envl" "$TMP/fleet-$host/planted.perf" >/dev/null
+  FLEET="$FLEET fleet-$host=$TMP/fleet-$host/planted.perf"
+done
 
 rm -rf "$ARTIFACTS"
 mkdir -p "$ARTIFACTS"
@@ -61,6 +71,7 @@ say "server $URL, profiles $P_BOOT (boot clock), $P_EPOCH (epoch clock); screens
   cd web
   E2E_URL=$URL E2E_KEY=$KEY E2E_ADMIN_KEY=$ADMIN_KEY E2E_PROFILE=$P_BOOT E2E_EPOCH_PROFILE=$P_EPOCH E2E_TWO_EVENTS=$P_TWO E2E_UNTIMED=$P_UNTIMED E2E_PPROF=$P_PPROF E2E_LONG=$P_LONG \
     E2E_PERF=$TMP/boot/planted.perf E2E_TRUTH=$TMP/boot/truth.json E2E_DROP_FILE=$TMP/drop/planted.perf E2E_LONG_PERF=$TMP/long/planted.perf \
+    E2E_FLEET="${FLEET# }" \
     E2E_ARTIFACTS=$ARTIFACTS node --test --test-concurrency=1 --test-reporter=spec e2e/e2e.test.mjs
 )
 say "passed in $(($(date +%s) - t0)) s; screenshots in ${ARTIFACTS#"$ROOT"/}"

@@ -12,10 +12,11 @@ import { create, fromBinary, toBinary, type MessageInitShape } from "@bufbuild/p
 import { Code, ConnectError, createClient, type Interceptor } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-web";
 import { AdminService } from "./gen/fleetscope/v1/admin_pb";
+import { AccountingSchema, FleetService, GetFleetFlameGraphRequestSchema, type Accounting } from "./gen/fleetscope/v1/fleet_pb";
 import { IngestService, UploadFileRequestSchema, UploadFileResponseSchema, type UploadFileResponse } from "./gen/fleetscope/v1/ingest_pb";
 import { GetFlameGraphRequestSchema, QueryService } from "./gen/fleetscope/v1/query_pb";
 import { GetSharedFlameGraphRequestSchema, ShareService } from "./gen/fleetscope/v1/share_pb";
-import { decodeFlameGraph, decodeSharedFlameGraph, type WireFlameGraph } from "./flame/wire";
+import { decodeFlameGraph, decodeFleetFlameGraph, decodeSharedFlameGraph, type WireFlameGraph } from "./flame/wire";
 
 export const KEY_NAME = "fleetscope.apiKey";
 
@@ -54,6 +55,7 @@ const transport = createConnectTransport({
 export const query = createClient(QueryService, transport);
 export const ingest = createClient(IngestService, transport);
 export const admin = createClient(AdminService, transport);
+export const fleet = createClient(FleetService, transport);
 
 /** share reads through a share link: no key is sent, the token is the credential. */
 export const share = createClient(ShareService, createConnectTransport({ baseUrl: location.origin, useBinaryFormat: true }));
@@ -124,6 +126,17 @@ export async function getFlameGraph(req: MessageInitShape<typeof GetFlameGraphRe
 export async function getSharedFlameGraph(req: MessageInitShape<typeof GetSharedFlameGraphRequestSchema>, signal?: AbortSignal): Promise<WireFlameGraph> {
   const body = toBinary(GetSharedFlameGraphRequestSchema, create(GetSharedFlameGraphRequestSchema, req));
   return decodeSharedFlameGraph(await postProto(`${ShareService.typeName}/${ShareService.method.getSharedFlameGraph.name}`, body, false, signal));
+}
+
+/** getFleetFlameGraph is getFlameGraph for a fleet selection: the merged
+ * flame graph, and the accounting of the profiles it merged. */
+export async function getFleetFlameGraph(
+  req: MessageInitShape<typeof GetFleetFlameGraphRequestSchema>,
+  signal?: AbortSignal,
+): Promise<{ graph: WireFlameGraph; accounting: Accounting }> {
+  const body = toBinary(GetFleetFlameGraphRequestSchema, create(GetFleetFlameGraphRequestSchema, req));
+  const res = decodeFleetFlameGraph(await postProto(`${FleetService.typeName}/${FleetService.method.getFleetFlameGraph.name}`, body, true, signal));
+  return { graph: res.graph, accounting: fromBinary(AccountingSchema, res.accounting) };
 }
 
 // postProto makes a Connect unary call in protobuf binary with fetch and

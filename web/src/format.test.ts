@@ -1,5 +1,5 @@
 import { describe, expect, test } from "vitest";
-import { formatBytes, formatCount, formatDuration, profileDuration, formatPercent, formatSeconds, parseSeconds } from "./format";
+import { formatBytes, formatClock, formatCount, formatDuration, formatPercent, formatSeconds, formatTick, formatWallRange, parseSeconds, profileDuration, zoneOffsetSeconds } from "./format";
 
 describe("relative seconds", () => {
   test("parse exactly, without floats", () => {
@@ -60,4 +60,30 @@ describe("display", () => {
     expect(formatBytes(1_234_000_000)).toBe("1.2 GB");
     expect(formatBytes(5e15)).toBe("5000 TB");
   });
+});
+
+test("wall-clock times, in the viewer's zone (one half an hour off UTC here)", () => {
+  const env = (globalThis as unknown as { process: { env: Record<string, string | undefined> } }).process.env; // Node's (no @types/node here)
+  const saved = env.TZ;
+  env.TZ = "Asia/Kolkata"; // UTC+5:30, no daylight saving: Node applies a new TZ at once
+  try {
+    const t = 1795000002_480_000_000n; // 2026-11-18T11:06:42.48Z
+    expect(zoneOffsetSeconds(1795000002)).toBe(5.5 * 3600);
+    expect(formatClock(t)).toBe("16:36:42.48");
+    expect(formatClock(t, true)).toBe("2026-11-18 16:36:42.48");
+    expect(formatClock(1795000002_000_000_001n)).toBe("16:36:42.000000001");
+    expect(formatClock(1795000002_000_000_000n)).toBe("16:36:42");
+    expect(formatWallRange(1795000002_400_000_000n, t)).toBe("2026-11-18 16:36:42.4 – 16:36:42.48");
+    // across local midnight (2026-11-18T18:30:00Z): the end's date too
+    expect(formatWallRange(1795020000_000_000_000n, 1795026000_000_000_000n)).toBe("2026-11-18 22:10:00 – 23:50:00");
+    expect(formatWallRange(1795026000_000_000_000n, 1795027200_000_000_000n)).toBe("2026-11-18 23:50:00 – 2026-11-19 00:10:00");
+    expect(formatTick(1795000020, 10)).toBe("16:37:00");
+    expect(formatTick(1795000020, 60)).toBe("16:37");
+    expect(formatTick(1795026600, 3600)).toBe("11-19"); // local midnight
+    expect(formatTick(1795026600, 5)).toBe("00:00:00");
+    expect(formatTick(1795026600, 86400)).toBe("11-19");
+  } finally {
+    if (saved === undefined) delete env.TZ;
+    else env.TZ = saved;
+  }
 });

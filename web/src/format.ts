@@ -103,3 +103,42 @@ export function toLocalInput(d: Date): string {
   const p = (n: number) => String(n).padStart(2, "0");
   return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())}T${p(d.getHours())}:${p(d.getMinutes())}`;
 }
+
+// ---- wall-clock time (the fleet view) -------------------------------------------
+
+const p2 = (n: number) => String(n).padStart(2, "0");
+
+/** formatClock writes unix nanoseconds as wall-clock time in the viewer's
+ * time zone, "HH:MM:SS" with the exact fraction when there is one
+ * ("11:06:42.48"), the date in front ("2026-11-18 11:06:42") when withDate. */
+export function formatClock(ns: bigint, withDate = false): string {
+  const sec = ns / 1_000_000_000n;
+  const frac = ns % 1_000_000_000n;
+  const d = new Date(Number(sec) * 1000);
+  const time = `${p2(d.getHours())}:${p2(d.getMinutes())}:${p2(d.getSeconds())}${frac === 0n ? "" : `.${String(frac).padStart(9, "0").replace(/0+$/, "")}`}`;
+  return withDate ? `${d.getFullYear()}-${p2(d.getMonth() + 1)}-${p2(d.getDate())} ${time}` : time;
+}
+
+/** formatWallRange writes [start, end) in wall-clock time, the date once
+ * when both lie on the same day: "2026-11-18 11:06:42.4 – 11:06:42.48". */
+export function formatWallRange(start: bigint, end: bigint): string {
+  const day = (ns: bigint) => new Date(Number(ns / 1_000_000_000n) * 1000).toDateString();
+  return `${formatClock(start, true)} – ${formatClock(end, day(start) !== day(end))}`;
+}
+
+/** formatTick labels an axis tick at unix second sec, step seconds from the
+ * next: the date for steps of days and at midnight, else hours and
+ * minutes, with seconds for steps under a minute. */
+export function formatTick(sec: number, step: number): string {
+  const d = new Date(sec * 1000);
+  const midnight = d.getHours() === 0 && d.getMinutes() === 0 && d.getSeconds() === 0;
+  if (step >= 86400 || (midnight && step >= 60)) return `${p2(d.getMonth() + 1)}-${p2(d.getDate())}`;
+  const hm = `${p2(d.getHours())}:${p2(d.getMinutes())}`;
+  return step >= 60 ? hm : `${hm}:${p2(d.getSeconds())}`;
+}
+
+/** zoneOffsetSeconds is how far the viewer's time zone is east of UTC at
+ * unix second sec. */
+export function zoneOffsetSeconds(sec: number): number {
+  return -new Date(sec * 1000).getTimezoneOffset() * 60;
+}

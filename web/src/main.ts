@@ -4,6 +4,7 @@ import "./style.css";
 import { apiKey, clearKey } from "./api";
 import { h, replace } from "./dom";
 import type { Page } from "./pages/page";
+import { fleetPage } from "./pages/fleet";
 import { profilePage } from "./pages/profile";
 import { searchPage } from "./pages/search";
 import { sharedPage } from "./pages/shared";
@@ -16,7 +17,7 @@ performance.mark("fleetscope:start"); // modules loaded and evaluated
 const root = document.getElementById("app")!;
 const main = h("main", { id: "main", tabindex: "-1" });
 const account = h("div", { class: "account" });
-const nav = h("nav", { class: "topnav", "aria-label": "Main" }, h("a", { href: "/" }, "Profiles"));
+const nav = h("nav", { class: "topnav", "aria-label": "Main" }, h("a", { href: "/" }, "Profiles"), h("a", { href: "/fleet" }, "Fleet"));
 const shell = h(
   "div",
   { class: "shell" },
@@ -86,6 +87,8 @@ function render(message?: string) {
       return show(searchPage(route.params));
     case "profile":
       return show(profilePage(route.id, route.params));
+    case "fleet":
+      return show(fleetPage(route.params));
     case "notfound":
       return show({ el: emptyState("Page not found", h("p", null, `Nothing at ${route.path}. `, h("a", { href: "/" }, "Search profiles")), "page-not-found"), title: "Not found", destroy() {} });
   }

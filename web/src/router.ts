@@ -2,10 +2,12 @@
 // index.html, so these URLs can be opened directly (permalinks):
 //   /                 search (and upload)
 //   /p/<profile-id>   one profile: heatmap, range, flame graph
+//   /fleet?app=...    an app's fleet in wall-clock time (fleetstate.ts)
 //   /s/<token>        a share link's range, without an API key
 export type Route =
   | { name: "search"; params: URLSearchParams }
   | { name: "profile"; id: string; params: URLSearchParams }
+  | { name: "fleet"; params: URLSearchParams }
   | { name: "shared"; token: string; params: URLSearchParams }
   | { name: "notfound"; path: string };
 
@@ -13,6 +15,7 @@ export function parseRoute(loc: { pathname: string; search: string }): Route {
   const params = new URLSearchParams(loc.search);
   const path = loc.pathname.replace(/\/+$/, "") || "/";
   if (path === "/") return { name: "search", params };
+  if (path === "/fleet") return { name: "fleet", params };
   const m = /^\/p\/([^/]+)$/.exec(path);
   if (m) return { name: "profile", id: decodeURIComponent(m[1]), params };
   const s = /^\/s\/([^/]+)$/.exec(path);

@@ -1,9 +1,10 @@
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { expect, test } from "vitest";
+import { AccountingSchema, GetFleetFlameGraphResponseSchema } from "../gen/fleetscope/v1/fleet_pb";
 import { GetFlameGraphResponseSchema } from "../gen/fleetscope/v1/query_pb";
 import { GetSharedFlameGraphResponseSchema } from "../gen/fleetscope/v1/share_pb";
 import { syntheticTree } from "./model";
-import { decodeFlameGraph, decodeSharedFlameGraph } from "./wire";
+import { decodeFlameGraph, decodeFleetFlameGraph, decodeSharedFlameGraph } from "./wire";
 
 function encode(t: { names: string[]; name: ArrayLike<number>; value: ArrayLike<number>; depth: ArrayLike<number> }, total: number) {
   return toBinary(
@@ -60,4 +61,20 @@ test("a shared flame graph is the same response one field down", () => {
   const shared = toBinary(GetSharedFlameGraphResponseSchema, create(GetSharedFlameGraphResponseSchema, { flameGraph: fromBinary(GetFlameGraphResponseSchema, plain) }));
   expect(decodeSharedFlameGraph(shared)).toEqual(decodeFlameGraph(plain));
   expect(decodeSharedFlameGraph(new Uint8Array())).toEqual({ event: "", total: 0, folded: "", tree: null });
+});
+
+test("a fleet flame graph: the response one field down, and its accounting", () => {
+  const t = syntheticTree(200, 4);
+  const plain = encode(t, t.value[0]);
+  const accounting = { event: "cpu-clock", profiles: 3, leftOut: { "no per-sample times: no heatmap": 2 } };
+  const fleet = toBinary(
+    GetFleetFlameGraphResponseSchema,
+    create(GetFleetFlameGraphResponseSchema, { flameGraph: fromBinary(GetFlameGraphResponseSchema, plain), accounting }),
+  );
+  const got = decodeFleetFlameGraph(fleet);
+  expect(got.graph).toEqual(decodeFlameGraph(plain));
+  expect(fromBinary(AccountingSchema, got.accounting)).toMatchObject(accounting);
+  const empty = decodeFleetFlameGraph(new Uint8Array());
+  expect(empty.graph).toEqual({ event: "", total: 0, folded: "", tree: null });
+  expect(fromBinary(AccountingSchema, empty.accounting).profiles).toBe(0);
 });

@@ -8,6 +8,7 @@
 //   GetFlameGraphResponse:       1 event (string), 2 total (uint64), 3 folded (string), 4 tree (FlameTree)
 //   FlameTree:                   1 names (repeated string), 2 name, 3 value, 4 depth (repeated, packed or not)
 //   GetSharedFlameGraphResponse: 1 flame_graph (GetFlameGraphResponse)
+//   GetFleetFlameGraphResponse:  1 flame_graph (GetFlameGraphResponse), 2 accounting (Accounting)
 
 export interface WireFlameTree {
   names: string[];
@@ -166,14 +167,30 @@ export function decodeFlameGraph(buf: Uint8Array): WireFlameGraph {
 /** decodeSharedFlameGraph reads a GetSharedFlameGraphResponse (a
  * GetFlameGraphResponse in field 1) in protobuf binary. */
 export function decodeSharedFlameGraph(buf: Uint8Array): WireFlameGraph {
+  return decodeFlameGraph(fields(buf)[1]);
+}
+
+/** decodeFleetFlameGraph reads a GetFleetFlameGraphResponse (a
+ * GetFlameGraphResponse in field 1, an Accounting in field 2) in protobuf
+ * binary: the flame graph decoded, the small accounting left as bytes for
+ * the generic decoder. */
+export function decodeFleetFlameGraph(buf: Uint8Array): { graph: WireFlameGraph; accounting: Uint8Array } {
+  const f = fields(buf);
+  return { graph: decodeFlameGraph(f[1]), accounting: f[2] };
+}
+
+// fields returns the bytes of fields 1 and 2 of a message whose fields 1
+// and 2 are messages (empty when absent). Protobuf would merge a repeated
+// field; the server sends each once.
+function fields(buf: Uint8Array): Record<1 | 2, Uint8Array> {
   const r = new Reader(buf);
-  let inner: Uint8Array = new Uint8Array(0);
+  const out: Record<1 | 2, Uint8Array> = { 1: new Uint8Array(0), 2: new Uint8Array(0) };
   while (r.pos < buf.length) {
     const tag = r.varint();
-    if (tag === ((1 << 3) | 2)) {
+    if (tag === ((1 << 3) | 2) || tag === ((2 << 3) | 2)) {
       const [a, b] = r.bytes();
-      inner = buf.subarray(a, b); // protobuf would merge a repeated field 1; the server sends one
+      out[(tag >> 3) as 1 | 2] = buf.subarray(a, b);
     } else r.skip(tag & 7);
   }
-  return decodeFlameGraph(inner);
+  return out;
 }

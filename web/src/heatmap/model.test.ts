@@ -1,5 +1,6 @@
 import { create } from "@bufbuild/protobuf";
 import { describe, expect, test } from "vitest";
+import { GetFleetHeatmapResponseSchema } from "../gen/fleetscope/v1/fleet_pb";
 import { GetHeatmapResponseSchema } from "../gen/fleetscope/v1/query_pb";
 import {
   cellAt,
@@ -12,6 +13,7 @@ import {
   columnRange,
   EMPTY,
   extendSelection,
+  fleetHeatmapOf,
   heatmapOf,
   legendGradient,
   moveCell,
@@ -24,6 +26,7 @@ import {
   rowOffsets,
   secondTicks,
   sumCells,
+  wallTicks,
 } from "./model";
 
 const NS = 1_000_000_000;
@@ -328,6 +331,37 @@ describe("axes", () => {
       }
       expect(ticks.at(-1)!).toBeLessThanOrEqual(cols * spc);
     }
+  });
+  test("wall-clock labels at round times of the viewer's zone, wherever the window starts", () => {
+    // a window from 11:06:43 UTC (unix 1795000003), one second a column, 20 px each
+    const g = { cols: 120, secondsPerColumn: 1, firstColumn: 0 };
+    const utc = wallTicks(g, 20, 1795000003, 0);
+    expect(utc.step).toBe(5); // 5 s × 20 px = 100 px ≥ 72
+    expect(utc.seconds.slice(0, 3)).toEqual([2, 7, 12]); // 11:06:45, :50, :55
+    for (const s of utc.seconds) expect((1795000003 + s) % 5).toBe(0);
+    // half an hour off UTC: ticks at round local times (minutes here are round in both)
+    const ist = wallTicks({ cols: 900, secondsPerColumn: 4, firstColumn: 0 }, 1.5, 1795000003, 5.5 * 3600);
+    expect(ist.step).toBe(300); // 300 s = 75 columns × 1.5 px = 112 px
+    for (const s of ist.seconds) expect((1795000003 + 5.5 * 3600 + s) % 300).toBe(0);
+    const hours = wallTicks({ cols: 994, secondsPerColumn: 87, firstColumn: 0 }, 1.3, 1795000003, 5.5 * 3600);
+    expect(hours.step).toBe(7200);
+    for (const s of hours.seconds) expect((1795000003 + 5.5 * 3600 + s) % 7200).toBe(0);
+    expect(hours.seconds.at(-1)!).toBeLessThanOrEqual(994 * 87);
+    expect(hours.seconds[0]).toBeGreaterThanOrEqual(0);
+    // labels stay at least 72 px apart
+    for (const t of [utc, ist, hours]) expect(t.seconds.length).toBeGreaterThan(1);
+  });
+  test("a fleet heatmap starts at a unix second, column 0 its first", () => {
+    const r = create(GetFleetHeatmapResponseSchema, {
+      startSecond: 1795000000n,
+      secondsPerColumn: 4n,
+      rows: 2,
+      columns: [{ counts: [1n, 2n] }, { counts: [0n, 5n] }],
+      maxCount: 5n,
+      total: 8n,
+      accounting: { event: "cpu-clock", profiles: 3 },
+    });
+    expect(fleetHeatmapOf(r)).toEqual({ event: "cpu-clock", startSecond: 1795000000, secondsPerColumn: 4, firstColumn: 0, rows: 2, columns: [[1, 2], [0, 5]], maxCount: 5, total: 8 });
   });
   test("ms labels", () => {
     expect(msTicks(400)).toEqual([0, 100, 200, 300, 400, 500, 600, 700, 800, 900, 1000]);

@@ -16,6 +16,7 @@
 // the columns its range touches, from column firstColumn on.
 
 import { NS_PER_SEC } from "../format";
+import type { GetFleetHeatmapResponse } from "../gen/fleetscope/v1/fleet_pb";
 import type { GetHeatmapResponse } from "../gen/fleetscope/v1/query_pb";
 
 /** Heatmap holds counts[col][row] (row 0 at the bottom) as numbers; column
@@ -51,6 +52,21 @@ export function heatmapOf(r: GetHeatmapResponse, profileStartSecond: bigint): He
     startSecond: Number(r.startSecond),
     secondsPerColumn: spc,
     firstColumn: offset / spc,
+    rows: r.rows,
+    columns: r.columns.map((c) => c.counts.map(Number)),
+    maxCount: Number(r.maxCount),
+    total: Number(r.total),
+  };
+}
+
+/** fleetHeatmapOf reads a GetFleetHeatmapResponse: a heatmap in wall-clock
+ * time whose start second is a unix second. */
+export function fleetHeatmapOf(r: GetFleetHeatmapResponse): Heatmap {
+  return {
+    event: r.accounting?.event ?? "",
+    startSecond: Number(r.startSecond),
+    secondsPerColumn: Math.max(Number(r.secondsPerColumn), 1),
+    firstColumn: 0,
     rows: r.rows,
     columns: r.columns.map((c) => c.counts.map(Number)),
     maxCount: Number(r.maxCount),
@@ -300,4 +316,23 @@ export function msTicks(height: number, minGap = 28): number[] {
   const out: number[] = [];
   for (let ms = 0; ms <= 1000; ms += step) out.push(ms);
   return out;
+}
+
+/** wallTicks picks the seconds to label on the x axis of grid g shown in
+ * wall-clock time, column 0 of the whole heatmap starting at unix second
+ * startSecond: round times in a zone offsetSeconds east of UTC (whole
+ * minutes, hours, days), at least minGap pixels apart at cellWidth pixels
+ * per column. They need not fall on column boundaries (a fleet window
+ * starts at any second): a tick at relative second s sits
+ * (s − firstSecond(g)) / secondsPerColumn columns from the left. */
+export function wallTicks(g: Omit<Grid, "rows">, cellWidth: number, startSecond: number, offsetSeconds: number, minGap = 72): { seconds: number[]; step: number } {
+  const spc = g.secondsPerColumn;
+  const round = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400, 172800, 604800];
+  const step = round.find((s) => (s / spc) * cellWidth >= minGap) ?? 604800;
+  const first = firstSecond(g);
+  const last = first + g.cols * spc;
+  const origin = startSecond + offsetSeconds; // local time of relative second 0
+  const out: number[] = [];
+  for (let s = Math.ceil((origin + first) / step) * step - origin; s <= last; s += step) out.push(s);
+  return { seconds: out, step };
 }

@@ -7,7 +7,9 @@
 // clears). In a heatmap of multi-second columns a selection is whole
 // columns (model.ts says why). Read-only (a shared range), it shows its
 // selection and tooltips but selects nothing. A heatmap may be a slice
-// starting after the profile's first second (firstColumn). Wide heatmaps
+// starting after the profile's first second (firstColumn). A fleet heatmap
+// (wallClock) labels its axis and tooltips in wall-clock time, its start
+// second being a unix second. Wide heatmaps
 // scroll sideways; only the visible columns are drawn, from a
 // one-pixel-per-cell bitmap scaled up.
 //
@@ -20,7 +22,7 @@
 // is one click away.
 
 import { h, replace } from "../dom";
-import { formatCount, formatDuration, formatSeconds, formatTime, NS_PER_SEC } from "../format";
+import { formatClock, formatCount, formatDuration, formatSeconds, formatTick, formatTime, formatWallRange, NS_PER_SEC, zoneOffsetSeconds } from "../format";
 import {
   cellIndex,
   cellOfIndex,
@@ -38,6 +40,7 @@ import {
   rowOffsets,
   secondTicks,
   sumCells,
+  wallTicks,
   type Grid,
   type Heatmap,
   type Range,
@@ -56,6 +59,9 @@ export interface HeatmapViewOptions {
   onDrawn?: (ms: number) => void;
   /** The selection is shown but cannot be changed (a shared range). */
   readOnly?: boolean;
+  /** The heatmap's start second is a unix second: axis and tooltips in
+   * wall-clock time (the fleet view). */
+  wallClock?: boolean;
 }
 
 interface Geometry {
@@ -200,6 +206,15 @@ export class HeatmapView {
     if (x < left + vis * 0.1 || x > left + vis * 0.9) this.scroller.scrollLeft = Math.max(0, x - vis / 2);
   }
 
+  /** scrollToColumn brings column col into view, near the left, if it is not. */
+  scrollToColumn(col: number) {
+    if (!this.geo) return;
+    const x = col * this.geo.cellW;
+    const vis = this.geo.width - AXIS_LEFT - PAD_RIGHT;
+    const left = this.scroller.scrollLeft;
+    if (x < left || x > left + vis * 0.9) this.scroller.scrollLeft = Math.max(0, x - vis * 0.1);
+  }
+
   toggleTable(show: boolean) {
     this.tableBox.hidden = !show;
     if (show) this.renderTable();
@@ -269,7 +284,10 @@ export class HeatmapView {
     const c1 = Math.min(cols, Math.ceil((scroll + g.width - AXIS_LEFT) / g.cellW));
     const lastVisible = Math.min(cols, Math.floor((scroll + g.width - AXIS_LEFT - PAD_RIGHT) / g.cellW));
     const [spc, s0] = [d.secondsPerColumn, firstSecond(d)];
-    this.scrollHint.textContent = lastVisible < cols || scroll > 0 ? `showing ${s0 + c0 * spc}–${s0 + lastVisible * spc} s · scroll sideways for the rest` : "";
+    this.scrollHint.textContent =
+      lastVisible < cols || scroll > 0
+        ? `showing ${this.opts.wallClock ? `${this.clock(s0 + c0 * spc)}–${this.clock(s0 + lastVisible * spc)}` : `${s0 + c0 * spc}–${s0 + lastVisible * spc} s`} · scroll sideways for the rest`
+        : "";
 
     ctx.save();
     ctx.beginPath();
@@ -354,21 +372,24 @@ export class HeatmapView {
       ctx.fillText(`${ms} ms`, AXIS_LEFT - 6, Math.min(Math.max(y, PAD_TOP + 4), PAD_TOP + plotH - 4));
       ctx.fillRect(AXIS_LEFT - 4, Math.round(y) - 0.5, 3, 1);
     }
-    // x: seconds from the profile's start second, at column boundaries
+    // x: seconds from the profile's start second, at column boundaries;
+    // or, in wall-clock time, round times of day
     ctx.textAlign = "center";
     ctx.textBaseline = "top";
     ctx.save();
     ctx.beginPath();
-    ctx.rect(AXIS_LEFT - 20, 0, g.width - AXIS_LEFT + 20, g.height);
+    const spill = this.opts.wallClock ? 40 : 20; // a label centred on the plot's left edge (times of day are wider)
+    ctx.rect(AXIS_LEFT - spill, 0, g.width - AXIS_LEFT + spill, g.height);
     ctx.clip();
     const g0 = this.grid();
-    for (const s of secondTicks(g0, g.cellW)) {
+    const wall = this.opts.wallClock ? wallTicks(g0, g.cellW, d.startSecond, zoneOffsetSeconds(d.startSecond)) : null;
+    for (const s of wall ? wall.seconds : secondTicks(g0, g.cellW)) {
       const c = (s - firstSecond(g0)) / g0.secondsPerColumn;
       if (c < c0 - 5 || c > c1 + 5) continue;
       const x = plotLeft + c * g.cellW;
       if (x < AXIS_LEFT - 1) continue;
       ctx.fillRect(Math.round(x) - 0.5, PAD_TOP + plotH + 1, 1, 4);
-      ctx.fillText(`${s} s`, x, PAD_TOP + plotH + 7);
+      ctx.fillText(wall ? formatTick(d.startSecond + s, wall.step) : `${s} s`, x, PAD_TOP + plotH + 7);
     }
     ctx.restore();
   }
@@ -497,7 +518,7 @@ export class HeatmapView {
     this.schedule();
     if (r && this.data) {
       const n = this.selectedCount();
-      this.live.textContent = `Selected ${formatTime(r.start)} to ${formatTime(r.end)} (${formatDuration(r.end - r.start)}), ${n === null ? "" : `${formatCount(n)} samples`}`;
+      this.live.textContent = `Selected ${this.rangeWords(r).replace(" – ", " to ")} (${formatDuration(r.end - r.start)}), ${n === null ? "" : `${formatCount(n)} samples`}`;
     }
     if (notify) this.opts.onSelect(r);
     else this.pendingNotify();
@@ -525,6 +546,18 @@ export class HeatmapView {
     else ds.selectedCount = String(n);
   }
 
+  /** clock writes a second relative to the heatmap's start in wall-clock time. */
+  private clock(relSecond: number): string {
+    return formatClock(BigInt(this.data!.startSecond + relSecond) * 1_000_000_000n);
+  }
+
+  /** rangeWords writes a relative range: relative seconds, or wall-clock time. */
+  private rangeWords(r: Range): string {
+    if (!this.opts.wallClock) return `${formatTime(r.start)} – ${formatTime(r.end)}`;
+    const base = BigInt(this.data!.startSecond) * 1_000_000_000n;
+    return formatWallRange(base + BigInt(r.start), base + BigInt(r.end));
+  }
+
   /** cellWords says where cell (col, row) lies in time, in words: a title
    * and the range, or for a multi-second column the slice of each second. */
   private cellWords(col: number, row: number): { title: string; where: string } {
@@ -532,6 +565,13 @@ export class HeatmapView {
     const spc = d.secondsPerColumn;
     const o = rowOffsets(row, d.rows);
     const ms = (ns: number) => (ns / 1e6).toFixed(ns % 1e6 === 0 ? 0 : 3);
+    if (this.opts.wallClock) {
+      const c = columnRange(col, d);
+      const first = c.start / NS_PER_SEC;
+      if (spc === 1) return { title: `${this.clock(first)}, ${ms(o.start)}–${ms(o.end)} ms`, where: this.rangeWords(cellRange(d.firstColumn + col, row, d.rows)) };
+      const secs = `${this.clock(first)}–${this.clock(c.end / NS_PER_SEC)}`;
+      return { title: `${secs}, ${ms(o.start)}–${ms(o.end)} ms of each second`, where: `${ms(o.start)}–${ms(o.end)} ms of each second of ${secs}` };
+    }
     if (spc === 1) {
       const r = cellRange(d.firstColumn + col, row, d.rows);
       return { title: `second ${d.firstColumn + col}, ${ms(o.start)}–${ms(o.end)} ms`, where: `${formatTime(r.start)} – ${formatTime(r.end)}` };
@@ -552,7 +592,7 @@ export class HeatmapView {
       h("div", { class: "tooltip-title" }, words.title),
       d.secondsPerColumn === 1
         ? h("div", null, words.where)
-        : h("div", { class: "muted" }, `${this.opts.readOnly ? "the column" : "a click selects the whole column"}: ${formatTime(c.start)} – ${formatTime(c.end)}`),
+        : h("div", { class: "muted" }, `${this.opts.readOnly ? "the column" : "a click selects the whole column"}: ${this.rangeWords(c)}`),
       h("div", null, h("b", null, formatCount(count)), count === 1 ? " sample" : " samples"),
     );
   }
@@ -563,7 +603,7 @@ export class HeatmapView {
     const count = span ? sumCells(d, span.first, span.last) : 0;
     this.placeTooltip(
       e,
-      h("div", { class: "tooltip-title" }, `${formatTime(r.start)} – ${formatTime(r.end)} (${formatDuration(r.end - r.start)})`),
+      h("div", { class: "tooltip-title" }, `${this.rangeWords(r)} (${formatDuration(r.end - r.start)})`),
       h("div", null, h("b", null, formatCount(count)), count === 1 ? " sample" : " samples", " selected"),
     );
   }
@@ -608,7 +648,17 @@ export class HeatmapView {
       h(
         "tr",
         null,
-        h("th", { scope: "row" }, spc === 1 ? String(d.firstColumn + c) : `${(d.firstColumn + c) * spc}–${(d.firstColumn + c + 1) * spc}`),
+        h(
+          "th",
+          { scope: "row" },
+          this.opts.wallClock
+            ? spc === 1
+              ? this.clock((d.firstColumn + c) * spc)
+              : `${this.clock((d.firstColumn + c) * spc)}–${this.clock((d.firstColumn + c + 1) * spc)}`
+            : spc === 1
+              ? String(d.firstColumn + c)
+              : `${(d.firstColumn + c) * spc}–${(d.firstColumn + c + 1) * spc}`,
+        ),
         h("td", null, formatCount(col.reduce((a, b) => a + b, 0))),
         col.map((n) => h("td", { class: n === 0 ? "zero" : undefined }, String(n))),
       ),

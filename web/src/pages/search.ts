@@ -1,7 +1,10 @@
 // The home page: search profiles (app, host, labels, time), a sortable and
 // paged results table, and uploads by drag and drop. The URL holds the
 // search (app, host, label=k=v..., range or since/until, sort, dir, size,
-// page), so a search can be bookmarked or shared.
+// page), so a search can be bookmarked or shared. Above the results, a
+// "fleet view" link per app listed opens that app's fleet (pages/fleet.ts)
+// with the search's host and labels, over the search's time range or else
+// the span of the app's profiles listed.
 
 import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { problem, query } from "../api";
@@ -9,6 +12,7 @@ import { h, replace } from "../dom";
 import { formatCount, formatDate, profileDuration, toLocalInput } from "../format";
 import type { Profile } from "../gen/fleetscope/v1/profile_pb";
 import { navigate, setQuery } from "../router";
+import { ceilSecond, dateNanos, floorSecond, fleetPath, MAX_WINDOW_SECONDS, newFleet, NS, windowOfProfiles } from "../fleetstate";
 import { formatFilters, parseFilters, PRESETS, type Filters } from "../searchquery";
 import type { Page } from "./page";
 import { errorState, onUnauthenticated } from "./states";
@@ -198,6 +202,37 @@ export function searchPage(params: URLSearchParams): Page {
   let lastProfiles: Profile[] = [];
   let nextToken = "";
 
+  /** fleetLinks offers the fleet view of each app listed: the search's
+   * host and labels, over its time range, or else the span of the app's
+   * profiles listed. */
+  function fleetLinks(): HTMLElement | null {
+    const apps = [...new Set(lastProfiles.map((p) => p.app).filter(Boolean))].sort();
+    if (apps.length === 0) return null;
+    const t = timeBounds(state);
+    const now = new Date();
+    return h(
+      "div",
+      { class: "fleet-links", "data-testid": "fleet-links" },
+      h("span", { class: "muted" }, "Fleet view: "),
+      apps.map((app) => {
+        let w = windowOfProfiles(
+          lastProfiles.filter((p) => p.app === app),
+          now,
+        );
+        if (t.since) {
+          const to = ceilSecond(dateNanos(t.until ?? now));
+          let from = floorSecond(dateNanos(t.since));
+          if (to - from > BigInt(MAX_WINDOW_SECONDS) * NS) from = to - BigInt(MAX_WINDOW_SECONDS) * NS;
+          if (to > from) w = { from, to };
+        }
+        const f = newFleet(app, w.from, w.to);
+        if (state.filters.host) f.hosts = [state.filters.host];
+        f.labels = Object.entries(state.filters.labels).map(([name, value]) => ({ name, value, not: false }));
+        return h("a", { class: "fleet-link button", href: fleetPath(f), "data-testid": "fleet-link", "data-app": app, title: `Every host of ${app} in wall-clock time` }, `${app} ↗`);
+      }),
+    );
+  }
+
   function renderTable() {
     const rows = lastProfiles.slice().sort((a, b) => {
       const ka = sortKey(a, state.sort);
@@ -312,7 +347,7 @@ export function searchPage(params: URLSearchParams): Page {
       );
       return;
     }
-    replace(results, h("table", { class: "data-table", "data-testid": "results" }, h("thead", null, head), h("tbody", null, body)), pager);
+    replace(results, fleetLinks(), h("table", { class: "data-table", "data-testid": "results" }, h("thead", null, head), h("tbody", null, body)), pager);
   }
 
   async function load() {

@@ -4,11 +4,13 @@
 // graph's total agrees). It keeps the heatmap it was last given; every
 // choice the user makes is reported through a callback, and the owner
 // decides what to load and show next. Read-only (a shared range), it shows
-// the range without letting it or the event change.
+// the range without letting it or the event change. The fleet view uses it
+// in wall-clock time, with its event and idle choices in the selection bar,
+// its own hint and actions on a selection (zoom).
 
 import type { Problem } from "../api";
 import { h, replace } from "../dom";
-import { formatCount, formatDuration, formatSeconds, formatTime } from "../format";
+import { formatCount, formatDuration, formatSeconds, formatTime, formatWallRange } from "../format";
 import { cellOfIndex, cellsOfRange, gridOf, type Heatmap, type Range } from "../heatmap/model";
 import { HeatmapView } from "../heatmap/view";
 import { emptyState, errorState, loadingState } from "../pages/states";
@@ -32,6 +34,20 @@ export interface HeatmapPanelOptions {
   /** The range and event are fixed (a share link's); rows, idle and the
    * table view can still change. */
   readOnly?: boolean;
+  /** The heatmap is in wall-clock time (a fleet's): its start second is a
+   * unix second, and times read as times of day. */
+  wallClock?: boolean;
+  /** Show the event and idle controls (default true; the fleet view has
+   * them in its selection bar). */
+  eventAndIdle?: boolean;
+  /** The hint beside the title for a heatmap of spc seconds per column
+   * (default: the profile page's). */
+  hint?: (spc: number) => string;
+  /** What the selection bar says with no range selected: a label and a
+   * hint (default: the whole profile's). */
+  whole?: { label: string; hint: string };
+  /** Buttons after a selected range in the selection bar. */
+  selectionActions?: (r: Range) => Node[];
 }
 
 export class HeatmapPanel {
@@ -48,8 +64,8 @@ export class HeatmapPanel {
 
   constructor(opts: HeatmapPanelOptions) {
     this.opts = opts;
-    this.hint = h("span", { class: "muted small", "data-testid": "heatmap-hint" }, hintText(1, !!opts.readOnly));
-    this.view = new HeatmapView({ onSelect: opts.onSelect, onDrawn: opts.onDrawn, readOnly: opts.readOnly });
+    this.hint = h("span", { class: "muted small", "data-testid": "heatmap-hint" }, this.hintFor(1));
+    this.view = new HeatmapView({ onSelect: opts.onSelect, onDrawn: opts.onDrawn, readOnly: opts.readOnly, wallClock: opts.wallClock });
     const rowsSel = h(
       "select",
       { "data-testid": "rows", "aria-label": "Rows per second" },
@@ -59,6 +75,7 @@ export class HeatmapPanel {
     rowsSel.value = String(opts.rows);
     this.rowsLabel = h("label", null, "Rows ", rowsSel);
     const idleBox = h("input", { type: "checkbox", "data-testid": "idle", checked: opts.idle });
+    const eventAndIdle = opts.eventAndIdle ?? true;
 
     this.el = h(
       "section",
@@ -68,7 +85,14 @@ export class HeatmapPanel {
         { class: "panel-head" },
         h("h2", { id: "heat-title" }, "Heatmap"),
         this.hint,
-        h("div", { class: "controls" }, h("label", null, "Event ", this.eventSel), this.rowsLabel, h("label", { class: "check" }, idleBox, " Include idle"), this.tableBtn),
+        h(
+          "div",
+          { class: "controls" },
+          eventAndIdle ? h("label", null, "Event ", this.eventSel) : null,
+          this.rowsLabel,
+          eventAndIdle ? h("label", { class: "check" }, idleBox, " Include idle") : null,
+          this.tableBtn,
+        ),
       ),
       this.box,
       this.selectionBar,
@@ -106,18 +130,26 @@ export class HeatmapPanel {
   }
 
   /** show draws heatmap d with a selection; idle says whether idle samples
-   * are included (for the empty state's advice). */
-  show(d: Heatmap, selection: Range | null, idle: boolean) {
+   * are included (for the empty state's advice), empty what to say instead
+   * when it has no samples. */
+  show(d: Heatmap, selection: Range | null, idle: boolean, empty?: string) {
     this.data = d;
-    this.hint.textContent = hintText(d.secondsPerColumn, !!this.opts.readOnly);
+    this.hint.textContent = this.hintFor(d.secondsPerColumn);
     this.box.classList.remove("stale");
     if (this.view.el.parentElement !== this.box) replace(this.box, this.view.el);
     this.view.setSelection(selection);
     this.view.setData(d);
     if (d.total === 0) {
-      this.box.appendChild(emptyState("No samples", idle ? "This event has no samples." : "Every sample of this event is idle. Tick “Include idle” to see them.", "no-samples-heatmap"));
+      this.box.appendChild(
+        emptyState("No samples", empty ?? (idle ? "This event has no samples." : "Every sample of this event is idle. Tick “Include idle” to see them."), "no-samples-heatmap"),
+      );
     }
     this.view.scrollToSelection();
+  }
+
+  /** scrollToColumn brings column col into view (near the left). */
+  scrollToColumn(col: number) {
+    this.view.scrollToColumn(col);
   }
 
   /** untimed says the profile has no heatmap and hides what only a heatmap needs. */
@@ -138,14 +170,20 @@ export class HeatmapPanel {
 
   /** showSelection writes the selection bar for range r (null: the whole
    * profile); flameTotal is the flame graph's total once it has arrived,
-   * to check it against the selected cells. */
-  showSelection(r: Range | null, flameTotal: number | null) {
+   * to check it against the selected cells; explain, when given, says why
+   * they differ (a fleet flame graph may count profiles that have no
+   * heatmap). */
+  showSelection(r: Range | null, flameTotal: number | null, explain?: string) {
     const bar = this.selectionBar;
     if (!r) {
+      const whole = this.opts.whole ?? {
+        label: "Whole profile",
+        hint: this.opts.readOnly ? "the link shares the whole profile." : "no range selected. Click a cell or drag from a start cell to an end cell.",
+      };
       replace(
         bar,
-        h("span", { class: "sel-label" }, "Whole profile"),
-        h("span", { class: "muted" }, this.opts.readOnly ? " — the link shares the whole profile." : " — no range selected. Click a cell or drag from a start cell to an end cell."),
+        h("span", { class: "sel-label" }, whole.label),
+        h("span", { class: "muted" }, ` — ${whole.hint}`),
         flameTotal !== null ? h("span", { class: "sel-count" }, ` ${formatCount(flameTotal)} samples`) : null,
       );
       delete bar.dataset.start;
@@ -165,19 +203,31 @@ export class HeatmapPanel {
     replace(
       bar,
       h("span", { class: "sel-label" }, "Range "),
-      h("b", { "data-testid": "selection-range" }, `${formatTime(r.start)} – ${formatTime(r.end)}`),
+      h("b", { "data-testid": "selection-range" }, this.rangeText(r)),
       h("span", { class: "muted" }, ` (${formatDuration(r.end - r.start)}${cells ? `, ${cells}` : ""})`),
       cellSum !== null
         ? h("span", { class: "sel-count", "data-testid": "selection-count", "data-count": String(cellSum) }, ` · ${formatCount(cellSum)} samples in the ${spc === 1 ? "cells" : "columns"}`)
         : span && !span.aligned
           ? h("span", { class: "muted", "data-testid": "not-aligned" }, ` · not aligned to ${spc === 1 ? "cells" : "columns"}: the flame graph counts the exact range`)
           : outside
-            ? h("span", { class: "muted" }, ` · outside the profile (0 – ${d!.columns.length * spc} s)`)
+            ? h("span", { class: "muted" }, this.opts.wallClock ? " · outside the heatmap" : ` · outside the profile (0 – ${d!.columns.length * spc} s)`)
             : null,
       agree === true ? h("span", { class: "agree", title: "The flame graph's total equals the selected cells' sum" }, " ✓ flame graph total matches") : null,
-      agree === false ? h("span", { class: "disagree", role: "alert" }, ` ✗ flame graph total ${formatCount(flameTotal!)} differs`) : null,
+      agree === false && !explain ? h("span", { class: "disagree", role: "alert" }, ` ✗ flame graph total ${formatCount(flameTotal!)} differs`) : null,
+      agree === false && explain ? h("span", { class: "explained", "data-testid": "flame-explained" }, ` · flame graph total ${formatCount(flameTotal!)}: ${explain}`) : null,
+      this.opts.selectionActions ? h("span", { class: "sel-actions" }, this.opts.selectionActions(r)) : null,
       this.opts.readOnly ? null : h("button", { type: "button", class: "ghost small", "data-testid": "clear-selection", onclick: () => this.opts.onClear() }, "Clear"),
     );
+  }
+
+  private rangeText(r: Range): string {
+    if (!this.opts.wallClock || !this.data) return `${formatTime(r.start)} – ${formatTime(r.end)}`;
+    const base = BigInt(this.data.startSecond) * 1_000_000_000n;
+    return formatWallRange(base + BigInt(r.start), base + BigInt(r.end));
+  }
+
+  private hintFor(spc: number): string {
+    return this.opts.hint ? this.opts.hint(spc) : hintText(spc, !!this.opts.readOnly);
   }
 }
 

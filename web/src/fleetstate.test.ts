@@ -1,0 +1,292 @@
+import { create } from "@bufbuild/protobuf";
+import { expect, test } from "vitest";
+import {
+  absRange,
+  ceilSecond,
+  columnAt,
+  columnsOf,
+  columnsRange,
+  columnTime,
+  eventBase,
+  flameRequest,
+  fleetPath,
+  floorSecond,
+  formatUnix,
+  heatmapRequest,
+  hostProfiles,
+  matchesLabels,
+  narrowToHost,
+  newFleet,
+  NS,
+  parseLabel,
+  parseLabels,
+  parseHosts,
+  parseUnix,
+  presetWindow,
+  profileLink,
+  profileRange,
+  readFleet,
+  relRange,
+  selectionOf,
+  timestampNanos,
+  timestampOf,
+  wholeSeconds,
+  windowOfProfiles,
+  withWindow,
+  writeFleet,
+  zoomIn,
+  zoomOut,
+  type FleetState,
+  type ListedProfile,
+} from "./fleetstate";
+import { FleetSelectionSchema } from "./gen/fleetscope/v1/fleet_pb";
+import { FlameGraphFormat } from "./gen/fleetscope/v1/query_pb";
+import { cellsOfRange, rangeOfCells, type Grid } from "./heatmap/model";
+import { readView } from "./viewstate";
+
+const NOW = new Date("2026-11-23T10:00:00.250Z"); // unix 1795428000.25
+const S = (sec: number | bigint) => BigInt(sec) * NS;
+
+test("unix times are exact decimals of seconds, to the nanosecond", () => {
+  expect(parseUnix("1795000012")).toBe(1795000012n * NS);
+  expect(parseUnix("1795000012.34")).toBe(1795000012_340_000_000n);
+  expect(parseUnix("1795000012.000000001")).toBe(1795000012_000_000_001n);
+  expect(parseUnix(" 0.5 ")).toBe(500_000_000n);
+  for (const bad of [null, undefined, "", "-1", "1e9", "1.", "1.0000000001", "12:00", "NaN", "0x10", "1795000012.3.4"]) expect(parseUnix(bad)).toBeNull();
+  for (const ns of [0n, 1n, 1795000012_340_000_000n, 1795000012_000_000_001n, 4102444800n * NS]) expect(parseUnix(formatUnix(ns))).toBe(ns);
+  expect(formatUnix(1795000012_340_000_000n)).toBe("1795000012.34");
+  expect(formatUnix(S(1795000012))).toBe("1795000012");
+  expect(() => formatUnix(-1n)).toThrow();
+  // beyond what a double holds exactly
+  expect(Number(1795000012_000_000_001n) === Number(1795000012_000_000_000n)).toBe(true);
+  expect(formatUnix(1795000012_000_000_001n)).toBe("1795000012.000000001");
+  expect(floorSecond(1795000012_340_000_000n)).toBe(S(1795000012));
+  expect(ceilSecond(1795000012_340_000_000n)).toBe(S(1795000013));
+  expect(ceilSecond(S(1795000012))).toBe(S(1795000012));
+  expect(timestampOf(1795000012_340_000_000n)).toEqual({ seconds: 1795000012n, nanos: 340_000_000 });
+  expect(timestampNanos({ seconds: 1795000012n, nanos: 5 })).toBe(1795000012_000_000_005n);
+});
+
+test("label conditions: k=v and k!=v", () => {
+  expect(parseLabel("env=prod")).toEqual({ name: "env", value: "prod", not: false });
+  expect(parseLabel("env!=prod")).toEqual({ name: "env", value: "prod", not: true });
+  expect(parseLabel("a=b=c")).toEqual({ name: "a", value: "b=c", not: false });
+  expect(parseLabel("a!b=c")).toEqual({ name: "a!b", value: "c", not: false });
+  expect(parseLabel("env=")).toEqual({ name: "env", value: "", not: false });
+  expect(parseLabel("=x")).toBeNull();
+  expect(parseLabel("env")).toBeNull();
+  expect(parseLabels("env=prod, region!=eu  tier=web")).toEqual({
+    labels: [
+      { name: "env", value: "prod", not: false },
+      { name: "region", value: "eu", not: true },
+      { name: "tier", value: "web", not: false },
+    ],
+  });
+  expect(parseLabels("env=prod oops").error).toMatch(/"oops" is not a label condition/);
+  expect(parseHosts(" web-1, web-2 web-1 ")).toEqual(["web-1", "web-2"]);
+  const labels = { env: "prod", region: "us" };
+  expect(matchesLabels(labels, [{ name: "env", value: "prod", not: false }])).toBe(true);
+  expect(matchesLabels(labels, [{ name: "region", value: "eu", not: true }])).toBe(true);
+  expect(matchesLabels(labels, [{ name: "region", value: "us", not: true }])).toBe(false);
+  expect(matchesLabels(labels, [{ name: "tier", value: "web", not: true }])).toBe(true); // no label: matches !=
+  expect(matchesLabels(labels, [{ name: "tier", value: "web", not: false }])).toBe(false);
+  expect(matchesLabels({ constructor: "x" }, [{ name: "constructor", value: "x", not: false }])).toBe(true);
+  expect(matchesLabels({}, [{ name: "constructor", value: "x", not: true }])).toBe(true);
+});
+
+function full(): FleetState {
+  return {
+    app: "check out",
+    hosts: ["web-1", "web 2"],
+    labels: [
+      { name: "env", value: "prod", not: false },
+      { name: "region", value: "e&u", not: true },
+    ],
+    from: S(1795000000),
+    to: 1795000030_500_000_000n,
+    event: "cpu-clock",
+    idle: true,
+    rows: 100,
+    range: { start: 1795000002_400_000_000n, end: 1795000002_480_000_001n },
+    frame: "java;start_thread;GCTaskThread::run",
+    search: "/GC|drain/",
+    orient: "flame",
+  };
+}
+
+test("URL round trip: every part of the view, exactly", () => {
+  const s = full();
+  const q = writeFleet(s);
+  expect(q.get("from")).toBe("1795000000");
+  expect(q.get("to")).toBe("1795000030.5");
+  expect(q.get("start")).toBe("1795000002.4");
+  expect(q.get("end")).toBe("1795000002.480000001");
+  expect(q.getAll("label")).toEqual(["env=prod", "region!=e&u"]);
+  expect(q.getAll("host")).toEqual(["web-1", "web 2"]);
+  const back = readFleet(new URLSearchParams(q.toString()), NOW);
+  expect(back.defaulted).toBe(false);
+  expect(back.state).toEqual(s);
+  const path = fleetPath(s);
+  expect(path.startsWith("/fleet?app=check+out&")).toBe(true);
+  expect(readFleet(new URL(path, "http://x").searchParams, NOW).state).toEqual(s);
+});
+
+test("defaults are left out of the URL and read back", () => {
+  const s = newFleet("checkout", S(1795000000), S(1795000030));
+  expect(writeFleet(s).toString()).toBe("app=checkout&from=1795000000&to=1795000030");
+  expect(readFleet(writeFleet(s), NOW)).toEqual({ state: s, defaulted: false });
+});
+
+test("a missing or bad window is the last hour, said so; a range outside the window is dropped", () => {
+  for (const q of ["app=a", "app=a&from=1795000000", "app=a&from=x&to=1795000030", "app=a&from=1795000030&to=1795000000", `app=a&from=1700000000&to=${1700000000 + 32 * 86400}`]) {
+    const r = readFleet(new URLSearchParams(q), NOW);
+    expect(r.defaulted).toBe(true);
+    expect(r.state.to).toBe(S(1795428001)); // now, rounded up to a whole second
+    expect(r.state.from).toBe(S(1795428001 - 3600));
+  }
+  const out = readFleet(new URLSearchParams("app=a&from=1795000000&to=1795000030&start=1795000029&end=1795000031"), NOW);
+  expect(out.state.range).toBeNull();
+  const empty = readFleet(new URLSearchParams("app=a&from=1795000000&to=1795000030&start=1795000002&end=1795000002"), NOW);
+  expect(empty.state.range).toBeNull();
+  const bad = readFleet(new URLSearchParams("app=a&from=1795000000&to=1795000030&rows=0&orient=sideways&label=oops&host="), NOW).state;
+  expect([bad.rows, bad.orient, bad.labels, bad.hosts]).toEqual([50, "icicle", [], []]);
+});
+
+test("presets end now (the current second included), in whole seconds", () => {
+  expect(presetWindow(300, NOW)).toEqual({ from: S(1795428001 - 300), to: S(1795428001) });
+  expect(presetWindow(7 * 86400, new Date("2026-11-23T10:00:00Z"))).toEqual({ from: S(1795428000 - 7 * 86400), to: S(1795428000) });
+});
+
+test("columns: the server's rule, and column times", () => {
+  // whole seconds the window touches: [floor(from), floor(to - 1ns) + 1)
+  expect(columnsOf(S(1795000000), S(1795000030))).toEqual({ startSecond: 1795000000, secondsPerColumn: 1, columns: 30 });
+  expect(columnsOf(1795000000_500_000_000n, 1795000030_000_000_001n)).toEqual({ startSecond: 1795000000, secondsPerColumn: 1, columns: 31 });
+  expect(columnsOf(S(0), S(1000)).secondsPerColumn).toBe(1);
+  expect(columnsOf(S(0), S(1001))).toEqual({ startSecond: 0, secondsPerColumn: 2, columns: 501 });
+  expect(columnsOf(S(0), S(3600))).toEqual({ startSecond: 0, secondsPerColumn: 4, columns: 900 });
+  expect(columnsOf(S(0), S(86400))).toEqual({ startSecond: 0, secondsPerColumn: 87, columns: 994 });
+  expect(columnsOf(S(0), S(7 * 86400))).toEqual({ startSecond: 0, secondsPerColumn: 605, columns: 1000 });
+  expect(columnsOf(S(0), S(60), 10)).toEqual({ startSecond: 0, secondsPerColumn: 10, columns: 6 });
+  for (const n of [1, 999, 1000, 1001, 1999, 2000, 2001, 3600, 86400, 31 * 86400]) {
+    const c = columnsOf(S(1795000000), S(1795000000 + n));
+    expect(c.columns).toBeLessThanOrEqual(1000);
+    expect(c.columns * c.secondsPerColumn).toBeGreaterThanOrEqual(n);
+    expect((c.columns - 1) * c.secondsPerColumn).toBeLessThan(n);
+  }
+  const c = columnsOf(S(1795000000), S(1795003600));
+  expect(columnTime(c, 0)).toBe(1795000000);
+  expect(columnTime(c, 3)).toBe(1795000012);
+  expect(columnAt(c, 1795000013)).toBe(3);
+  expect(columnAt(c, 1795000015)).toBe(3);
+  expect(columnAt(c, 1795000016)).toBe(4);
+  expect(columnAt(c, 1794999999)).toBe(-1);
+  expect(columnsRange(c, 5, 3)).toEqual({ start: S(1795000012), end: S(1795000024) });
+});
+
+test("ranges: absolute ↔ relative to the heatmap, and the cells they are", () => {
+  const r = { start: 1795000002_400_000_000n, end: 1795000002_480_000_000n };
+  const rel = relRange(r, 1795000000);
+  expect(rel).toEqual({ start: 2_400_000_000, end: 2_480_000_000 });
+  expect(absRange(rel, 1795000000)).toEqual(r);
+  // the heatmap model's cells, in a fleet heatmap (firstColumn 0)
+  const g: Grid = { rows: 50, secondsPerColumn: 1, firstColumn: 0, cols: 30 };
+  expect(cellsOfRange(rel, g)).toEqual({ first: 2 * 50 + 20, last: 2 * 50 + 23, aligned: true });
+  // a drag over columns 3..5 of 4-second columns is their whole seconds, in unix time
+  const g4: Grid = { rows: 50, secondsPerColumn: 4, firstColumn: 0, cols: 900 };
+  expect(absRange(rangeOfCells(5 * 50 + 10, 3 * 50 + 40, g4), 1795000000)).toEqual(columnsRange(columnsOf(S(1795000000), S(1795003600)), 3, 5));
+});
+
+test("zoom in: the selection's whole seconds become the window (finer columns), the range stays", () => {
+  const s = { ...newFleet("a", S(1795000000), S(1795003600)), frame: "java", range: { start: S(1795000012), end: S(1795000024) } };
+  expect(columnsOf(s.from, s.to).secondsPerColumn).toBe(4);
+  const z = zoomIn(s, s.range);
+  expect([z.from, z.to, z.range, z.frame]).toEqual([S(1795000012), S(1795000024), s.range, "java"]);
+  expect(columnsOf(z.from, z.to)).toEqual({ startSecond: 1795000012, secondsPerColumn: 1, columns: 12 });
+  // a sub-second range: the seconds it touches
+  const sub = { start: 1795000002_400_000_000n, end: 1795000003_100_000_000n };
+  const z2 = zoomIn(s, sub);
+  expect([z2.from, z2.to, z2.range]).toEqual([S(1795000002), S(1795000004), sub]);
+  expect(wholeSeconds(z2)).toBe(true);
+  expect(wholeSeconds({ from: sub.start, to: sub.end })).toBe(false);
+});
+
+test("zoom out doubles the window about its middle, up to 31 days; ranges outside are dropped", () => {
+  const s = { ...newFleet("a", S(1795000010), S(1795000040)), range: { start: S(1795000012), end: S(1795000013) }, frame: "x" };
+  const z = zoomOut(s);
+  expect([z.from, z.to]).toEqual([S(1795000025 - 30), S(1795000025 + 30)]);
+  expect(z.range).toEqual(s.range);
+  const long = zoomOut(newFleet("a", S(1795000000), S(1795000000 + 20 * 86400)));
+  expect(long.to - long.from).toBe(S(31 * 86400));
+  expect(zoomOut(newFleet("a", S(10), S(20)))).toMatchObject({ from: S(5), to: S(25) });
+  expect(zoomOut(newFleet("a", S(2), S(12)))).toMatchObject({ from: 0n, to: S(20) }); // not before 1970
+  const moved = withWindow(s, S(1795000020), S(1795000030));
+  expect([moved.range, moved.frame]).toEqual([null, ""]);
+});
+
+test("requests: the selection, and the flame graph of the range or the window", () => {
+  const s = full();
+  const sel = create(FleetSelectionSchema, selectionOf(s));
+  expect(sel.app).toBe("check out");
+  expect(sel.hosts).toEqual(["web-1", "web 2"]);
+  expect(sel.labels.map((l) => [l.name, l.value, l.notEqual])).toEqual([
+    ["env", "prod", false],
+    ["region", "e&u", true],
+  ]);
+  expect([sel.from?.seconds, sel.from?.nanos, sel.to?.seconds, sel.to?.nanos]).toEqual([1795000000n, 0, 1795000030n, 500_000_000]);
+  expect([sel.event, sel.includeIdle]).toEqual(["cpu-clock", true]);
+  expect(heatmapRequest(s).rows).toBe(100);
+  const f = flameRequest(s, FlameGraphFormat.TREE);
+  expect(f.selection?.from).toEqual({ seconds: 1795000002n, nanos: 400_000_000 });
+  expect(f.selection?.to).toEqual({ seconds: 1795000002n, nanos: 480_000_001 });
+  const w = flameRequest({ ...s, range: null }, FlameGraphFormat.TREE);
+  expect([w.selection?.from, w.selection?.to]).toEqual([timestampOf(s.from), timestampOf(s.to)]);
+  expect(narrowToHost(s, "web-9")).toMatchObject({ hosts: ["web-9"], range: s.range, frame: s.frame });
+});
+
+const ts = (ns: bigint) => timestampOf(ns);
+function prof(id: string, host: string, start: bigint, end: bigint, extra: Partial<ListedProfile> = {}): ListedProfile {
+  return { id, host, labels: {}, timed: true, startTime: ts(start), endTime: ts(end), defaultEvent: "cpu-clock:pppH", events: [{ name: "cpu-clock:pppH" }, { name: "context-switches" }], ...extra };
+}
+
+test("a window from search results: the span of the timed profiles listed", () => {
+  const ps = [prof("a", "h", 1795000000_250_000_000n, 1795000029_900_000_000n), prof("b", "h", S(1795000010), 1795000045_000_000_001n), prof("u", "h", S(1), S(2), { timed: false })];
+  expect(windowOfProfiles(ps, NOW)).toEqual({ from: S(1795000000), to: S(1795000046) });
+  expect(windowOfProfiles([prof("u", "h", S(1), S(2), { timed: false })], NOW)).toEqual(presetWindow(3600, NOW));
+  const long = windowOfProfiles([prof("a", "h", S(1700000000), S(1700000000 + 40 * 86400))], NOW);
+  expect(long).toEqual({ from: S(1700000000 + 40 * 86400 + 1 - 31 * 86400), to: S(1700000000 + 40 * 86400 + 1) });
+});
+
+test("a host's profile at the same range: the one holding most of it, on its own clock", () => {
+  const r = { start: S(1795000010), end: S(1795000020) };
+  const ps = [
+    prof("early", "web-1", S(1795000000), S(1795000012)), // 2 s of the range
+    prof("late", "web-1", S(1795000012), S(1795000030)), // 8 s
+    prof("other", "web-2", S(1795000000), S(1795000030)),
+    prof("before", "web-1", S(1794999000), S(1794999100)),
+    prof("untimed", "web-1", S(1795000000), S(1795000030), { timed: false }),
+    prof("canary", "web-1", S(1795000000), S(1795000030), { labels: { env: "canary" } }),
+  ];
+  expect(hostProfiles(ps, "web-1", [{ name: "env", value: "canary", not: true }], r).map((p) => p.id)).toEqual(["late", "early"]);
+  expect(hostProfiles(ps, "web-1", [{ name: "env", value: "canary", not: false }], r).map((p) => p.id)).toEqual(["canary"]);
+  // the profile's clock: relative to its start second's absolute time, which may have a fraction
+  const anchored = prof("b", "web-1", 1795000009_750_000_000n, S(1795000030));
+  expect(profileRange(anchored, r)).toEqual({ start: 250_000_000, end: 10_250_000_000 });
+  expect(profileRange(prof("x", "h", S(1795000015), S(1795000030)), r)).toEqual({ start: 0, end: 5_000_000_000 }); // starts inside: from 0
+  expect(profileRange(prof("x", "h", S(1795000020), S(1795000030)), r)).toBeNull();
+  const s = { ...newFleet("a", S(1795000000), S(1795000030)), range: r, rows: 100, idle: true, search: "GC", orient: "flame" as const };
+  const link = profileLink(anchored, s, "context-switches");
+  expect(link.startsWith("/p/b?")).toBe(true);
+  const v = readView(new URL(link, "http://x").searchParams);
+  expect(v).toMatchObject({ event: "context-switches", rows: 100, idle: true, range: { start: 250_000_000, end: 10_250_000_000 }, search: "GC", orient: "flame" });
+  // the profile's default event is left out of the link; the base name finds "cpu-clock:pppH"
+  expect(readView(new URL(profileLink(anchored, s, "cpu-clock"), "http://x").searchParams).event).toBe("");
+  expect(readView(new URL(profileLink(anchored, { ...s, range: null }, ""), "http://x").searchParams).range).toEqual({ start: 0, end: 20_250_000_000 });
+});
+
+test("event base names, as the server strips perf's modifiers", () => {
+  expect(eventBase("cpu-clock:pppH")).toBe("cpu-clock");
+  expect(eventBase("cpu-clock")).toBe("cpu-clock");
+  expect(eventBase("sched:sched_switch")).toBe("sched:sched_switch");
+  expect(eventBase("probe_libc:malloc:u")).toBe("probe_libc:malloc");
+  expect(eventBase(":u")).toBe(":u");
+});

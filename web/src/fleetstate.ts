@@ -1,0 +1,481 @@
+// The fleet view's state: a fleet selection (app, hosts, label conditions,
+// the window [from, to), event, idle), the rows per second, the selected
+// range and the flame graph's view (zoomed frame, search, orientation);
+// read from and written to the URL's query (the permalink), the rules for
+// changing it (presets, zoom in and out, narrowing to a host), the column
+// geometry the server will answer with, and the requests it implies. Pure:
+// no DOM, no network (unit-tested in fleetstate.test.ts).
+//
+//   /fleet?app=checkout&host=web-1&label=env=prod&label=region!=eu
+//         &from=1795000000&to=1795000030&event=cpu-clock&idle=1&rows=100
+//         &start=1795000002.4&end=1795000002.48&frame=java;start_thread&search=GC&orient=flame
+//
+// Times are absolute: unix seconds as exact decimals (up to nanoseconds,
+// like the CLI's --from/--to), held as bigint nanoseconds (unix
+// nanoseconds do not fit a double exactly). from/to is the window, start/end
+// the selected range inside it; both half-open. The heatmap's own
+// arithmetic (heatmap/model.ts) counts in nanoseconds relative to its
+// start second, which fit a number: relRange and absRange convert.
+
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import type { Orientation } from "./flame/view";
+import type { FleetSelectionSchema, GetFleetFlameGraphRequestSchema, GetFleetHeatmapRequestSchema, GetFleetHostsRequestSchema, GetFleetTimelineRequestSchema } from "./gen/fleetscope/v1/fleet_pb";
+import type { FlameGraphFormat } from "./gen/fleetscope/v1/query_pb";
+import type { Range } from "./heatmap/model";
+import { DEFAULT_ROWS, MAX_ROWS, writeView, type ViewState } from "./viewstate";
+
+export const NS = 1_000_000_000n;
+
+/** One label condition: name=value, or name!=value (not). */
+export interface LabelCond {
+  name: string;
+  value: string;
+  not: boolean;
+}
+
+/** A half-open range [start, end) of unix nanoseconds. */
+export interface AbsRange {
+  start: bigint;
+  end: bigint;
+}
+
+export interface FleetState {
+  app: string;
+  /** Any of these hosts; none: every host. */
+  hosts: string[];
+  /** All must hold. */
+  labels: LabelCond[];
+  /** The window [from, to), unix nanoseconds. */
+  from: bigint;
+  to: bigint;
+  /** "": the event most samples of the selection have. */
+  event: string;
+  idle: boolean;
+  rows: number;
+  /** The selected range inside the window, or null for the whole window. */
+  range: AbsRange | null;
+  frame: string;
+  search: string;
+  orient: Orientation;
+}
+
+/** The longest window the server accepts: 31 days. */
+export const MAX_WINDOW_SECONDS = 31 * 24 * 3600;
+/** A column count the server keeps to (fleetscope.MaxColumns). */
+export const MAX_COLUMNS = 1000;
+/** The window a view without one gets: the last hour. */
+export const DEFAULT_WINDOW_SECONDS = 3600;
+
+export const WINDOW_PRESETS: { id: string; label: string; seconds: number }[] = [
+  { id: "5m", label: "5 min", seconds: 300 },
+  { id: "15m", label: "15 min", seconds: 900 },
+  { id: "1h", label: "1 h", seconds: 3600 },
+  { id: "6h", label: "6 h", seconds: 6 * 3600 },
+  { id: "24h", label: "24 h", seconds: 24 * 3600 },
+  { id: "7d", label: "7 d", seconds: 7 * 24 * 3600 },
+];
+
+// ---- exact times ----------------------------------------------------------------
+
+/** parseUnix parses unix seconds written as an exact decimal ("1795000012",
+ * "1795000012.34", up to nine decimals) into bigint nanoseconds; null when
+ * it is not one. */
+export function parseUnix(s: string | null | undefined): bigint | null {
+  if (s == null) return null;
+  const m = /^(\d{1,12})(?:\.(\d{1,9}))?$/.exec(s.trim());
+  if (!m) return null;
+  return BigInt(m[1]) * NS + BigInt((m[2] ?? "").padEnd(9, "0"));
+}
+
+/** formatUnix writes bigint unix nanoseconds as the shortest exact decimal
+ * number of seconds. */
+export function formatUnix(ns: bigint): string {
+  if (ns < 0n) throw new RangeError(`not a unix time: ${ns}`);
+  const whole = ns / NS;
+  const frac = ns % NS;
+  if (frac === 0n) return String(whole);
+  return `${whole}.${String(frac).padStart(9, "0").replace(/0+$/, "")}`;
+}
+
+/** floorSecond and ceilSecond round unix nanoseconds to whole seconds. */
+export function floorSecond(ns: bigint): bigint {
+  return (ns / NS) * NS;
+}
+
+export function ceilSecond(ns: bigint): bigint {
+  return ((ns + NS - 1n) / NS) * NS;
+}
+
+/** timestampNanos reads a protobuf Timestamp as unix nanoseconds. */
+export function timestampNanos(t: { seconds: bigint; nanos: number }): bigint {
+  return t.seconds * NS + BigInt(t.nanos);
+}
+
+/** timestampOf writes unix nanoseconds (not negative) as a Timestamp. */
+export function timestampOf(ns: bigint): { seconds: bigint; nanos: number } {
+  return { seconds: ns / NS, nanos: Number(ns % NS) };
+}
+
+/** dateNanos is a Date's time as unix nanoseconds. */
+export function dateNanos(d: Date): bigint {
+  return BigInt(d.getTime()) * 1_000_000n;
+}
+
+// ---- labels ---------------------------------------------------------------------
+
+/** parseLabel reads "name=value" or "name!=value"; null without a name. */
+export function parseLabel(s: string): LabelCond | null {
+  const m = /^(.+?)(!=|=)(.*)$/.exec(s);
+  if (!m || m[1].trim() === "") return null;
+  return { name: m[1], value: m[3], not: m[2] === "!=" };
+}
+
+export function formatLabel(l: LabelCond): string {
+  return `${l.name}${l.not ? "!=" : "="}${l.value}`;
+}
+
+/** parseLabels reads a selection bar's labels: conditions separated by
+ * white space or commas. It reports the first word that is not one. */
+export function parseLabels(text: string): { labels: LabelCond[]; error?: string } {
+  const labels: LabelCond[] = [];
+  for (const w of text.split(/[\s,]+/).filter(Boolean)) {
+    const l = parseLabel(w);
+    if (!l) return { labels, error: `"${w}" is not a label condition: write name=value or name!=value` };
+    labels.push(l);
+  }
+  return { labels };
+}
+
+/** parseHosts reads a selection bar's hosts: names separated by white space
+ * or commas, each once. */
+export function parseHosts(text: string): string[] {
+  return [...new Set(text.split(/[\s,]+/).filter(Boolean))];
+}
+
+// ---- URL ------------------------------------------------------------------------
+
+/** readFleet reads a view from a URL's query at time now. A missing or
+ * invalid window is the last hour, and then defaulted says so (the page
+ * writes the window into the URL, so that the view is a permalink); a
+ * range outside the window is dropped. */
+export function readFleet(p: URLSearchParams, now: Date): { state: FleetState; defaulted: boolean } {
+  const rows = Number(p.get("rows"));
+  let from = parseUnix(p.get("from"));
+  let to = parseUnix(p.get("to"));
+  let defaulted = false;
+  if (from === null || to === null || to <= from || to - from > BigInt(MAX_WINDOW_SECONDS) * NS) {
+    ({ from, to } = presetWindow(DEFAULT_WINDOW_SECONDS, now));
+    defaulted = true;
+  }
+  const start = parseUnix(p.get("start"));
+  const end = parseUnix(p.get("end"));
+  const range = start !== null && end !== null && start < end && start >= from && end <= to ? { start, end } : null;
+  const labels: LabelCond[] = [];
+  for (const l of p.getAll("label")) {
+    const c = parseLabel(l);
+    if (c) labels.push(c);
+  }
+  return {
+    state: {
+      app: p.get("app") ?? "",
+      hosts: [...new Set(p.getAll("host").filter(Boolean))],
+      labels,
+      from,
+      to,
+      event: p.get("event") ?? "",
+      idle: p.get("idle") === "1",
+      rows: Number.isInteger(rows) && rows >= 1 && rows <= MAX_ROWS ? rows : DEFAULT_ROWS,
+      range,
+      frame: p.get("frame") ?? "",
+      search: p.get("search") ?? "",
+      orient: p.get("orient") === "flame" ? "flame" : "icicle",
+    },
+    defaulted,
+  };
+}
+
+/** writeFleet writes a view as a URL's query, leaving out defaults. */
+export function writeFleet(s: FleetState): URLSearchParams {
+  const p = new URLSearchParams();
+  p.set("app", s.app);
+  for (const h of s.hosts) p.append("host", h);
+  for (const l of s.labels) p.append("label", formatLabel(l));
+  p.set("from", formatUnix(s.from));
+  p.set("to", formatUnix(s.to));
+  if (s.event) p.set("event", s.event);
+  if (s.idle) p.set("idle", "1");
+  if (s.rows !== DEFAULT_ROWS) p.set("rows", String(s.rows));
+  if (s.range) {
+    p.set("start", formatUnix(s.range.start));
+    p.set("end", formatUnix(s.range.end));
+  }
+  if (s.frame) p.set("frame", s.frame);
+  if (s.search) p.set("search", s.search);
+  if (s.orient !== "icicle") p.set("orient", s.orient);
+  return p;
+}
+
+/** fleetPath is the path that opens view s (its permalink without the origin). */
+export function fleetPath(s: FleetState): string {
+  return `/fleet?${writeFleet(s).toString()}`;
+}
+
+/** newFleet is the view of app over [from, to) with everything else at its default. */
+export function newFleet(app: string, from: bigint, to: bigint): FleetState {
+  return { app, hosts: [], labels: [], from, to, event: "", idle: false, rows: DEFAULT_ROWS, range: null, frame: "", search: "", orient: "icicle" };
+}
+
+// ---- windows ----------------------------------------------------------------------
+
+/** presetWindow is the last `seconds` seconds before now, in whole seconds
+ * (its end is now rounded up, so the current second is in it). */
+export function presetWindow(seconds: number, now: Date): { from: bigint; to: bigint } {
+  const to = ceilSecond(dateNanos(now));
+  return { from: to - BigInt(seconds) * NS, to };
+}
+
+/** withWindow moves view s to the window [from, to), keeping its range
+ * (and the flame graph's zoom) only when the range lies inside it. */
+export function withWindow(s: FleetState, from: bigint, to: bigint): FleetState {
+  const keep = s.range !== null && s.range.start >= from && s.range.end <= to;
+  return { ...s, from, to, range: keep ? s.range : null, frame: keep ? s.frame : "" };
+}
+
+/** zoomIn makes the window the whole seconds the range r touches (finer
+ * columns when the window had several seconds per column), keeping r
+ * selected. */
+export function zoomIn(s: FleetState, r: AbsRange): FleetState {
+  return { ...withWindow(s, floorSecond(r.start), ceilSecond(r.end)), range: r };
+}
+
+/** zoomOut doubles the window about its middle, in whole seconds, up to the
+ * longest window. */
+export function zoomOut(s: FleetState): FleetState {
+  const from = floorSecond(s.from);
+  const to = ceilSecond(s.to);
+  const max = BigInt(MAX_WINDOW_SECONDS) * NS;
+  let len = (to - from) * 2n;
+  if (len > max) len = max;
+  const mid = floorSecond(from + (to - from) / 2n);
+  let start = mid - len / 2n;
+  start = floorSecond(start < 0n ? 0n : start);
+  return withWindow(s, start, start + ceilSecond(len));
+}
+
+/** windowSeconds is a window's length in seconds (a fraction for a window
+ * that is not whole seconds). */
+export function windowSeconds(s: Pick<FleetState, "from" | "to">): number {
+  return Number(s.to - s.from) / 1e9;
+}
+
+/** wholeSeconds says whether the window starts and ends on whole seconds, so
+ * that the heatmap (which covers the whole seconds the window touches)
+ * counts exactly the window's samples. */
+export function wholeSeconds(s: Pick<FleetState, "from" | "to">): boolean {
+  return s.from % NS === 0n && s.to % NS === 0n;
+}
+
+/** Columns is the heatmap geometry the server answers a window with. */
+export interface Columns {
+  /** Unix second of column 0. */
+  startSecond: number;
+  secondsPerColumn: number;
+  columns: number;
+}
+
+/** columnsOf is the server's rule (query/fleet.go): the whole seconds the
+ * window touches, [floor(from), floor(to − 1 ns) + 1); one second a column
+ * up to 1,000 seconds, else the fewest whole seconds that keep the columns
+ * at or under 1,000; at least minSecondsPerColumn. */
+export function columnsOf(from: bigint, to: bigint, minSecondsPerColumn = 1): Columns {
+  const first = from / NS;
+  const end = (to - 1n) / NS + 1n;
+  const n = Number(end - first);
+  const spc = Math.max(n <= MAX_COLUMNS ? 1 : Math.ceil(n / MAX_COLUMNS), minSecondsPerColumn, 1);
+  return { startSecond: Number(first), secondsPerColumn: spc, columns: Math.ceil(n / spc) };
+}
+
+/** columnTime is the unix second where column col starts. */
+export function columnTime(c: Columns, col: number): number {
+  return c.startSecond + col * c.secondsPerColumn;
+}
+
+/** columnAt is the column holding unix second sec (may lie outside the grid). */
+export function columnAt(c: Columns, sec: number): number {
+  return Math.floor((sec - c.startSecond) / c.secondsPerColumn);
+}
+
+/** columnsRange is the absolute range of columns first..last (inclusive). */
+export function columnsRange(c: Columns, first: number, last: number): AbsRange {
+  const lo = Math.min(first, last);
+  const hi = Math.max(first, last);
+  return { start: BigInt(columnTime(c, lo)) * NS, end: BigInt(columnTime(c, hi + 1)) * NS };
+}
+
+// ---- ranges: absolute and relative to a heatmap ---------------------------------
+
+/** relRange is range r relative to the heatmap whose column 0 starts at unix
+ * second startSecond (heatmap/model.ts's nanoseconds). */
+export function relRange(r: AbsRange, startSecond: number): Range {
+  const base = BigInt(startSecond) * NS;
+  return { start: Number(r.start - base), end: Number(r.end - base) };
+}
+
+/** absRange is the absolute range of a range relative to startSecond. */
+export function absRange(r: Range, startSecond: number): AbsRange {
+  const base = BigInt(startSecond) * NS;
+  return { start: base + BigInt(r.start), end: base + BigInt(r.end) };
+}
+
+// ---- requests ---------------------------------------------------------------------
+
+/** selectionOf is view s's FleetSelection over [from, to) (default: the window). */
+export function selectionOf(s: FleetState, from = s.from, to = s.to): MessageInitShape<typeof FleetSelectionSchema> {
+  return {
+    app: s.app,
+    hosts: s.hosts,
+    labels: s.labels.map((l) => ({ name: l.name, value: l.value, notEqual: l.not })),
+    from: timestampOf(from),
+    to: timestampOf(to),
+    event: s.event,
+    includeIdle: s.idle,
+  };
+}
+
+export function heatmapRequest(s: FleetState): MessageInitShape<typeof GetFleetHeatmapRequestSchema> {
+  return { selection: selectionOf(s), rows: s.rows };
+}
+
+export function hostsRequest(s: FleetState): MessageInitShape<typeof GetFleetHostsRequestSchema> {
+  return { selection: selectionOf(s) };
+}
+
+export function timelineRequest(s: FleetState): MessageInitShape<typeof GetFleetTimelineRequestSchema> {
+  return { selection: selectionOf(s) };
+}
+
+/** flameRequest is the merged flame graph of the selected range, or of the
+ * whole window when there is none. */
+export function flameRequest(s: FleetState, format: FlameGraphFormat): MessageInitShape<typeof GetFleetFlameGraphRequestSchema> {
+  const r = s.range ?? { start: s.from, end: s.to };
+  return { selection: selectionOf(s, r.start, r.end), format };
+}
+
+// ---- changes with rules -------------------------------------------------------------
+
+/** narrowToHost keeps only host in the selection (its range and zoom stay). */
+export function narrowToHost(s: FleetState, host: string): FleetState {
+  return { ...s, hosts: [host] };
+}
+
+/** foldedFilename names a download of view s's merged flame graph. */
+export function foldedFilename(s: FleetState): string {
+  const r = s.range ?? { start: s.from, end: s.to };
+  return `${s.app || "fleet"}-fleet-${formatUnix(r.start)}-${formatUnix(r.end)}.folded`;
+}
+
+// ---- from search results to a window -------------------------------------------------
+
+interface Spanned {
+  timed: boolean;
+  startTime?: { seconds: bigint; nanos: number };
+  endTime?: { seconds: bigint; nanos: number };
+}
+
+/** windowOfProfiles is the window a fleet view opened from search results
+ * starts with: the whole seconds the listed timed profiles span (the
+ * latest 31 days of it at most); the last hour when none has a span. */
+export function windowOfProfiles(ps: Spanned[], now: Date): { from: bigint; to: bigint } {
+  let lo: bigint | null = null;
+  let hi: bigint | null = null;
+  for (const p of ps) {
+    if (!p.timed || !p.startTime || !p.endTime) continue;
+    const a = timestampNanos(p.startTime);
+    const b = timestampNanos(p.endTime);
+    if (lo === null || a < lo) lo = a;
+    if (hi === null || b > hi) hi = b;
+  }
+  if (lo === null || hi === null) return presetWindow(DEFAULT_WINDOW_SECONDS, now);
+  const to = floorSecond(hi) + NS; // the last sample's second is in the window
+  let from = floorSecond(lo);
+  const max = BigInt(MAX_WINDOW_SECONDS) * NS;
+  if (to - from > max) from = to - max;
+  return { from, to };
+}
+
+// ---- a host's profile at the same range ---------------------------------------------
+
+/** A profile as SearchProfiles lists it (what these rules need). */
+export interface ListedProfile extends Spanned {
+  id: string;
+  host: string;
+  labels: Record<string, string>;
+  defaultEvent: string;
+  events: { name: string }[];
+}
+
+/** matchesLabels says whether a profile's labels satisfy every condition
+ * (a profile without the label satisfies name!=value), as the server does. */
+export function matchesLabels(labels: Record<string, string>, conds: LabelCond[]): boolean {
+  return conds.every((c) => {
+    const has = Object.prototype.hasOwnProperty.call(labels, c.name);
+    return c.not ? !has || labels[c.name] !== c.value : has && labels[c.name] === c.value;
+  });
+}
+
+/** overlap is how many nanoseconds profile p (timed) shares with range r. */
+export function overlap(p: Spanned, r: AbsRange): bigint {
+  if (!p.timed || !p.startTime || !p.endTime) return 0n;
+  const a = timestampNanos(p.startTime);
+  const b = timestampNanos(p.endTime) + 1n; // the last sample is in the profile
+  const lo = a > r.start ? a : r.start;
+  const hi = b < r.end ? b : r.end;
+  return hi > lo ? hi - lo : 0n;
+}
+
+/** hostProfiles are the profiles of a host's search results that hold
+ * samples of range r under the selection's label conditions: timed, sharing
+ * some of r, the one sharing most first. */
+export function hostProfiles<P extends ListedProfile>(ps: P[], host: string, labels: LabelCond[], r: AbsRange): P[] {
+  return ps
+    .filter((p) => p.host === host && matchesLabels(p.labels, labels) && overlap(p, r) > 0n)
+    .map((p) => ({ p, o: overlap(p, r) }))
+    .sort((a, b) => (a.o === b.o ? (a.p.id < b.p.id ? -1 : 1) : a.o > b.o ? -1 : 1))
+    .map((x) => x.p);
+}
+
+/** eventBase is an event's name without perf's modifiers ("cpu-clock" for
+ * "cpu-clock:pppH"), the name fleet answers give events by. */
+export function eventBase(name: string): string {
+  const i = name.lastIndexOf(":");
+  return i > 0 && /^[A-Za-z]+$/.test(name.slice(i + 1)) ? name.slice(0, i) : name;
+}
+
+/** profileRange is range r on profile p's own clock (relative to its start
+ * second, whose absolute time is p.startTime), clamped to start at 0. */
+export function profileRange(p: Spanned, r: AbsRange): Range | null {
+  if (!p.startTime) return null;
+  const base = timestampNanos(p.startTime);
+  const start = r.start > base ? r.start - base : 0n;
+  const end = r.end - base;
+  return end > start ? { start: Number(start), end: Number(end) } : null;
+}
+
+/** profileLink is the path of profile p's page at view s's range (or
+ * window), with the fleet's event (by p's own name for it), rows, idle and
+ * the flame graph's search and orientation. */
+export function profileLink(p: ListedProfile, s: FleetState, fleetEvent: string): string {
+  const r = s.range ?? { start: s.from, end: s.to };
+  const ev = p.events.find((e) => eventBase(e.name) === eventBase(fleetEvent || s.event));
+  const v: ViewState = {
+    event: ev && ev.name !== p.defaultEvent ? ev.name : "",
+    rows: s.rows,
+    idle: s.idle,
+    range: profileRange(p, r),
+    frame: "",
+    search: s.search,
+    orient: s.orient,
+  };
+  const q = writeView(v).toString();
+  return `/p/${encodeURIComponent(p.id)}${q ? `?${q}` : ""}`;
+}

@@ -1,0 +1,533 @@
+// The fleet view (/fleet?app=...&from=...&to=...): every profile of an app
+// in wall-clock time. The selection bar (panels/fleetbar.ts) chooses the
+// app, hosts, labels, window, event and idle; below it the accounting (how
+// many profiles the answers count, which they left out and why), the
+// timeline (samples per column; drag to zoom the window), the fleet heatmap
+// (panels/heatmap.ts in wall-clock time: drag-select a range, zoom to it for
+// finer columns), the host strip (click a host to narrow to it, or open its
+// profile at the range) and the merged flame graph of the range (or of the
+// whole window) with its top functions. The selected cells' sum is checked
+// against the flame graph's total, as on the profile page.
+//
+// The state lives in the URL (fleetstate.ts): a change of the selection
+// (window, hosts, labels, event, idle, rows) is a new history entry and
+// re-queries; a range, zoomed frame, search or orientation replaces the
+// current entry. Answers to requests that a newer one replaced are dropped.
+
+import { fleet, getFleetFlameGraph, problem, query, type Problem } from "../api";
+import { h, replace } from "../dom";
+import { exactSearch, findPath, layout, pathOf, type Layout } from "../flame/model";
+import { formatCount, formatDuration, formatWallRange } from "../format";
+import {
+  absRange,
+  ceilSecond,
+  eventBase,
+  floorSecond,
+  flameRequest,
+  fleetPath,
+  foldedFilename,
+  heatmapRequest,
+  hostProfiles,
+  hostsRequest,
+  narrowToHost,
+  profileLink,
+  readFleet,
+  relRange,
+  selectionOf,
+  timelineRequest,
+  timestampNanos,
+  timestampOf,
+  wholeSeconds,
+  withWindow,
+  writeFleet,
+  zoomIn,
+  zoomOut,
+  type AbsRange,
+  type FleetState,
+  type ListedProfile,
+} from "../fleetstate";
+import type { Accounting } from "../gen/fleetscope/v1/fleet_pb";
+import { FlameGraphFormat } from "../gen/fleetscope/v1/query_pb";
+import { cellsOfRange, fleetHeatmapOf, gridOf, sumCells, type Heatmap } from "../heatmap/model";
+import { FleetBar } from "../panels/fleetbar";
+import { FlamePanel } from "../panels/flame";
+import { HeatmapPanel } from "../panels/heatmap";
+import { HostsPanel } from "../panels/hosts";
+import { TimelinePanel } from "../panels/timeline";
+import { TopPanel } from "../panels/top";
+import { navigate, setQuery } from "../router";
+import { Latest } from "../viewstate";
+import type { Page } from "./page";
+import { emptyState, onUnauthenticated } from "./states";
+
+/** accountingWords says what an answer counted: "3 profiles; left out: 1
+ * (no per-sample times: no heatmap)". */
+function accountingWords(a: Accounting | undefined): string {
+  if (!a) return "";
+  const left = Object.entries(a.leftOut)
+    .filter(([, n]) => n > 0)
+    .sort(([x], [y]) => (x < y ? -1 : 1));
+  const n = left.reduce((s, [, c]) => s + c, 0);
+  return `${formatCount(a.profiles)} profile${a.profiles === 1 ? "" : "s"}${n ? `; left out: ${left.map(([why, c]) => `${formatCount(c)} (${why})`).join(", ")}` : ""}`;
+}
+
+/** profilesWithout says "1 profile without per-sample times" or "3 profiles without …". */
+function profilesWithout(n: number): string {
+  return `${formatCount(n)} profile${n === 1 ? "" : "s"} without per-sample times`;
+}
+
+function leftOutData(a: Accounting | undefined): string {
+  return JSON.stringify(a ? Object.fromEntries(Object.entries(a.leftOut).sort(([x], [y]) => (x < y ? -1 : 1))) : {});
+}
+
+function toLayout(r: { tree: Parameters<typeof layout>[0] | null }): Layout {
+  return layout(r.tree ?? { names: [], name: [], value: [], depth: [] });
+}
+
+export function fleetPage(params: URLSearchParams): Page {
+  const read = readFleet(params, new Date());
+  let state: FleetState = read.state;
+  // The URL says exactly what is shown (a defaulted window, a dropped range), so it is a permalink.
+  if (state.app) setQuery(writeFleet(state));
+
+  const ctrl = new AbortController();
+  const heatReq = new Latest();
+  const hostsReq = new Latest();
+  const timeReq = new Latest();
+  const flameReq = new Latest();
+  const hostProfileReq = new Latest();
+  let heat: Heatmap | null = null;
+  let heatAccounting: Accounting | undefined;
+  let hostCount: number | null = null;
+  let flameTotal: number | null = null;
+  let flameAccounting: Accounting | undefined;
+  let explain: string | undefined; // why the flame graph's total differs from the cells, when known
+
+  // ---- panels ----------------------------------------------------------------------
+  const bar = new FleetBar({
+    onApply: (v) => change({ ...withWindow(state, v.from, v.to), app: v.app, hosts: v.hosts, labels: v.labels, event: v.event, idle: v.idle }),
+    onZoomOut: () => change(zoomOut(state)),
+  });
+  const summary = h("div", { class: "fleet-summary", "data-testid": "accounting", "aria-live": "polite" });
+  const timeline = new TimelinePanel({
+    onZoom: (r) => {
+      const start = r.start > state.from ? r.start : state.from;
+      const end = r.end < state.to ? r.end : state.to;
+      const [from, to] = [floorSecond(start), ceilSecond(end)];
+      if (from !== state.from || to !== state.to) change(withWindow(state, from, to));
+    },
+  });
+  const heatPanel = new HeatmapPanel({
+    rows: state.rows,
+    idle: state.idle,
+    wallClock: true,
+    eventAndIdle: false,
+    hint: (spc) =>
+      spc === 1
+        ? "each column is one second of wall-clock time, each cell a slice of it, summed over every host. Drag across cells for the merged flame graph of that range."
+        : `each column is ${spc} seconds (a long window), each cell the same slice of each of them summed over every host, so a selection takes whole columns; “Zoom to selection” re-queries at finer columns.`,
+    whole: { label: "Whole window", hint: "no range selected. Click a cell or drag across cells for the merged flame graph of that range." },
+    selectionActions: () => [
+      h(
+        "button",
+        { type: "button", class: "ghost small", "data-testid": "zoom-in", title: "Make the selection's seconds the window (finer columns)", onclick: () => state.range && change(zoomIn(state, state.range)) },
+        "Zoom to selection",
+      ),
+    ],
+    onSelect: (r) => select(r && heat ? absRange(r, heat.startSecond) : null),
+    onClear: () => {
+      heatPanel.clearSelection();
+      select(null);
+    },
+    onEvent: () => {},
+    onRows: (rows) => change({ ...state, rows }),
+    onIdle: () => {},
+  });
+  const hosts = new HostsPanel({
+    onNarrow: (host) => change(narrowToHost(state, host)),
+    onProfile: (host) => void openHostProfile(host),
+    onAllHosts: () => change({ ...state, hosts: [] }),
+  });
+  const flame = new FlamePanel({
+    search: state.search,
+    orient: state.orient,
+    onSearch: (search) => {
+      record({ ...state, search });
+      redrawFlame();
+    },
+    onOrient: (orient) => {
+      record({ ...state, orient });
+      redrawFlame();
+    },
+    onZoom: (i) => {
+      const l = flame.layout;
+      if (!l) return;
+      record({ ...state, frame: i > 0 ? pathOf(l, i) : "" });
+      flame.zoom(i, state.search, state.orient);
+      showTop();
+    },
+    link: () => location.origin + fleetPath(state),
+    onDownloadFolded: () => downloadFolded(),
+  });
+  const flameAcc = h("div", { class: "muted small flame-accounting", "data-testid": "flame-accounting" });
+  flame.el.querySelector(".panel-head")?.after(flameAcc);
+  const top = new TopPanel({
+    onPick: (name) => {
+      const search = exactSearch(name);
+      flame.setSearch(search);
+      record({ ...state, search });
+      redrawFlame();
+    },
+  });
+
+  const title = h("h1", null);
+  const back = h("a", { class: "back", href: "/" }, "← Profiles");
+  const panels = [summary, timeline.el, heatPanel.el, hosts.el, flame.el, top.el];
+  const body = h("div", { class: "fleet-body" }, panels);
+  const el = h("div", { class: "page fleet-page" }, h("header", { class: "profile-head" }, back, h("div", { class: "title-row" }, title)), bar.el, body);
+
+  // ---- state -----------------------------------------------------------------------
+
+  /** record keeps a change of range or flame view in the URL (no new entry). */
+  function record(next: FleetState) {
+    state = next;
+    setQuery(writeFleet(state));
+  }
+
+  /** change moves to a new selection: a new history entry, and every answer again. */
+  function change(next: FleetState) {
+    state = next;
+    setQuery(writeFleet(state), true);
+    start();
+  }
+
+  /** counted is the view with the event the heatmap counts named (when
+   * none is chosen), so that a range's flame graph counts the same one. */
+  function counted(): FleetState {
+    return state.event || !heatAccounting?.event ? state : { ...state, event: heatAccounting.event };
+  }
+
+  function select(r: AbsRange | null) {
+    record({ ...state, range: r });
+    timeline.setSelection(r);
+    hosts.setSelection(r);
+    showSelection();
+    void loadFlame();
+  }
+
+  function showHead() {
+    title.textContent = "";
+    title.append(state.app || "Fleet", h("span", { class: "host" }, state.app ? " · fleet" : ""));
+    back.href = state.app ? `/?app=${encodeURIComponent(state.app)}` : "/";
+    document.title = `${state.app || "Fleet"} · fleet · fleetscope`;
+  }
+
+  /** start asks for everything the selection shows. The whole window's
+   * merged flame graph waits for the heatmap (it costs the server a pass
+   * over the window's samples), and so does a range's unless the event is
+   * named; else it comes along at once. */
+  function start() {
+    showHead();
+    bar.set(state);
+    if (!state.app) {
+      replace(body, emptyState("Choose an app", "Type an app's name above and press Enter to see its fleet: every host's profiles in wall-clock time.", "no-app"));
+      return;
+    }
+    if (body.firstChild !== summary) replace(body, panels);
+    heat = null;
+    heatAccounting = undefined;
+    hostCount = null;
+    flameTotal = null;
+    explain = undefined;
+    flame.loading(); // the graph on screen is of the old selection
+    const heatDone = loadHeatmap();
+    void loadHosts();
+    void loadTimeline();
+    void loadEvents();
+    // With no event named, the server counts the one most samples of the
+    // selection have; a range's flame graph asks for the heatmap's by name
+    // (the range's own most common event could be another), so it waits.
+    if (state.range && state.event) void loadFlame();
+    else void heatDone.finally(() => !ctrl.signal.aborted && loadFlame());
+  }
+
+  function failed(p: Problem, show: (p: Problem) => void) {
+    if (p.kind === "unauthenticated") onUnauthenticated();
+    else show(p);
+  }
+
+  // ---- loading ---------------------------------------------------------------------
+
+  async function loadHeatmap() {
+    const current = heatReq.begin();
+    heatPanel.loading();
+    try {
+      const res = await fleet.getFleetHeatmap(heatmapRequest(state), { signal: ctrl.signal });
+      if (!current()) return;
+      heat = fleetHeatmapOf(res);
+      heatAccounting = res.accounting;
+      bar.setCounted(res.accounting?.event ?? "");
+      const none = !res.accounting?.profiles
+        ? "No profile of this selection with per-sample times has samples in the window."
+        : state.idle
+          ? "No samples of this event in the window."
+          : "No samples of this event in the window that are not idle. Tick “Include idle” to see idle ones.";
+      heatPanel.show(heat, state.range ? relRange(state.range, heat.startSecond) : null, state.idle, none);
+      if (!state.range) {
+        // a long window may have its samples far to the right: show where they start
+        const col = heat.columns.findIndex((c) => c.some((n) => n > 0));
+        if (col > 0) heatPanel.scrollToColumn(col);
+      }
+      showSummary();
+      showSelection();
+    } catch (err) {
+      if (ctrl.signal.aborted || !current()) return;
+      failed(problem(err), (p) => {
+        heatPanel.error(p, () => void loadHeatmap());
+        replace(summary, h("span", { class: "muted" }, p.kind === "invalid" ? p.message : ""));
+      });
+    }
+  }
+
+  async function loadHosts() {
+    const current = hostsReq.begin();
+    hosts.loading();
+    try {
+      const res = await fleet.getFleetHosts(hostsRequest(state), { signal: ctrl.signal });
+      if (!current()) return;
+      hostCount = res.hosts.length;
+      hosts.show(
+        {
+          startSecond: Number(res.startSecond),
+          secondsPerColumn: Number(res.secondsPerColumn),
+          columns: res.hosts[0]?.columns.length ?? 0,
+          hosts: res.hosts.map((x) => ({ host: x.host, total: Number(x.total), columns: x.columns.map(Number) })),
+        },
+        state.range,
+        state.hosts.length > 0,
+      );
+      showSummary();
+    } catch (err) {
+      if (ctrl.signal.aborted || !current()) return;
+      failed(problem(err), (p) => hosts.error(p, () => void loadHosts()));
+    }
+  }
+
+  async function loadTimeline() {
+    const current = timeReq.begin();
+    timeline.loading();
+    try {
+      const res = await fleet.getFleetTimeline(timelineRequest(state), { signal: ctrl.signal });
+      if (!current()) return;
+      timeline.show(
+        { startSecond: Number(res.startSecond), secondsPerColumn: Number(res.secondsPerColumn), columns: res.totals.length, totals: res.totals.map(Number) },
+        state.range,
+      );
+    } catch (err) {
+      if (ctrl.signal.aborted || !current()) return;
+      failed(problem(err), (p) => timeline.error(p, () => void loadTimeline()));
+    }
+  }
+
+  /** loadEvents offers the events of the app's profiles in the window. */
+  async function loadEvents() {
+    try {
+      const res = await query.searchProfiles(
+        { app: state.app, since: timestampOf(state.from), until: timestampOf(state.to), pageSize: 200 },
+        { signal: ctrl.signal },
+      );
+      const names = [...new Set(res.profiles.flatMap((p) => p.events.map((e) => eventBase(e.name))))].sort();
+      bar.setEvents(names);
+    } catch {
+      // only suggestions: the field still takes any name
+    }
+  }
+
+  async function loadFlame() {
+    const current = flameReq.begin();
+    flameTotal = null;
+    explain = undefined;
+    flameAccounting = undefined;
+    flameAcc.textContent = "";
+    flame.loading();
+    showSelection();
+    try {
+      const { graph, accounting } = await getFleetFlameGraph(flameRequest(counted(), FlameGraphFormat.TREE), ctrl.signal);
+      if (!current()) return;
+      flameTotal = graph.total;
+      flameAccounting = accounting;
+      const l = toLayout(graph);
+      let zoom = state.frame ? findPath(l, state.frame) : 0;
+      if (zoom < 0) {
+        zoom = 0;
+        record({ ...state, frame: "" });
+      }
+      const r = state.range;
+      const scope = r ? formatWallRange(r.start, r.end) : `whole window, ${formatWallRange(state.from, state.to)}`;
+      flame.show(
+        l,
+        zoom,
+        state.search,
+        state.orient,
+        scope,
+        r ? `No host ran anything (that is not idle) in ${formatWallRange(r.start, r.end)}.` : "No samples of this event in the window.",
+      );
+      flameAcc.dataset.profiles = String(accounting.profiles);
+      flameAcc.dataset.leftOut = leftOutData(accounting);
+      flameAcc.textContent = `merged from ${accountingWords(accounting)}`;
+      showTop();
+      showSelection();
+      showSummary();
+      void explainDifference(current);
+    } catch (err) {
+      if (ctrl.signal.aborted || !current()) return;
+      failed(problem(err), (p) => flame.error(p, () => void loadFlame()));
+    }
+  }
+
+  /** explainDifference: when a range's merged flame graph totals more than
+   * its cells, profiles without per-sample times that lie wholly inside the
+   * range may be why (they enter flame graphs, never heatmaps). The
+   * range's timeline counts its timed profiles; the rest of the flame
+   * graph's profiles are untimed ones. */
+  async function explainDifference(current: () => boolean) {
+    const r = state.range;
+    if (!r || !heat || flameTotal === null || !flameAccounting) return;
+    const cells = cellSum(r);
+    if (cells === null || cells === flameTotal) return;
+    try {
+      const res = await fleet.getFleetTimeline({ selection: selectionOf(counted(), r.start, r.end), minSecondsPerColumn: BigInt(31 * 24 * 3600) }, { signal: ctrl.signal });
+      if (!current()) return;
+      const untimed = flameAccounting.profiles - (res.accounting?.profiles ?? 0);
+      if (untimed > 0) {
+        explain = `it also counts ${profilesWithout(untimed)} lying wholly inside the range (they have no heatmap)`;
+        showSelection();
+      }
+    } catch {
+      // the difference stays shown without an explanation
+    }
+  }
+
+  /** cellSum is the selected cells' sum when the range is exactly cells. */
+  function cellSum(r: AbsRange): number | null {
+    if (!heat) return null;
+    const span = cellsOfRange(relRange(r, heat.startSecond), gridOf(heat));
+    return span && span.aligned ? sumCells(heat, span.first, span.last) : null;
+  }
+
+  async function downloadFolded() {
+    try {
+      const { graph } = await getFleetFlameGraph(flameRequest(counted(), FlameGraphFormat.FOLDED), ctrl.signal);
+      const a = h("a", { href: URL.createObjectURL(new Blob([graph.folded], { type: "text/plain" })), download: foldedFilename(state) });
+      a.click();
+      setTimeout(() => URL.revokeObjectURL(a.href), 10_000);
+    } catch (err) {
+      failed(problem(err), (p) => flame.error(p, () => void loadFlame()));
+    }
+  }
+
+  // ---- a host's profile ------------------------------------------------------------
+
+  /** openHostProfile finds host's profile holding samples of the range (or
+   * the window) and opens it at that range; with several, it lists them. */
+  async function openHostProfile(host: string) {
+    const current = hostProfileReq.begin();
+    const r = state.range ?? { start: state.from, end: state.to };
+    hosts.showNote(`Looking for ${host}'s profile of ${formatWallRange(r.start, r.end)}…`);
+    try {
+      const labels = Object.fromEntries(state.labels.filter((l) => !l.not).map((l) => [l.name, l.value]));
+      const res = await query.searchProfiles({ app: state.app, host, labels, since: timestampOf(r.start), until: timestampOf(r.end), pageSize: 100 }, { signal: ctrl.signal });
+      if (!current()) return;
+      const ps = hostProfiles(res.profiles, host, state.labels, r);
+      if (ps.length === 0) return hosts.showNote(`${host} has no profile with per-sample times in ${formatWallRange(r.start, r.end)}.`);
+      if (ps.length === 1) return navigate(hostProfileLink(ps[0]));
+      hosts.showNote(
+        `${host} has ${ps.length} profiles in ${formatWallRange(r.start, r.end)}; each opens at the part of the range it holds:`,
+        ps.map((p) => ({
+          label: `${p.startTime && p.endTime ? formatWallRange(timestampNanos(p.startTime), timestampNanos(p.endTime)) : p.id} (${formatDuration(Number(p.durationNanos))})`,
+          href: hostProfileLink(p),
+        })),
+      );
+    } catch (err) {
+      if (ctrl.signal.aborted || !current()) return;
+      failed(problem(err), (p) => hosts.showNote(`Could not look for ${host}'s profile: ${p.message}`));
+    }
+  }
+
+  /** hostProfileLink opens profile p at the range, with the event counted. */
+  function hostProfileLink(p: ListedProfile): string {
+    return profileLink(p, state, heatAccounting?.event ?? "");
+  }
+
+  // ---- drawing ---------------------------------------------------------------------
+
+  function showSummary() {
+    if (!heat) return;
+    const a = heatAccounting;
+    summary.dataset.total = String(heat.total);
+    summary.dataset.profiles = String(a?.profiles ?? 0);
+    summary.dataset.event = a?.event ?? "";
+    summary.dataset.leftOut = leftOutData(a);
+    const whole =
+      !state.range && flameTotal !== null && flameAccounting && wholeSeconds(state)
+        ? flameAccounting.profiles === a?.profiles
+          ? flameTotal === heat.total
+            ? h("span", { class: "agree", "data-testid": "window-check" }, " ✓ the whole window's merged flame graph totals the heatmap")
+            : h("span", { class: "disagree", role: "alert", "data-testid": "window-check" }, ` ✗ the whole window's merged flame graph totals ${formatCount(flameTotal)}`)
+          : h("span", { class: "muted", "data-testid": "window-check" }, ` · the merged flame graph also counts ${profilesWithout(flameAccounting.profiles - (a?.profiles ?? 0))} lying wholly inside the window`)
+        : null;
+    replace(
+      summary,
+      h("b", { "data-testid": "fleet-total" }, formatCount(heat.total)),
+      ` samples of `,
+      h("b", null, a?.event || "no event"),
+      ` in ${formatWallRange(state.from, state.to)} (${formatDuration(Number(state.to - state.from))}) from `,
+      h("span", { "data-testid": "fleet-profiles" }, accountingWords(a)),
+      hostCount !== null ? ` · ${formatCount(hostCount)} host${hostCount === 1 ? "" : "s"} with samples` : "",
+      state.hosts.length ? ` · hosts: ${state.hosts.join(", ")}` : "",
+      whole,
+    );
+  }
+
+  function showSelection() {
+    if (!heat) return;
+    heatPanel.showSelection(state.range ? relRange(state.range, heat.startSecond) : null, flameTotal, explain);
+    if (!state.range) showSummary();
+  }
+
+  function redrawFlame() {
+    flame.redraw(state.search, state.orient);
+    showTop();
+  }
+
+  function showTop() {
+    const l = flame.layout;
+    if (l) top.show(l, flame.zoomed, state.search.trim() !== "");
+  }
+
+  const onKey = (e: KeyboardEvent) => {
+    if (e.key === "/" && !(e.target instanceof HTMLInputElement || e.target instanceof HTMLTextAreaElement || e.target instanceof HTMLSelectElement)) {
+      e.preventDefault();
+      flame.focusSearch();
+    }
+  };
+  window.addEventListener("keydown", onKey);
+
+  start();
+
+  return {
+    el,
+    title: state.app ? `${state.app} · fleet` : "Fleet",
+    destroy() {
+      ctrl.abort();
+      heatPanel.destroy();
+      flame.destroy();
+      timeline.destroy();
+      hosts.destroy();
+      window.removeEventListener("keydown", onKey);
+    },
+    focus() {
+      if (!state.app) (bar.el.querySelector("[data-testid=fleet-app]") as HTMLInputElement | null)?.focus();
+    },
+  };
+}
