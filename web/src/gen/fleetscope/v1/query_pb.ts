@@ -14,7 +14,50 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file fleetscope/v1/query.proto.
  */
 export const file_fleetscope_v1_query: GenFile = /*@__PURE__*/
-  fileDesc("ChlmbGVldHNjb3BlL3YxL3F1ZXJ5LnByb3RvEg1mbGVldHNjb3BlLnYxIqACChVTZWFyY2hQcm9maWxlc1JlcXVlc3QSCwoDYXBwGAEgASgJEgwKBGhvc3QYAiABKAkSQAoGbGFiZWxzGAMgAygLMjAuZmxlZXRzY29wZS52MS5TZWFyY2hQcm9maWxlc1JlcXVlc3QuTGFiZWxzRW50cnkSKQoFc2luY2UYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEikKBXVudGlsGAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIRCglwYWdlX3NpemUYBiABKAUSEgoKcGFnZV90b2tlbhgHIAEoCRotCgtMYWJlbHNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIlsKFlNlYXJjaFByb2ZpbGVzUmVzcG9uc2USKAoIcHJvZmlsZXMYASADKAsyFi5mbGVldHNjb3BlLnYxLlByb2ZpbGUSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIh8KEUdldFByb2ZpbGVSZXF1ZXN0EgoKAmlkGAEgASgJIj0KEkdldFByb2ZpbGVSZXNwb25zZRInCgdwcm9maWxlGAEgASgLMhYuZmxlZXRzY29wZS52MS5Qcm9maWxlIloKEUdldEhlYXRtYXBSZXF1ZXN0EhIKCnByb2ZpbGVfaWQYASABKAkSDQoFZXZlbnQYAiABKAkSDAoEcm93cxgDIAEoBRIUCgxpbmNsdWRlX2lkbGUYBCABKAgirQEKEkdldEhlYXRtYXBSZXNwb25zZRINCgVldmVudBgBIAEoCRIUCgxzdGFydF9zZWNvbmQYAiABKAMSDAoEcm93cxgDIAEoBRImCgdjb2x1bW5zGAQgAygLMhUuZmxlZXRzY29wZS52MS5Db2x1bW4SEQoJbWF4X2NvdW50GAUgASgDEg0KBXRvdGFsGAYgASgDEhoKEnNlY29uZHNfcGVyX2NvbHVtbhgHIAEoAyIYCgZDb2x1bW4SDgoGY291bnRzGAEgAygDIpkCChRHZXRGbGFtZUdyYXBoUmVxdWVzdBISCgpwcm9maWxlX2lkGAEgASgJEg0KBWV2ZW50GAIgASgJEhgKC3N0YXJ0X25hbm9zGAMgASgDSACIAQESFgoJZW5kX25hbm9zGAQgASgDSAGIAQESFAoMaW5jbHVkZV9pZGxlGAUgASgIEi8KBmZvcm1hdBgGIAEoDjIfLmZsZWV0c2NvcGUudjEuRmxhbWVHcmFwaEZvcm1hdBIYChB3ZWlnaHRfYnlfcGVyaW9kGAcgASgIEhcKD2Fubm90YXRlX2tlcm5lbBgIIAEoCBIUCgxhbm5vdGF0ZV9qaXQYCSABKAhCDgoMX3N0YXJ0X25hbm9zQgwKCl9lbmRfbmFub3MibQoVR2V0RmxhbWVHcmFwaFJlc3BvbnNlEg0KBWV2ZW50GAEgASgJEg0KBXRvdGFsGAIgASgEEg4KBmZvbGRlZBgDIAEoCRImCgR0cmVlGAQgASgLMhguZmxlZXRzY29wZS52MS5GbGFtZVRyZWUiRgoJRmxhbWVUcmVlEg0KBW5hbWVzGAEgAygJEgwKBG5hbWUYAiADKA0SDQoFdmFsdWUYAyADKAQSDQoFZGVwdGgYBCADKA0qcgoQRmxhbWVHcmFwaEZvcm1hdBIiCh5GTEFNRV9HUkFQSF9GT1JNQVRfVU5TUEVDSUZJRUQQABIdChlGTEFNRV9HUkFQSF9GT1JNQVRfRk9MREVEEAESGwoXRkxBTUVfR1JBUEhfRk9STUFUX1RSRUUQAjLvAgoMUXVlcnlTZXJ2aWNlEl0KDlNlYXJjaFByb2ZpbGVzEiQuZmxlZXRzY29wZS52MS5TZWFyY2hQcm9maWxlc1JlcXVlc3QaJS5mbGVldHNjb3BlLnYxLlNlYXJjaFByb2ZpbGVzUmVzcG9uc2USUQoKR2V0UHJvZmlsZRIgLmZsZWV0c2NvcGUudjEuR2V0UHJvZmlsZVJlcXVlc3QaIS5mbGVldHNjb3BlLnYxLkdldFByb2ZpbGVSZXNwb25zZRJRCgpHZXRIZWF0bWFwEiAuZmxlZXRzY29wZS52MS5HZXRIZWF0bWFwUmVxdWVzdBohLmZsZWV0c2NvcGUudjEuR2V0SGVhdG1hcFJlc3BvbnNlEloKDUdldEZsYW1lR3JhcGgSIy5mbGVldHNjb3BlLnYxLkdldEZsYW1lR3JhcGhSZXF1ZXN0GiQuZmxlZXRzY29wZS52MS5HZXRGbGFtZUdyYXBoUmVzcG9uc2VCRVpDZ2l0aHViLmNvbS9mbGVldHNjb3BlL2ZsZWV0c2NvcGUvYXBpL2dlbi9mbGVldHNjb3BlL3YxO2ZsZWV0c2NvcGV2MWIGcHJvdG8z", [file_fleetscope_v1_profile, file_google_protobuf_timestamp]);
+  fileDesc("ChlmbGVldHNjb3BlL3YxL3F1ZXJ5LnByb3RvEg1mbGVldHNjb3BlLnYxImQKDFNhbXBsZUZpbHRlchIQCghmdW5jdGlvbhgBIAEoCRIYChBleGNsdWRlX2Z1bmN0aW9uGAIgASgJEgwKBHBpZHMYAyADKAUSDAoEdGlkcxgEIAMoBRIMCgRjcHVzGAUgAygFIqACChVTZWFyY2hQcm9maWxlc1JlcXVlc3QSCwoDYXBwGAEgASgJEgwKBGhvc3QYAiABKAkSQAoGbGFiZWxzGAMgAygLMjAuZmxlZXRzY29wZS52MS5TZWFyY2hQcm9maWxlc1JlcXVlc3QuTGFiZWxzRW50cnkSKQoFc2luY2UYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEikKBXVudGlsGAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIRCglwYWdlX3NpemUYBiABKAUSEgoKcGFnZV90b2tlbhgHIAEoCRotCgtMYWJlbHNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIlsKFlNlYXJjaFByb2ZpbGVzUmVzcG9uc2USKAoIcHJvZmlsZXMYASADKAsyFi5mbGVldHNjb3BlLnYxLlByb2ZpbGUSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIh8KEUdldFByb2ZpbGVSZXF1ZXN0EgoKAmlkGAEgASgJIj0KEkdldFByb2ZpbGVSZXNwb25zZRInCgdwcm9maWxlGAEgASgLMhYuZmxlZXRzY29wZS52MS5Qcm9maWxlIocBChFHZXRIZWF0bWFwUmVxdWVzdBISCgpwcm9maWxlX2lkGAEgASgJEg0KBWV2ZW50GAIgASgJEgwKBHJvd3MYAyABKAUSFAoMaW5jbHVkZV9pZGxlGAQgASgIEisKBmZpbHRlchgFIAEoCzIbLmZsZWV0c2NvcGUudjEuU2FtcGxlRmlsdGVyIq0BChJHZXRIZWF0bWFwUmVzcG9uc2USDQoFZXZlbnQYASABKAkSFAoMc3RhcnRfc2Vjb25kGAIgASgDEgwKBHJvd3MYAyABKAUSJgoHY29sdW1ucxgEIAMoCzIVLmZsZWV0c2NvcGUudjEuQ29sdW1uEhEKCW1heF9jb3VudBgFIAEoAxINCgV0b3RhbBgGIAEoAxIaChJzZWNvbmRzX3Blcl9jb2x1bW4YByABKAMiGAoGQ29sdW1uEg4KBmNvdW50cxgBIAMoAyLGAgoUR2V0RmxhbWVHcmFwaFJlcXVlc3QSEgoKcHJvZmlsZV9pZBgBIAEoCRINCgVldmVudBgCIAEoCRIYCgtzdGFydF9uYW5vcxgDIAEoA0gAiAEBEhYKCWVuZF9uYW5vcxgEIAEoA0gBiAEBEhQKDGluY2x1ZGVfaWRsZRgFIAEoCBIvCgZmb3JtYXQYBiABKA4yHy5mbGVldHNjb3BlLnYxLkZsYW1lR3JhcGhGb3JtYXQSGAoQd2VpZ2h0X2J5X3BlcmlvZBgHIAEoCBIXCg9hbm5vdGF0ZV9rZXJuZWwYCCABKAgSFAoMYW5ub3RhdGVfaml0GAkgASgIEisKBmZpbHRlchgKIAEoCzIbLmZsZWV0c2NvcGUudjEuU2FtcGxlRmlsdGVyQg4KDF9zdGFydF9uYW5vc0IMCgpfZW5kX25hbm9zIm0KFUdldEZsYW1lR3JhcGhSZXNwb25zZRINCgVldmVudBgBIAEoCRINCgV0b3RhbBgCIAEoBBIOCgZmb2xkZWQYAyABKAkSJgoEdHJlZRgEIAEoCzIYLmZsZWV0c2NvcGUudjEuRmxhbWVUcmVlIkYKCUZsYW1lVHJlZRINCgVuYW1lcxgBIAMoCRIMCgRuYW1lGAIgAygNEg0KBXZhbHVlGAMgAygEEg0KBWRlcHRoGAQgAygNIrIBChdHZXRIZWF0bWFwU2VyaWVzUmVxdWVzdBISCgpwcm9maWxlX2lkGAEgASgJEg0KBWV2ZW50GAIgASgJEhQKDGluY2x1ZGVfaWRsZRgDIAEoCBIrCgZmaWx0ZXIYBCABKAsyGy5mbGVldHNjb3BlLnYxLlNhbXBsZUZpbHRlchIkCgJieRgFIAEoDjIYLmZsZWV0c2NvcGUudjEuU2VyaWVzS2V5EgsKA3RvcBgGIAEoBSKCAQoYR2V0SGVhdG1hcFNlcmllc1Jlc3BvbnNlEg0KBWV2ZW50GAEgASgJEhQKDHN0YXJ0X3NlY29uZBgCIAEoAxIaChJzZWNvbmRzX3Blcl9jb2x1bW4YAyABKAMSJQoGc2VyaWVzGAQgAygLMhUuZmxlZXRzY29wZS52MS5TZXJpZXMiQwoGU2VyaWVzEgsKA2tleRgBIAEoCRIMCgRuYW1lGAIgASgJEg0KBXRvdGFsGAMgASgDEg8KB2NvbHVtbnMYBCADKAMqcgoQRmxhbWVHcmFwaEZvcm1hdBIiCh5GTEFNRV9HUkFQSF9GT1JNQVRfVU5TUEVDSUZJRUQQABIdChlGTEFNRV9HUkFQSF9GT1JNQVRfRk9MREVEEAESGwoXRkxBTUVfR1JBUEhfRk9STUFUX1RSRUUQAipqCglTZXJpZXNLZXkSGgoWU0VSSUVTX0tFWV9VTlNQRUNJRklFRBAAEhIKDlNFUklFU19LRVlfQ1BVEAESFQoRU0VSSUVTX0tFWV9USFJFQUQQAhIWChJTRVJJRVNfS0VZX1BST0NFU1MQAzLUAwoMUXVlcnlTZXJ2aWNlEl0KDlNlYXJjaFByb2ZpbGVzEiQuZmxlZXRzY29wZS52MS5TZWFyY2hQcm9maWxlc1JlcXVlc3QaJS5mbGVldHNjb3BlLnYxLlNlYXJjaFByb2ZpbGVzUmVzcG9uc2USUQoKR2V0UHJvZmlsZRIgLmZsZWV0c2NvcGUudjEuR2V0UHJvZmlsZVJlcXVlc3QaIS5mbGVldHNjb3BlLnYxLkdldFByb2ZpbGVSZXNwb25zZRJRCgpHZXRIZWF0bWFwEiAuZmxlZXRzY29wZS52MS5HZXRIZWF0bWFwUmVxdWVzdBohLmZsZWV0c2NvcGUudjEuR2V0SGVhdG1hcFJlc3BvbnNlEloKDUdldEZsYW1lR3JhcGgSIy5mbGVldHNjb3BlLnYxLkdldEZsYW1lR3JhcGhSZXF1ZXN0GiQuZmxlZXRzY29wZS52MS5HZXRGbGFtZUdyYXBoUmVzcG9uc2USYwoQR2V0SGVhdG1hcFNlcmllcxImLmZsZWV0c2NvcGUudjEuR2V0SGVhdG1hcFNlcmllc1JlcXVlc3QaJy5mbGVldHNjb3BlLnYxLkdldEhlYXRtYXBTZXJpZXNSZXNwb25zZUJFWkNnaXRodWIuY29tL2ZsZWV0c2NvcGUvZmxlZXRzY29wZS9hcGkvZ2VuL2ZsZWV0c2NvcGUvdjE7ZmxlZXRzY29wZXYxYgZwcm90bzM", [file_fleetscope_v1_profile, file_google_protobuf_timestamp]);
+
+/**
+ * SampleFilter keeps samples by function and by where they ran. function:
+ * some frame of the stack (the root process frame included) matches this
+ * RE2 pattern (unanchored); exclude_function: no frame matches; pids, tids,
+ * cpus: any of each list (empty: any). Heatmap cells and flame graph
+ * totals agree under a filter as without one.
+ *
+ * @generated from message fleetscope.v1.SampleFilter
+ */
+export type SampleFilter = Message<"fleetscope.v1.SampleFilter"> & {
+  /**
+   * @generated from field: string function = 1;
+   */
+  function: string;
+
+  /**
+   * @generated from field: string exclude_function = 2;
+   */
+  excludeFunction: string;
+
+  /**
+   * @generated from field: repeated int32 pids = 3;
+   */
+  pids: number[];
+
+  /**
+   * @generated from field: repeated int32 tids = 4;
+   */
+  tids: number[];
+
+  /**
+   * @generated from field: repeated int32 cpus = 5;
+   */
+  cpus: number[];
+};
+
+/**
+ * Describes the message fleetscope.v1.SampleFilter.
+ * Use `create(SampleFilterSchema)` to create a new message.
+ */
+export const SampleFilterSchema: GenMessage<SampleFilter> = /*@__PURE__*/
+  messageDesc(file_fleetscope_v1_query, 0);
 
 /**
  * SearchProfilesRequest filters by exact app, host and labels (all must
@@ -66,7 +109,7 @@ export type SearchProfilesRequest = Message<"fleetscope.v1.SearchProfilesRequest
  * Use `create(SearchProfilesRequestSchema)` to create a new message.
  */
 export const SearchProfilesRequestSchema: GenMessage<SearchProfilesRequest> = /*@__PURE__*/
-  messageDesc(file_fleetscope_v1_query, 0);
+  messageDesc(file_fleetscope_v1_query, 1);
 
 /**
  * @generated from message fleetscope.v1.SearchProfilesResponse
@@ -90,7 +133,7 @@ export type SearchProfilesResponse = Message<"fleetscope.v1.SearchProfilesRespon
  * Use `create(SearchProfilesResponseSchema)` to create a new message.
  */
 export const SearchProfilesResponseSchema: GenMessage<SearchProfilesResponse> = /*@__PURE__*/
-  messageDesc(file_fleetscope_v1_query, 1);
+  messageDesc(file_fleetscope_v1_query, 2);
 
 /**
  * @generated from message fleetscope.v1.GetProfileRequest
@@ -107,7 +150,7 @@ export type GetProfileRequest = Message<"fleetscope.v1.GetProfileRequest"> & {
  * Use `create(GetProfileRequestSchema)` to create a new message.
  */
 export const GetProfileRequestSchema: GenMessage<GetProfileRequest> = /*@__PURE__*/
-  messageDesc(file_fleetscope_v1_query, 2);
+  messageDesc(file_fleetscope_v1_query, 3);
 
 /**
  * @generated from message fleetscope.v1.GetProfileResponse
@@ -124,7 +167,7 @@ export type GetProfileResponse = Message<"fleetscope.v1.GetProfileResponse"> & {
  * Use `create(GetProfileResponseSchema)` to create a new message.
  */
 export const GetProfileResponseSchema: GenMessage<GetProfileResponse> = /*@__PURE__*/
-  messageDesc(file_fleetscope_v1_query, 3);
+  messageDesc(file_fleetscope_v1_query, 4);
 
 /**
  * @generated from message fleetscope.v1.GetHeatmapRequest
@@ -153,6 +196,11 @@ export type GetHeatmapRequest = Message<"fleetscope.v1.GetHeatmapRequest"> & {
    * @generated from field: bool include_idle = 4;
    */
   includeIdle: boolean;
+
+  /**
+   * @generated from field: fleetscope.v1.SampleFilter filter = 5;
+   */
+  filter?: SampleFilter | undefined;
 };
 
 /**
@@ -160,7 +208,7 @@ export type GetHeatmapRequest = Message<"fleetscope.v1.GetHeatmapRequest"> & {
  * Use `create(GetHeatmapRequestSchema)` to create a new message.
  */
 export const GetHeatmapRequestSchema: GenMessage<GetHeatmapRequest> = /*@__PURE__*/
-  messageDesc(file_fleetscope_v1_query, 4);
+  messageDesc(file_fleetscope_v1_query, 5);
 
 /**
  * GetHeatmapResponse is FlameScope's sub-second offset heatmap: column i
@@ -213,7 +261,7 @@ export type GetHeatmapResponse = Message<"fleetscope.v1.GetHeatmapResponse"> & {
  * Use `create(GetHeatmapResponseSchema)` to create a new message.
  */
 export const GetHeatmapResponseSchema: GenMessage<GetHeatmapResponse> = /*@__PURE__*/
-  messageDesc(file_fleetscope_v1_query, 5);
+  messageDesc(file_fleetscope_v1_query, 6);
 
 /**
  * @generated from message fleetscope.v1.Column
@@ -230,7 +278,7 @@ export type Column = Message<"fleetscope.v1.Column"> & {
  * Use `create(ColumnSchema)` to create a new message.
  */
 export const ColumnSchema: GenMessage<Column> = /*@__PURE__*/
-  messageDesc(file_fleetscope_v1_query, 6);
+  messageDesc(file_fleetscope_v1_query, 7);
 
 /**
  * GetFlameGraphRequest selects samples of one event in the half-open range
@@ -288,6 +336,11 @@ export type GetFlameGraphRequest = Message<"fleetscope.v1.GetFlameGraphRequest">
    * @generated from field: bool annotate_jit = 9;
    */
   annotateJit: boolean;
+
+  /**
+   * @generated from field: fleetscope.v1.SampleFilter filter = 10;
+   */
+  filter?: SampleFilter | undefined;
 };
 
 /**
@@ -295,7 +348,7 @@ export type GetFlameGraphRequest = Message<"fleetscope.v1.GetFlameGraphRequest">
  * Use `create(GetFlameGraphRequestSchema)` to create a new message.
  */
 export const GetFlameGraphRequestSchema: GenMessage<GetFlameGraphRequest> = /*@__PURE__*/
-  messageDesc(file_fleetscope_v1_query, 7);
+  messageDesc(file_fleetscope_v1_query, 8);
 
 /**
  * @generated from message fleetscope.v1.GetFlameGraphResponse
@@ -333,7 +386,7 @@ export type GetFlameGraphResponse = Message<"fleetscope.v1.GetFlameGraphResponse
  * Use `create(GetFlameGraphResponseSchema)` to create a new message.
  */
 export const GetFlameGraphResponseSchema: GenMessage<GetFlameGraphResponse> = /*@__PURE__*/
-  messageDesc(file_fleetscope_v1_query, 8);
+  messageDesc(file_fleetscope_v1_query, 9);
 
 /**
  * FlameTree is a flame graph tree in depth-first pre-order with children
@@ -370,7 +423,124 @@ export type FlameTree = Message<"fleetscope.v1.FlameTree"> & {
  * Use `create(FlameTreeSchema)` to create a new message.
  */
 export const FlameTreeSchema: GenMessage<FlameTree> = /*@__PURE__*/
-  messageDesc(file_fleetscope_v1_query, 9);
+  messageDesc(file_fleetscope_v1_query, 10);
+
+/**
+ * @generated from message fleetscope.v1.GetHeatmapSeriesRequest
+ */
+export type GetHeatmapSeriesRequest = Message<"fleetscope.v1.GetHeatmapSeriesRequest"> & {
+  /**
+   * @generated from field: string profile_id = 1;
+   */
+  profileId: string;
+
+  /**
+   * @generated from field: string event = 2;
+   */
+  event: string;
+
+  /**
+   * @generated from field: bool include_idle = 3;
+   */
+  includeIdle: boolean;
+
+  /**
+   * @generated from field: fleetscope.v1.SampleFilter filter = 4;
+   */
+  filter?: SampleFilter | undefined;
+
+  /**
+   * @generated from field: fleetscope.v1.SeriesKey by = 5;
+   */
+  by: SeriesKey;
+
+  /**
+   * The largest series (by total) to return, the rest summed as "other";
+   * 0 means 50, at most 1000.
+   *
+   * @generated from field: int32 top = 6;
+   */
+  top: number;
+};
+
+/**
+ * Describes the message fleetscope.v1.GetHeatmapSeriesRequest.
+ * Use `create(GetHeatmapSeriesRequestSchema)` to create a new message.
+ */
+export const GetHeatmapSeriesRequestSchema: GenMessage<GetHeatmapSeriesRequest> = /*@__PURE__*/
+  messageDesc(file_fleetscope_v1_query, 11);
+
+/**
+ * GetHeatmapSeriesResponse: samples per key and column, the heatmap's
+ * columns; for every column the series sum to the heatmap's column total.
+ *
+ * @generated from message fleetscope.v1.GetHeatmapSeriesResponse
+ */
+export type GetHeatmapSeriesResponse = Message<"fleetscope.v1.GetHeatmapSeriesResponse"> & {
+  /**
+   * @generated from field: string event = 1;
+   */
+  event: string;
+
+  /**
+   * @generated from field: int64 start_second = 2;
+   */
+  startSecond: bigint;
+
+  /**
+   * @generated from field: int64 seconds_per_column = 3;
+   */
+  secondsPerColumn: bigint;
+
+  /**
+   * @generated from field: repeated fleetscope.v1.Series series = 4;
+   */
+  series: Series[];
+};
+
+/**
+ * Describes the message fleetscope.v1.GetHeatmapSeriesResponse.
+ * Use `create(GetHeatmapSeriesResponseSchema)` to create a new message.
+ */
+export const GetHeatmapSeriesResponseSchema: GenMessage<GetHeatmapSeriesResponse> = /*@__PURE__*/
+  messageDesc(file_fleetscope_v1_query, 12);
+
+/**
+ * Series is one CPU's, thread's or process's samples per column. key: the
+ * CPU number, "pid/tid", or the pid ("unknown" where the profiler did not
+ * record it, "other" for the rest past top); name: the process name of its
+ * first sample.
+ *
+ * @generated from message fleetscope.v1.Series
+ */
+export type Series = Message<"fleetscope.v1.Series"> & {
+  /**
+   * @generated from field: string key = 1;
+   */
+  key: string;
+
+  /**
+   * @generated from field: string name = 2;
+   */
+  name: string;
+
+  /**
+   * @generated from field: int64 total = 3;
+   */
+  total: bigint;
+
+  /**
+   * @generated from field: repeated int64 columns = 4;
+   */
+  columns: bigint[];
+};
+
+/**
+ * Describes the message fleetscope.v1.Series.
+ * Use `create(SeriesSchema)` to create a new message.
+ */
+export const SeriesSchema: GenMessage<Series> = /*@__PURE__*/
+  messageDesc(file_fleetscope_v1_query, 13);
 
 /**
  * @generated from enum fleetscope.v1.FlameGraphFormat
@@ -399,6 +569,37 @@ export enum FlameGraphFormat {
  */
 export const FlameGraphFormatSchema: GenEnum<FlameGraphFormat> = /*@__PURE__*/
   enumDesc(file_fleetscope_v1_query, 0);
+
+/**
+ * @generated from enum fleetscope.v1.SeriesKey
+ */
+export enum SeriesKey {
+  /**
+   * @generated from enum value: SERIES_KEY_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * @generated from enum value: SERIES_KEY_CPU = 1;
+   */
+  CPU = 1,
+
+  /**
+   * @generated from enum value: SERIES_KEY_THREAD = 2;
+   */
+  THREAD = 2,
+
+  /**
+   * @generated from enum value: SERIES_KEY_PROCESS = 3;
+   */
+  PROCESS = 3,
+}
+
+/**
+ * Describes the enum fleetscope.v1.SeriesKey.
+ */
+export const SeriesKeySchema: GenEnum<SeriesKey> = /*@__PURE__*/
+  enumDesc(file_fleetscope_v1_query, 1);
 
 /**
  * QueryService answers from the index alone: searches, heatmaps and exact
@@ -438,6 +639,17 @@ export const QueryService: GenService<{
     methodKind: "unary";
     input: typeof GetFlameGraphRequestSchema;
     output: typeof GetFlameGraphResponseSchema;
+  },
+  /**
+   * Samples per (CPU, thread or process, column): the heatmap's thread
+   * axis.
+   *
+   * @generated from rpc fleetscope.v1.QueryService.GetHeatmapSeries
+   */
+  getHeatmapSeries: {
+    methodKind: "unary";
+    input: typeof GetHeatmapSeriesRequestSchema;
+    output: typeof GetHeatmapSeriesResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_fleetscope_v1_query, 0);
