@@ -49,6 +49,7 @@ var Scopes = map[string]string{
 	fleetscopev1connect.FleetServiceGetFleetHostsProcedure:       fleetscope.ScopeRead,
 	fleetscopev1connect.FleetServiceGetFleetTimelineProcedure:    fleetscope.ScopeRead,
 	fleetscopev1connect.FleetServiceGetFleetFlameGraphProcedure:  fleetscope.ScopeRead,
+	fleetscopev1connect.CompareServiceGetDiffFlameGraphProcedure: fleetscope.ScopeRead,
 	pushv1connect.PusherServicePushProcedure:                     fleetscope.ScopeIngest, // Pyroscope's push API
 }
 

@@ -136,7 +136,7 @@ func (h *fleetHandler) GetFleetFlameGraph(ctx context.Context, req *connect.Requ
 	if err != nil {
 		return nil, err
 	}
-	fg, err := renderFlame(g.FlameGraph, m.GetFormat())
+	fg, err := renderFlame(g.FlameGraph, m.GetFormat(), query.WindowTitle(sel), m.GetWeightByPeriod())
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"strings"
 
@@ -10,6 +11,7 @@ import (
 	fsv1 "github.com/fleetscope/fleetscope/api/gen/fleetscope/v1"
 	"github.com/fleetscope/fleetscope/api/gen/fleetscope/v1/fleetscopev1connect"
 	"github.com/fleetscope/fleetscope/query"
+	"github.com/fleetscope/fleetscope/query/export"
 	"github.com/fleetscope/fleetscope/query/flame"
 )
 
@@ -83,7 +85,8 @@ func (h *queryHandler) GetFlameGraph(ctx context.Context, req *connect.Request[f
 	if err != nil {
 		return nil, err
 	}
-	out, err := flameGraph(ctx, h.q, p.TenantID, flameRequest(req.Msg), req.Msg.GetFormat())
+	r := flameRequest(req.Msg)
+	out, err := flameGraph(ctx, h.q, p.TenantID, r, req.Msg.GetFormat(), query.RangeTitle(r.Range))
 	if err != nil {
 		return nil, err
 	}
@@ -145,18 +148,34 @@ func rangeOf(start, end *int64) *fleetscope.Range {
 }
 
 // flameGraph computes a flame graph and renders it in the format asked.
-func flameGraph(ctx context.Context, q *query.Service, tenant int64, r query.FlameRequest, format fsv1.FlameGraphFormat) (*fsv1.GetFlameGraphResponse, error) {
+func flameGraph(ctx context.Context, q *query.Service, tenant int64, r query.FlameRequest, format fsv1.FlameGraphFormat, where string) (*fsv1.GetFlameGraphResponse, error) {
 	g, err := q.FlameGraph(ctx, tenant, r)
 	if err != nil {
 		return nil, err
 	}
-	return renderFlame(g, format)
+	return renderFlame(g, format, where, r.ByPeriod)
+}
+
+// exportFormats are the formats whose file goes in the answer's export.
+var exportFormats = map[fsv1.FlameGraphFormat]string{
+	fsv1.FlameGraphFormat_FLAME_GRAPH_FORMAT_SVG:        export.FormatSVG,
+	fsv1.FlameGraphFormat_FLAME_GRAPH_FORMAT_PPROF:      export.FormatPprof,
+	fsv1.FlameGraphFormat_FLAME_GRAPH_FORMAT_SPEEDSCOPE: export.FormatSpeedscope,
 }
 
 // renderFlame renders a flame graph in the format asked (folded, tree, or
-// both when unspecified).
-func renderFlame(g *query.FlameGraph, format fsv1.FlameGraphFormat) (*fsv1.GetFlameGraphResponse, error) {
+// both when unspecified; an export format's file); where names the
+// selection in exports.
+func renderFlame(g *query.FlameGraph, format fsv1.FlameGraphFormat, where string, byPeriod bool) (*fsv1.GetFlameGraphResponse, error) {
 	out := &fsv1.GetFlameGraphResponse{Event: g.Event, Total: g.Total}
+	if name, ok := exportFormats[format]; ok {
+		var b bytes.Buffer
+		if err := g.Export(&b, name, where, byPeriod); err != nil {
+			return nil, err
+		}
+		out.Export = b.Bytes()
+		return out, nil
+	}
 	if format == fsv1.FlameGraphFormat_FLAME_GRAPH_FORMAT_UNSPECIFIED || format == fsv1.FlameGraphFormat_FLAME_GRAPH_FORMAT_FOLDED {
 		var b strings.Builder
 		if err := g.WriteFolded(&b); err != nil {

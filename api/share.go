@@ -89,7 +89,7 @@ func (h *shareHandler) GetSharedFlameGraph(ctx context.Context, req *connect.Req
 		return nil, err
 	}
 	r := query.FlameRequest{ProfileID: info.ID, Event: l.Event, Range: rangeOf(l.Start, l.End), IncludeIdle: req.Msg.GetIncludeIdle()}
-	fg, err := flameGraph(ctx, h.q, l.TenantID, r, req.Msg.GetFormat())
+	fg, err := flameGraph(ctx, h.q, l.TenantID, r, req.Msg.GetFormat(), query.RangeTitle(r.Range))
 	if err != nil {
 		return nil, err
 	}

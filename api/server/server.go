@@ -116,6 +116,7 @@ func newServer(ctx context.Context, cfg Config, log *slog.Logger, ln net.Listene
 		append(opts, connect.WithReadMaxBytes(int(cfg.BrowserUploadBytes)+64<<10))...))
 	mux.Handle(fleetscopev1connect.NewQueryServiceHandler(api.NewQuery(q), small...))
 	mux.Handle(fleetscopev1connect.NewFleetServiceHandler(api.NewFleet(q), small...))
+	mux.Handle(fleetscopev1connect.NewCompareServiceHandler(api.NewCompare(q), small...))
 	mux.Handle(fleetscopev1connect.NewAdminServiceHandler(api.NewAdmin(db, lc, q, auth, publicURL), small...))
 	mux.Handle(fleetscopev1connect.NewShareServiceHandler(api.NewShare(db, q), small...))
 	mux.Handle(api.PyroscopePath, api.NewPyroscope(auth, ing, publicURL, log)) // pyroscope-go pushes here

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"fmt"
 	"io"
 	"os"
@@ -93,17 +92,13 @@ func fleetFlame(c *cobra.Command, ff *fleetFlags, r query.FlameRequest, format s
 		return err
 	}
 	req := &fsv1.GetFleetFlameGraphRequest{Selection: sel, WeightByPeriod: r.ByPeriod, AnnotateKernel: r.Annotate.Kernel,
-		AnnotateJit: r.Annotate.JIT, Format: fsv1.FlameGraphFormat_FLAME_GRAPH_FORMAT_FOLDED}
-	if format == "json" {
-		req.Format = fsv1.FlameGraphFormat_FLAME_GRAPH_FORMAT_TREE
-	}
+		AnnotateJit: r.Annotate.JIT, Format: formatProto(format)}
 	res, err := cl.fleet.GetFleetFlameGraph(c.Context(), connect.NewRequest(req))
 	if err != nil {
 		return remoteErr(err)
 	}
 	w := bufio.NewWriterSize(os.Stdout, 1<<20)
-	title := fmt.Sprintf("app %s [%s, %s)", sel.GetApp(), sel.GetFrom().AsTime().Format(time.RFC3339Nano), sel.GetTo().AsTime().Format(time.RFC3339Nano))
-	if err := writeFlame(w, res.Msg.GetFlameGraph(), format, exportOptions(r, res.Msg.GetFlameGraph().GetEvent(), title)); err != nil {
+	if err := writeFlame(w, res.Msg.GetFlameGraph(), format); err != nil {
 		return err
 	}
 	return w.Flush()
@@ -111,7 +106,7 @@ func fleetFlame(c *cobra.Command, ff *fleetFlags, r query.FlameRequest, format s
 
 // writeFlame writes a flame graph the server sent as the local command
 // would.
-func writeFlame(w io.Writer, m *fsv1.GetFlameGraphResponse, format string, o exportOpts) error {
+func writeFlame(w io.Writer, m *fsv1.GetFlameGraphResponse, format string) error {
 	switch format {
 	case "json":
 		t := m.GetTree()
@@ -124,7 +119,8 @@ func writeFlame(w io.Writer, m *fsv1.GetFlameGraphResponse, format string, o exp
 		_, err := io.WriteString(w, m.GetFolded())
 		return err
 	}
-	return writeExport(w, []byte(m.GetFolded()), format, o)
+	_, err := w.Write(m.GetExport())
+	return err
 }
 
 // parseRange reads --start and --end (exact decimal seconds); nil when
@@ -165,11 +161,7 @@ func localFlame(c *cobra.Command, w io.Writer, a []string, inputFormat string, r
 	case "folded":
 		return g.WriteFolded(w)
 	}
-	var folded bytes.Buffer
-	if err := g.WriteFolded(&folded); err != nil {
-		return err
-	}
-	return writeExport(w, folded.Bytes(), format, exportOptions(r, g.Event, rangeTitle(r.Range)))
+	return g.Export(w, format, query.RangeTitle(r.Range), r.ByPeriod)
 }
 
 // remoteFlame fetches a stored profile's flame graph and writes it as the
@@ -181,16 +173,13 @@ func remoteFlame(c *cobra.Command, w io.Writer, r query.FlameRequest, format str
 	}
 	req := &fsv1.GetFlameGraphRequest{ProfileId: r.ProfileID, Event: r.Event, IncludeIdle: r.IncludeIdle, Filter: filterProto(r.Filter),
 		WeightByPeriod: r.ByPeriod, AnnotateKernel: r.Annotate.Kernel, AnnotateJit: r.Annotate.JIT,
-		Format: fsv1.FlameGraphFormat_FLAME_GRAPH_FORMAT_FOLDED}
+		Format: formatProto(format)}
 	if r.Range != nil {
 		req.StartNanos, req.EndNanos = &r.Range.Start, &r.Range.End
-	}
-	if format == "json" {
-		req.Format = fsv1.FlameGraphFormat_FLAME_GRAPH_FORMAT_TREE
 	}
 	res, err := cl.query.GetFlameGraph(c.Context(), connect.NewRequest(req))
 	if err != nil {
 		return remoteErr(err)
 	}
-	return writeFlame(w, res.Msg, format, exportOptions(r, res.Msg.GetEvent(), rangeTitle(r.Range)))
+	return writeFlame(w, res.Msg, format)
 }

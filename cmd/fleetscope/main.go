@@ -59,7 +59,7 @@ func newRoot() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(collapseCmd(), heatmapCmd(), flamegraphCmd(),
+	root.AddCommand(collapseCmd(), heatmapCmd(), flamegraphCmd(), diffCmd(),
 		serverCmd(), migrateCmd(), tenantCmd(), keyCmd(), checkCmd(), uploadCmd(), profilesCmd(), adminCmd(), agentCmd(), spansCmd())
 	return root
 }

@@ -33,23 +33,25 @@ import (
 
 // clients holds every service's client for one key.
 type clients struct {
-	ingest fleetscopev1connect.IngestServiceClient
-	query  fleetscopev1connect.QueryServiceClient
-	fleet  fleetscopev1connect.FleetServiceClient
-	admin  fleetscopev1connect.AdminServiceClient
-	share  fleetscopev1connect.ShareServiceClient
-	push   pushv1connect.PusherServiceClient
+	ingest  fleetscopev1connect.IngestServiceClient
+	query   fleetscopev1connect.QueryServiceClient
+	fleet   fleetscopev1connect.FleetServiceClient
+	compare fleetscopev1connect.CompareServiceClient
+	admin   fleetscopev1connect.AdminServiceClient
+	share   fleetscopev1connect.ShareServiceClient
+	push    pushv1connect.PusherServiceClient
 }
 
 func (s *service) as(key string) clients {
 	opt := connect.WithInterceptors(api.Bearer(key))
 	return clients{
-		ingest: fleetscopev1connect.NewIngestServiceClient(http.DefaultClient, s.url, opt),
-		query:  fleetscopev1connect.NewQueryServiceClient(http.DefaultClient, s.url, opt),
-		fleet:  fleetscopev1connect.NewFleetServiceClient(http.DefaultClient, s.url, opt),
-		admin:  fleetscopev1connect.NewAdminServiceClient(http.DefaultClient, s.url, opt),
-		share:  fleetscopev1connect.NewShareServiceClient(http.DefaultClient, s.url, opt),
-		push:   pushv1connect.NewPusherServiceClient(http.DefaultClient, s.url, opt),
+		ingest:  fleetscopev1connect.NewIngestServiceClient(http.DefaultClient, s.url, opt),
+		query:   fleetscopev1connect.NewQueryServiceClient(http.DefaultClient, s.url, opt),
+		fleet:   fleetscopev1connect.NewFleetServiceClient(http.DefaultClient, s.url, opt),
+		compare: fleetscopev1connect.NewCompareServiceClient(http.DefaultClient, s.url, opt),
+		admin:   fleetscopev1connect.NewAdminServiceClient(http.DefaultClient, s.url, opt),
+		share:   fleetscopev1connect.NewShareServiceClient(http.DefaultClient, s.url, opt),
+		push:    pushv1connect.NewPusherServiceClient(http.DefaultClient, s.url, opt),
 	}
 }
 
@@ -136,6 +138,9 @@ func TestTenantIsolation(t *testing.T) {
 			try(fleetscopev1connect.QueryServiceGetFlameGraphProcedure, scope, ok(err), id)
 			_, err = b.query.GetHeatmapSeries(ctx, connect.NewRequest(&fsv1.GetHeatmapSeriesRequest{ProfileId: id, By: fsv1.SeriesKey_SERIES_KEY_THREAD}))
 			try(fleetscopev1connect.QueryServiceGetHeatmapSeriesProcedure, scope, ok(err), id)
+			side := &fsv1.DiffSide{Side: &fsv1.DiffSide_Profile{Profile: &fsv1.GetFlameGraphRequest{ProfileId: id}}}
+			_, err = b.compare.GetDiffFlameGraph(ctx, connect.NewRequest(&fsv1.GetDiffFlameGraphRequest{A: side, B: side}))
+			try(fleetscopev1connect.CompareServiceGetDiffFlameGraphProcedure, scope, ok(err), id)
 			_, err = b.admin.DeleteProfile(ctx, connect.NewRequest(&fsv1.DeleteProfileRequest{Id: id}))
 			try(fleetscopev1connect.AdminServiceDeleteProfileProcedure, scope, ok(err), id)
 			_, err = b.admin.CreateShareLink(ctx, connect.NewRequest(&fsv1.CreateShareLinkRequest{ProfileId: id}))
@@ -197,6 +202,9 @@ func TestTenantIsolation(t *testing.T) {
 		try(fleetscopev1connect.FleetServiceGetFleetTimelineProcedure, scope, err == nil && ftl.Msg.GetAccounting().GetProfiles() > 0, err)
 		ffg, err := b.fleet.GetFleetFlameGraph(ctx, connect.NewRequest(&fsv1.GetFleetFlameGraphRequest{Selection: sel}))
 		try(fleetscopev1connect.FleetServiceGetFleetFlameGraphProcedure, scope, err == nil && ffg.Msg.GetFlameGraph().GetTotal() > 0, err)
+		fleetSide := &fsv1.DiffSide{Side: &fsv1.DiffSide_Fleet{Fleet: sel}}
+		dfg, err := b.compare.GetDiffFlameGraph(ctx, connect.NewRequest(&fsv1.GetDiffFlameGraphRequest{A: fleetSide, B: fleetSide}))
+		try(fleetscopev1connect.CompareServiceGetDiffFlameGraphProcedure, scope, err == nil && (dfg.Msg.GetTotalA() > 0 || dfg.Msg.GetTotalB() > 0), err)
 		// Pushes naming A's tenant are refused; without, they are B's own.
 		pr := connect.NewRequest(&pushv1.PushRequest{Series: []*pushv1.RawProfileSeries{{
 			Labels:  []*typesv1.LabelPair{{Name: "service_name", Value: "test"}},

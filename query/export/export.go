@@ -21,10 +21,13 @@ package export
 
 import (
 	"encoding/binary"
+	"io"
 	"math"
 	"math/bits"
 	"slices"
 	"strings"
+
+	"github.com/fleetscope/fleetscope"
 )
 
 // Stack is one folded stack: frames from the root (the process name) to the
@@ -188,3 +191,36 @@ const maxExactFloat = 1 << 53
 
 // joinFrames returns the frames joined by ';' as stackcollapse writes them.
 func joinFrames(frames []string) string { return strings.Join(frames, ";") }
+
+// Formats Write knows.
+const (
+	FormatSVG        = "svg"
+	FormatPprof      = "pprof"
+	FormatSpeedscope = "speedscope"
+)
+
+// Options describe a flame graph for Write: a subtitle (the selection)
+// and what its values count ("samples"/"count" by default; an event and
+// its unit when they are periods).
+type Options struct {
+	Subtitle               string
+	SampleType, SampleUnit string
+}
+
+// Write writes stacks in format (FormatSVG, FormatPprof or
+// FormatSpeedscope); EINVALID for another format.
+func Write(w io.Writer, format string, stacks []Stack, o Options) error {
+	switch format {
+	case FormatSVG:
+		return WriteSVG(w, stacks, SVGOptions{Subtitle: o.Subtitle})
+	case FormatPprof:
+		return WritePprof(w, stacks, PprofOptions{SampleType: o.SampleType, SampleUnit: o.SampleUnit})
+	case FormatSpeedscope:
+		unit := "none"
+		if o.SampleUnit == "nanoseconds" {
+			unit = o.SampleUnit
+		}
+		return WriteSpeedscope(w, stacks, SpeedscopeOptions{Name: o.Subtitle, Unit: unit})
+	}
+	return fleetscope.Errorf(fleetscope.EINVALID, "export format %q: svg, pprof or speedscope", format)
+}

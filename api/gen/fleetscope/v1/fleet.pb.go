@@ -723,12 +723,13 @@ func (x *GetFleetTimelineResponse) GetAccounting() *Accounting {
 }
 
 type GetFleetFlameGraphRequest struct {
-	state          protoimpl.MessageState `protogen:"open.v1"`
-	Selection      *FleetSelection        `protobuf:"bytes,1,opt,name=selection,proto3" json:"selection,omitempty"`
-	Format         FlameGraphFormat       `protobuf:"varint,2,opt,name=format,proto3,enum=fleetscope.v1.FlameGraphFormat" json:"format,omitempty"`
-	WeightByPeriod bool                   `protobuf:"varint,3,opt,name=weight_by_period,json=weightByPeriod,proto3" json:"weight_by_period,omitempty"`
-	AnnotateKernel bool                   `protobuf:"varint,4,opt,name=annotate_kernel,json=annotateKernel,proto3" json:"annotate_kernel,omitempty"`
-	AnnotateJit    bool                   `protobuf:"varint,5,opt,name=annotate_jit,json=annotateJit,proto3" json:"annotate_jit,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Selection *FleetSelection        `protobuf:"bytes,1,opt,name=selection,proto3" json:"selection,omitempty"`
+	// SVG, PPROF and SPEEDSCOPE come in flame_graph.export.
+	Format         FlameGraphFormat `protobuf:"varint,2,opt,name=format,proto3,enum=fleetscope.v1.FlameGraphFormat" json:"format,omitempty"`
+	WeightByPeriod bool             `protobuf:"varint,3,opt,name=weight_by_period,json=weightByPeriod,proto3" json:"weight_by_period,omitempty"`
+	AnnotateKernel bool             `protobuf:"varint,4,opt,name=annotate_kernel,json=annotateKernel,proto3" json:"annotate_kernel,omitempty"`
+	AnnotateJit    bool             `protobuf:"varint,5,opt,name=annotate_jit,json=annotateJit,proto3" json:"annotate_jit,omitempty"`
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
 }

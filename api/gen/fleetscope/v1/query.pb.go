@@ -28,6 +28,12 @@ const (
 	FlameGraphFormat_FLAME_GRAPH_FORMAT_UNSPECIFIED FlameGraphFormat = 0 // folded and tree
 	FlameGraphFormat_FLAME_GRAPH_FORMAT_FOLDED      FlameGraphFormat = 1
 	FlameGraphFormat_FLAME_GRAPH_FORMAT_TREE        FlameGraphFormat = 2
+	// A self-contained interactive SVG (flamegraph.pl's manner), in export.
+	FlameGraphFormat_FLAME_GRAPH_FORMAT_SVG FlameGraphFormat = 3
+	// Gzipped pprof (profile.proto) that go tool pprof reads, in export.
+	FlameGraphFormat_FLAME_GRAPH_FORMAT_PPROF FlameGraphFormat = 4
+	// speedscope's file format (JSON), in export.
+	FlameGraphFormat_FLAME_GRAPH_FORMAT_SPEEDSCOPE FlameGraphFormat = 5
 )
 
 // Enum value maps for FlameGraphFormat.
@@ -36,11 +42,17 @@ var (
 		0: "FLAME_GRAPH_FORMAT_UNSPECIFIED",
 		1: "FLAME_GRAPH_FORMAT_FOLDED",
 		2: "FLAME_GRAPH_FORMAT_TREE",
+		3: "FLAME_GRAPH_FORMAT_SVG",
+		4: "FLAME_GRAPH_FORMAT_PPROF",
+		5: "FLAME_GRAPH_FORMAT_SPEEDSCOPE",
 	}
 	FlameGraphFormat_value = map[string]int32{
 		"FLAME_GRAPH_FORMAT_UNSPECIFIED": 0,
 		"FLAME_GRAPH_FORMAT_FOLDED":      1,
 		"FLAME_GRAPH_FORMAT_TREE":        2,
+		"FLAME_GRAPH_FORMAT_SVG":         3,
+		"FLAME_GRAPH_FORMAT_PPROF":       4,
+		"FLAME_GRAPH_FORMAT_SPEEDSCOPE":  5,
 	}
 )
 
@@ -788,7 +800,9 @@ type GetFlameGraphResponse struct {
 	// "frame;frame;... value" lines, sorted bytewise.
 	Folded string `protobuf:"bytes,3,opt,name=folded,proto3" json:"folded,omitempty"`
 	// The merged tree, rooted at "all", children sorted by name.
-	Tree          *FlameTree `protobuf:"bytes,4,opt,name=tree,proto3" json:"tree,omitempty"`
+	Tree *FlameTree `protobuf:"bytes,4,opt,name=tree,proto3" json:"tree,omitempty"`
+	// The file of an export format (svg, pprof, speedscope).
+	Export        []byte `protobuf:"bytes,5,opt,name=export,proto3" json:"export,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -847,6 +861,13 @@ func (x *GetFlameGraphResponse) GetFolded() string {
 func (x *GetFlameGraphResponse) GetTree() *FlameTree {
 	if x != nil {
 		return x.Tree
+	}
+	return nil
+}
+
+func (x *GetFlameGraphResponse) GetExport() []byte {
+	if x != nil {
+		return x.Export
 	}
 	return nil
 }
@@ -1214,12 +1235,13 @@ const file_fleetscope_v1_query_proto_rawDesc = "" +
 	" \x01(\v2\x1b.fleetscope.v1.SampleFilterR\x06filterB\x0e\n" +
 	"\f_start_nanosB\f\n" +
 	"\n" +
-	"_end_nanos\"\x89\x01\n" +
+	"_end_nanos\"\xa1\x01\n" +
 	"\x15GetFlameGraphResponse\x12\x14\n" +
 	"\x05event\x18\x01 \x01(\tR\x05event\x12\x14\n" +
 	"\x05total\x18\x02 \x01(\x04R\x05total\x12\x16\n" +
 	"\x06folded\x18\x03 \x01(\tR\x06folded\x12,\n" +
-	"\x04tree\x18\x04 \x01(\v2\x18.fleetscope.v1.FlameTreeR\x04tree\"a\n" +
+	"\x04tree\x18\x04 \x01(\v2\x18.fleetscope.v1.FlameTreeR\x04tree\x12\x16\n" +
+	"\x06export\x18\x05 \x01(\fR\x06export\"a\n" +
 	"\tFlameTree\x12\x14\n" +
 	"\x05names\x18\x01 \x03(\tR\x05names\x12\x12\n" +
 	"\x04name\x18\x02 \x03(\rR\x04name\x12\x14\n" +
@@ -1242,11 +1264,14 @@ const file_fleetscope_v1_query_proto_rawDesc = "" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x14\n" +
 	"\x05total\x18\x03 \x01(\x03R\x05total\x12\x18\n" +
-	"\acolumns\x18\x04 \x03(\x03R\acolumns*r\n" +
+	"\acolumns\x18\x04 \x03(\x03R\acolumns*\xcf\x01\n" +
 	"\x10FlameGraphFormat\x12\"\n" +
 	"\x1eFLAME_GRAPH_FORMAT_UNSPECIFIED\x10\x00\x12\x1d\n" +
 	"\x19FLAME_GRAPH_FORMAT_FOLDED\x10\x01\x12\x1b\n" +
-	"\x17FLAME_GRAPH_FORMAT_TREE\x10\x02*j\n" +
+	"\x17FLAME_GRAPH_FORMAT_TREE\x10\x02\x12\x1a\n" +
+	"\x16FLAME_GRAPH_FORMAT_SVG\x10\x03\x12\x1c\n" +
+	"\x18FLAME_GRAPH_FORMAT_PPROF\x10\x04\x12!\n" +
+	"\x1dFLAME_GRAPH_FORMAT_SPEEDSCOPE\x10\x05*j\n" +
 	"\tSeriesKey\x12\x1a\n" +
 	"\x16SERIES_KEY_UNSPECIFIED\x10\x00\x12\x12\n" +
 	"\x0eSERIES_KEY_CPU\x10\x01\x12\x15\n" +

@@ -1,0 +1,241 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"connectrpc.com/connect"
+	"github.com/spf13/cobra"
+
+	fsv1 "github.com/fleetscope/fleetscope/api/gen/fleetscope/v1"
+	"github.com/fleetscope/fleetscope/query"
+	"github.com/fleetscope/fleetscope/query/export"
+)
+
+// A side of diff: FILE, profile:ID, or
+// fleet:app=A[,host=H]...[,label=k=v]...,from=T[,to=T].
+const (
+	profilePrefix = "profile:"
+	fleetPrefix   = "fleet:"
+)
+
+func diffCmd() *cobra.Command {
+	var (
+		aStart, aEnd, bStart, bEnd string
+		event, format, inputFormat string
+		idle, normalize            bool
+		top                        int
+		filter                     filterFlags
+	)
+	c := &cobra.Command{
+		Use:   "diff [--a-start S] [--a-end E] [--b-start S] [--b-end E] [--event E] [--include-idle] [--normalize] [--format folded|json|svg] A B",
+		Short: "Compare two flame graphs stack by stack: B against the baseline A",
+		Long: `Compare two flame graphs stack by stack: B against the baseline A.
+
+A and B are each a profile file (FILE), a stored profile (profile:ID), or a
+fleet selection (fleet:app=APP[,host=H]...[,label=k=v|k!=v]...,from=T[,to=T],
+T as for heatmap --from). --a-start/--a-end and --b-start/--b-end pick a
+range [S, E) of a file or stored profile, in seconds from its start second.
+The same FILE on both sides is read once.
+
+--format folded prints difffolded.pl's format: one line per stack in either
+side, "stack countA countB", sorted bytewise; column 2 equals flamegraph
+--format folded of A's selection and column 3 that of B's. --normalize scales
+A to B's total as difffolded.pl -n does. --format svg draws Brendan Gregg's
+differential flame graph (B's shape; red grew, blue shrank); --format json
+prints the totals, the stacks and the functions that changed most (--top).`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(c *cobra.Command, a []string) error {
+			if !slices.Contains([]string{"folded", "json", "svg"}, format) {
+				return usageError{fmt.Errorf("unknown --format %q (folded, json, svg)", format)}
+			}
+			f, err := filter.filter()
+			if err != nil {
+				return err
+			}
+			base := query.FlameRequest{Event: event, IncludeIdle: idle, Filter: f}
+			files := map[string]*localProfile{}
+			side := func(arg, start, end string) (*query.FlameGraph, error) {
+				rg, err := parseRange(start, end)
+				if err != nil {
+					return nil, err
+				}
+				r := base
+				r.Range = rg
+				return diffSideGraph(c, arg, r, inputFormat, files)
+			}
+			ga, err := side(a[0], aStart, aEnd)
+			if err != nil {
+				return fmt.Errorf("A: %w", err)
+			}
+			gb, err := side(a[1], bStart, bEnd)
+			if err != nil {
+				return fmt.Errorf("B: %w", err)
+			}
+			d := query.DiffOf(ga, gb)
+			w := bufio.NewWriterSize(os.Stdout, 1<<20)
+			switch format {
+			case "folded":
+				err = export.WriteDiffFolded(w, d.Stacks, normalize)
+			case "svg":
+				if normalize {
+					d = d.Normalized()
+				}
+				err = export.WriteDiffSVG(w, d.Stacks, export.SVGOptions{Subtitle: fmt.Sprintf("A %s, B %s", a[0], a[1])})
+			case "json":
+				err = writeDiffJSON(w, d, normalize, top)
+			}
+			if err != nil {
+				return err
+			}
+			return w.Flush()
+		},
+	}
+	fl := c.Flags()
+	fl.StringVar(&aStart, "a-start", "", "A's range start, seconds from its start second (inclusive)")
+	fl.StringVar(&aEnd, "a-end", "", "A's range end (exclusive)")
+	fl.StringVar(&bStart, "b-start", "", "B's range start (inclusive)")
+	fl.StringVar(&bEnd, "b-end", "", "B's range end (exclusive)")
+	fl.StringVar(&event, "event", "", "event to compare (default: each side's event with the most samples)")
+	fl.BoolVar(&idle, "include-idle", false, "include the kernel's idle samples")
+	fl.BoolVar(&normalize, "normalize", false, "scale A to B's total (difffolded.pl -n)")
+	fl.StringVar(&format, "format", "folded", "output format: folded, json or svg")
+	fl.IntVar(&top, "top", 20, "with --format json: the functions that changed most, by self and by total")
+	fl.StringVar(&inputFormat, "input-format", "", "input format of FILE sides, instead of detecting it by content")
+	filter.register(c)
+	return c
+}
+
+// diffSideGraph answers one side's flame graph: a file here, a stored
+// profile or a fleet from the server (its folded stacks).
+func diffSideGraph(c *cobra.Command, arg string, r query.FlameRequest, inputFormat string, files map[string]*localProfile) (*query.FlameGraph, error) {
+	switch {
+	case strings.HasPrefix(arg, profilePrefix):
+		cl, err := newClient()
+		if err != nil {
+			return nil, err
+		}
+		req := &fsv1.GetFlameGraphRequest{ProfileId: strings.TrimPrefix(arg, profilePrefix), Event: r.Event, IncludeIdle: r.IncludeIdle,
+			Filter: filterProto(r.Filter), Format: fsv1.FlameGraphFormat_FLAME_GRAPH_FORMAT_FOLDED}
+		if r.Range != nil {
+			req.StartNanos, req.EndNanos = &r.Range.Start, &r.Range.End
+		}
+		res, err := cl.query.GetFlameGraph(c.Context(), connect.NewRequest(req))
+		if err != nil {
+			return nil, remoteErr(err)
+		}
+		return query.FoldedGraph(res.Msg.GetEvent(), []byte(res.Msg.GetFolded()))
+	case strings.HasPrefix(arg, fleetPrefix):
+		if r.Range != nil {
+			return nil, usageError{fmt.Errorf("a fleet side takes from= and to= (wall clock), not --a-start/--b-start")}
+		}
+		sel, err := parseFleetSide(strings.TrimPrefix(arg, fleetPrefix), r, time.Now())
+		if err != nil {
+			return nil, err
+		}
+		cl, err := newClient()
+		if err != nil {
+			return nil, err
+		}
+		res, err := cl.fleet.GetFleetFlameGraph(c.Context(), connect.NewRequest(&fsv1.GetFleetFlameGraphRequest{Selection: sel,
+			Format: fsv1.FlameGraphFormat_FLAME_GRAPH_FORMAT_FOLDED}))
+		if err != nil {
+			return nil, remoteErr(err)
+		}
+		g := res.Msg.GetFlameGraph()
+		return query.FoldedGraph(g.GetEvent(), []byte(g.GetFolded()))
+	}
+	l, ok := files[arg]
+	if !ok {
+		var err error
+		if l, err = openLocal([]string{arg}, inputFormat); err != nil {
+			return nil, err
+		}
+		files[arg] = l
+	}
+	r.ProfileID = l.id
+	return l.q.FlameGraph(c.Context(), 0, r)
+}
+
+// parseFleetSide reads "app=A,host=H,label=k=v,from=T,to=T".
+func parseFleetSide(spec string, r query.FlameRequest, now time.Time) (*fsv1.FleetSelection, error) {
+	var ff fleetFlags
+	for _, kv := range strings.Split(spec, ",") {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			return nil, usageError{fmt.Errorf("fleet side %q: want key=value pairs (app, host, label, from, to)", kv)}
+		}
+		switch k {
+		case "app":
+			ff.app = v
+		case "host":
+			ff.hosts = append(ff.hosts, v)
+		case "label":
+			ff.labels = append(ff.labels, v)
+		case "from":
+			ff.from = v
+		case "to":
+			ff.to = v
+		default:
+			return nil, usageError{fmt.Errorf("fleet side: unknown key %q (app, host, label, from, to)", k)}
+		}
+	}
+	return ff.selection(r.Event, r.IncludeIdle, r.Filter, now)
+}
+
+// diffJSON is diff --format json.
+type diffJSON struct {
+	EventA         string           `json:"eventA"`
+	EventB         string           `json:"eventB"`
+	TotalA         uint64           `json:"totalA"`
+	TotalB         uint64           `json:"totalB"`
+	Normalized     bool             `json:"normalized"`
+	Stacks         []diffStackJSON  `json:"stacks"`
+	ChangesBySelf  []functionChange `json:"changesBySelf"`
+	ChangesByTotal []functionChange `json:"changesByTotal"`
+}
+
+type diffStackJSON struct {
+	Stack string `json:"stack"`
+	A     uint64 `json:"a"`
+	B     uint64 `json:"b"`
+}
+
+type functionChange struct {
+	Name   string `json:"name"`
+	SelfA  uint64 `json:"selfA"`
+	SelfB  uint64 `json:"selfB"`
+	TotalA uint64 `json:"totalA"`
+	TotalB uint64 `json:"totalB"`
+}
+
+func writeDiffJSON(w *bufio.Writer, d *query.Diff, normalize bool, top int) error {
+	if top < 1 || top > 1000 {
+		return usageError{fmt.Errorf("--top %d: between 1 and 1000", top)}
+	}
+	if normalize {
+		d = d.Normalized()
+	}
+	out := diffJSON{EventA: d.EventA, EventB: d.EventB, TotalA: d.TotalA, TotalB: d.TotalB, Normalized: normalize, Stacks: []diffStackJSON{}}
+	for _, s := range d.Stacks {
+		if s.A != 0 || s.B != 0 {
+			out.Stacks = append(out.Stacks, diffStackJSON{strings.Join(s.Frames, ";"), s.A, s.B})
+		}
+	}
+	slices.SortFunc(out.Stacks, func(x, y diffStackJSON) int { return strings.Compare(x.Stack, y.Stack) })
+	bySelf, byTotal := d.Changes(top)
+	conv := func(fns []export.FunctionDiff) []functionChange {
+		cs := make([]functionChange, len(fns))
+		for i, f := range fns {
+			cs[i] = functionChange{f.Name, f.SelfA, f.SelfB, f.TotalA, f.TotalB}
+		}
+		return cs
+	}
+	out.ChangesBySelf, out.ChangesByTotal = conv(bySelf), conv(byTotal)
+	return json.NewEncoder(w).Encode(out)
+}
