@@ -389,6 +389,8 @@ export type GetFleetFlameGraphRequest = Message<"fleetscope.v1.GetFleetFlameGrap
   selection?: FleetSelection | undefined;
 
   /**
+   * SVG, PPROF and SPEEDSCOPE come in flame_graph.export.
+   *
    * @generated from field: fleetscope.v1.FlameGraphFormat format = 2;
    */
   format: FlameGraphFormat;
