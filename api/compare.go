@@ -63,16 +63,14 @@ func (h *compareHandler) GetDiffFlameGraph(ctx context.Context, req *connect.Req
 	if err != nil {
 		return nil, err
 	}
-	if m.GetNormalize() {
-		d = d.Normalized()
-	}
-	out := &fsv1.GetDiffFlameGraphResponse{TotalA: d.TotalA, TotalB: d.TotalB, Normalized: m.GetNormalize()}
+	norm := m.GetNormalize()
+	out := &fsv1.GetDiffFlameGraphResponse{TotalA: d.TotalA, TotalB: d.TotalB, Normalized: norm}
 	format := m.GetFormat()
 	switch format {
 	case fsv1.FlameGraphFormat_FLAME_GRAPH_FORMAT_UNSPECIFIED, fsv1.FlameGraphFormat_FLAME_GRAPH_FORMAT_FOLDED, fsv1.FlameGraphFormat_FLAME_GRAPH_FORMAT_TREE:
 	case fsv1.FlameGraphFormat_FLAME_GRAPH_FORMAT_SVG:
 		var buf bytes.Buffer
-		if err := export.WriteDiffSVG(&buf, d.Stacks, export.SVGOptions{Subtitle: "A " + d.EventA + ", B " + d.EventB}); err != nil {
+		if err := export.WriteDiffSVG(&buf, d.Stacks(), export.SVGOptions{Subtitle: "A " + d.EventA + ", B " + d.EventB, Normalize: norm}); err != nil {
 			return nil, err
 		}
 		out.Export = buf.Bytes()
@@ -81,16 +79,19 @@ func (h *compareHandler) GetDiffFlameGraph(ctx context.Context, req *connect.Req
 	}
 	if format == fsv1.FlameGraphFormat_FLAME_GRAPH_FORMAT_UNSPECIFIED || format == fsv1.FlameGraphFormat_FLAME_GRAPH_FORMAT_FOLDED {
 		var b strings.Builder
-		if err := export.WriteDiffFolded(&b, d.Stacks, false); err != nil {
+		if err := export.WriteDiffFolded(&b, d.Stacks(), norm); err != nil {
 			return nil, err
 		}
 		out.Folded = b.String()
 	}
-	if format == fsv1.FlameGraphFormat_FLAME_GRAPH_FORMAT_UNSPECIFIED || format == fsv1.FlameGraphFormat_FLAME_GRAPH_FORMAT_TREE {
-		t := d.Tree()
-		out.Tree = &fsv1.DiffTree{Names: t.Names, Name: t.Name, ValueA: t.ValueA, ValueB: t.ValueB, Depth: t.Depth}
+	t := d.Tree(norm)
+	if norm {
+		out.TotalA = t.A[0]
 	}
-	bySelf, byTotal := d.Changes(top)
+	if format == fsv1.FlameGraphFormat_FLAME_GRAPH_FORMAT_UNSPECIFIED || format == fsv1.FlameGraphFormat_FLAME_GRAPH_FORMAT_TREE {
+		out.Tree = &fsv1.DiffTree{Names: t.Names, Name: t.Name, ValueA: t.A, ValueB: t.B, Depth: t.Depth}
+	}
+	bySelf, byTotal := query.Changes(t, top)
 	out.ChangesBySelf, out.ChangesByTotal = changesProto(bySelf), changesProto(byTotal)
 	return connect.NewResponse(out), nil
 }

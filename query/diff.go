@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/fleetscope/fleetscope"
@@ -47,15 +48,18 @@ type DiffSide struct {
 	Fleet   *fleetscope.FleetSelection
 }
 
-// Diff is two flame graphs compared stack by stack.
+// Diff is two flame graphs compared stack by stack, over one dictionary.
 type Diff struct {
 	EventA, EventB string
 	TotalA, TotalB uint64
-	Stacks         []export.DiffStack // sorted by frames; a stack of either side once
+	Dict           *fleetscope.Dict
+	A, B           *flame.Counts
+	Annotate       flame.Annotate
+	layout         func() *flame.Layout
 }
 
 // Diff compares B with A: each side's flame graph exactly as the flame
-// graph queries answer it, merged by folded stack.
+// graph queries answer it, merged stack by stack.
 func (s *Service) Diff(ctx context.Context, tenant int64, a, b DiffSide) (*Diff, error) {
 	ga, err := s.side(ctx, tenant, a)
 	if err != nil {
@@ -68,32 +72,138 @@ func (s *Service) Diff(ctx context.Context, tenant int64, a, b DiffSide) (*Diff,
 	return DiffOf(ga, gb), nil
 }
 
-// DiffOf compares two flame graphs stack by stack.
+// DiffOf compares two flame graphs stack by stack. Two ranges of one
+// profile share its dictionary and layout; otherwise both sides' stacks
+// are put in one new dictionary, by frame.
 func DiffOf(a, b *FlameGraph) *Diff {
-	d := &Diff{EventA: a.Event, EventB: b.Event, TotalA: a.Total, TotalB: b.Total}
-	merged := map[string]*export.DiffStack{}
-	add := func(g *FlameGraph, side int) {
-		for line, v := range flame.Folded(g.Dict, g.Counts, g.Annotate) {
-			ds := merged[line]
-			if ds == nil {
-				ds = &export.DiffStack{Frames: strings.Split(line, ";")}
-				merged[line] = ds
-			}
-			if side == 0 {
-				ds.A += v
-			} else {
-				ds.B += v
-			}
-		}
+	d := &Diff{EventA: a.Event, EventB: b.Event, TotalA: a.Total, TotalB: b.Total, Annotate: a.Annotate}
+	if a.Dict == b.Dict && a.Annotate == b.Annotate {
+		d.Dict, d.A, d.B, d.layout = a.Dict, a.Counts, b.Counts, a.layout
+		return d
 	}
-	add(a, 0)
-	add(b, 1)
-	d.Stacks = make([]export.DiffStack, 0, len(merged))
-	for _, ds := range merged {
-		d.Stacks = append(d.Stacks, *ds)
+	d.Dict, d.A, d.B = fleetscope.NewDict(), &flame.Counts{}, &flame.Counts{}
+	var frames []fleetscope.FrameID
+	copyIn := func(g *FlameGraph, into *flame.Counts) {
+		g.Counts.Each(func(id fleetscope.StackID, v uint64) {
+			frames = frames[:0]
+			for _, f := range g.Dict.StackFrames(id) {
+				frames = append(frames, d.Dict.Frame(g.Dict.FrameAt(f)))
+			}
+			into.AddStack(d.Dict.Stack(frames), v)
+		})
 	}
-	slices.SortFunc(d.Stacks, func(x, y export.DiffStack) int { return slices.Compare(x.Frames, y.Frames) })
+	copyIn(a, d.A)
+	copyIn(b, d.B)
+	var once sync.Once
+	var l *flame.Layout
+	d.layout = func() *flame.Layout {
+		once.Do(func() { l = flame.NewLayout(d.Dict, d.Annotate) })
+		return l
+	}
 	return d
+}
+
+// Stacks returns the compared stacks for the export formats (frames as
+// folded output prints them), sorted by frames.
+func (d *Diff) Stacks() []export.DiffStack {
+	var out []export.DiffStack
+	add := func(c *flame.Counts, side int) {
+		c.Each(func(id fleetscope.StackID, v uint64) {
+			s := export.DiffStack{Frames: d.frames(id)}
+			if side == 0 {
+				s.A = v
+			} else {
+				s.B = v
+			}
+			out = append(out, s)
+		})
+	}
+	add(d.A, 0)
+	add(d.B, 1)
+	return export.MergeDiff(out)
+}
+
+func (d *Diff) frames(id fleetscope.StackID) []string {
+	fs := d.Dict.StackFrames(id)
+	out := make([]string, len(fs))
+	for i, f := range fs {
+		out[i] = d.Annotate.Name(d.Dict.FrameAt(f))
+	}
+	return out
+}
+
+// Tree is the merged tree of both sides, in pre-order, children sorted by
+// name; with normalize, A is scaled to B's total stack by stack as
+// difffolded.pl -n scales it (export.Normalize).
+func (d *Diff) Tree(normalize bool) *flame.DiffFlat {
+	t := d.layout().FlatDiff(d.Dict, d.A, d.B)
+	if normalize && d.TotalA != d.TotalB && d.TotalA != 0 {
+		normalizeTree(t, d.TotalA, d.TotalB)
+	}
+	return t
+}
+
+// normalizeTree scales each node's own A (the samples of the stack that
+// ends there) to floor(A × totalB / totalA), then sums the subtrees again.
+func normalizeTree(t *flame.DiffFlat, totalA, totalB uint64) {
+	n := len(t.Name)
+	parent := make([]int, n)
+	stack := []int{0}
+	self := slices.Clone(t.A)
+	for i := 1; i < n; i++ {
+		stack = stack[:t.Depth[i]]
+		parent[i] = stack[len(stack)-1]
+		self[parent[i]] -= t.A[i]
+		stack = append(stack, i)
+	}
+	for i := range self {
+		t.A[i] = export.Scale(self[i], totalB, totalA)
+	}
+	for i := n - 1; i > 0; i-- {
+		t.A[parent[i]] += t.A[i]
+	}
+}
+
+// Changes are the functions that changed most (top of each), by self and
+// by total samples, read off the merged tree (A normalized or not).
+func Changes(t *flame.DiffFlat, top int) (bySelf, byTotal []export.FunctionDiff) {
+	fns := make([]export.FunctionDiff, len(t.Names))
+	for i, name := range t.Names {
+		fns[i].Name = name
+	}
+	n := len(t.Name)
+	onPath := make([]int, len(t.Names)) // how often each name is on the current path
+	path := []int{0}
+	for i := 1; i <= n; i++ {
+		depth := 0
+		if i < n {
+			depth = int(t.Depth[i])
+		}
+		for len(path) > max(depth, 1) { // leave the nodes i is not under
+			j := path[len(path)-1]
+			path = path[:len(path)-1]
+			onPath[t.Name[j]]--
+		}
+		if i == n {
+			break
+		}
+		f := &fns[t.Name[i]]
+		if onPath[t.Name[i]] == 0 { // a recursion counts once
+			f.TotalA += t.A[i]
+			f.TotalB += t.B[i]
+		}
+		f.SelfA += t.A[i]
+		f.SelfB += t.B[i]
+		if p := path[len(path)-1]; p > 0 {
+			fp := &fns[t.Name[p]]
+			fp.SelfA -= t.A[i]
+			fp.SelfB -= t.B[i]
+		}
+		onPath[t.Name[i]]++
+		path = append(path, i)
+	}
+	fns = fns[1:] // not "all"
+	return export.Top(fns, export.BySelf, top), export.Top(fns, export.ByTotal, top)
 }
 
 // side answers one side's flame graph.
@@ -109,66 +219,6 @@ func (s *Service) side(ctx context.Context, tenant int64, d DiffSide) (*FlameGra
 		return g.FlameGraph, nil
 	}
 	return nil, fleetscope.Errorf(fleetscope.EINVALID, "each side of a comparison is a profile or a fleet selection")
-}
-
-// DiffTree is the merged tree of both sides in pre-order, children sorted
-// by name (as flame.Flat), each node with its value in A and in B.
-type DiffTree struct {
-	Names          []string
-	Name           []uint32
-	ValueA, ValueB []uint64
-	Depth          []uint32
-}
-
-// Tree merges the stacks (sorted by frames, as Diff gives them) into a
-// tree rooted at "all".
-func (d *Diff) Tree() *DiffTree {
-	t := &DiffTree{Names: []string{"all"}, Name: []uint32{0}, ValueA: []uint64{0}, ValueB: []uint64{0}, Depth: []uint32{0}}
-	names := map[string]uint32{"all": 0}
-	path := []int{0} // node index per depth on the current path
-	var prev []string
-	for _, s := range d.Stacks {
-		common := 0
-		for common < len(prev) && common < len(s.Frames) && prev[common] == s.Frames[common] {
-			common++
-		}
-		path = path[:common+1]
-		for _, f := range s.Frames[common:] {
-			id, ok := names[f]
-			if !ok {
-				id = uint32(len(t.Names))
-				names[f] = id
-				t.Names = append(t.Names, f)
-			}
-			path = append(path, len(t.Name))
-			t.Name = append(t.Name, id)
-			t.ValueA, t.ValueB = append(t.ValueA, 0), append(t.ValueB, 0)
-			t.Depth = append(t.Depth, uint32(len(path)-1))
-		}
-		for _, n := range path {
-			t.ValueA[n] += s.A
-			t.ValueB[n] += s.B
-		}
-		prev = s.Frames
-	}
-	return t
-}
-
-// Changes are the functions that changed most, by self and by total.
-func (d *Diff) Changes(top int) (bySelf, byTotal []export.FunctionDiff) {
-	fns := export.Functions(d.Stacks)
-	return export.Top(fns, export.BySelf, top), export.Top(fns, export.ByTotal, top)
-}
-
-// Normalized returns the stacks with A scaled to B's total, as
-// difffolded.pl -n does (export.Normalize).
-func (d *Diff) Normalized() *Diff {
-	n := &Diff{EventA: d.EventA, EventB: d.EventB, TotalB: d.TotalB, Stacks: export.Normalize(d.Stacks)}
-	for _, s := range n.Stacks {
-		n.TotalA += s.A
-	}
-	slices.SortFunc(n.Stacks, func(x, y export.DiffStack) int { return slices.Compare(x.Frames, y.Frames) })
-	return n
 }
 
 // FoldedGraph builds a flame graph from folded text ("frame;...;leaf

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,7 +18,9 @@ import (
 	"connectrpc.com/connect"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/fleetscope/fleetscope/api"
 	fsv1 "github.com/fleetscope/fleetscope/api/gen/fleetscope/v1"
+	"github.com/fleetscope/fleetscope/api/gen/fleetscope/v1/fleetscopev1connect"
 	"github.com/fleetscope/fleetscope/ingest/corpus"
 )
 
@@ -106,6 +109,43 @@ func BenchmarkService(b *testing.B) {
 	}
 	report(b, "full 60-s flame graph", full, "target <= 50 ms")
 
+	// Compare and slice (the compare issue): a diff of two 10-s ranges
+	// against one 10-s range flame graph, and a function-filtered heatmap
+	// (a new pattern each time, so never from the cache) against the plain
+	// heatmap (stored cells).
+	compare := fleetscopev1connect.NewCompareServiceClient(http.DefaultClient, s.url, connect.WithInterceptors(api.Bearer(s.key)))
+	var ten, diff, heat, filtered []time.Duration
+	for i := range 20 {
+		st := int64(rand.IntN(50)) * 1e9
+		en := st + 10e9
+		ten = append(ten, flameRange(&st, &en))
+		st2, en2 := (st+20e9)%50e9, (st+20e9)%50e9+10e9
+		t := time.Now()
+		_, err := compare.GetDiffFlameGraph(ctx, connect.NewRequest(&fsv1.GetDiffFlameGraphRequest{
+			A:      &fsv1.DiffSide{Side: &fsv1.DiffSide_Profile{Profile: &fsv1.GetFlameGraphRequest{ProfileId: id, StartNanos: &st, EndNanos: &en}}},
+			B:      &fsv1.DiffSide{Side: &fsv1.DiffSide_Profile{Profile: &fsv1.GetFlameGraphRequest{ProfileId: id, StartNanos: &st2, EndNanos: &en2}}},
+			Format: fsv1.FlameGraphFormat_FLAME_GRAPH_FORMAT_TREE}))
+		if err != nil {
+			b.Fatal(err)
+		}
+		diff = append(diff, time.Since(t))
+		t = time.Now()
+		if _, err := q.GetHeatmap(ctx, connect.NewRequest(&fsv1.GetHeatmapRequest{ProfileId: id, IncludeIdle: i%2 == 0})); err != nil {
+			b.Fatal(err)
+		}
+		heat = append(heat, time.Since(t))
+		t = time.Now()
+		if _, err := q.GetHeatmap(ctx, connect.NewRequest(&fsv1.GetHeatmapRequest{ProfileId: id,
+			Filter: &fsv1.SampleFilter{Function: fmt.Sprintf("GC|runtime\\.mallocgc|x%d", i)}})); err != nil {
+			b.Fatal(err)
+		}
+		filtered = append(filtered, time.Since(t))
+	}
+	report(b, "10-s range flame graph", ten, "the diff's reference")
+	report(b, "diff of two 10-s ranges", diff, fmt.Sprintf("%.1fx one range; target <= 2x", p50(diff)/p50(ten)))
+	report(b, "heatmap", heat, "the filtered heatmap's reference")
+	report(b, "function-filtered heatmap (uncached)", filtered, fmt.Sprintf("%.1fx the heatmap; target <= 3x", p50(filtered)/p50(heat)))
+
 	// Server peak RSS while ingesting a ~1 GB planted profile.
 	if os.Getenv("FLEETSCOPE_BENCH_BIG") == "0" {
 		return
@@ -147,6 +187,13 @@ func indexSize(b *testing.B, s *service, id, gz string) {
 	g := float64(st.Size())
 	fmt.Printf("%-44s %8.2f MB rows (%.2fx), %.2f MB on disk with pages and indexes (%.2fx) vs %.2f MB gzipped raw (target <= 1x);\n%-44s %8.2f MB per further profile sharing the dictionary (%.2fx)\n",
 		"index size, one profile", float64(rows)/1e6, float64(rows)/g, float64(disk)/1e6, float64(disk)/g, g/1e6, "", float64(secs)/1e6, float64(secs)/g)
+}
+
+// p50 is the median of ds, in seconds.
+func p50(ds []time.Duration) float64 {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[len(s)/2].Seconds()
 }
 
 func report(b *testing.B, what string, ds []time.Duration, target string) {

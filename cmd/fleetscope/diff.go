@@ -81,12 +81,9 @@ prints the totals, the stacks and the functions that changed most (--top).`,
 			w := bufio.NewWriterSize(os.Stdout, 1<<20)
 			switch format {
 			case "folded":
-				err = export.WriteDiffFolded(w, d.Stacks, normalize)
+				err = export.WriteDiffFolded(w, d.Stacks(), normalize)
 			case "svg":
-				if normalize {
-					d = d.Normalized()
-				}
-				err = export.WriteDiffSVG(w, d.Stacks, export.SVGOptions{Subtitle: fmt.Sprintf("A %s, B %s", a[0], a[1])})
+				err = export.WriteDiffSVG(w, d.Stacks(), export.SVGOptions{Subtitle: fmt.Sprintf("A %s, B %s", a[0], a[1]), Normalize: normalize})
 			case "json":
 				err = writeDiffJSON(w, d, normalize, top)
 			}
@@ -218,17 +215,19 @@ func writeDiffJSON(w *bufio.Writer, d *query.Diff, normalize bool, top int) erro
 	if top < 1 || top > 1000 {
 		return usageError{fmt.Errorf("--top %d: between 1 and 1000", top)}
 	}
+	stacks := d.Stacks()
 	if normalize {
-		d = d.Normalized()
+		stacks = export.Normalize(stacks)
 	}
-	out := diffJSON{EventA: d.EventA, EventB: d.EventB, TotalA: d.TotalA, TotalB: d.TotalB, Normalized: normalize, Stacks: []diffStackJSON{}}
-	for _, s := range d.Stacks {
+	t := d.Tree(normalize)
+	out := diffJSON{EventA: d.EventA, EventB: d.EventB, TotalA: t.A[0], TotalB: t.B[0], Normalized: normalize, Stacks: []diffStackJSON{}}
+	for _, s := range stacks {
 		if s.A != 0 || s.B != 0 {
 			out.Stacks = append(out.Stacks, diffStackJSON{strings.Join(s.Frames, ";"), s.A, s.B})
 		}
 	}
 	slices.SortFunc(out.Stacks, func(x, y diffStackJSON) int { return strings.Compare(x.Stack, y.Stack) })
-	bySelf, byTotal := d.Changes(top)
+	bySelf, byTotal := query.Changes(t, top)
 	conv := func(fns []export.FunctionDiff) []functionChange {
 		cs := make([]functionChange, len(fns))
 		for i, f := range fns {

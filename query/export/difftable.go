@@ -2,6 +2,7 @@ package export
 
 import (
 	"cmp"
+	"container/heap"
 	"math"
 	"slices"
 	"strings"
@@ -121,7 +122,7 @@ func Top(fns []FunctionDiff, r Ranking, n int) []FunctionDiff {
 		ks = append(ks, k)
 	}
 	relative := r == BySelfChange || r == ByTotalChange
-	slices.SortFunc(ks, func(x, y keyed) int {
+	less := func(x, y *keyed) int {
 		if relative {
 			if c := cmp.Compare(y.rel, x.rel); c != 0 {
 				return c
@@ -131,13 +132,46 @@ func Top(fns []FunctionDiff, r Ranking, n int) []FunctionDiff {
 			return c
 		}
 		return strings.Compare(x.f.Name, y.f.Name)
-	})
-	if n > 0 && len(ks) > n {
-		ks = ks[:n]
 	}
-	out := make([]FunctionDiff, len(ks))
-	for i, k := range ks {
-		out[i] = k.f
+	// The n first of a total order: keep the best n seen in a heap whose
+	// root is the worst of them (n log n instead of sorting them all).
+	idx := make([]int, 0, len(ks))
+	if n > 0 && len(ks) > n {
+		h := &worstFirst{less: func(i, j int) bool { return less(&ks[i], &ks[j]) > 0 }}
+		for i := range ks {
+			if h.Len() < n {
+				heap.Push(h, i)
+			} else if less(&ks[i], &ks[h.idx[0]]) < 0 {
+				h.idx[0] = i
+				heap.Fix(h, 0)
+			}
+		}
+		idx = append(idx, h.idx...)
+	} else {
+		for i := range ks {
+			idx = append(idx, i)
+		}
+	}
+	slices.SortFunc(idx, func(i, j int) int { return less(&ks[i], &ks[j]) })
+	out := make([]FunctionDiff, len(idx))
+	for i, j := range idx {
+		out[i] = ks[j].f
 	}
 	return out
+}
+
+// worstFirst is a heap of indexes whose root is the worst by less.
+type worstFirst struct {
+	idx  []int
+	less func(i, j int) bool // i ranks after j
+}
+
+func (h *worstFirst) Len() int           { return len(h.idx) }
+func (h *worstFirst) Less(i, j int) bool { return h.less(h.idx[i], h.idx[j]) }
+func (h *worstFirst) Swap(i, j int)      { h.idx[i], h.idx[j] = h.idx[j], h.idx[i] }
+func (h *worstFirst) Push(x any)         { h.idx = append(h.idx, x.(int)) }
+func (h *worstFirst) Pop() any {
+	x := h.idx[len(h.idx)-1]
+	h.idx = h.idx[:len(h.idx)-1]
+	return x
 }

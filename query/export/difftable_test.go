@@ -1,7 +1,9 @@
 package export_test
 
 import (
+	"fmt"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"testing"
 
@@ -92,5 +94,25 @@ func TestTopNormalized(t *testing.T) {
 	fns := export.Functions(export.Normalize(stacks)) // a, app, b
 	if fns[0].SelfDelta() != -10 || fns[2].SelfDelta() != 10 || fns[1].TotalDelta() != 0 {
 		t.Errorf("normalised: %+v, want a -10, b +10, app unchanged", fns)
+	}
+}
+
+// TestTopSelectsTheFirstOfTheOrder: Top(n) is the first n of the full
+// ranking, for every ranking, with many ties on the counts (names, as
+// Functions gives them, are distinct).
+func TestTopSelectsTheFirstOfTheOrder(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	var fns []export.FunctionDiff
+	for i := range 2000 {
+		fns = append(fns, export.FunctionDiff{Name: fmt.Sprintf("f%d", (i*7919)%2000),
+			SelfA: uint64(r.IntN(5)), SelfB: uint64(r.IntN(5)), TotalA: uint64(r.IntN(9)), TotalB: uint64(r.IntN(9))})
+	}
+	for _, by := range []export.Ranking{export.BySelf, export.ByTotal, export.BySelfChange, export.ByTotalChange} {
+		all := export.Top(fns, by, 0)
+		for _, n := range []int{1, 5, 20, 500} {
+			if got := export.Top(fns, by, n); !slices.Equal(got, all[:n]) {
+				t.Fatalf("ranking %v: Top(%d) is not the first %d of the full order", by, n, n)
+			}
+		}
 	}
 }

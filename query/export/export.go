@@ -99,12 +99,20 @@ func normalizeMerged(merged []DiffStack) {
 	}
 }
 
+// Scale returns floor(v × num / den) for v ≤ den, exactly: how Normalize
+// scales a stack's A.
+func Scale(v, num, den uint64) uint64 { return scale(v, num, den) }
+
 // scale returns floor(v × num / den) for v ≤ den, exactly.
 func scale(v, num, den uint64) uint64 {
 	hi, lo := bits.Mul64(v, num)
 	q, _ := bits.Div64(hi, lo, den) // hi < den because v ≤ den
 	return q
 }
+
+// MergeDiff returns the distinct stacks of stacks with their A and B
+// summed, sorted by frames (bytewise, root first).
+func MergeDiff(stacks []DiffStack) []DiffStack { return mergeDiff(stacks) }
 
 // mergeDiff returns the distinct stacks of stacks with their A and B
 // summed, sorted by frames. Frames slices are shared with the input.

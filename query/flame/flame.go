@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/fleetscope/fleetscope"
 )
@@ -80,7 +81,8 @@ type Annotate struct {
 	JIT    bool // _[j] on JIT frames
 }
 
-func (a Annotate) name(f fleetscope.Frame) string {
+// Name is how folded output prints frame f.
+func (a Annotate) Name(f fleetscope.Frame) string {
 	switch {
 	case a.Kernel && f.Kind&fleetscope.KindKernel != 0:
 		return f.Name + "_[k]"
@@ -101,7 +103,7 @@ func Folded(d *fleetscope.Dict, c *Counts, a Annotate) map[string]uint64 {
 			if i > 0 {
 				b.WriteByte(';')
 			}
-			b.WriteString(a.name(d.FrameAt(f)))
+			b.WriteString(a.Name(d.FrameAt(f)))
 		}
 		out[b.String()] += v
 	})
@@ -153,13 +155,14 @@ type Layout struct {
 	names []string // distinct names, sorted
 	rank  []uint32 // by frame id
 	order []fleetscope.StackID
+	nodes atomic.Int64 // the last tree's node count: the next one's capacity
 }
 
 // NewLayout prepares d's stacks for flame graphs with annotations a.
 func NewLayout(d *fleetscope.Dict, a Annotate) *Layout {
 	byFrame := make([]string, d.NumFrames())
 	for f := range byFrame {
-		byFrame[f] = a.name(d.FrameAt(fleetscope.FrameID(f)))
+		byFrame[f] = a.Name(d.FrameAt(fleetscope.FrameID(f)))
 	}
 	l := &Layout{names: slices.Compact(slices.Sorted(slices.Values(byFrame))), rank: make([]uint32, len(byFrame))}
 	for f, n := range byFrame {
@@ -203,13 +206,67 @@ func FlatTree(d *fleetscope.Dict, c *Counts, a Annotate) *Flat {
 // over the stacks in name order, each sharing the prefix it has with the
 // one before: no per-node maps, and nodes come out in pre-order.
 func (l *Layout) Flat(d *fleetscope.Dict, c *Counts) *Flat {
-	out := &Flat{Names: []string{"all"}, Name: []uint32{0}, Value: []uint64{0}, Depth: []uint32{0}}
-	used := map[uint32]uint32{}
+	n := l.nodes.Load() + 1
+	out := &Flat{Names: []string{"all"}, Name: append(make([]uint32, 0, n), 0), Value: append(make([]uint64, 0, n), 0), Depth: append(make([]uint32, 0, n), 0)}
+	parent := l.walk(d, func(id fleetscope.StackID) bool { return c.value(id) != 0 },
+		func(name, depth uint32) {
+			out.Name, out.Value, out.Depth = append(out.Name, name), append(out.Value, 0), append(out.Depth, depth)
+		},
+		func(id fleetscope.StackID, leaf int) { out.Value[leaf] += c.value(id) }, &out.Names)
+	sumUp(out.Value, parent)
+	return out
+}
+
+// sumUp adds each node's value to its parent's, leaves first (pre-order
+// puts every node after its parent).
+func sumUp(v []uint64, parent []int32) {
+	for i := len(v) - 1; i > 0; i-- {
+		v[parent[i]] += v[i]
+	}
+}
+
+// DiffFlat is the flame graph of two sides of a comparison, as Flat with a
+// value per side: node i has A[i] samples in the baseline and B[i] in the
+// other side.
+type DiffFlat struct {
+	Names []string
+	Name  []uint32
+	A, B  []uint64
+	Depth []uint32
+}
+
+// FlatDiff builds the merged flame graph of counts a and b over l's
+// dictionary d, as Flat does: a stack of either side is in it.
+func (l *Layout) FlatDiff(d *fleetscope.Dict, a, b *Counts) *DiffFlat {
+	n := l.nodes.Load() + 1
+	out := &DiffFlat{Names: []string{"all"}, Name: append(make([]uint32, 0, n), 0), A: append(make([]uint64, 0, n), 0),
+		B: append(make([]uint64, 0, n), 0), Depth: append(make([]uint32, 0, n), 0)}
+	parent := l.walk(d, func(id fleetscope.StackID) bool { return a.value(id) != 0 || b.value(id) != 0 },
+		func(name, depth uint32) {
+			out.Name, out.Depth = append(out.Name, name), append(out.Depth, depth)
+			out.A, out.B = append(out.A, 0), append(out.B, 0)
+		},
+		func(id fleetscope.StackID, leaf int) {
+			out.A[leaf] += a.value(id)
+			out.B[leaf] += b.value(id)
+		}, &out.Names)
+	sumUp(out.A, parent)
+	sumUp(out.B, parent)
+	return out
+}
+
+// walk visits the stacks keep selects in name order: node appends a node
+// (its name's index in names, its depth) in pre-order, the first time a
+// stack's path needs it; visit gets each stack with the node its path ends
+// at (stacks that print the same share it). It returns each node's parent.
+func (l *Layout) walk(d *fleetscope.Dict, keep func(fleetscope.StackID) bool, node func(name, depth uint32),
+	visit func(id fleetscope.StackID, leaf int), names *[]string) []int32 {
+	used := make([]int32, len(l.names)) // rank -> 1 + index in names
 	path := []int{0}
+	parent := make([]int32, 1, l.nodes.Load()+1)
 	var prev, cur []uint32
 	for _, id := range l.order {
-		v := c.value(id)
-		if v == 0 {
+		if !keep(id) {
 			continue
 		}
 		cur = cur[:0]
@@ -222,23 +279,19 @@ func (l *Layout) Flat(d *fleetscope.Dict, c *Counts) *Flat {
 		}
 		path = path[:common+1]
 		for i, r := range cur[common:] {
-			nid, ok := used[r]
-			if !ok {
-				nid = uint32(len(out.Names))
-				used[r] = nid
-				out.Names = append(out.Names, l.names[r])
+			if used[r] == 0 {
+				*names = append(*names, l.names[r])
+				used[r] = int32(len(*names))
 			}
-			out.Name = append(out.Name, nid)
-			out.Value = append(out.Value, 0)
-			out.Depth = append(out.Depth, uint32(common+i+1))
-			path = append(path, len(out.Name)-1)
+			node(uint32(used[r]-1), uint32(common+i+1))
+			parent = append(parent, int32(path[len(path)-1]))
+			path = append(path, len(parent)-1)
 		}
-		for _, n := range path {
-			out.Value[n] += v
-		}
+		visit(id, path[len(path)-1])
 		prev, cur = cur, prev
 	}
-	return out
+	l.nodes.Store(int64(len(parent)))
+	return parent
 }
 
 // Tree merges the stacks into a nested tree rooted at "all" (see FlatTree).

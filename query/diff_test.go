@@ -1,0 +1,77 @@
+package query_test
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	"github.com/fleetscope/fleetscope"
+	"github.com/fleetscope/fleetscope/ingest/corpus"
+	"github.com/fleetscope/fleetscope/query"
+	"github.com/fleetscope/fleetscope/query/export"
+)
+
+// TestDiffTreeAndChanges: the merged tree's root holds both totals, and the
+// functions that changed (self and total, raw and normalized) equal what
+// the export package computes from the stacks independently; for two
+// ranges of one profile (one dictionary) and for two profiles.
+func TestDiffTreeAndChanges(t *testing.T) {
+	p := parseFile(t, corpus.Path(t, "bench/perf-mixed-60s.txt.gz"))
+	o := parseFile(t, corpus.Path(t, "corpus/perf/perf-java-stacks-01.txt"))
+	ctx := context.Background()
+	ra, rb := fleetscope.Range{Start: 10e9, End: 20e9}, fleetscope.Range{Start: 30e9, End: 40e9}
+	ga, _ := p.q.FlameGraph(ctx, 0, query.FlameRequest{ProfileID: p.id, Range: &ra})
+	gb, _ := p.q.FlameGraph(ctx, 0, query.FlameRequest{ProfileID: p.id, Range: &rb})
+	gc, _ := o.q.FlameGraph(ctx, 0, query.FlameRequest{ProfileID: o.id})
+	for name, pair := range map[string][2]*query.FlameGraph{"ranges": {ga, gb}, "profiles": {gc, gb}} {
+		d := query.DiffOf(pair[0], pair[1])
+		for _, norm := range []bool{false, true} {
+			stacks := d.Stacks()
+			if norm {
+				stacks = export.Normalize(stacks)
+			}
+			ta, tb := export.DiffTotals(stacks)
+			tree := d.Tree(norm)
+			if tree.A[0] != ta || tree.B[0] != tb || !norm && (ta != d.TotalA || tb != d.TotalB) {
+				t.Fatalf("%s normalize=%v: root %d/%d, stacks %d/%d, totals %d/%d", name, norm, tree.A[0], tree.B[0], ta, tb, d.TotalA, d.TotalB)
+			}
+			fns := export.Functions(stacks)
+			self, total := query.Changes(tree, 0)
+			if !slices.Equal(self, export.Top(fns, export.BySelf, 0)) || !slices.Equal(total, export.Top(fns, export.ByTotal, 0)) {
+				t.Fatalf("%s normalize=%v: changes read off the tree differ from export.Functions of the stacks", name, norm)
+			}
+			if len(self) == 0 {
+				t.Fatalf("%s: nothing changed", name)
+			}
+		}
+	}
+}
+
+// BenchmarkDiff: two 10-s ranges of the benchmark profile compared, with
+// the merged tree and the change tables, against one range's flame graph.
+func BenchmarkDiff(b *testing.B) {
+	p := parseFile(b, corpus.Path(b, "bench/perf-mixed-60s.txt.gz"))
+	ctx := context.Background()
+	ra, rb := fleetscope.Range{Start: 10e9, End: 20e9}, fleetscope.Range{Start: 30e9, End: 40e9}
+	side := func(r fleetscope.Range) query.DiffSide {
+		return query.DiffSide{Profile: &query.FlameRequest{ProfileID: p.id, Range: &r}}
+	}
+	b.Run("range", func(b *testing.B) {
+		for range b.N {
+			g, err := p.q.FlameGraph(ctx, 0, query.FlameRequest{ProfileID: p.id, Range: &ra})
+			if err != nil {
+				b.Fatal(err)
+			}
+			g.Flat()
+		}
+	})
+	b.Run("diff", func(b *testing.B) {
+		for range b.N {
+			d, err := p.q.Diff(ctx, 0, side(ra), side(rb))
+			if err != nil {
+				b.Fatal(err)
+			}
+			query.Changes(d.Tree(false), 20)
+		}
+	})
+}
