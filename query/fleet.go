@@ -3,9 +3,9 @@ package query
 import (
 	"cmp"
 	"context"
-	"math"
 	"crypto/sha256"
 	"encoding/binary"
+	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
