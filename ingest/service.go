@@ -227,43 +227,19 @@ func (s *Service) dropBlob(key string) {
 	}
 }
 
-// checkText returns EINVALID unless s is text the index can store and
-// show: valid UTF-8 without NUL or other control characters.
-func checkText(what, s string) error {
-	if !utf8.ValidString(s) {
-		return fleetscope.Errorf(fleetscope.EINVALID, "%s %q is not valid UTF-8", what, s)
-	}
-	for _, r := range s {
-		if r < 0x20 || r == 0x7f {
-			return fleetscope.Errorf(fleetscope.EINVALID, "%s %q holds a control character (%U)", what, s, r)
-		}
-	}
-	return nil
-}
-
 func checkMeta(m *Meta) error {
 	m.App = strings.TrimSpace(m.App)
 	if m.App == "" {
 		return fleetscope.Errorf(fleetscope.EINVALID, "an upload needs an app name")
 	}
-	if len(m.App) > 200 || len(m.Host) > 200 || len(m.Filename) > 1000 || len(m.Labels) > 64 {
-		return fleetscope.Errorf(fleetscope.EINVALID, "app, host, filename or labels too long")
+	if err := fleetscope.CheckProfileMeta(m.App, m.Host, m.Labels); err != nil {
+		return err
 	}
-	for what, v := range map[string]string{"app": m.App, "host": m.Host, "file name": m.Filename} {
-		if err := checkText(what, v); err != nil {
-			return err
-		}
+	if len(m.Filename) > 1000 {
+		return fleetscope.Errorf(fleetscope.EINVALID, "file name too long (at most 1000 bytes)")
 	}
-	for k, v := range m.Labels {
-		if k == "" || len(k) > 100 || len(v) > 200 {
-			return fleetscope.Errorf(fleetscope.EINVALID, "label %q: keys 1-100 bytes, values at most 200", k)
-		}
-		if err := checkText("label", k); err != nil {
-			return err
-		}
-		if err := checkText("label "+k+" value", v); err != nil {
-			return err
-		}
+	if err := fleetscope.CheckText("file name", m.Filename); err != nil {
+		return err
 	}
 	if !m.AnchorWall.IsZero() {
 		if err := fleetscope.CheckWallTime(m.AnchorWall, "the clock anchor's wall time"); err != nil {
@@ -299,7 +275,7 @@ func checkProfile(parsed *Parsed) error {
 		}
 	}
 	for _, e := range d.Events() {
-		if err := checkText("event name", e); err != nil {
+		if err := fleetscope.CheckText("event name", e); err != nil {
 			return err
 		}
 	}
