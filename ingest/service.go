@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"strconv"
 	"strings"
@@ -441,6 +442,29 @@ func Describe(m Meta, parsed *Parsed, now time.Time) *fleetscope.ProfileInfo {
 		info.WallShiftNanos = info.StartTime.UnixNano() - start
 	}
 	return info
+}
+
+// Ignored returns the metadata an upload of bytes already stored asked for
+// that differs from the stored profile's, in the order "app", "host",
+// "labels": what the upload did not change (a stored profile keeps the
+// metadata of its first upload). A host left out is the one the profile
+// records, as Describe defaults it.
+func Ignored(m Meta, stored *fleetscope.ProfileInfo) []string {
+	var out []string
+	if strings.TrimSpace(m.App) != stored.App {
+		out = append(out, "app")
+	}
+	host := m.Host
+	if host == "" {
+		host = stored.Meta["hostname"]
+	}
+	if host != stored.Host {
+		out = append(out, "host")
+	}
+	if !maps.Equal(m.Labels, stored.Labels) {
+		out = append(out, "labels")
+	}
+	return out
 }
 
 // shape is the shape bound of p's uploads: the tighter of the server's and

@@ -1,12 +1,14 @@
 package main
 
-// A profile's metadata: an admin changes app, host and labels
-// (AdminService.UpdateProfile, `admin update-profile`), audited, with the
-// fleet aggregates moving along.
+// A profile's metadata: re-uploads of the same bytes say they are
+// duplicates and what the profile is stored as; an admin changes app, host
+// and labels (AdminService.UpdateProfile, `admin update-profile`), audited,
+// with the fleet aggregates moving along.
 
 import (
 	"context"
 	"maps"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -18,6 +20,81 @@ import (
 
 	fsv1 "github.com/fleetscope/fleetscope/api/gen/fleetscope/v1"
 )
+
+// TestDuplicateUploadSaysSo: the same bytes uploaded again with other
+// metadata return the stored profile, unchanged; the API says it is a
+// duplicate with the stored app, host and labels and what was ignored, and
+// the CLI says so with the command that would change it.
+func TestDuplicateUploadSaysSo(t *testing.T) {
+	s := startService(t, serviceOpts{})
+	ctx := context.Background()
+	path := plant(t, "--seed", "41", "--seconds", "3")
+	id := s.upload(path, "--host", "web-1", "--label", "env=prod")
+
+	out, errOut, code := s.cli("upload", "--app", "test", "--host", "web-2", "--label", "env=staging", "--label", "team=a b", path)
+	if code != 0 || strings.Fields(out)[0] != id {
+		t.Fatalf("re-upload: exit %d, stdout %q, stderr %q; want exit 0 and %s", code, out, errOut, id)
+	}
+	want := path + ": duplicate of " + id + " (stored as app=test, host=web-1, labels env=prod): metadata not changed (this upload's host, labels ignored);" +
+		" to change it (admin key): fleetscope admin update-profile " + id + " --host web-2 --replace-labels --label env=staging --label 'team=a b'"
+	if !slices.Contains(strings.Split(errOut, "\n"), want) {
+		t.Fatalf("re-upload with other metadata: stderr\n%s\nwant the line\n%s", errOut, want)
+	}
+	_, errOut, _ = s.cli("upload", "--app", "test", "--host", "web-1", "--label", "env=prod", path)
+	if !strings.Contains(errOut, path+": duplicate of "+id+" (stored as app=test, host=web-1, labels env=prod): already stored, nothing changed\n") {
+		t.Fatalf("re-upload with the same metadata: stderr %q", errOut)
+	}
+	// Without --host, the host is the one the profile records, both times.
+	other := plant(t, "--seed", "42", "--seconds", "2")
+	if out, errOut, _ := s.cli("upload", "--app", "test", other); strings.Contains(errOut, "duplicate") || out == "" {
+		t.Fatalf("a new profile reported as a duplicate: %q %q", out, errOut)
+	}
+	if _, errOut, _ := s.cli("upload", "--app", "test", other); !strings.Contains(errOut, "(stored as app=test, host=planted-host, labels (none)): already stored, nothing changed\n") {
+		t.Fatalf("re-upload without --host: stderr %q", errOut)
+	}
+	if _, errOut, _ := s.cli("upload", "--app", "test", "--host", "web-1", other); !strings.Contains(errOut, "(this upload's host ignored); to change it (admin key): fleetscope admin update-profile") ||
+		!strings.HasSuffix(errOut, " --host web-1\n") {
+		t.Fatalf("re-upload with a host: stderr %q", errOut)
+	}
+
+	// The API, both upload procedures.
+	data, _ := os.ReadFile(path)
+	ing, _ := s.clients()
+	for _, c := range []struct {
+		md      *fsv1.UploadMetadata
+		ignored []string
+	}{
+		{&fsv1.UploadMetadata{App: "test", Host: "web-1", Labels: map[string]string{"env": "prod"}}, nil},
+		{&fsv1.UploadMetadata{App: " test ", Host: "web-1", Labels: map[string]string{"env": "prod"}}, nil}, // the app is trimmed, as at ingest
+		{&fsv1.UploadMetadata{App: "other", Host: "web-1", Labels: map[string]string{"env": "prod"}}, []string{"app"}},
+		{&fsv1.UploadMetadata{App: "other", Labels: map[string]string{"env": "prod"}}, []string{"app", "host"}}, // the host it records: planted-host
+		{&fsv1.UploadMetadata{App: "test", Host: "web-1"}, []string{"labels"}},
+	} {
+		res, err := ing.UploadFile(ctx, connect.NewRequest(&fsv1.UploadFileRequest{Metadata: c.md, Data: data}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := res.Msg.GetDuplicate()
+		if res.Msg.GetCreated() || d == nil || d.GetProfileId() != id || d.GetApp() != "test" || d.GetHost() != "web-1" ||
+			len(d.GetLabels()) != 1 || d.GetLabels()["env"] != "prod" || !slices.Equal(d.GetIgnored(), c.ignored) {
+			t.Errorf("UploadFile %v: created %v, duplicate %v; want ignored %v", c.md, res.Msg.GetCreated(), d, c.ignored)
+		}
+		if p := res.Msg.GetProfile(); p.GetId() != id || p.GetHost() != "web-1" || p.GetLabels()["env"] != "prod" {
+			t.Errorf("UploadFile %v: profile %v, want the stored one", c.md, p)
+		}
+	}
+	stream := ing.Upload(ctx)
+	stream.Send(&fsv1.UploadRequest{Msg: &fsv1.UploadRequest_Metadata{Metadata: &fsv1.UploadMetadata{App: "test", Host: "web-9"}}})
+	stream.Send(&fsv1.UploadRequest{Msg: &fsv1.UploadRequest_Chunk{Chunk: data}})
+	res, err := stream.CloseAndReceive()
+	if err != nil || res.Msg.GetDuplicate() == nil || !slices.Equal(res.Msg.GetDuplicate().GetIgnored(), []string{"host", "labels"}) {
+		t.Fatalf("Upload of stored bytes: %v %v", err, res)
+	}
+	fresh, err := ing.UploadFile(ctx, connect.NewRequest(&fsv1.UploadFileRequest{Metadata: &fsv1.UploadMetadata{App: "test"}, Data: []byte("a;b 1\n")}))
+	if err != nil || !fresh.Msg.GetCreated() || fresh.Msg.GetDuplicate() != nil {
+		t.Fatalf("a new upload: %v %v", err, fresh)
+	}
+}
 
 // TestUpdateProfile: an admin changes a profile's host, labels and app
 // through the CLI and the API; searches and fleet queries by the new values

@@ -4,10 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/fleetscope/fleetscope"
 	fsv1 "github.com/fleetscope/fleetscope/api/gen/fleetscope/v1"
 
 	"github.com/spf13/cobra"
@@ -22,7 +25,12 @@ func uploadCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "upload --app APP [--host H] [--label k=v]... FILE...",
 		Short: "Upload profiles; prints one line per file: <profile-id> <permalink-url>",
-		Args:  args(1, 1<<20),
+		Long: `Upload profiles; prints one line per file on stdout: <profile-id> <permalink-url>.
+
+On stderr, when the same bytes were already stored, that the upload is a
+duplicate: the stored profile keeps its app, host and labels (fleetscope
+admin update-profile changes them).`,
+		Args: args(1, 1<<20),
 		RunE: func(c *cobra.Command, files []string) error {
 			if app == "" {
 				return usageError{errors.New("--app is required")}
@@ -46,6 +54,9 @@ func uploadCmd() *cobra.Command {
 					link = cl.permalink(res.GetProfile().GetId())
 				}
 				fmt.Printf("%s %s\n", res.GetProfile().GetId(), link)
+				if d := res.GetDuplicate(); d != nil {
+					fmt.Fprintf(os.Stderr, "%s: %s\n", path, duplicateNote(d, res.GetProfile(), md))
+				}
 			}
 			return nil
 		},
@@ -59,6 +70,51 @@ func uploadCmd() *cobra.Command {
 }
 
 const uploadChunk = 1 << 20
+
+// duplicateNote reports an upload of bytes already stored: the profile's
+// stored metadata, and if the upload asked for other metadata, that it was
+// not applied and the command that would apply it.
+func duplicateNote(d *fsv1.Duplicate, p *fsv1.Profile, md *fsv1.UploadMetadata) string {
+	stored := fmt.Sprintf("app=%s, host=%s, labels %s", d.GetApp(), orNone(d.GetHost()), orNone(fleetscope.FormatLabels(d.GetLabels())))
+	if len(d.GetIgnored()) == 0 {
+		return fmt.Sprintf("duplicate of %s (stored as %s): already stored, nothing changed", d.GetProfileId(), stored)
+	}
+	cmd := []string{"fleetscope", "admin", "update-profile", d.GetProfileId()}
+	for _, f := range d.GetIgnored() {
+		switch f {
+		case "app":
+			cmd = append(cmd, "--app", shellQuote(md.GetApp()))
+		case "host":
+			host := md.GetHost()
+			if host == "" {
+				host = p.GetMeta()["hostname"]
+			}
+			cmd = append(cmd, "--host", shellQuote(host))
+		case "labels":
+			cmd = append(cmd, "--replace-labels")
+			for _, k := range slices.Sorted(maps.Keys(md.GetLabels())) {
+				cmd = append(cmd, "--label", shellQuote(k+"="+md.GetLabels()[k]))
+			}
+		}
+	}
+	return fmt.Sprintf("duplicate of %s (stored as %s): metadata not changed (this upload's %s ignored); to change it (admin key): %s",
+		d.GetProfileId(), stored, strings.Join(d.GetIgnored(), ", "), strings.Join(cmd, " "))
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
+}
+
+// shellQuote quotes s for a POSIX shell unless it needs no quotes.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.,:/=@%+-") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
 
 func upload(c *cobra.Command, cl *client, path string, md *fsv1.UploadMetadata) (*fsv1.UploadResponse, error) {
 	f, err := os.Open(path)
