@@ -30,12 +30,12 @@ type ProfileInfo struct {
 	// epoch clocks; exact for anchored profiles, where StartTime is
 	// rounded to microseconds).
 	WallShiftNanos int64
-	TimeSource    string // "realtime", "anchored" or "upload"
-	SizeBytes     int64
-	SHA256        string // hex, of the bytes as uploaded
-	BlobKey       string
-	Meta          map[string]string
-	CreatedAt     time.Time
+	TimeSource     string // "realtime", "anchored", "upload" or "span"
+	SizeBytes      int64
+	SHA256         string // hex, of the bytes as uploaded
+	BlobKey        string
+	Meta           map[string]string
+	CreatedAt      time.Time
 }
 
 // EventInfo describes one event of a stored profile.

@@ -27,9 +27,10 @@ func uploadCmd() *cobra.Command {
 		Short: "Upload profiles; prints one line per file: <profile-id> <permalink-url>",
 		Long: `Upload profiles; prints one line per file on stdout: <profile-id> <permalink-url>.
 
-On stderr, when the same bytes were already stored, that the upload is a
-duplicate: the stored profile keeps its app, host and labels (fleetscope
-admin update-profile changes them).`,
+On stderr, for each file: where the profile sits in wall-clock time (UTC) and
+which clock placed it, and, when the same bytes were already stored, that the
+upload is a duplicate: the stored profile keeps its app, host and labels
+(fleetscope admin update-profile changes them).`,
 		Args: args(1, 1<<20),
 		RunE: func(c *cobra.Command, files []string) error {
 			if app == "" {
@@ -54,6 +55,7 @@ admin update-profile changes them).`,
 					link = cl.permalink(res.GetProfile().GetId())
 				}
 				fmt.Printf("%s %s\n", res.GetProfile().GetId(), link)
+				fmt.Fprintf(os.Stderr, "%s: %s\n", path, placement(res.GetProfile(), time.Now()))
 				if d := res.GetDuplicate(); d != nil {
 					fmt.Fprintf(os.Stderr, "%s: %s\n", path, duplicateNote(d, res.GetProfile(), md))
 				}
@@ -70,6 +72,52 @@ admin update-profile changes them).`,
 }
 
 const uploadChunk = 1 << 20
+
+// clocks says how each time source placed a profile in wall-clock time.
+var clocks = map[string]string{
+	"realtime": "the profile's own wall-clock timestamps",
+	"anchored": "a boot clock placed by the upload's clock anchor",
+	"upload":   "no wall clock in the profile: placed as ending at upload time",
+	"span":     "no per-sample times: the span its profiler recorded",
+}
+
+// placement says where a stored profile sits in wall-clock time, in UTC,
+// how long it lasts, which clock placed it and how long ago it ended, so
+// that a profile recorded long ago (an epoch clock) is found by --since.
+func placement(p *fsv1.Profile, now time.Time) string {
+	start, end := p.GetStartTime().AsTime().UTC(), p.GetEndTime().AsTime().UTC()
+	const day, clock = "2006-01-02 ", "15:04:05.000"
+	endFormat := clock
+	if end.Format(day) != start.Format(day) {
+		endFormat = day + clock
+	}
+	out := fmt.Sprintf("%s–%s UTC, %.3f s, clock %s", start.Format(day+clock), end.Format(endFormat),
+		float64(p.GetDurationNanos()/1e6)/1e3, p.GetTimeSource()) // to the millisecond, as the times
+	if why := clocks[p.GetTimeSource()]; why != "" {
+		out += " (" + why + ")"
+	}
+	switch ago := now.Sub(end); {
+	case ago >= time.Minute:
+		out += ", ended " + roughly(ago) + " ago"
+	case ago <= -time.Minute:
+		out += ", ends " + roughly(-ago) + " from now"
+	}
+	return out
+}
+
+// roughly writes a duration of a minute or more to the minute: "3 d 2 h",
+// "5 h 07 min", "12 min".
+func roughly(d time.Duration) string {
+	m := int64(d / time.Minute)
+	days, hours, mins := m/(24*60), m/60%24, m%60
+	switch {
+	case days > 0:
+		return fmt.Sprintf("%d d %d h", days, hours)
+	case hours > 0:
+		return fmt.Sprintf("%d h %02d min", hours, mins)
+	}
+	return fmt.Sprintf("%d min", mins)
+}
 
 // duplicateNote reports an upload of bytes already stored: the profile's
 // stored metadata, and if the upload asked for other metadata, that it was
