@@ -85,14 +85,15 @@ var clocks = map[string]string{
 // how long it lasts, which clock placed it and how long ago it ended, so
 // that a profile recorded long ago (an epoch clock) is found by --since.
 func placement(p *fsv1.Profile, now time.Time) string {
-	start, end := p.GetStartTime().AsTime().UTC(), p.GetEndTime().AsTime().UTC()
+	// Times and duration to the millisecond, rounded, as profiles prints durations.
+	start, end := p.GetStartTime().AsTime().UTC().Round(time.Millisecond), p.GetEndTime().AsTime().UTC().Round(time.Millisecond)
 	const day, clock = "2006-01-02 ", "15:04:05.000"
 	endFormat := clock
 	if end.Format(day) != start.Format(day) {
 		endFormat = day + clock
 	}
 	out := fmt.Sprintf("%s–%s UTC, %.3f s, clock %s", start.Format(day+clock), end.Format(endFormat),
-		float64(p.GetDurationNanos()/1e6)/1e3, p.GetTimeSource()) // to the millisecond, as the times
+		time.Duration(p.GetDurationNanos()).Round(time.Millisecond).Seconds(), p.GetTimeSource())
 	if why := clocks[p.GetTimeSource()]; why != "" {
 		out += " (" + why + ")"
 	}

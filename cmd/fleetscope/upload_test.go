@@ -50,7 +50,7 @@ func TestUploadSaysWhereInTime(t *testing.T) {
 	}{
 		{epoch, "realtime", "the profile's own wall-clock timestamps", "", true},
 		{boot, "upload", "no wall clock in the profile: placed as ending at upload time", "", false},
-		{pprofPath, "span", "no per-sample times: the span its profiler recorded", fmt.Sprintf("%.3f s", float64(pp.DurationNanos/1e6)/1e3), true},
+		{pprofPath, "span", "no per-sample times: the span its profiler recorded", fmt.Sprintf("%.3f s", time.Duration(pp.DurationNanos).Round(time.Millisecond).Seconds()), true},
 	} {
 		id := strings.Fields(lines[i])[0]
 		res, err := q.GetProfile(ctx, connect.NewRequest(&fsv1.GetProfileRequest{Id: id}))
@@ -58,9 +58,9 @@ func TestUploadSaysWhereInTime(t *testing.T) {
 			t.Fatal(err)
 		}
 		p := res.Msg.GetProfile()
-		start, end := p.GetStartTime().AsTime().UTC(), p.GetEndTime().AsTime().UTC()
+		start, end := p.GetStartTime().AsTime().UTC().Round(time.Millisecond), p.GetEndTime().AsTime().UTC().Round(time.Millisecond)
 		if c.duration == "" {
-			c.duration = fmt.Sprintf("%.3f s", float64(p.GetDurationNanos()/1e6)/1e3) // to the millisecond, as the times
+			c.duration = fmt.Sprintf("%.3f s", time.Duration(p.GetDurationNanos()).Round(time.Millisecond).Seconds())
 		} else if p.GetDurationNanos() != pp.DurationNanos {
 			t.Errorf("%s: GetProfile duration %d ns, the pprof file says %d", c.path, p.GetDurationNanos(), pp.DurationNanos)
 		}
@@ -75,6 +75,12 @@ func TestUploadSaysWhereInTime(t *testing.T) {
 		}
 		if ago := strings.Contains(got, " ago"); ago != c.ago {
 			t.Errorf("%s: %q: says how long ago it ended: %v, want %v", c.path, got, ago, c.ago)
+		}
+	}
+	// The pprof profile's duration is the one `profiles` prints too.
+	for _, l := range strings.Split(s.mustCLI("profiles", "--app", "test"), "\n") {
+		if strings.HasPrefix(l, strings.Fields(lines[2])[0]) && !strings.Contains(l, " "+time.Duration(pp.DurationNanos).Round(time.Millisecond).String()+" ") {
+			t.Errorf("profiles lists the pprof profile as %q, want its duration %v", l, time.Duration(pp.DurationNanos).Round(time.Millisecond))
 		}
 	}
 	// The epoch profile ended days ago: the line says so, and indeed a
