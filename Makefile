@@ -13,6 +13,7 @@ PG_URL   ?= postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable
 FUZZTIME ?= 3s
 FUZZTIME_LONG ?= 2m
 
+ORIGINAL_PATH := $(PATH)
 export PATH := $(BIN):$(PATH)
 
 # The shared corpus (../shared beside the repository). CI sets
@@ -23,10 +24,19 @@ SHARED_OK := $(shell test -d '$(SHARED)/corpus' && echo 1)
 FLEETSCOPE_TEST_REQUIRE ?= $(SHARED_OK)
 export FLEETSCOPE_SHARED := $(abspath $(SHARED))
 
-.PHONY: build test test-deps test-citus citus fuzz fuzz-brief bench run postgres tools generate check-generated check-deps web perf clean
+.PHONY: build install test test-deps test-citus citus fuzz fuzz-brief bench run stop postgres tools generate check-generated check-deps web perf clean
 
 build:
 	$(GO) build -o $(BIN)/fleetscope ./cmd/fleetscope
+
+# The binary on PATH: go install puts it in $GOBIN, or else in the first
+# GOPATH's bin (~/go/bin by default); says where, and whether that is on PATH.
+install:
+	$(GO) install ./cmd/fleetscope
+	@dir=$$($(GO) env GOBIN); dir=$${dir:-$$($(GO) env GOPATH | cut -d: -f1)/bin}; \
+	echo "installed $$dir/fleetscope"; \
+	case ":$(ORIGINAL_PATH):" in *":$$dir:"*) ;; \
+	*) echo "$$dir is not on your PATH: add it (export PATH=\"$$dir:\$$PATH\") or run $$dir/fleetscope";; esac
 
 # MinIO for the blob store tests, built from the Go module proxy once and
 # kept under ./bin (about 5 minutes cold on 2 cores).
@@ -133,11 +143,17 @@ bench: build
 web:
 	bash web/scripts/build.sh
 
-# Server and UI on embedded defaults: a private Postgres under ./.data
-# (installed with apt-get if absent), blobs in ./.data/blobs, a default
-# tenant and a printed key. `bash deploy/run-local.sh stop` stops Postgres.
+# Server and UI on embedded defaults (FLEETSCOPE_ADDR, default
+# 127.0.0.1:8080): a private Postgres under ./.data on 127.0.0.1:54329 or
+# the next free port (installed with apt-get if absent), blobs in
+# ./.data/blobs, a default tenant and a printed key (also in
+# ./.data/api-key). Ctrl-C stops the server, not Postgres: make stop does.
 run: build
 	bash deploy/run-local.sh
+
+# Stop the private Postgres that make run started (it outlives the server).
+stop:
+	bash deploy/run-local.sh stop
 
 clean:
 	rm -rf $(BIN)

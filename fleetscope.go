@@ -30,7 +30,7 @@ type ProfileInfo struct {
 	// epoch clocks; exact for anchored profiles, where StartTime is
 	// rounded to microseconds).
 	WallShiftNanos int64
-	TimeSource     string // "realtime", "anchored" or "upload"
+	TimeSource     string // "realtime", "anchored", "upload" or "span"
 	SizeBytes      int64
 	SHA256         string // hex, of the bytes as uploaded
 	BlobKey        string

@@ -25,10 +25,13 @@ type AdminStore interface {
 	CreateShareLink(ctx context.Context, tenant int64, l fleetscope.ShareLink) (string, fleetscope.ShareLink, error)
 	ShareLinks(ctx context.Context, tenant int64) ([]fleetscope.ShareLink, error)
 	RevokeShareLink(ctx context.Context, tenant int64, id, actor string) error
+	// UpdateProfile changes a profile's app, host and labels with its fleet
+	// rows and audits it; ENOTFOUND if the tenant has no such profile.
+	UpdateProfile(ctx context.Context, tenant int64, id string, u fleetscope.ProfileUpdate, actor string) (*fleetscope.ProfileInfo, error)
 }
 
 // adminHandler serves AdminService: the caller's tenant, its keys, audit
-// log, share links and profile deletion.
+// log, share links, and profiles' deletion and metadata changes.
 type adminHandler struct {
 	store     AdminStore
 	lifecycle *lifecycle.Service
@@ -128,6 +131,24 @@ func (h *adminHandler) DeleteProfile(ctx context.Context, req *connect.Request[f
 	}
 	h.q.Forget(p.TenantID, req.Msg.GetId())
 	return connect.NewResponse(&fsv1.DeleteProfileResponse{}), nil
+}
+
+// UpdateProfile changes a profile's app, host or labels. This replica
+// forgets what it cached of the profile at once; others within their
+// profile cache's 5 s.
+func (h *adminHandler) UpdateProfile(ctx context.Context, req *connect.Request[fsv1.UpdateProfileRequest]) (*connect.Response[fsv1.UpdateProfileResponse], error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	m := req.Msg
+	u := fleetscope.ProfileUpdate{App: m.App, Host: m.Host, SetLabels: m.GetSetLabels(), RemoveLabels: m.GetRemoveLabels(), ReplaceLabels: m.GetReplaceLabels()}
+	info, err := h.store.UpdateProfile(ctx, p.TenantID, m.GetId(), u, p.KeyID)
+	if err != nil {
+		return nil, err
+	}
+	h.q.Forget(p.TenantID, m.GetId())
+	return connect.NewResponse(&fsv1.UpdateProfileResponse{Profile: profileProto(info)}), nil
 }
 
 // ListAuditEvents pages through the tenant's audit log, newest first.

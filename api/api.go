@@ -31,6 +31,7 @@ var Scopes = map[string]string{
 	fleetscopev1connect.AdminServiceCreateKeyProcedure:           fleetscope.ScopeAdmin,
 	fleetscopev1connect.AdminServiceRevokeKeyProcedure:           fleetscope.ScopeAdmin,
 	fleetscopev1connect.AdminServiceDeleteProfileProcedure:       fleetscope.ScopeAdmin,
+	fleetscopev1connect.AdminServiceUpdateProfileProcedure:       fleetscope.ScopeAdmin,
 	fleetscopev1connect.AdminServiceListAuditEventsProcedure:     fleetscope.ScopeAdmin,
 	fleetscopev1connect.AdminServiceCreateShareLinkProcedure:     fleetscope.ScopeAdmin,
 	fleetscopev1connect.AdminServiceListShareLinksProcedure:      fleetscope.ScopeAdmin,

@@ -43,18 +43,26 @@ func metaFrom(m *fsv1.UploadMetadata) ingest.Meta {
 	return out
 }
 
-// store ingests one upload and logs what was stored.
-func (h *ingestHandler) store(ctx context.Context, md *fsv1.UploadMetadata, body io.Reader) (*fleetscope.ProfileInfo, bool, error) {
+// store ingests one upload and logs what was stored. For bytes already
+// stored it also returns what says so: the stored profile's metadata and
+// what of the upload's was not applied.
+func (h *ingestHandler) store(ctx context.Context, md *fsv1.UploadMetadata, body io.Reader) (*fleetscope.ProfileInfo, bool, *fsv1.Duplicate, error) {
 	p, err := principal(ctx)
 	if err != nil {
-		return nil, false, err
+		return nil, false, nil, err
 	}
-	info, created, err := h.ingest.Ingest(ctx, p, metaFrom(md), body)
+	m := metaFrom(md)
+	info, created, err := h.ingest.Ingest(ctx, p, m, body)
 	if err != nil {
-		return nil, false, err
+		return nil, false, nil, err
 	}
-	h.log.Info("profile stored", "tenant", p.Tenant, "profile", info.ID, "app", info.App, "samples", info.Samples, "bytes", info.SizeBytes, "created", created)
-	return info, created, nil
+	var dup *fsv1.Duplicate
+	if !created {
+		dup = &fsv1.Duplicate{ProfileId: info.ID, App: info.App, Host: info.Host, Labels: info.Labels, Ignored: ingest.Ignored(m, info)}
+	}
+	h.log.Info("profile stored", "tenant", p.Tenant, "profile", info.ID, "app", info.App, "samples", info.Samples, "bytes", info.SizeBytes,
+		"created", created, "ignored", dup.GetIgnored())
+	return info, created, dup, nil
 }
 
 // Upload reads the metadata message, then streams the chunks into ingest.
@@ -69,11 +77,11 @@ func (h *ingestHandler) Upload(ctx context.Context, stream *connect.ClientStream
 	if md == nil {
 		return nil, fleetscope.Errorf(fleetscope.EINVALID, "the first message of an upload must carry its metadata")
 	}
-	info, created, err := h.store(ctx, md, &chunkReader{stream: stream})
+	info, created, dup, err := h.store(ctx, md, &chunkReader{stream: stream})
 	if err != nil {
 		return nil, err
 	}
-	return connect.NewResponse(&fsv1.UploadResponse{Profile: profileProto(info), Created: created, Permalink: permalink(h.publicURL, info.ID)}), nil
+	return connect.NewResponse(&fsv1.UploadResponse{Profile: profileProto(info), Created: created, Permalink: permalink(h.publicURL, info.ID), Duplicate: dup}), nil
 }
 
 // chunkReader reads the chunk messages of an upload stream as bytes.
@@ -106,9 +114,9 @@ func (h *ingestHandler) UploadFile(ctx context.Context, req *connect.Request[fsv
 	if md == nil {
 		return nil, fleetscope.Errorf(fleetscope.EINVALID, "metadata missing")
 	}
-	info, created, err := h.store(ctx, md, bytes.NewReader(req.Msg.GetData()))
+	info, created, dup, err := h.store(ctx, md, bytes.NewReader(req.Msg.GetData()))
 	if err != nil {
 		return nil, err
 	}
-	return connect.NewResponse(&fsv1.UploadFileResponse{Profile: profileProto(info), Created: created, Permalink: permalink(h.publicURL, info.ID)}), nil
+	return connect.NewResponse(&fsv1.UploadFileResponse{Profile: profileProto(info), Created: created, Permalink: permalink(h.publicURL, info.ID), Duplicate: dup}), nil
 }

@@ -336,8 +336,9 @@ banner() {
     $env ./bin/fleetscope upload --app myapp perf.txt
     $env ./bin/fleetscope profiles --app myapp
 
+  (make install puts fleetscope on your PATH: \$GOBIN or ~/go/bin.)
   Ctrl-C stops the server. The private PostgreSQL keeps running; stop it
-  with: deploy/run-local.sh stop
+  with: make stop (or deploy/run-local.sh stop)
 
 EOF
 }

@@ -62,7 +62,31 @@ func newCheckout(t *testing.T) checkout {
 	if err := os.WriteFile(filepath.Join(root, "bin", "fleetscope"), []byte(stub), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	makefile, err := os.ReadFile("../Makefile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "Makefile"), makefile, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	return checkout{t: t, root: root}
+}
+
+// make runs a target of the repository's Makefile in the checkout, as
+// make stop is run, from its root.
+func (c checkout) make(target string) (stdout, stderr string, err error) {
+	c.t.Helper()
+	if _, err := exec.LookPath("make"); err != nil {
+		c.t.Skip("no make")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "make", "--no-print-directory", target)
+	cmd.Dir = c.root
+	var o, e strings.Builder
+	cmd.Stdout, cmd.Stderr = &o, &e
+	err = cmd.Run()
+	return o.String(), e.String(), err
 }
 
 // run runs deploy/run-local.sh with args in the checkout, from another
@@ -131,7 +155,7 @@ func TestRunLocalBootstrap(t *testing.T) {
 			t.Errorf("the server ran without %s (its FLEETSCOPE_* env: %q)", kv, env)
 		}
 	}
-	for _, want := range []string{"http://127.0.0.1:8080", "fsk_stub_secret", "FLEETSCOPE_API_KEY=fsk_stub_secret ./bin/fleetscope upload --app myapp", "deploy/run-local.sh stop"} {
+	for _, want := range []string{"http://127.0.0.1:8080", "fsk_stub_secret", "FLEETSCOPE_API_KEY=fsk_stub_secret ./bin/fleetscope upload --app myapp", "make stop", "deploy/run-local.sh stop", "make install"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("banner lacks %q:\n%s", want, stdout)
 		}
@@ -275,8 +299,9 @@ func TestRunLocalPostgres(t *testing.T) {
 		t.Errorf("status = %q", s)
 	}
 
-	if _, stderr, err := c.run(nil, "stop"); err != nil {
-		t.Fatalf("run-local.sh stop: %v\n%s", err, stderr)
+	// make stop stops it (the server's Ctrl-C does not).
+	if _, stderr, err := c.make("stop"); err != nil || !strings.Contains(stderr, "stopped the private PostgreSQL") {
+		t.Fatalf("make stop: %v\n%s", err, stderr)
 	}
 	if s := status(); !strings.HasPrefix(s, "stopped") {
 		t.Errorf("status after stop = %q", s)

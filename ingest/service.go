@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"strconv"
 	"strings"
@@ -227,43 +228,19 @@ func (s *Service) dropBlob(key string) {
 	}
 }
 
-// checkText returns EINVALID unless s is text the index can store and
-// show: valid UTF-8 without NUL or other control characters.
-func checkText(what, s string) error {
-	if !utf8.ValidString(s) {
-		return fleetscope.Errorf(fleetscope.EINVALID, "%s %q is not valid UTF-8", what, s)
-	}
-	for _, r := range s {
-		if r < 0x20 || r == 0x7f {
-			return fleetscope.Errorf(fleetscope.EINVALID, "%s %q holds a control character (%U)", what, s, r)
-		}
-	}
-	return nil
-}
-
 func checkMeta(m *Meta) error {
 	m.App = strings.TrimSpace(m.App)
 	if m.App == "" {
 		return fleetscope.Errorf(fleetscope.EINVALID, "an upload needs an app name")
 	}
-	if len(m.App) > 200 || len(m.Host) > 200 || len(m.Filename) > 1000 || len(m.Labels) > 64 {
-		return fleetscope.Errorf(fleetscope.EINVALID, "app, host, filename or labels too long")
+	if err := fleetscope.CheckProfileMeta(m.App, m.Host, m.Labels); err != nil {
+		return err
 	}
-	for what, v := range map[string]string{"app": m.App, "host": m.Host, "file name": m.Filename} {
-		if err := checkText(what, v); err != nil {
-			return err
-		}
+	if len(m.Filename) > 1000 {
+		return fleetscope.Errorf(fleetscope.EINVALID, "file name too long (at most 1000 bytes)")
 	}
-	for k, v := range m.Labels {
-		if k == "" || len(k) > 100 || len(v) > 200 {
-			return fleetscope.Errorf(fleetscope.EINVALID, "label %q: keys 1-100 bytes, values at most 200", k)
-		}
-		if err := checkText("label", k); err != nil {
-			return err
-		}
-		if err := checkText("label "+k+" value", v); err != nil {
-			return err
-		}
+	if err := fleetscope.CheckText("file name", m.Filename); err != nil {
+		return err
 	}
 	if !m.AnchorWall.IsZero() {
 		if err := fleetscope.CheckWallTime(m.AnchorWall, "the clock anchor's wall time"); err != nil {
@@ -299,7 +276,7 @@ func checkProfile(parsed *Parsed) error {
 		}
 	}
 	for _, e := range d.Events() {
-		if err := checkText("event name", e); err != nil {
+		if err := fleetscope.CheckText("event name", e); err != nil {
 			return err
 		}
 	}
@@ -465,6 +442,29 @@ func Describe(m Meta, parsed *Parsed, now time.Time) *fleetscope.ProfileInfo {
 		info.WallShiftNanos = info.StartTime.UnixNano() - start
 	}
 	return info
+}
+
+// Ignored returns the metadata an upload of bytes already stored asked for
+// that differs from the stored profile's, in the order "app", "host",
+// "labels": what the upload did not change (a stored profile keeps the
+// metadata of its first upload). A host left out is the one the profile
+// records, as Describe defaults it.
+func Ignored(m Meta, stored *fleetscope.ProfileInfo) []string {
+	var out []string
+	if strings.TrimSpace(m.App) != stored.App {
+		out = append(out, "app")
+	}
+	host := m.Host
+	if host == "" {
+		host = stored.Meta["hostname"]
+	}
+	if host != stored.Host {
+		out = append(out, "host")
+	}
+	if !maps.Equal(m.Labels, stored.Labels) {
+		out = append(out, "labels")
+	}
+	return out
 }
 
 // shape is the shape bound of p's uploads: the tighter of the server's and

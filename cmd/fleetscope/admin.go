@@ -3,7 +3,10 @@ package main
 import (
 	"bufio"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -125,6 +128,51 @@ func adminCmd() *cobra.Command {
 		return err
 	})
 
+	var newApp, newHost string
+	var setLabels, removeLabels []string
+	var replaceLabels bool
+	update := &cobra.Command{
+		Use:   "update-profile PROFILE_ID [--app A] [--host H] [--label k=v]... [--remove-label k]... [--replace-labels]",
+		Short: "Change a profile's app, host or labels (what searches and fleets match); prints it as stored now",
+		Long: `Change a stored profile's app, host or labels: what searches and fleet
+selections match it by (its fleet aggregates move with it). Its samples never
+change. --label adds or changes a label and keeps the others; --remove-label
+removes one; --replace-labels makes the labels exactly the --label ones
+(none: no labels). --host "" clears the host. Audited as profile.update.`,
+		Args: args(1, 1),
+		RunE: func(c *cobra.Command, a []string) error {
+			set, err := parseLabels(setLabels)
+			if err != nil {
+				return err
+			}
+			req := &fsv1.UpdateProfileRequest{Id: a[0], SetLabels: set, RemoveLabels: removeLabels, ReplaceLabels: replaceLabels}
+			if c.Flags().Changed("app") {
+				req.App = &newApp
+			}
+			if c.Flags().Changed("host") {
+				req.Host = &newHost
+			}
+			if req.App == nil && req.Host == nil && len(set) == 0 && len(removeLabels) == 0 && !replaceLabels {
+				return usageError{fmt.Errorf("update-profile: nothing to change: give --app, --host, --label, --remove-label or --replace-labels")}
+			}
+			ad, err := admin(c)
+			if err != nil {
+				return err
+			}
+			r, err := ad.UpdateProfile(c.Context(), connect.NewRequest(req))
+			if err != nil {
+				return remoteErr(err)
+			}
+			p := r.Msg.GetProfile()
+			fmt.Printf("%s app=%s host=%s labels=%s\n", p.GetId(), p.GetApp(), p.GetHost(), fleetscope.FormatLabels(p.GetLabels()))
+			return nil
+		}}
+	update.Flags().StringVar(&newApp, "app", "", "the new app name")
+	update.Flags().StringVar(&newHost, "host", "", `the new host ("" clears it)`)
+	update.Flags().StringArrayVar(&setLabels, "label", nil, "add or change a label key=value (repeatable)")
+	update.Flags().StringArrayVar(&removeLabels, "remove-label", nil, "remove the label with this key (repeatable)")
+	update.Flags().BoolVar(&replaceLabels, "replace-labels", false, "the labels become exactly the --label ones")
+
 	audit := &cobra.Command{Use: "audit", Short: "Your tenant's audit log, newest first", Args: args(0, 0),
 		RunE: func(c *cobra.Command, _ []string) error {
 			ad, err := admin(c)
@@ -137,9 +185,9 @@ func adminCmd() *cobra.Command {
 			}
 			var rows [][]string
 			for _, e := range r.Msg.GetEvents() {
-				rows = append(rows, []string{when(e.GetAt()), e.GetActor(), e.GetAction(), e.GetTarget()})
+				rows = append(rows, []string{when(e.GetAt()), e.GetActor(), e.GetAction(), e.GetTarget(), auditDetail(e.GetDetail())})
 			}
-			return table("AT\tACTOR\tACTION\tTARGET", rows)
+			return table("AT\tACTOR\tACTION\tTARGET\tDETAIL", rows)
 		}}
 
 	var profile, start, end string
@@ -192,6 +240,20 @@ func adminCmd() *cobra.Command {
 			}
 			return table("ID\tPROFILE\tCREATED\tEXPIRES\tREVOKED", rows)
 		}}
-	a.AddCommand(tenant, keys, newKey, revoke, del, audit, share, shares, unshare)
+	a.AddCommand(tenant, keys, newKey, revoke, del, update, audit, share, shares, unshare)
 	return a
+}
+
+// auditDetail writes an audit event's detail as k=v pairs, keys sorted,
+// values quoted when empty or holding spaces or quotes.
+func auditDetail(d map[string]string) string {
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(d)) {
+		v := d[k]
+		if v == "" || strings.ContainsAny(v, " \"") {
+			v = strconv.Quote(v)
+		}
+		parts = append(parts, k+"="+v)
+	}
+	return strings.Join(parts, " ")
 }

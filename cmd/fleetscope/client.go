@@ -40,6 +40,9 @@ func newClient() (*client, error) {
 // permalink is the dashboard URL of a profile.
 func (c *client) permalink(id string) string { return c.base + "/p/" + id }
 
+// keyHint says where API keys come from, for errors about a missing or bad one.
+const keyHint = "keys come from fleetscope key create --tenant NAME --scope ingest,read (on the database), fleetscope admin create-key (an admin key), or .data/api-key after make run"
+
 // remoteErr turns a Connect error into a one-line fleetscope error.
 func remoteErr(err error) error {
 	var ce *connect.Error
@@ -51,7 +54,7 @@ func remoteErr(err error) error {
 	case fleetscope.EUNAVAILABLE:
 		return fmt.Errorf("server unavailable: %s", ce.Message())
 	case fleetscope.EUNAUTHENTICATED:
-		return fmt.Errorf("%s (FLEETSCOPE_API_KEY: create a key with fleetscope key create, or use .data/api-key after make run)", ce.Message())
+		return fmt.Errorf("%s (FLEETSCOPE_API_KEY): %s", ce.Message(), keyHint)
 	}
 	return err
 }

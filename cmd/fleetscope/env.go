@@ -74,7 +74,7 @@ func clientEnv() (url, key string, err error) {
 	}
 	key = os.Getenv("FLEETSCOPE_API_KEY")
 	if key == "" {
-		return "", "", usageError{errors.New("FLEETSCOPE_API_KEY is not set (create one with fleetscope key create, or use .data/api-key after make run)")}
+		return "", "", usageError{errors.New("FLEETSCOPE_API_KEY is not set: " + keyHint)}
 	}
 	return url, key, nil
 }

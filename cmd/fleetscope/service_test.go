@@ -783,4 +783,12 @@ func TestAuthAndTenantScope(t *testing.T) {
 	if code != 1 || out != "" || !strings.Contains(errOut, "not found") {
 		t.Errorf("CLI heatmap of another tenant's profile: exit %d %q %q", code, out, errOut)
 	}
+	// A wrong key, or none, and the CLI says where keys come from.
+	const hint = "keys come from fleetscope key create --tenant NAME --scope ingest,read (on the database), fleetscope admin create-key (an admin key), or .data/api-key after make run"
+	for key, wantCode := range map[string]int{"fsk_wrong": 1, "": 2} {
+		out, errOut, code := run1([]string{"FLEETSCOPE_URL=" + s.url, "FLEETSCOPE_API_KEY=" + key}, "profiles")
+		if code != wantCode || out != "" || !strings.Contains(errOut, hint) || strings.Count(errOut, "\n") != 1 {
+			t.Errorf("CLI with key %q: exit %d %q %q; want exit %d and one line saying %q", key, code, out, errOut, wantCode, hint)
+		}
+	}
 }

@@ -113,6 +113,7 @@ func TestTenantIsolation(t *testing.T) {
 	pprofData := corpus.Read(t, "corpus/pprof/go-sha-sort.cpu.pprof")
 	guessed := []string{idA, idA2, uuid.NewString(), "not-a-uuid", strings.ToUpper(idA), idA + " "}
 
+	pwned := "intruder"
 	attempts, breaches := 0, 0
 	covered := map[string]bool{}
 	try := func(proc string, scope string, breached bool, detail any) {
@@ -145,6 +146,8 @@ func TestTenantIsolation(t *testing.T) {
 			try(fleetscopev1connect.AdminServiceDeleteProfileProcedure, scope, ok(err), id)
 			_, err = b.admin.CreateShareLink(ctx, connect.NewRequest(&fsv1.CreateShareLinkRequest{ProfileId: id}))
 			try(fleetscopev1connect.AdminServiceCreateShareLinkProcedure, scope, ok(err), id)
+			_, err = b.admin.UpdateProfile(ctx, connect.NewRequest(&fsv1.UpdateProfileRequest{Id: id, App: &pwned, Host: &pwned, SetLabels: map[string]string{"team": "b"}}))
+			try(fleetscopev1connect.AdminServiceUpdateProfileProcedure, scope, ok(err), id)
 		}
 		for _, f := range []*fsv1.SearchProfilesRequest{{}, {App: "test"}, {Labels: map[string]string{"team": "a"}}, {Since: nil, PageSize: 1000}} {
 			res, err := b.query.SearchProfiles(ctx, connect.NewRequest(f))
@@ -251,6 +254,10 @@ func TestTenantIsolation(t *testing.T) {
 		if _, err := s.as(s.key).query.GetHeatmap(ctx, connect.NewRequest(&fsv1.GetHeatmapRequest{ProfileId: id})); err != nil {
 			t.Errorf("A lost profile %s: %v", id, err)
 		}
+	}
+	if p, err := s.as(s.key).query.GetProfile(ctx, connect.NewRequest(&fsv1.GetProfileRequest{Id: idA})); err != nil ||
+		p.Msg.GetProfile().GetApp() != "test" || p.Msg.GetProfile().GetHost() == pwned || p.Msg.GetProfile().GetLabels()["team"] != "a" {
+		t.Errorf("A's profile metadata changed: %v %v", err, p)
 	}
 	if _, err := pub.share.GetSharedFlameGraph(ctx, connect.NewRequest(&fsv1.GetSharedFlameGraphRequest{Token: token})); err != nil {
 		t.Errorf("A's share link stopped working: %v", err)

@@ -4,10 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/fleetscope/fleetscope"
 	fsv1 "github.com/fleetscope/fleetscope/api/gen/fleetscope/v1"
 
 	"github.com/spf13/cobra"
@@ -22,7 +25,13 @@ func uploadCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "upload --app APP [--host H] [--label k=v]... FILE...",
 		Short: "Upload profiles; prints one line per file: <profile-id> <permalink-url>",
-		Args:  args(1, 1<<20),
+		Long: `Upload profiles; prints one line per file on stdout: <profile-id> <permalink-url>.
+
+On stderr, for each file: where the profile sits in wall-clock time (UTC) and
+which clock placed it, and, when the same bytes were already stored, that the
+upload is a duplicate: the stored profile keeps its app, host and labels
+(fleetscope admin update-profile changes them).`,
+		Args: args(1, 1<<20),
 		RunE: func(c *cobra.Command, files []string) error {
 			if app == "" {
 				return usageError{errors.New("--app is required")}
@@ -46,6 +55,10 @@ func uploadCmd() *cobra.Command {
 					link = cl.permalink(res.GetProfile().GetId())
 				}
 				fmt.Printf("%s %s\n", res.GetProfile().GetId(), link)
+				fmt.Fprintf(os.Stderr, "%s: %s\n", path, placement(res.GetProfile(), time.Now()))
+				if d := res.GetDuplicate(); d != nil {
+					fmt.Fprintf(os.Stderr, "%s: %s\n", path, duplicateNote(d, res.GetProfile(), md))
+				}
 			}
 			return nil
 		},
@@ -59,6 +72,98 @@ func uploadCmd() *cobra.Command {
 }
 
 const uploadChunk = 1 << 20
+
+// clocks says how each time source placed a profile in wall-clock time.
+var clocks = map[string]string{
+	"realtime": "the profile's own wall-clock timestamps",
+	"anchored": "a boot clock placed by the upload's clock anchor",
+	"upload":   "no wall clock in the profile: placed as ending at upload time",
+	"span":     "no per-sample times: the span its profiler recorded",
+}
+
+// placement says where a stored profile sits in wall-clock time, in UTC,
+// how long it lasts, which clock placed it and how long ago it ended, so
+// that a profile recorded long ago (an epoch clock) is found by --since.
+func placement(p *fsv1.Profile, now time.Time) string {
+	// Times and duration to the millisecond, rounded, as profiles prints durations.
+	start, end := p.GetStartTime().AsTime().UTC().Round(time.Millisecond), p.GetEndTime().AsTime().UTC().Round(time.Millisecond)
+	const day, clock = "2006-01-02 ", "15:04:05.000"
+	endFormat := clock
+	if end.Format(day) != start.Format(day) {
+		endFormat = day + clock
+	}
+	out := fmt.Sprintf("%s–%s UTC, %.3f s, clock %s", start.Format(day+clock), end.Format(endFormat),
+		time.Duration(p.GetDurationNanos()).Round(time.Millisecond).Seconds(), p.GetTimeSource())
+	if why := clocks[p.GetTimeSource()]; why != "" {
+		out += " (" + why + ")"
+	}
+	switch ago := now.Sub(end); {
+	case ago >= time.Minute:
+		out += ", ended " + roughly(ago) + " ago"
+	case ago <= -time.Minute:
+		out += ", ends " + roughly(-ago) + " from now"
+	}
+	return out
+}
+
+// roughly writes a duration of a minute or more to the minute: "3 d 2 h",
+// "5 h 07 min", "12 min".
+func roughly(d time.Duration) string {
+	m := int64(d / time.Minute)
+	days, hours, mins := m/(24*60), m/60%24, m%60
+	switch {
+	case days > 0:
+		return fmt.Sprintf("%d d %d h", days, hours)
+	case hours > 0:
+		return fmt.Sprintf("%d h %02d min", hours, mins)
+	}
+	return fmt.Sprintf("%d min", mins)
+}
+
+// duplicateNote reports an upload of bytes already stored: the profile's
+// stored metadata, and if the upload asked for other metadata, that it was
+// not applied and the command that would apply it.
+func duplicateNote(d *fsv1.Duplicate, p *fsv1.Profile, md *fsv1.UploadMetadata) string {
+	stored := fmt.Sprintf("app=%s, host=%s, labels %s", d.GetApp(), orNone(d.GetHost()), orNone(fleetscope.FormatLabels(d.GetLabels())))
+	if len(d.GetIgnored()) == 0 {
+		return fmt.Sprintf("duplicate of %s (stored as %s): already stored, nothing changed", d.GetProfileId(), stored)
+	}
+	cmd := []string{"fleetscope", "admin", "update-profile", d.GetProfileId()}
+	for _, f := range d.GetIgnored() {
+		switch f {
+		case "app":
+			cmd = append(cmd, "--app", shellQuote(md.GetApp()))
+		case "host":
+			host := md.GetHost()
+			if host == "" {
+				host = p.GetMeta()["hostname"]
+			}
+			cmd = append(cmd, "--host", shellQuote(host))
+		case "labels":
+			cmd = append(cmd, "--replace-labels")
+			for _, k := range slices.Sorted(maps.Keys(md.GetLabels())) {
+				cmd = append(cmd, "--label", shellQuote(k+"="+md.GetLabels()[k]))
+			}
+		}
+	}
+	return fmt.Sprintf("duplicate of %s (stored as %s): metadata not changed (this upload's %s ignored); to change it (admin key): %s",
+		d.GetProfileId(), stored, strings.Join(d.GetIgnored(), ", "), strings.Join(cmd, " "))
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
+}
+
+// shellQuote quotes s for a POSIX shell unless it needs no quotes.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.,:/=@%+-") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
 
 func upload(c *cobra.Command, cl *client, path string, md *fsv1.UploadMetadata) (*fsv1.UploadResponse, error) {
 	f, err := os.Open(path)

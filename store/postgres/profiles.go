@@ -187,3 +187,59 @@ func (db *DB) DeleteProfile(ctx context.Context, tenant int64, id, actor string)
 	})
 	return key, translate(err, "profile "+id)
 }
+
+// UpdateProfile changes a profile's app, host and labels in one
+// transaction: the profile row, its cells in absolute time (fleet_seconds
+// carries app and host, so fleet queries by the new ones find it) and an
+// audit entry (profile.update, with the values before and after of what
+// changed). A change to nothing new writes nothing. Returns ENOTFOUND if
+// the tenant has no such profile, EINVALID if u is not a valid change.
+func (db *DB) UpdateProfile(ctx context.Context, tenant int64, id string, u fleetscope.ProfileUpdate, actor string) (*fleetscope.ProfileInfo, error) {
+	uid, err := parseID(id)
+	if err != nil {
+		return nil, err
+	}
+	err = db.inTenant(ctx, tenant, func(tx pgx.Tx) error {
+		var app, host string
+		var raw []byte
+		if err := tx.QueryRow(ctx, `SELECT app, host, labels FROM profiles WHERE tenant_id = $1 AND id = $2 FOR UPDATE`, tenant, uid).Scan(&app, &host, &raw); err != nil {
+			return err
+		}
+		var labels map[string]string
+		if err := json.Unmarshal(raw, &labels); err != nil {
+			return err
+		}
+		newApp, newHost, newLabels, err := u.Apply(app, host, labels)
+		if err != nil {
+			return err
+		}
+		detail := map[string]string{}
+		for _, f := range []struct{ name, was, now string }{
+			{"app", app, newApp}, {"host", host, newHost},
+			{"labels", fleetscope.FormatLabels(labels), fleetscope.FormatLabels(newLabels)},
+		} {
+			if f.was != f.now {
+				detail[f.name+".was"], detail[f.name] = f.was, f.now
+			}
+		}
+		if len(detail) == 0 {
+			return nil
+		}
+		b, _ := json.Marshal(newLabels)
+		if _, err := tx.Exec(ctx, `UPDATE profiles SET app = $3, host = $4, labels = $5 WHERE tenant_id = $1 AND id = $2`,
+			tenant, uid, newApp, newHost, b); err != nil {
+			return err
+		}
+		if newApp != app || newHost != host {
+			if _, err := tx.Exec(ctx, `UPDATE fleet_seconds SET app = $3, host = $4 WHERE tenant_id = $1 AND profile_id = $2`,
+				tenant, uid, newApp, newHost); err != nil {
+				return err
+			}
+		}
+		return auditTx(ctx, tx, tenant, actor, "profile.update", id, detail)
+	})
+	if err != nil {
+		return nil, translate(err, "profile "+id)
+	}
+	return db.Profile(ctx, tenant, id)
+}

@@ -937,13 +937,21 @@ describe("dashboard", () => {
     const id = await page.getByTestId("upload-done").getAttribute("data-profile-id");
     assert.match(await page.getByTestId("upload-done").textContent(), /^Uploaded/);
     await screenshot(page, "uploaded");
-    // Dropped anywhere on the page, the same bytes again: recognised as stored.
+    assert.equal(await page.getByTestId("upload-duplicate").count(), 0);
+    // Dropped anywhere on the page, the same bytes again with another host:
+    // recognised as stored, with what it is stored as and what was not applied.
+    await page.getByTestId("upload-host").fill("desk");
     await page.locator("h1").dispatchEvent("dragenter", { dataTransfer: dt });
     assert.equal(await page.locator(".drop-overlay").isVisible(), true);
     await page.locator("h1").dispatchEvent("drop", { dataTransfer: dt });
     await page.getByTestId("upload-done").filter({ hasText: "Already stored" }).waitFor();
     assert.equal(await page.getByTestId("upload-done").getAttribute("data-profile-id"), id);
     assert.equal(await page.locator(".drop-overlay").isVisible(), false);
+    const dup = page.getByTestId("upload-duplicate");
+    assert.equal(await dup.getAttribute("data-ignored"), "host");
+    assert.match(await dup.textContent(), new RegExp(`^Stored before as app=dropped, host=laptop, labels env=test: this upload's host not applied\\. An admin changes the stored metadata with fleetscope admin update-profile ${id}\\.$`));
+    await screenshot(page, "upload-duplicate");
+    await page.getByTestId("upload-host").fill("laptop");
     // The results list refreshed, and the profile opens.
     await page.getByTestId("search").fill("dropped host:laptop env=test");
     await page.getByTestId("search").press("Enter");

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "vitest";
-import { formatBytes, formatClock, formatCount, formatDuration, formatPercent, formatSeconds, formatTick, formatWallRange, parseSeconds, profileDuration, zoneOffsetSeconds } from "./format";
+import { formatBytes, formatClock, formatCount, formatDuration, formatLabels, formatPercent, formatSeconds, formatTick, formatWallRange, parseSeconds, profileDuration, zoneOffsetSeconds } from "./format";
 
 describe("relative seconds", () => {
   test("parse exactly, without floats", () => {
@@ -44,6 +44,10 @@ describe("display", () => {
     expect(formatPercent(1, 1)).toBe("100%");
     expect(formatPercent(0, 0)).toBe("0%");
     expect(formatPercent(1, 1e6)).toBe("<0.01%");
+  });
+  test("labels: k=v, keys sorted, as the CLI prints them", () => {
+    expect(formatLabels({})).toBe("");
+    expect(formatLabels({ team: "a", env: "prod" })).toBe("env=prod,team=a");
   });
   test("sizes: bytes, then KB, MB, GB with at most three significant digits", () => {
     expect(formatBytes(0)).toBe("0 B");

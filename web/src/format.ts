@@ -91,6 +91,15 @@ export function formatBytes(n: number): string {
   }
 }
 
+/** formatLabels writes labels as "k=v,k2=v2", keys sorted, as the CLI
+ * prints them ("" for none). */
+export function formatLabels(labels: Record<string, string>): string {
+  return Object.keys(labels)
+    .sort()
+    .map((k) => `${k}=${labels[k]}`)
+    .join(",");
+}
+
 /** formatDate writes an absolute time in the viewer's time zone as
  * "YYYY-MM-DD HH:MM:SS". */
 export function formatDate(d: Date): string {

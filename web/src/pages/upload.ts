@@ -4,10 +4,26 @@
 
 import { problem, uploadFile, type UploadPhase } from "../api";
 import { h, replace } from "../dom";
-import { formatBytes, formatCount, profileDuration } from "../format";
+import { formatBytes, formatCount, formatLabels, profileDuration } from "../format";
+import type { Duplicate } from "../gen/fleetscope/v1/ingest_pb";
 import { navigate } from "../router";
 import { parseFilters } from "../searchquery";
 import { onUnauthenticated } from "./states";
+
+/** duplicateNote says what an upload of bytes already stored is stored as,
+ * and which of the metadata typed was not applied (the stored profile keeps
+ * its first upload's; an admin changes it). */
+function duplicateNote(d: Duplicate): HTMLElement {
+  const stored = `app=${d.app}, host=${d.host || "(none)"}, labels ${formatLabels(d.labels) || "(none)"}`;
+  return h(
+    "div",
+    { class: d.ignored.length ? "upload-duplicate warn" : "upload-duplicate", "data-testid": "upload-duplicate", "data-ignored": d.ignored.join(",") },
+    `Stored before as ${stored}`,
+    d.ignored.length
+      ? [`: this upload's ${d.ignored.join(", ")} not applied. An admin changes the stored metadata with `, h("code", null, `fleetscope admin update-profile ${d.profileId}`), "."]
+      : ".",
+  );
+}
 
 export function uploadPanel(defaultApp: () => string | false, onUploaded: () => void): { el: HTMLElement; destroy(): void } {
   const ctrl = new AbortController();
@@ -169,6 +185,7 @@ export function uploadPanel(defaultApp: () => string | false, onUploaded: () => 
           h("span", { class: "ok" }, res.created ? "Uploaded" : "Already stored"),
           ` ${file.name}: ${formatCount(p.samples)} samples${span ? ` over ${span}` : ""} in ${((performance.now() - t0) / 1000).toFixed(1)} s. `,
           h("a", { href, "data-testid": "upload-link", onclick: (e: MouseEvent) => (e.preventDefault(), navigate(href)) }, "Open profile →"),
+          res.duplicate ? duplicateNote(res.duplicate) : null,
           h("div", { class: "muted small mono" }, res.permalink),
         ),
       );

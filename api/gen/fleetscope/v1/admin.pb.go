@@ -615,6 +615,140 @@ func (*DeleteProfileResponse) Descriptor() ([]byte, []int) {
 	return file_fleetscope_v1_admin_proto_rawDescGZIP(), []int{10}
 }
 
+type UpdateProfileRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// The new app name (not empty); unset: unchanged.
+	App *string `protobuf:"bytes,2,opt,name=app,proto3,oneof" json:"app,omitempty"`
+	// The new host; unset: unchanged; "" clears it.
+	Host *string `protobuf:"bytes,3,opt,name=host,proto3,oneof" json:"host,omitempty"`
+	// Labels to add or change; the others are kept.
+	SetLabels map[string]string `protobuf:"bytes,4,rep,name=set_labels,json=setLabels,proto3" json:"set_labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// Label keys to remove (absent ones are ignored).
+	RemoveLabels []string `protobuf:"bytes,5,rep,name=remove_labels,json=removeLabels,proto3" json:"remove_labels,omitempty"`
+	// The labels become exactly set_labels (remove_labels must be empty).
+	ReplaceLabels bool `protobuf:"varint,6,opt,name=replace_labels,json=replaceLabels,proto3" json:"replace_labels,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateProfileRequest) Reset() {
+	*x = UpdateProfileRequest{}
+	mi := &file_fleetscope_v1_admin_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateProfileRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateProfileRequest) ProtoMessage() {}
+
+func (x *UpdateProfileRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_fleetscope_v1_admin_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateProfileRequest.ProtoReflect.Descriptor instead.
+func (*UpdateProfileRequest) Descriptor() ([]byte, []int) {
+	return file_fleetscope_v1_admin_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *UpdateProfileRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *UpdateProfileRequest) GetApp() string {
+	if x != nil && x.App != nil {
+		return *x.App
+	}
+	return ""
+}
+
+func (x *UpdateProfileRequest) GetHost() string {
+	if x != nil && x.Host != nil {
+		return *x.Host
+	}
+	return ""
+}
+
+func (x *UpdateProfileRequest) GetSetLabels() map[string]string {
+	if x != nil {
+		return x.SetLabels
+	}
+	return nil
+}
+
+func (x *UpdateProfileRequest) GetRemoveLabels() []string {
+	if x != nil {
+		return x.RemoveLabels
+	}
+	return nil
+}
+
+func (x *UpdateProfileRequest) GetReplaceLabels() bool {
+	if x != nil {
+		return x.ReplaceLabels
+	}
+	return false
+}
+
+type UpdateProfileResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The profile as stored now.
+	Profile       *Profile `protobuf:"bytes,1,opt,name=profile,proto3" json:"profile,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateProfileResponse) Reset() {
+	*x = UpdateProfileResponse{}
+	mi := &file_fleetscope_v1_admin_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateProfileResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateProfileResponse) ProtoMessage() {}
+
+func (x *UpdateProfileResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_fleetscope_v1_admin_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateProfileResponse.ProtoReflect.Descriptor instead.
+func (*UpdateProfileResponse) Descriptor() ([]byte, []int) {
+	return file_fleetscope_v1_admin_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *UpdateProfileResponse) GetProfile() *Profile {
+	if x != nil {
+		return x.Profile
+	}
+	return nil
+}
+
 type AuditEvent struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	At    *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=at,proto3" json:"at,omitempty"`
@@ -629,7 +763,7 @@ type AuditEvent struct {
 
 func (x *AuditEvent) Reset() {
 	*x = AuditEvent{}
-	mi := &file_fleetscope_v1_admin_proto_msgTypes[11]
+	mi := &file_fleetscope_v1_admin_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -641,7 +775,7 @@ func (x *AuditEvent) String() string {
 func (*AuditEvent) ProtoMessage() {}
 
 func (x *AuditEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_fleetscope_v1_admin_proto_msgTypes[11]
+	mi := &file_fleetscope_v1_admin_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -654,7 +788,7 @@ func (x *AuditEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuditEvent.ProtoReflect.Descriptor instead.
 func (*AuditEvent) Descriptor() ([]byte, []int) {
-	return file_fleetscope_v1_admin_proto_rawDescGZIP(), []int{11}
+	return file_fleetscope_v1_admin_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *AuditEvent) GetAt() *timestamppb.Timestamp {
@@ -702,7 +836,7 @@ type ListAuditEventsRequest struct {
 
 func (x *ListAuditEventsRequest) Reset() {
 	*x = ListAuditEventsRequest{}
-	mi := &file_fleetscope_v1_admin_proto_msgTypes[12]
+	mi := &file_fleetscope_v1_admin_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -714,7 +848,7 @@ func (x *ListAuditEventsRequest) String() string {
 func (*ListAuditEventsRequest) ProtoMessage() {}
 
 func (x *ListAuditEventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_fleetscope_v1_admin_proto_msgTypes[12]
+	mi := &file_fleetscope_v1_admin_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -727,7 +861,7 @@ func (x *ListAuditEventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAuditEventsRequest.ProtoReflect.Descriptor instead.
 func (*ListAuditEventsRequest) Descriptor() ([]byte, []int) {
-	return file_fleetscope_v1_admin_proto_rawDescGZIP(), []int{12}
+	return file_fleetscope_v1_admin_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ListAuditEventsRequest) GetPageSize() int32 {
@@ -754,7 +888,7 @@ type ListAuditEventsResponse struct {
 
 func (x *ListAuditEventsResponse) Reset() {
 	*x = ListAuditEventsResponse{}
-	mi := &file_fleetscope_v1_admin_proto_msgTypes[13]
+	mi := &file_fleetscope_v1_admin_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -766,7 +900,7 @@ func (x *ListAuditEventsResponse) String() string {
 func (*ListAuditEventsResponse) ProtoMessage() {}
 
 func (x *ListAuditEventsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_fleetscope_v1_admin_proto_msgTypes[13]
+	mi := &file_fleetscope_v1_admin_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -779,7 +913,7 @@ func (x *ListAuditEventsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAuditEventsResponse.ProtoReflect.Descriptor instead.
 func (*ListAuditEventsResponse) Descriptor() ([]byte, []int) {
-	return file_fleetscope_v1_admin_proto_rawDescGZIP(), []int{13}
+	return file_fleetscope_v1_admin_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ListAuditEventsResponse) GetEvents() []*AuditEvent {
@@ -813,7 +947,7 @@ type ShareLink struct {
 
 func (x *ShareLink) Reset() {
 	*x = ShareLink{}
-	mi := &file_fleetscope_v1_admin_proto_msgTypes[14]
+	mi := &file_fleetscope_v1_admin_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -825,7 +959,7 @@ func (x *ShareLink) String() string {
 func (*ShareLink) ProtoMessage() {}
 
 func (x *ShareLink) ProtoReflect() protoreflect.Message {
-	mi := &file_fleetscope_v1_admin_proto_msgTypes[14]
+	mi := &file_fleetscope_v1_admin_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -838,7 +972,7 @@ func (x *ShareLink) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShareLink.ProtoReflect.Descriptor instead.
 func (*ShareLink) Descriptor() ([]byte, []int) {
-	return file_fleetscope_v1_admin_proto_rawDescGZIP(), []int{14}
+	return file_fleetscope_v1_admin_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ShareLink) GetId() string {
@@ -918,7 +1052,7 @@ type CreateShareLinkRequest struct {
 
 func (x *CreateShareLinkRequest) Reset() {
 	*x = CreateShareLinkRequest{}
-	mi := &file_fleetscope_v1_admin_proto_msgTypes[15]
+	mi := &file_fleetscope_v1_admin_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -930,7 +1064,7 @@ func (x *CreateShareLinkRequest) String() string {
 func (*CreateShareLinkRequest) ProtoMessage() {}
 
 func (x *CreateShareLinkRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_fleetscope_v1_admin_proto_msgTypes[15]
+	mi := &file_fleetscope_v1_admin_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -943,7 +1077,7 @@ func (x *CreateShareLinkRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateShareLinkRequest.ProtoReflect.Descriptor instead.
 func (*CreateShareLinkRequest) Descriptor() ([]byte, []int) {
-	return file_fleetscope_v1_admin_proto_rawDescGZIP(), []int{15}
+	return file_fleetscope_v1_admin_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *CreateShareLinkRequest) GetProfileId() string {
@@ -993,7 +1127,7 @@ type CreateShareLinkResponse struct {
 
 func (x *CreateShareLinkResponse) Reset() {
 	*x = CreateShareLinkResponse{}
-	mi := &file_fleetscope_v1_admin_proto_msgTypes[16]
+	mi := &file_fleetscope_v1_admin_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1005,7 +1139,7 @@ func (x *CreateShareLinkResponse) String() string {
 func (*CreateShareLinkResponse) ProtoMessage() {}
 
 func (x *CreateShareLinkResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_fleetscope_v1_admin_proto_msgTypes[16]
+	mi := &file_fleetscope_v1_admin_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1018,7 +1152,7 @@ func (x *CreateShareLinkResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateShareLinkResponse.ProtoReflect.Descriptor instead.
 func (*CreateShareLinkResponse) Descriptor() ([]byte, []int) {
-	return file_fleetscope_v1_admin_proto_rawDescGZIP(), []int{16}
+	return file_fleetscope_v1_admin_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *CreateShareLinkResponse) GetLink() *ShareLink {
@@ -1050,7 +1184,7 @@ type ListShareLinksRequest struct {
 
 func (x *ListShareLinksRequest) Reset() {
 	*x = ListShareLinksRequest{}
-	mi := &file_fleetscope_v1_admin_proto_msgTypes[17]
+	mi := &file_fleetscope_v1_admin_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1062,7 +1196,7 @@ func (x *ListShareLinksRequest) String() string {
 func (*ListShareLinksRequest) ProtoMessage() {}
 
 func (x *ListShareLinksRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_fleetscope_v1_admin_proto_msgTypes[17]
+	mi := &file_fleetscope_v1_admin_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1075,7 +1209,7 @@ func (x *ListShareLinksRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListShareLinksRequest.ProtoReflect.Descriptor instead.
 func (*ListShareLinksRequest) Descriptor() ([]byte, []int) {
-	return file_fleetscope_v1_admin_proto_rawDescGZIP(), []int{17}
+	return file_fleetscope_v1_admin_proto_rawDescGZIP(), []int{19}
 }
 
 type ListShareLinksResponse struct {
@@ -1087,7 +1221,7 @@ type ListShareLinksResponse struct {
 
 func (x *ListShareLinksResponse) Reset() {
 	*x = ListShareLinksResponse{}
-	mi := &file_fleetscope_v1_admin_proto_msgTypes[18]
+	mi := &file_fleetscope_v1_admin_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1099,7 +1233,7 @@ func (x *ListShareLinksResponse) String() string {
 func (*ListShareLinksResponse) ProtoMessage() {}
 
 func (x *ListShareLinksResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_fleetscope_v1_admin_proto_msgTypes[18]
+	mi := &file_fleetscope_v1_admin_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1112,7 +1246,7 @@ func (x *ListShareLinksResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListShareLinksResponse.ProtoReflect.Descriptor instead.
 func (*ListShareLinksResponse) Descriptor() ([]byte, []int) {
-	return file_fleetscope_v1_admin_proto_rawDescGZIP(), []int{18}
+	return file_fleetscope_v1_admin_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ListShareLinksResponse) GetLinks() []*ShareLink {
@@ -1131,7 +1265,7 @@ type RevokeShareLinkRequest struct {
 
 func (x *RevokeShareLinkRequest) Reset() {
 	*x = RevokeShareLinkRequest{}
-	mi := &file_fleetscope_v1_admin_proto_msgTypes[19]
+	mi := &file_fleetscope_v1_admin_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1143,7 +1277,7 @@ func (x *RevokeShareLinkRequest) String() string {
 func (*RevokeShareLinkRequest) ProtoMessage() {}
 
 func (x *RevokeShareLinkRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_fleetscope_v1_admin_proto_msgTypes[19]
+	mi := &file_fleetscope_v1_admin_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1156,7 +1290,7 @@ func (x *RevokeShareLinkRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeShareLinkRequest.ProtoReflect.Descriptor instead.
 func (*RevokeShareLinkRequest) Descriptor() ([]byte, []int) {
-	return file_fleetscope_v1_admin_proto_rawDescGZIP(), []int{19}
+	return file_fleetscope_v1_admin_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *RevokeShareLinkRequest) GetId() string {
@@ -1174,7 +1308,7 @@ type RevokeShareLinkResponse struct {
 
 func (x *RevokeShareLinkResponse) Reset() {
 	*x = RevokeShareLinkResponse{}
-	mi := &file_fleetscope_v1_admin_proto_msgTypes[20]
+	mi := &file_fleetscope_v1_admin_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1186,7 +1320,7 @@ func (x *RevokeShareLinkResponse) String() string {
 func (*RevokeShareLinkResponse) ProtoMessage() {}
 
 func (x *RevokeShareLinkResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_fleetscope_v1_admin_proto_msgTypes[20]
+	mi := &file_fleetscope_v1_admin_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1199,14 +1333,14 @@ func (x *RevokeShareLinkResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeShareLinkResponse.ProtoReflect.Descriptor instead.
 func (*RevokeShareLinkResponse) Descriptor() ([]byte, []int) {
-	return file_fleetscope_v1_admin_proto_rawDescGZIP(), []int{20}
+	return file_fleetscope_v1_admin_proto_rawDescGZIP(), []int{22}
 }
 
 var File_fleetscope_v1_admin_proto protoreflect.FileDescriptor
 
 const file_fleetscope_v1_admin_proto_rawDesc = "" +
 	"\n" +
-	"\x19fleetscope/v1/admin.proto\x12\rfleetscope.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\x12\n" +
+	"\x19fleetscope/v1/admin.proto\x12\rfleetscope.v1\x1a\x1bfleetscope/v1/profile.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x12\n" +
 	"\x10GetTenantRequest\"\xe8\x02\n" +
 	"\x11GetTenantResponse\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x129\n" +
@@ -1247,7 +1381,22 @@ const file_fleetscope_v1_admin_proto_rawDesc = "" +
 	"\x11RevokeKeyResponse\"&\n" +
 	"\x14DeleteProfileRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"\x17\n" +
-	"\x15DeleteProfileResponse\"\xf8\x01\n" +
+	"\x15DeleteProfileResponse\"\xc4\x02\n" +
+	"\x14UpdateProfileRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x15\n" +
+	"\x03app\x18\x02 \x01(\tH\x00R\x03app\x88\x01\x01\x12\x17\n" +
+	"\x04host\x18\x03 \x01(\tH\x01R\x04host\x88\x01\x01\x12Q\n" +
+	"\n" +
+	"set_labels\x18\x04 \x03(\v22.fleetscope.v1.UpdateProfileRequest.SetLabelsEntryR\tsetLabels\x12#\n" +
+	"\rremove_labels\x18\x05 \x03(\tR\fremoveLabels\x12%\n" +
+	"\x0ereplace_labels\x18\x06 \x01(\bR\rreplaceLabels\x1a<\n" +
+	"\x0eSetLabelsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\x06\n" +
+	"\x04_appB\a\n" +
+	"\x05_host\"I\n" +
+	"\x15UpdateProfileResponse\x120\n" +
+	"\aprofile\x18\x01 \x01(\v2\x16.fleetscope.v1.ProfileR\aprofile\"\xf8\x01\n" +
 	"\n" +
 	"AuditEvent\x12*\n" +
 	"\x02at\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x02at\x12\x14\n" +
@@ -1305,13 +1454,14 @@ const file_fleetscope_v1_admin_proto_rawDesc = "" +
 	"\x05links\x18\x01 \x03(\v2\x18.fleetscope.v1.ShareLinkR\x05links\"(\n" +
 	"\x16RevokeShareLinkRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"\x19\n" +
-	"\x17RevokeShareLinkResponse2\xac\x06\n" +
+	"\x17RevokeShareLinkResponse2\x88\a\n" +
 	"\fAdminService\x12N\n" +
 	"\tGetTenant\x12\x1f.fleetscope.v1.GetTenantRequest\x1a .fleetscope.v1.GetTenantResponse\x12K\n" +
 	"\bListKeys\x12\x1e.fleetscope.v1.ListKeysRequest\x1a\x1f.fleetscope.v1.ListKeysResponse\x12N\n" +
 	"\tCreateKey\x12\x1f.fleetscope.v1.CreateKeyRequest\x1a .fleetscope.v1.CreateKeyResponse\x12N\n" +
 	"\tRevokeKey\x12\x1f.fleetscope.v1.RevokeKeyRequest\x1a .fleetscope.v1.RevokeKeyResponse\x12Z\n" +
-	"\rDeleteProfile\x12#.fleetscope.v1.DeleteProfileRequest\x1a$.fleetscope.v1.DeleteProfileResponse\x12`\n" +
+	"\rDeleteProfile\x12#.fleetscope.v1.DeleteProfileRequest\x1a$.fleetscope.v1.DeleteProfileResponse\x12Z\n" +
+	"\rUpdateProfile\x12#.fleetscope.v1.UpdateProfileRequest\x1a$.fleetscope.v1.UpdateProfileResponse\x12`\n" +
 	"\x0fListAuditEvents\x12%.fleetscope.v1.ListAuditEventsRequest\x1a&.fleetscope.v1.ListAuditEventsResponse\x12`\n" +
 	"\x0fCreateShareLink\x12%.fleetscope.v1.CreateShareLinkRequest\x1a&.fleetscope.v1.CreateShareLinkResponse\x12]\n" +
 	"\x0eListShareLinks\x12$.fleetscope.v1.ListShareLinksRequest\x1a%.fleetscope.v1.ListShareLinksResponse\x12`\n" +
@@ -1329,7 +1479,7 @@ func file_fleetscope_v1_admin_proto_rawDescGZIP() []byte {
 	return file_fleetscope_v1_admin_proto_rawDescData
 }
 
-var file_fleetscope_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
+var file_fleetscope_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
 var file_fleetscope_v1_admin_proto_goTypes = []any{
 	(*GetTenantRequest)(nil),        // 0: fleetscope.v1.GetTenantRequest
 	(*GetTenantResponse)(nil),       // 1: fleetscope.v1.GetTenantResponse
@@ -1342,59 +1492,67 @@ var file_fleetscope_v1_admin_proto_goTypes = []any{
 	(*RevokeKeyResponse)(nil),       // 8: fleetscope.v1.RevokeKeyResponse
 	(*DeleteProfileRequest)(nil),    // 9: fleetscope.v1.DeleteProfileRequest
 	(*DeleteProfileResponse)(nil),   // 10: fleetscope.v1.DeleteProfileResponse
-	(*AuditEvent)(nil),              // 11: fleetscope.v1.AuditEvent
-	(*ListAuditEventsRequest)(nil),  // 12: fleetscope.v1.ListAuditEventsRequest
-	(*ListAuditEventsResponse)(nil), // 13: fleetscope.v1.ListAuditEventsResponse
-	(*ShareLink)(nil),               // 14: fleetscope.v1.ShareLink
-	(*CreateShareLinkRequest)(nil),  // 15: fleetscope.v1.CreateShareLinkRequest
-	(*CreateShareLinkResponse)(nil), // 16: fleetscope.v1.CreateShareLinkResponse
-	(*ListShareLinksRequest)(nil),   // 17: fleetscope.v1.ListShareLinksRequest
-	(*ListShareLinksResponse)(nil),  // 18: fleetscope.v1.ListShareLinksResponse
-	(*RevokeShareLinkRequest)(nil),  // 19: fleetscope.v1.RevokeShareLinkRequest
-	(*RevokeShareLinkResponse)(nil), // 20: fleetscope.v1.RevokeShareLinkResponse
-	nil,                             // 21: fleetscope.v1.AuditEvent.DetailEntry
-	(*timestamppb.Timestamp)(nil),   // 22: google.protobuf.Timestamp
+	(*UpdateProfileRequest)(nil),    // 11: fleetscope.v1.UpdateProfileRequest
+	(*UpdateProfileResponse)(nil),   // 12: fleetscope.v1.UpdateProfileResponse
+	(*AuditEvent)(nil),              // 13: fleetscope.v1.AuditEvent
+	(*ListAuditEventsRequest)(nil),  // 14: fleetscope.v1.ListAuditEventsRequest
+	(*ListAuditEventsResponse)(nil), // 15: fleetscope.v1.ListAuditEventsResponse
+	(*ShareLink)(nil),               // 16: fleetscope.v1.ShareLink
+	(*CreateShareLinkRequest)(nil),  // 17: fleetscope.v1.CreateShareLinkRequest
+	(*CreateShareLinkResponse)(nil), // 18: fleetscope.v1.CreateShareLinkResponse
+	(*ListShareLinksRequest)(nil),   // 19: fleetscope.v1.ListShareLinksRequest
+	(*ListShareLinksResponse)(nil),  // 20: fleetscope.v1.ListShareLinksResponse
+	(*RevokeShareLinkRequest)(nil),  // 21: fleetscope.v1.RevokeShareLinkRequest
+	(*RevokeShareLinkResponse)(nil), // 22: fleetscope.v1.RevokeShareLinkResponse
+	nil,                             // 23: fleetscope.v1.UpdateProfileRequest.SetLabelsEntry
+	nil,                             // 24: fleetscope.v1.AuditEvent.DetailEntry
+	(*timestamppb.Timestamp)(nil),   // 25: google.protobuf.Timestamp
+	(*Profile)(nil),                 // 26: fleetscope.v1.Profile
 }
 var file_fleetscope_v1_admin_proto_depIdxs = []int32{
-	22, // 0: fleetscope.v1.GetTenantResponse.created_at:type_name -> google.protobuf.Timestamp
-	22, // 1: fleetscope.v1.Key.created_at:type_name -> google.protobuf.Timestamp
-	22, // 2: fleetscope.v1.Key.last_used_at:type_name -> google.protobuf.Timestamp
-	22, // 3: fleetscope.v1.Key.expires_at:type_name -> google.protobuf.Timestamp
-	22, // 4: fleetscope.v1.Key.revoked_at:type_name -> google.protobuf.Timestamp
+	25, // 0: fleetscope.v1.GetTenantResponse.created_at:type_name -> google.protobuf.Timestamp
+	25, // 1: fleetscope.v1.Key.created_at:type_name -> google.protobuf.Timestamp
+	25, // 2: fleetscope.v1.Key.last_used_at:type_name -> google.protobuf.Timestamp
+	25, // 3: fleetscope.v1.Key.expires_at:type_name -> google.protobuf.Timestamp
+	25, // 4: fleetscope.v1.Key.revoked_at:type_name -> google.protobuf.Timestamp
 	2,  // 5: fleetscope.v1.ListKeysResponse.keys:type_name -> fleetscope.v1.Key
-	22, // 6: fleetscope.v1.CreateKeyRequest.expires_at:type_name -> google.protobuf.Timestamp
+	25, // 6: fleetscope.v1.CreateKeyRequest.expires_at:type_name -> google.protobuf.Timestamp
 	2,  // 7: fleetscope.v1.CreateKeyResponse.key:type_name -> fleetscope.v1.Key
-	22, // 8: fleetscope.v1.AuditEvent.at:type_name -> google.protobuf.Timestamp
-	21, // 9: fleetscope.v1.AuditEvent.detail:type_name -> fleetscope.v1.AuditEvent.DetailEntry
-	11, // 10: fleetscope.v1.ListAuditEventsResponse.events:type_name -> fleetscope.v1.AuditEvent
-	22, // 11: fleetscope.v1.ShareLink.created_at:type_name -> google.protobuf.Timestamp
-	22, // 12: fleetscope.v1.ShareLink.expires_at:type_name -> google.protobuf.Timestamp
-	22, // 13: fleetscope.v1.ShareLink.revoked_at:type_name -> google.protobuf.Timestamp
-	14, // 14: fleetscope.v1.CreateShareLinkResponse.link:type_name -> fleetscope.v1.ShareLink
-	14, // 15: fleetscope.v1.ListShareLinksResponse.links:type_name -> fleetscope.v1.ShareLink
-	0,  // 16: fleetscope.v1.AdminService.GetTenant:input_type -> fleetscope.v1.GetTenantRequest
-	3,  // 17: fleetscope.v1.AdminService.ListKeys:input_type -> fleetscope.v1.ListKeysRequest
-	5,  // 18: fleetscope.v1.AdminService.CreateKey:input_type -> fleetscope.v1.CreateKeyRequest
-	7,  // 19: fleetscope.v1.AdminService.RevokeKey:input_type -> fleetscope.v1.RevokeKeyRequest
-	9,  // 20: fleetscope.v1.AdminService.DeleteProfile:input_type -> fleetscope.v1.DeleteProfileRequest
-	12, // 21: fleetscope.v1.AdminService.ListAuditEvents:input_type -> fleetscope.v1.ListAuditEventsRequest
-	15, // 22: fleetscope.v1.AdminService.CreateShareLink:input_type -> fleetscope.v1.CreateShareLinkRequest
-	17, // 23: fleetscope.v1.AdminService.ListShareLinks:input_type -> fleetscope.v1.ListShareLinksRequest
-	19, // 24: fleetscope.v1.AdminService.RevokeShareLink:input_type -> fleetscope.v1.RevokeShareLinkRequest
-	1,  // 25: fleetscope.v1.AdminService.GetTenant:output_type -> fleetscope.v1.GetTenantResponse
-	4,  // 26: fleetscope.v1.AdminService.ListKeys:output_type -> fleetscope.v1.ListKeysResponse
-	6,  // 27: fleetscope.v1.AdminService.CreateKey:output_type -> fleetscope.v1.CreateKeyResponse
-	8,  // 28: fleetscope.v1.AdminService.RevokeKey:output_type -> fleetscope.v1.RevokeKeyResponse
-	10, // 29: fleetscope.v1.AdminService.DeleteProfile:output_type -> fleetscope.v1.DeleteProfileResponse
-	13, // 30: fleetscope.v1.AdminService.ListAuditEvents:output_type -> fleetscope.v1.ListAuditEventsResponse
-	16, // 31: fleetscope.v1.AdminService.CreateShareLink:output_type -> fleetscope.v1.CreateShareLinkResponse
-	18, // 32: fleetscope.v1.AdminService.ListShareLinks:output_type -> fleetscope.v1.ListShareLinksResponse
-	20, // 33: fleetscope.v1.AdminService.RevokeShareLink:output_type -> fleetscope.v1.RevokeShareLinkResponse
-	25, // [25:34] is the sub-list for method output_type
-	16, // [16:25] is the sub-list for method input_type
-	16, // [16:16] is the sub-list for extension type_name
-	16, // [16:16] is the sub-list for extension extendee
-	0,  // [0:16] is the sub-list for field type_name
+	23, // 8: fleetscope.v1.UpdateProfileRequest.set_labels:type_name -> fleetscope.v1.UpdateProfileRequest.SetLabelsEntry
+	26, // 9: fleetscope.v1.UpdateProfileResponse.profile:type_name -> fleetscope.v1.Profile
+	25, // 10: fleetscope.v1.AuditEvent.at:type_name -> google.protobuf.Timestamp
+	24, // 11: fleetscope.v1.AuditEvent.detail:type_name -> fleetscope.v1.AuditEvent.DetailEntry
+	13, // 12: fleetscope.v1.ListAuditEventsResponse.events:type_name -> fleetscope.v1.AuditEvent
+	25, // 13: fleetscope.v1.ShareLink.created_at:type_name -> google.protobuf.Timestamp
+	25, // 14: fleetscope.v1.ShareLink.expires_at:type_name -> google.protobuf.Timestamp
+	25, // 15: fleetscope.v1.ShareLink.revoked_at:type_name -> google.protobuf.Timestamp
+	16, // 16: fleetscope.v1.CreateShareLinkResponse.link:type_name -> fleetscope.v1.ShareLink
+	16, // 17: fleetscope.v1.ListShareLinksResponse.links:type_name -> fleetscope.v1.ShareLink
+	0,  // 18: fleetscope.v1.AdminService.GetTenant:input_type -> fleetscope.v1.GetTenantRequest
+	3,  // 19: fleetscope.v1.AdminService.ListKeys:input_type -> fleetscope.v1.ListKeysRequest
+	5,  // 20: fleetscope.v1.AdminService.CreateKey:input_type -> fleetscope.v1.CreateKeyRequest
+	7,  // 21: fleetscope.v1.AdminService.RevokeKey:input_type -> fleetscope.v1.RevokeKeyRequest
+	9,  // 22: fleetscope.v1.AdminService.DeleteProfile:input_type -> fleetscope.v1.DeleteProfileRequest
+	11, // 23: fleetscope.v1.AdminService.UpdateProfile:input_type -> fleetscope.v1.UpdateProfileRequest
+	14, // 24: fleetscope.v1.AdminService.ListAuditEvents:input_type -> fleetscope.v1.ListAuditEventsRequest
+	17, // 25: fleetscope.v1.AdminService.CreateShareLink:input_type -> fleetscope.v1.CreateShareLinkRequest
+	19, // 26: fleetscope.v1.AdminService.ListShareLinks:input_type -> fleetscope.v1.ListShareLinksRequest
+	21, // 27: fleetscope.v1.AdminService.RevokeShareLink:input_type -> fleetscope.v1.RevokeShareLinkRequest
+	1,  // 28: fleetscope.v1.AdminService.GetTenant:output_type -> fleetscope.v1.GetTenantResponse
+	4,  // 29: fleetscope.v1.AdminService.ListKeys:output_type -> fleetscope.v1.ListKeysResponse
+	6,  // 30: fleetscope.v1.AdminService.CreateKey:output_type -> fleetscope.v1.CreateKeyResponse
+	8,  // 31: fleetscope.v1.AdminService.RevokeKey:output_type -> fleetscope.v1.RevokeKeyResponse
+	10, // 32: fleetscope.v1.AdminService.DeleteProfile:output_type -> fleetscope.v1.DeleteProfileResponse
+	12, // 33: fleetscope.v1.AdminService.UpdateProfile:output_type -> fleetscope.v1.UpdateProfileResponse
+	15, // 34: fleetscope.v1.AdminService.ListAuditEvents:output_type -> fleetscope.v1.ListAuditEventsResponse
+	18, // 35: fleetscope.v1.AdminService.CreateShareLink:output_type -> fleetscope.v1.CreateShareLinkResponse
+	20, // 36: fleetscope.v1.AdminService.ListShareLinks:output_type -> fleetscope.v1.ListShareLinksResponse
+	22, // 37: fleetscope.v1.AdminService.RevokeShareLink:output_type -> fleetscope.v1.RevokeShareLinkResponse
+	28, // [28:38] is the sub-list for method output_type
+	18, // [18:28] is the sub-list for method input_type
+	18, // [18:18] is the sub-list for extension type_name
+	18, // [18:18] is the sub-list for extension extendee
+	0,  // [0:18] is the sub-list for field type_name
 }
 
 func init() { file_fleetscope_v1_admin_proto_init() }
@@ -1402,15 +1560,17 @@ func file_fleetscope_v1_admin_proto_init() {
 	if File_fleetscope_v1_admin_proto != nil {
 		return
 	}
-	file_fleetscope_v1_admin_proto_msgTypes[14].OneofWrappers = []any{}
-	file_fleetscope_v1_admin_proto_msgTypes[15].OneofWrappers = []any{}
+	file_fleetscope_v1_profile_proto_init()
+	file_fleetscope_v1_admin_proto_msgTypes[11].OneofWrappers = []any{}
+	file_fleetscope_v1_admin_proto_msgTypes[16].OneofWrappers = []any{}
+	file_fleetscope_v1_admin_proto_msgTypes[17].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_fleetscope_v1_admin_proto_rawDesc), len(file_fleetscope_v1_admin_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   22,
+			NumMessages:   25,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

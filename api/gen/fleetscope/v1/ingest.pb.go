@@ -298,12 +298,16 @@ func (x *UploadFileRequest) GetData() []byte {
 }
 
 type UploadResponse struct {
-	state   protoimpl.MessageState `protogen:"open.v1"`
-	Profile *Profile               `protobuf:"bytes,1,opt,name=profile,proto3" json:"profile,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The stored profile: the new one, or for a duplicate the one stored
+	// first, with the app, host and labels it is stored under.
+	Profile *Profile `protobuf:"bytes,1,opt,name=profile,proto3" json:"profile,omitempty"`
 	// False when these bytes were already stored.
 	Created bool `protobuf:"varint,2,opt,name=created,proto3" json:"created,omitempty"`
 	// The dashboard URL of the profile (FLEETSCOPE_PUBLIC_URL/p/ID).
-	Permalink     string `protobuf:"bytes,3,opt,name=permalink,proto3" json:"permalink,omitempty"`
+	Permalink string `protobuf:"bytes,3,opt,name=permalink,proto3" json:"permalink,omitempty"`
+	// Set when these bytes were already stored (created = false).
+	Duplicate     *Duplicate `protobuf:"bytes,4,opt,name=duplicate,proto3" json:"duplicate,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -359,11 +363,19 @@ func (x *UploadResponse) GetPermalink() string {
 	return ""
 }
 
+func (x *UploadResponse) GetDuplicate() *Duplicate {
+	if x != nil {
+		return x.Duplicate
+	}
+	return nil
+}
+
 type UploadFileResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Profile       *Profile               `protobuf:"bytes,1,opt,name=profile,proto3" json:"profile,omitempty"`
 	Created       bool                   `protobuf:"varint,2,opt,name=created,proto3" json:"created,omitempty"`
 	Permalink     string                 `protobuf:"bytes,3,opt,name=permalink,proto3" json:"permalink,omitempty"`
+	Duplicate     *Duplicate             `protobuf:"bytes,4,opt,name=duplicate,proto3" json:"duplicate,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -419,6 +431,96 @@ func (x *UploadFileResponse) GetPermalink() string {
 	return ""
 }
 
+func (x *UploadFileResponse) GetDuplicate() *Duplicate {
+	if x != nil {
+		return x.Duplicate
+	}
+	return nil
+}
+
+// Duplicate says that an upload's bytes were already stored: nothing was
+// stored or changed, and the response's profile is the stored one.
+type Duplicate struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The stored profile's id, app, host and labels (as in profile).
+	ProfileId string            `protobuf:"bytes,1,opt,name=profile_id,json=profileId,proto3" json:"profile_id,omitempty"`
+	App       string            `protobuf:"bytes,2,opt,name=app,proto3" json:"app,omitempty"`
+	Host      string            `protobuf:"bytes,3,opt,name=host,proto3" json:"host,omitempty"`
+	Labels    map[string]string `protobuf:"bytes,4,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// The metadata of this upload that differs from the stored profile's and
+	// was not applied: any of "app", "host", "labels", in that order. Empty
+	// when the upload repeated the stored metadata. A host left out is the
+	// one the profile records.
+	Ignored       []string `protobuf:"bytes,5,rep,name=ignored,proto3" json:"ignored,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Duplicate) Reset() {
+	*x = Duplicate{}
+	mi := &file_fleetscope_v1_ingest_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Duplicate) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Duplicate) ProtoMessage() {}
+
+func (x *Duplicate) ProtoReflect() protoreflect.Message {
+	mi := &file_fleetscope_v1_ingest_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Duplicate.ProtoReflect.Descriptor instead.
+func (*Duplicate) Descriptor() ([]byte, []int) {
+	return file_fleetscope_v1_ingest_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *Duplicate) GetProfileId() string {
+	if x != nil {
+		return x.ProfileId
+	}
+	return ""
+}
+
+func (x *Duplicate) GetApp() string {
+	if x != nil {
+		return x.App
+	}
+	return ""
+}
+
+func (x *Duplicate) GetHost() string {
+	if x != nil {
+		return x.Host
+	}
+	return ""
+}
+
+func (x *Duplicate) GetLabels() map[string]string {
+	if x != nil {
+		return x.Labels
+	}
+	return nil
+}
+
+func (x *Duplicate) GetIgnored() []string {
+	if x != nil {
+		return x.Ignored
+	}
+	return nil
+}
+
 var File_fleetscope_v1_ingest_proto protoreflect.FileDescriptor
 
 const file_fleetscope_v1_ingest_proto_rawDesc = "" +
@@ -444,15 +546,27 @@ const file_fleetscope_v1_ingest_proto_rawDesc = "" +
 	"\x03msg\"b\n" +
 	"\x11UploadFileRequest\x129\n" +
 	"\bmetadata\x18\x01 \x01(\v2\x1d.fleetscope.v1.UploadMetadataR\bmetadata\x12\x12\n" +
-	"\x04data\x18\x02 \x01(\fR\x04data\"z\n" +
+	"\x04data\x18\x02 \x01(\fR\x04data\"\xb2\x01\n" +
 	"\x0eUploadResponse\x120\n" +
 	"\aprofile\x18\x01 \x01(\v2\x16.fleetscope.v1.ProfileR\aprofile\x12\x18\n" +
 	"\acreated\x18\x02 \x01(\bR\acreated\x12\x1c\n" +
-	"\tpermalink\x18\x03 \x01(\tR\tpermalink\"~\n" +
+	"\tpermalink\x18\x03 \x01(\tR\tpermalink\x126\n" +
+	"\tduplicate\x18\x04 \x01(\v2\x18.fleetscope.v1.DuplicateR\tduplicate\"\xb6\x01\n" +
 	"\x12UploadFileResponse\x120\n" +
 	"\aprofile\x18\x01 \x01(\v2\x16.fleetscope.v1.ProfileR\aprofile\x12\x18\n" +
 	"\acreated\x18\x02 \x01(\bR\acreated\x12\x1c\n" +
-	"\tpermalink\x18\x03 \x01(\tR\tpermalink2\xab\x01\n" +
+	"\tpermalink\x18\x03 \x01(\tR\tpermalink\x126\n" +
+	"\tduplicate\x18\x04 \x01(\v2\x18.fleetscope.v1.DuplicateR\tduplicate\"\xe3\x01\n" +
+	"\tDuplicate\x12\x1d\n" +
+	"\n" +
+	"profile_id\x18\x01 \x01(\tR\tprofileId\x12\x10\n" +
+	"\x03app\x18\x02 \x01(\tR\x03app\x12\x12\n" +
+	"\x04host\x18\x03 \x01(\tR\x04host\x12<\n" +
+	"\x06labels\x18\x04 \x03(\v2$.fleetscope.v1.Duplicate.LabelsEntryR\x06labels\x12\x18\n" +
+	"\aignored\x18\x05 \x03(\tR\aignored\x1a9\n" +
+	"\vLabelsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x012\xab\x01\n" +
 	"\rIngestService\x12G\n" +
 	"\x06Upload\x12\x1c.fleetscope.v1.UploadRequest\x1a\x1d.fleetscope.v1.UploadResponse(\x01\x12Q\n" +
 	"\n" +
@@ -470,7 +584,7 @@ func file_fleetscope_v1_ingest_proto_rawDescGZIP() []byte {
 	return file_fleetscope_v1_ingest_proto_rawDescData
 }
 
-var file_fleetscope_v1_ingest_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
+var file_fleetscope_v1_ingest_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
 var file_fleetscope_v1_ingest_proto_goTypes = []any{
 	(*UploadMetadata)(nil),        // 0: fleetscope.v1.UploadMetadata
 	(*ClockAnchor)(nil),           // 1: fleetscope.v1.ClockAnchor
@@ -478,27 +592,32 @@ var file_fleetscope_v1_ingest_proto_goTypes = []any{
 	(*UploadFileRequest)(nil),     // 3: fleetscope.v1.UploadFileRequest
 	(*UploadResponse)(nil),        // 4: fleetscope.v1.UploadResponse
 	(*UploadFileResponse)(nil),    // 5: fleetscope.v1.UploadFileResponse
-	nil,                           // 6: fleetscope.v1.UploadMetadata.LabelsEntry
-	(*timestamppb.Timestamp)(nil), // 7: google.protobuf.Timestamp
-	(*Profile)(nil),               // 8: fleetscope.v1.Profile
+	(*Duplicate)(nil),             // 6: fleetscope.v1.Duplicate
+	nil,                           // 7: fleetscope.v1.UploadMetadata.LabelsEntry
+	nil,                           // 8: fleetscope.v1.Duplicate.LabelsEntry
+	(*timestamppb.Timestamp)(nil), // 9: google.protobuf.Timestamp
+	(*Profile)(nil),               // 10: fleetscope.v1.Profile
 }
 var file_fleetscope_v1_ingest_proto_depIdxs = []int32{
-	6, // 0: fleetscope.v1.UploadMetadata.labels:type_name -> fleetscope.v1.UploadMetadata.LabelsEntry
-	1, // 1: fleetscope.v1.UploadMetadata.anchor:type_name -> fleetscope.v1.ClockAnchor
-	7, // 2: fleetscope.v1.ClockAnchor.wall_time:type_name -> google.protobuf.Timestamp
-	0, // 3: fleetscope.v1.UploadRequest.metadata:type_name -> fleetscope.v1.UploadMetadata
-	0, // 4: fleetscope.v1.UploadFileRequest.metadata:type_name -> fleetscope.v1.UploadMetadata
-	8, // 5: fleetscope.v1.UploadResponse.profile:type_name -> fleetscope.v1.Profile
-	8, // 6: fleetscope.v1.UploadFileResponse.profile:type_name -> fleetscope.v1.Profile
-	2, // 7: fleetscope.v1.IngestService.Upload:input_type -> fleetscope.v1.UploadRequest
-	3, // 8: fleetscope.v1.IngestService.UploadFile:input_type -> fleetscope.v1.UploadFileRequest
-	4, // 9: fleetscope.v1.IngestService.Upload:output_type -> fleetscope.v1.UploadResponse
-	5, // 10: fleetscope.v1.IngestService.UploadFile:output_type -> fleetscope.v1.UploadFileResponse
-	9, // [9:11] is the sub-list for method output_type
-	7, // [7:9] is the sub-list for method input_type
-	7, // [7:7] is the sub-list for extension type_name
-	7, // [7:7] is the sub-list for extension extendee
-	0, // [0:7] is the sub-list for field type_name
+	7,  // 0: fleetscope.v1.UploadMetadata.labels:type_name -> fleetscope.v1.UploadMetadata.LabelsEntry
+	1,  // 1: fleetscope.v1.UploadMetadata.anchor:type_name -> fleetscope.v1.ClockAnchor
+	9,  // 2: fleetscope.v1.ClockAnchor.wall_time:type_name -> google.protobuf.Timestamp
+	0,  // 3: fleetscope.v1.UploadRequest.metadata:type_name -> fleetscope.v1.UploadMetadata
+	0,  // 4: fleetscope.v1.UploadFileRequest.metadata:type_name -> fleetscope.v1.UploadMetadata
+	10, // 5: fleetscope.v1.UploadResponse.profile:type_name -> fleetscope.v1.Profile
+	6,  // 6: fleetscope.v1.UploadResponse.duplicate:type_name -> fleetscope.v1.Duplicate
+	10, // 7: fleetscope.v1.UploadFileResponse.profile:type_name -> fleetscope.v1.Profile
+	6,  // 8: fleetscope.v1.UploadFileResponse.duplicate:type_name -> fleetscope.v1.Duplicate
+	8,  // 9: fleetscope.v1.Duplicate.labels:type_name -> fleetscope.v1.Duplicate.LabelsEntry
+	2,  // 10: fleetscope.v1.IngestService.Upload:input_type -> fleetscope.v1.UploadRequest
+	3,  // 11: fleetscope.v1.IngestService.UploadFile:input_type -> fleetscope.v1.UploadFileRequest
+	4,  // 12: fleetscope.v1.IngestService.Upload:output_type -> fleetscope.v1.UploadResponse
+	5,  // 13: fleetscope.v1.IngestService.UploadFile:output_type -> fleetscope.v1.UploadFileResponse
+	12, // [12:14] is the sub-list for method output_type
+	10, // [10:12] is the sub-list for method input_type
+	10, // [10:10] is the sub-list for extension type_name
+	10, // [10:10] is the sub-list for extension extendee
+	0,  // [0:10] is the sub-list for field type_name
 }
 
 func init() { file_fleetscope_v1_ingest_proto_init() }
@@ -517,7 +636,7 @@ func file_fleetscope_v1_ingest_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_fleetscope_v1_ingest_proto_rawDesc), len(file_fleetscope_v1_ingest_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   7,
+			NumMessages:   9,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

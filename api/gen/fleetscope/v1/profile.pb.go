@@ -49,8 +49,9 @@ type Profile struct {
 	// clock anchor, or else from the upload time.
 	StartTime *timestamppb.Timestamp `protobuf:"bytes,12,opt,name=start_time,json=startTime,proto3" json:"start_time,omitempty"`
 	EndTime   *timestamppb.Timestamp `protobuf:"bytes,13,opt,name=end_time,json=endTime,proto3" json:"end_time,omitempty"`
-	// "realtime" (epoch timestamps), "anchored" (anchor given) or "upload"
-	// (placed by upload time).
+	// "realtime" (epoch timestamps), "anchored" (anchor given), "upload"
+	// (placed as ending at upload time) or "span" (no per-sample times: the
+	// span the profiler or the push recorded).
 	TimeSource string `protobuf:"bytes,14,opt,name=time_source,json=timeSource,proto3" json:"time_source,omitempty"`
 	SizeBytes  int64  `protobuf:"varint,15,opt,name=size_bytes,json=sizeBytes,proto3" json:"size_bytes,omitempty"`
 	// Hex SHA-256 of the uploaded bytes (as uploaded, compressed or not).

@@ -44,6 +44,9 @@ const (
 	// AdminServiceDeleteProfileProcedure is the fully-qualified name of the AdminService's
 	// DeleteProfile RPC.
 	AdminServiceDeleteProfileProcedure = "/fleetscope.v1.AdminService/DeleteProfile"
+	// AdminServiceUpdateProfileProcedure is the fully-qualified name of the AdminService's
+	// UpdateProfile RPC.
+	AdminServiceUpdateProfileProcedure = "/fleetscope.v1.AdminService/UpdateProfile"
 	// AdminServiceListAuditEventsProcedure is the fully-qualified name of the AdminService's
 	// ListAuditEvents RPC.
 	AdminServiceListAuditEventsProcedure = "/fleetscope.v1.AdminService/ListAuditEvents"
@@ -67,6 +70,10 @@ type AdminServiceClient interface {
 	RevokeKey(context.Context, *connect.Request[v1.RevokeKeyRequest]) (*connect.Response[v1.RevokeKeyResponse], error)
 	// DeleteProfile removes a profile's index rows and raw file.
 	DeleteProfile(context.Context, *connect.Request[v1.DeleteProfileRequest]) (*connect.Response[v1.DeleteProfileResponse], error)
+	// UpdateProfile changes a profile's app, host or labels (what searches
+	// and fleet selections match), with its fleet aggregates, in one
+	// transaction; audited as profile.update. Its samples never change.
+	UpdateProfile(context.Context, *connect.Request[v1.UpdateProfileRequest]) (*connect.Response[v1.UpdateProfileResponse], error)
 	ListAuditEvents(context.Context, *connect.Request[v1.ListAuditEventsRequest]) (*connect.Response[v1.ListAuditEventsResponse], error)
 	CreateShareLink(context.Context, *connect.Request[v1.CreateShareLinkRequest]) (*connect.Response[v1.CreateShareLinkResponse], error)
 	ListShareLinks(context.Context, *connect.Request[v1.ListShareLinksRequest]) (*connect.Response[v1.ListShareLinksResponse], error)
@@ -114,6 +121,12 @@ func NewAdminServiceClient(httpClient connect.HTTPClient, baseURL string, opts .
 			connect.WithSchema(adminServiceMethods.ByName("DeleteProfile")),
 			connect.WithClientOptions(opts...),
 		),
+		updateProfile: connect.NewClient[v1.UpdateProfileRequest, v1.UpdateProfileResponse](
+			httpClient,
+			baseURL+AdminServiceUpdateProfileProcedure,
+			connect.WithSchema(adminServiceMethods.ByName("UpdateProfile")),
+			connect.WithClientOptions(opts...),
+		),
 		listAuditEvents: connect.NewClient[v1.ListAuditEventsRequest, v1.ListAuditEventsResponse](
 			httpClient,
 			baseURL+AdminServiceListAuditEventsProcedure,
@@ -148,6 +161,7 @@ type adminServiceClient struct {
 	createKey       *connect.Client[v1.CreateKeyRequest, v1.CreateKeyResponse]
 	revokeKey       *connect.Client[v1.RevokeKeyRequest, v1.RevokeKeyResponse]
 	deleteProfile   *connect.Client[v1.DeleteProfileRequest, v1.DeleteProfileResponse]
+	updateProfile   *connect.Client[v1.UpdateProfileRequest, v1.UpdateProfileResponse]
 	listAuditEvents *connect.Client[v1.ListAuditEventsRequest, v1.ListAuditEventsResponse]
 	createShareLink *connect.Client[v1.CreateShareLinkRequest, v1.CreateShareLinkResponse]
 	listShareLinks  *connect.Client[v1.ListShareLinksRequest, v1.ListShareLinksResponse]
@@ -179,6 +193,11 @@ func (c *adminServiceClient) DeleteProfile(ctx context.Context, req *connect.Req
 	return c.deleteProfile.CallUnary(ctx, req)
 }
 
+// UpdateProfile calls fleetscope.v1.AdminService.UpdateProfile.
+func (c *adminServiceClient) UpdateProfile(ctx context.Context, req *connect.Request[v1.UpdateProfileRequest]) (*connect.Response[v1.UpdateProfileResponse], error) {
+	return c.updateProfile.CallUnary(ctx, req)
+}
+
 // ListAuditEvents calls fleetscope.v1.AdminService.ListAuditEvents.
 func (c *adminServiceClient) ListAuditEvents(ctx context.Context, req *connect.Request[v1.ListAuditEventsRequest]) (*connect.Response[v1.ListAuditEventsResponse], error) {
 	return c.listAuditEvents.CallUnary(ctx, req)
@@ -208,6 +227,10 @@ type AdminServiceHandler interface {
 	RevokeKey(context.Context, *connect.Request[v1.RevokeKeyRequest]) (*connect.Response[v1.RevokeKeyResponse], error)
 	// DeleteProfile removes a profile's index rows and raw file.
 	DeleteProfile(context.Context, *connect.Request[v1.DeleteProfileRequest]) (*connect.Response[v1.DeleteProfileResponse], error)
+	// UpdateProfile changes a profile's app, host or labels (what searches
+	// and fleet selections match), with its fleet aggregates, in one
+	// transaction; audited as profile.update. Its samples never change.
+	UpdateProfile(context.Context, *connect.Request[v1.UpdateProfileRequest]) (*connect.Response[v1.UpdateProfileResponse], error)
 	ListAuditEvents(context.Context, *connect.Request[v1.ListAuditEventsRequest]) (*connect.Response[v1.ListAuditEventsResponse], error)
 	CreateShareLink(context.Context, *connect.Request[v1.CreateShareLinkRequest]) (*connect.Response[v1.CreateShareLinkResponse], error)
 	ListShareLinks(context.Context, *connect.Request[v1.ListShareLinksRequest]) (*connect.Response[v1.ListShareLinksResponse], error)
@@ -251,6 +274,12 @@ func NewAdminServiceHandler(svc AdminServiceHandler, opts ...connect.HandlerOpti
 		connect.WithSchema(adminServiceMethods.ByName("DeleteProfile")),
 		connect.WithHandlerOptions(opts...),
 	)
+	adminServiceUpdateProfileHandler := connect.NewUnaryHandler(
+		AdminServiceUpdateProfileProcedure,
+		svc.UpdateProfile,
+		connect.WithSchema(adminServiceMethods.ByName("UpdateProfile")),
+		connect.WithHandlerOptions(opts...),
+	)
 	adminServiceListAuditEventsHandler := connect.NewUnaryHandler(
 		AdminServiceListAuditEventsProcedure,
 		svc.ListAuditEvents,
@@ -287,6 +316,8 @@ func NewAdminServiceHandler(svc AdminServiceHandler, opts ...connect.HandlerOpti
 			adminServiceRevokeKeyHandler.ServeHTTP(w, r)
 		case AdminServiceDeleteProfileProcedure:
 			adminServiceDeleteProfileHandler.ServeHTTP(w, r)
+		case AdminServiceUpdateProfileProcedure:
+			adminServiceUpdateProfileHandler.ServeHTTP(w, r)
 		case AdminServiceListAuditEventsProcedure:
 			adminServiceListAuditEventsHandler.ServeHTTP(w, r)
 		case AdminServiceCreateShareLinkProcedure:
@@ -322,6 +353,10 @@ func (UnimplementedAdminServiceHandler) RevokeKey(context.Context, *connect.Requ
 
 func (UnimplementedAdminServiceHandler) DeleteProfile(context.Context, *connect.Request[v1.DeleteProfileRequest]) (*connect.Response[v1.DeleteProfileResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("fleetscope.v1.AdminService.DeleteProfile is not implemented"))
+}
+
+func (UnimplementedAdminServiceHandler) UpdateProfile(context.Context, *connect.Request[v1.UpdateProfileRequest]) (*connect.Response[v1.UpdateProfileResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("fleetscope.v1.AdminService.UpdateProfile is not implemented"))
 }
 
 func (UnimplementedAdminServiceHandler) ListAuditEvents(context.Context, *connect.Request[v1.ListAuditEventsRequest]) (*connect.Response[v1.ListAuditEventsResponse], error) {

@@ -4,6 +4,8 @@
 
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
+import type { Profile } from "./profile_pb";
+import { file_fleetscope_v1_profile } from "./profile_pb";
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
 import type { Message } from "@bufbuild/protobuf";
@@ -12,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file fleetscope/v1/admin.proto.
  */
 export const file_fleetscope_v1_admin: GenFile = /*@__PURE__*/
-  fileDesc("ChlmbGVldHNjb3BlL3YxL2FkbWluLnByb3RvEg1mbGVldHNjb3BlLnYxIhIKEEdldFRlbmFudFJlcXVlc3Qi9QEKEUdldFRlbmFudFJlc3BvbnNlEgwKBG5hbWUYASABKAkSLgoKY3JlYXRlZF9hdBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASFgoOcmV0ZW50aW9uX2RheXMYAyABKAUSGAoQbWF4X3VwbG9hZF9ieXRlcxgEIAEoAxIVCg1tYXhfcmF3X2J5dGVzGAUgASgDEhgKEG1heF9zdG9yZWRfYnl0ZXMYBiABKAMSFwoPcmF0ZV9wZXJfc2Vjb25kGAcgASgFEhQKDHN0b3JlZF9ieXRlcxgIIAEoAxIQCghwcm9maWxlcxgJIAEoAyLxAQoDS2V5EgoKAmlkGAEgASgJEgwKBG5hbWUYAiABKAkSDgoGc2NvcGVzGAMgAygJEi4KCmNyZWF0ZWRfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjAKDGxhc3RfdXNlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKZXhwaXJlc19hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKcmV2b2tlZF9hdBgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiEQoPTGlzdEtleXNSZXF1ZXN0IjQKEExpc3RLZXlzUmVzcG9uc2USIAoEa2V5cxgBIAMoCzISLmZsZWV0c2NvcGUudjEuS2V5ImAKEENyZWF0ZUtleVJlcXVlc3QSDAoEbmFtZRgBIAEoCRIOCgZzY29wZXMYAiADKAkSLgoKZXhwaXJlc19hdBgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiRAoRQ3JlYXRlS2V5UmVzcG9uc2USHwoDa2V5GAEgASgLMhIuZmxlZXRzY29wZS52MS5LZXkSDgoGc2VjcmV0GAIgASgJIh4KEFJldm9rZUtleVJlcXVlc3QSCgoCaWQYASABKAkiEwoRUmV2b2tlS2V5UmVzcG9uc2UiIgoURGVsZXRlUHJvZmlsZVJlcXVlc3QSCgoCaWQYASABKAkiFwoVRGVsZXRlUHJvZmlsZVJlc3BvbnNlIskBCgpBdWRpdEV2ZW50EiYKAmF0GAEgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBINCgVhY3RvchgCIAEoCRIOCgZhY3Rpb24YAyABKAkSDgoGdGFyZ2V0GAQgASgJEjUKBmRldGFpbBgFIAMoCzIlLmZsZWV0c2NvcGUudjEuQXVkaXRFdmVudC5EZXRhaWxFbnRyeRotCgtEZXRhaWxFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIj8KFkxpc3RBdWRpdEV2ZW50c1JlcXVlc3QSEQoJcGFnZV9zaXplGAEgASgFEhIKCnBhZ2VfdG9rZW4YAiABKAkiXQoXTGlzdEF1ZGl0RXZlbnRzUmVzcG9uc2USKQoGZXZlbnRzGAEgAygLMhkuZmxlZXRzY29wZS52MS5BdWRpdEV2ZW50EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSKuAgoJU2hhcmVMaW5rEgoKAmlkGAEgASgJEhIKCnByb2ZpbGVfaWQYAiABKAkSDQoFZXZlbnQYAyABKAkSGAoLc3RhcnRfbmFub3MYBCABKANIAIgBARIWCgllbmRfbmFub3MYBSABKANIAYgBARIuCgpjcmVhdGVkX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpleHBpcmVzX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpyZXZva2VkX2F0GAggASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBISCgpjcmVhdGVkX2J5GAkgASgJQg4KDF9zdGFydF9uYW5vc0IMCgpfZW5kX25hbm9zIqABChZDcmVhdGVTaGFyZUxpbmtSZXF1ZXN0EhIKCnByb2ZpbGVfaWQYASABKAkSDQoFZXZlbnQYAiABKAkSGAoLc3RhcnRfbmFub3MYAyABKANIAIgBARIWCgllbmRfbmFub3MYBCABKANIAYgBARITCgt0dGxfc2Vjb25kcxgFIAEoA0IOCgxfc3RhcnRfbmFub3NCDAoKX2VuZF9uYW5vcyJdChdDcmVhdGVTaGFyZUxpbmtSZXNwb25zZRImCgRsaW5rGAEgASgLMhguZmxlZXRzY29wZS52MS5TaGFyZUxpbmsSDQoFdG9rZW4YAiABKAkSCwoDdXJsGAMgASgJIhcKFUxpc3RTaGFyZUxpbmtzUmVxdWVzdCJBChZMaXN0U2hhcmVMaW5rc1Jlc3BvbnNlEicKBWxpbmtzGAEgAygLMhguZmxlZXRzY29wZS52MS5TaGFyZUxpbmsiJAoWUmV2b2tlU2hhcmVMaW5rUmVxdWVzdBIKCgJpZBgBIAEoCSIZChdSZXZva2VTaGFyZUxpbmtSZXNwb25zZTKsBgoMQWRtaW5TZXJ2aWNlEk4KCUdldFRlbmFudBIfLmZsZWV0c2NvcGUudjEuR2V0VGVuYW50UmVxdWVzdBogLmZsZWV0c2NvcGUudjEuR2V0VGVuYW50UmVzcG9uc2USSwoITGlzdEtleXMSHi5mbGVldHNjb3BlLnYxLkxpc3RLZXlzUmVxdWVzdBofLmZsZWV0c2NvcGUudjEuTGlzdEtleXNSZXNwb25zZRJOCglDcmVhdGVLZXkSHy5mbGVldHNjb3BlLnYxLkNyZWF0ZUtleVJlcXVlc3QaIC5mbGVldHNjb3BlLnYxLkNyZWF0ZUtleVJlc3BvbnNlEk4KCVJldm9rZUtleRIfLmZsZWV0c2NvcGUudjEuUmV2b2tlS2V5UmVxdWVzdBogLmZsZWV0c2NvcGUudjEuUmV2b2tlS2V5UmVzcG9uc2USWgoNRGVsZXRlUHJvZmlsZRIjLmZsZWV0c2NvcGUudjEuRGVsZXRlUHJvZmlsZVJlcXVlc3QaJC5mbGVldHNjb3BlLnYxLkRlbGV0ZVByb2ZpbGVSZXNwb25zZRJgCg9MaXN0QXVkaXRFdmVudHMSJS5mbGVldHNjb3BlLnYxLkxpc3RBdWRpdEV2ZW50c1JlcXVlc3QaJi5mbGVldHNjb3BlLnYxLkxpc3RBdWRpdEV2ZW50c1Jlc3BvbnNlEmAKD0NyZWF0ZVNoYXJlTGluaxIlLmZsZWV0c2NvcGUudjEuQ3JlYXRlU2hhcmVMaW5rUmVxdWVzdBomLmZsZWV0c2NvcGUudjEuQ3JlYXRlU2hhcmVMaW5rUmVzcG9uc2USXQoOTGlzdFNoYXJlTGlua3MSJC5mbGVldHNjb3BlLnYxLkxpc3RTaGFyZUxpbmtzUmVxdWVzdBolLmZsZWV0c2NvcGUudjEuTGlzdFNoYXJlTGlua3NSZXNwb25zZRJgCg9SZXZva2VTaGFyZUxpbmsSJS5mbGVldHNjb3BlLnYxLlJldm9rZVNoYXJlTGlua1JlcXVlc3QaJi5mbGVldHNjb3BlLnYxLlJldm9rZVNoYXJlTGlua1Jlc3BvbnNlQkVaQ2dpdGh1Yi5jb20vZmxlZXRzY29wZS9mbGVldHNjb3BlL2FwaS9nZW4vZmxlZXRzY29wZS92MTtmbGVldHNjb3BldjFiBnByb3RvMw", [file_google_protobuf_timestamp]);
+  fileDesc("ChlmbGVldHNjb3BlL3YxL2FkbWluLnByb3RvEg1mbGVldHNjb3BlLnYxIhIKEEdldFRlbmFudFJlcXVlc3Qi9QEKEUdldFRlbmFudFJlc3BvbnNlEgwKBG5hbWUYASABKAkSLgoKY3JlYXRlZF9hdBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASFgoOcmV0ZW50aW9uX2RheXMYAyABKAUSGAoQbWF4X3VwbG9hZF9ieXRlcxgEIAEoAxIVCg1tYXhfcmF3X2J5dGVzGAUgASgDEhgKEG1heF9zdG9yZWRfYnl0ZXMYBiABKAMSFwoPcmF0ZV9wZXJfc2Vjb25kGAcgASgFEhQKDHN0b3JlZF9ieXRlcxgIIAEoAxIQCghwcm9maWxlcxgJIAEoAyLxAQoDS2V5EgoKAmlkGAEgASgJEgwKBG5hbWUYAiABKAkSDgoGc2NvcGVzGAMgAygJEi4KCmNyZWF0ZWRfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjAKDGxhc3RfdXNlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKZXhwaXJlc19hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKcmV2b2tlZF9hdBgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiEQoPTGlzdEtleXNSZXF1ZXN0IjQKEExpc3RLZXlzUmVzcG9uc2USIAoEa2V5cxgBIAMoCzISLmZsZWV0c2NvcGUudjEuS2V5ImAKEENyZWF0ZUtleVJlcXVlc3QSDAoEbmFtZRgBIAEoCRIOCgZzY29wZXMYAiADKAkSLgoKZXhwaXJlc19hdBgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiRAoRQ3JlYXRlS2V5UmVzcG9uc2USHwoDa2V5GAEgASgLMhIuZmxlZXRzY29wZS52MS5LZXkSDgoGc2VjcmV0GAIgASgJIh4KEFJldm9rZUtleVJlcXVlc3QSCgoCaWQYASABKAkiEwoRUmV2b2tlS2V5UmVzcG9uc2UiIgoURGVsZXRlUHJvZmlsZVJlcXVlc3QSCgoCaWQYASABKAkiFwoVRGVsZXRlUHJvZmlsZVJlc3BvbnNlIoECChRVcGRhdGVQcm9maWxlUmVxdWVzdBIKCgJpZBgBIAEoCRIQCgNhcHAYAiABKAlIAIgBARIRCgRob3N0GAMgASgJSAGIAQESRgoKc2V0X2xhYmVscxgEIAMoCzIyLmZsZWV0c2NvcGUudjEuVXBkYXRlUHJvZmlsZVJlcXVlc3QuU2V0TGFiZWxzRW50cnkSFQoNcmVtb3ZlX2xhYmVscxgFIAMoCRIWCg5yZXBsYWNlX2xhYmVscxgGIAEoCBowCg5TZXRMYWJlbHNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBQgYKBF9hcHBCBwoFX2hvc3QiQAoVVXBkYXRlUHJvZmlsZVJlc3BvbnNlEicKB3Byb2ZpbGUYASABKAsyFi5mbGVldHNjb3BlLnYxLlByb2ZpbGUiyQEKCkF1ZGl0RXZlbnQSJgoCYXQYASABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg0KBWFjdG9yGAIgASgJEg4KBmFjdGlvbhgDIAEoCRIOCgZ0YXJnZXQYBCABKAkSNQoGZGV0YWlsGAUgAygLMiUuZmxlZXRzY29wZS52MS5BdWRpdEV2ZW50LkRldGFpbEVudHJ5Gi0KC0RldGFpbEVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiPwoWTGlzdEF1ZGl0RXZlbnRzUmVxdWVzdBIRCglwYWdlX3NpemUYASABKAUSEgoKcGFnZV90b2tlbhgCIAEoCSJdChdMaXN0QXVkaXRFdmVudHNSZXNwb25zZRIpCgZldmVudHMYASADKAsyGS5mbGVldHNjb3BlLnYxLkF1ZGl0RXZlbnQSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIq4CCglTaGFyZUxpbmsSCgoCaWQYASABKAkSEgoKcHJvZmlsZV9pZBgCIAEoCRINCgVldmVudBgDIAEoCRIYCgtzdGFydF9uYW5vcxgEIAEoA0gAiAEBEhYKCWVuZF9uYW5vcxgFIAEoA0gBiAEBEi4KCmNyZWF0ZWRfYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCmV4cGlyZXNfYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnJldm9rZWRfYXQYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhIKCmNyZWF0ZWRfYnkYCSABKAlCDgoMX3N0YXJ0X25hbm9zQgwKCl9lbmRfbmFub3MioAEKFkNyZWF0ZVNoYXJlTGlua1JlcXVlc3QSEgoKcHJvZmlsZV9pZBgBIAEoCRINCgVldmVudBgCIAEoCRIYCgtzdGFydF9uYW5vcxgDIAEoA0gAiAEBEhYKCWVuZF9uYW5vcxgEIAEoA0gBiAEBEhMKC3R0bF9zZWNvbmRzGAUgASgDQg4KDF9zdGFydF9uYW5vc0IMCgpfZW5kX25hbm9zIl0KF0NyZWF0ZVNoYXJlTGlua1Jlc3BvbnNlEiYKBGxpbmsYASABKAsyGC5mbGVldHNjb3BlLnYxLlNoYXJlTGluaxINCgV0b2tlbhgCIAEoCRILCgN1cmwYAyABKAkiFwoVTGlzdFNoYXJlTGlua3NSZXF1ZXN0IkEKFkxpc3RTaGFyZUxpbmtzUmVzcG9uc2USJwoFbGlua3MYASADKAsyGC5mbGVldHNjb3BlLnYxLlNoYXJlTGluayIkChZSZXZva2VTaGFyZUxpbmtSZXF1ZXN0EgoKAmlkGAEgASgJIhkKF1Jldm9rZVNoYXJlTGlua1Jlc3BvbnNlMogHCgxBZG1pblNlcnZpY2USTgoJR2V0VGVuYW50Eh8uZmxlZXRzY29wZS52MS5HZXRUZW5hbnRSZXF1ZXN0GiAuZmxlZXRzY29wZS52MS5HZXRUZW5hbnRSZXNwb25zZRJLCghMaXN0S2V5cxIeLmZsZWV0c2NvcGUudjEuTGlzdEtleXNSZXF1ZXN0Gh8uZmxlZXRzY29wZS52MS5MaXN0S2V5c1Jlc3BvbnNlEk4KCUNyZWF0ZUtleRIfLmZsZWV0c2NvcGUudjEuQ3JlYXRlS2V5UmVxdWVzdBogLmZsZWV0c2NvcGUudjEuQ3JlYXRlS2V5UmVzcG9uc2USTgoJUmV2b2tlS2V5Eh8uZmxlZXRzY29wZS52MS5SZXZva2VLZXlSZXF1ZXN0GiAuZmxlZXRzY29wZS52MS5SZXZva2VLZXlSZXNwb25zZRJaCg1EZWxldGVQcm9maWxlEiMuZmxlZXRzY29wZS52MS5EZWxldGVQcm9maWxlUmVxdWVzdBokLmZsZWV0c2NvcGUudjEuRGVsZXRlUHJvZmlsZVJlc3BvbnNlEloKDVVwZGF0ZVByb2ZpbGUSIy5mbGVldHNjb3BlLnYxLlVwZGF0ZVByb2ZpbGVSZXF1ZXN0GiQuZmxlZXRzY29wZS52MS5VcGRhdGVQcm9maWxlUmVzcG9uc2USYAoPTGlzdEF1ZGl0RXZlbnRzEiUuZmxlZXRzY29wZS52MS5MaXN0QXVkaXRFdmVudHNSZXF1ZXN0GiYuZmxlZXRzY29wZS52MS5MaXN0QXVkaXRFdmVudHNSZXNwb25zZRJgCg9DcmVhdGVTaGFyZUxpbmsSJS5mbGVldHNjb3BlLnYxLkNyZWF0ZVNoYXJlTGlua1JlcXVlc3QaJi5mbGVldHNjb3BlLnYxLkNyZWF0ZVNoYXJlTGlua1Jlc3BvbnNlEl0KDkxpc3RTaGFyZUxpbmtzEiQuZmxlZXRzY29wZS52MS5MaXN0U2hhcmVMaW5rc1JlcXVlc3QaJS5mbGVldHNjb3BlLnYxLkxpc3RTaGFyZUxpbmtzUmVzcG9uc2USYAoPUmV2b2tlU2hhcmVMaW5rEiUuZmxlZXRzY29wZS52MS5SZXZva2VTaGFyZUxpbmtSZXF1ZXN0GiYuZmxlZXRzY29wZS52MS5SZXZva2VTaGFyZUxpbmtSZXNwb25zZUJFWkNnaXRodWIuY29tL2ZsZWV0c2NvcGUvZmxlZXRzY29wZS9hcGkvZ2VuL2ZsZWV0c2NvcGUvdjE7ZmxlZXRzY29wZXYxYgZwcm90bzM", [file_fleetscope_v1_profile, file_google_protobuf_timestamp]);
 
 /**
  * @generated from message fleetscope.v1.GetTenantRequest
@@ -281,6 +283,77 @@ export const DeleteProfileResponseSchema: GenMessage<DeleteProfileResponse> = /*
   messageDesc(file_fleetscope_v1_admin, 10);
 
 /**
+ * @generated from message fleetscope.v1.UpdateProfileRequest
+ */
+export type UpdateProfileRequest = Message<"fleetscope.v1.UpdateProfileRequest"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * The new app name (not empty); unset: unchanged.
+   *
+   * @generated from field: optional string app = 2;
+   */
+  app?: string | undefined;
+
+  /**
+   * The new host; unset: unchanged; "" clears it.
+   *
+   * @generated from field: optional string host = 3;
+   */
+  host?: string | undefined;
+
+  /**
+   * Labels to add or change; the others are kept.
+   *
+   * @generated from field: map<string, string> set_labels = 4;
+   */
+  setLabels: { [key: string]: string };
+
+  /**
+   * Label keys to remove (absent ones are ignored).
+   *
+   * @generated from field: repeated string remove_labels = 5;
+   */
+  removeLabels: string[];
+
+  /**
+   * The labels become exactly set_labels (remove_labels must be empty).
+   *
+   * @generated from field: bool replace_labels = 6;
+   */
+  replaceLabels: boolean;
+};
+
+/**
+ * Describes the message fleetscope.v1.UpdateProfileRequest.
+ * Use `create(UpdateProfileRequestSchema)` to create a new message.
+ */
+export const UpdateProfileRequestSchema: GenMessage<UpdateProfileRequest> = /*@__PURE__*/
+  messageDesc(file_fleetscope_v1_admin, 11);
+
+/**
+ * @generated from message fleetscope.v1.UpdateProfileResponse
+ */
+export type UpdateProfileResponse = Message<"fleetscope.v1.UpdateProfileResponse"> & {
+  /**
+   * The profile as stored now.
+   *
+   * @generated from field: fleetscope.v1.Profile profile = 1;
+   */
+  profile?: Profile | undefined;
+};
+
+/**
+ * Describes the message fleetscope.v1.UpdateProfileResponse.
+ * Use `create(UpdateProfileResponseSchema)` to create a new message.
+ */
+export const UpdateProfileResponseSchema: GenMessage<UpdateProfileResponse> = /*@__PURE__*/
+  messageDesc(file_fleetscope_v1_admin, 12);
+
+/**
  * @generated from message fleetscope.v1.AuditEvent
  */
 export type AuditEvent = Message<"fleetscope.v1.AuditEvent"> & {
@@ -317,7 +390,7 @@ export type AuditEvent = Message<"fleetscope.v1.AuditEvent"> & {
  * Use `create(AuditEventSchema)` to create a new message.
  */
 export const AuditEventSchema: GenMessage<AuditEvent> = /*@__PURE__*/
-  messageDesc(file_fleetscope_v1_admin, 11);
+  messageDesc(file_fleetscope_v1_admin, 13);
 
 /**
  * @generated from message fleetscope.v1.ListAuditEventsRequest
@@ -339,7 +412,7 @@ export type ListAuditEventsRequest = Message<"fleetscope.v1.ListAuditEventsReque
  * Use `create(ListAuditEventsRequestSchema)` to create a new message.
  */
 export const ListAuditEventsRequestSchema: GenMessage<ListAuditEventsRequest> = /*@__PURE__*/
-  messageDesc(file_fleetscope_v1_admin, 12);
+  messageDesc(file_fleetscope_v1_admin, 14);
 
 /**
  * @generated from message fleetscope.v1.ListAuditEventsResponse
@@ -361,7 +434,7 @@ export type ListAuditEventsResponse = Message<"fleetscope.v1.ListAuditEventsResp
  * Use `create(ListAuditEventsResponseSchema)` to create a new message.
  */
 export const ListAuditEventsResponseSchema: GenMessage<ListAuditEventsResponse> = /*@__PURE__*/
-  messageDesc(file_fleetscope_v1_admin, 13);
+  messageDesc(file_fleetscope_v1_admin, 15);
 
 /**
  * @generated from message fleetscope.v1.ShareLink
@@ -418,7 +491,7 @@ export type ShareLink = Message<"fleetscope.v1.ShareLink"> & {
  * Use `create(ShareLinkSchema)` to create a new message.
  */
 export const ShareLinkSchema: GenMessage<ShareLink> = /*@__PURE__*/
-  messageDesc(file_fleetscope_v1_admin, 14);
+  messageDesc(file_fleetscope_v1_admin, 16);
 
 /**
  * @generated from message fleetscope.v1.CreateShareLinkRequest
@@ -457,7 +530,7 @@ export type CreateShareLinkRequest = Message<"fleetscope.v1.CreateShareLinkReque
  * Use `create(CreateShareLinkRequestSchema)` to create a new message.
  */
 export const CreateShareLinkRequestSchema: GenMessage<CreateShareLinkRequest> = /*@__PURE__*/
-  messageDesc(file_fleetscope_v1_admin, 15);
+  messageDesc(file_fleetscope_v1_admin, 17);
 
 /**
  * @generated from message fleetscope.v1.CreateShareLinkResponse
@@ -486,7 +559,7 @@ export type CreateShareLinkResponse = Message<"fleetscope.v1.CreateShareLinkResp
  * Use `create(CreateShareLinkResponseSchema)` to create a new message.
  */
 export const CreateShareLinkResponseSchema: GenMessage<CreateShareLinkResponse> = /*@__PURE__*/
-  messageDesc(file_fleetscope_v1_admin, 16);
+  messageDesc(file_fleetscope_v1_admin, 18);
 
 /**
  * @generated from message fleetscope.v1.ListShareLinksRequest
@@ -499,7 +572,7 @@ export type ListShareLinksRequest = Message<"fleetscope.v1.ListShareLinksRequest
  * Use `create(ListShareLinksRequestSchema)` to create a new message.
  */
 export const ListShareLinksRequestSchema: GenMessage<ListShareLinksRequest> = /*@__PURE__*/
-  messageDesc(file_fleetscope_v1_admin, 17);
+  messageDesc(file_fleetscope_v1_admin, 19);
 
 /**
  * @generated from message fleetscope.v1.ListShareLinksResponse
@@ -516,7 +589,7 @@ export type ListShareLinksResponse = Message<"fleetscope.v1.ListShareLinksRespon
  * Use `create(ListShareLinksResponseSchema)` to create a new message.
  */
 export const ListShareLinksResponseSchema: GenMessage<ListShareLinksResponse> = /*@__PURE__*/
-  messageDesc(file_fleetscope_v1_admin, 18);
+  messageDesc(file_fleetscope_v1_admin, 20);
 
 /**
  * @generated from message fleetscope.v1.RevokeShareLinkRequest
@@ -533,7 +606,7 @@ export type RevokeShareLinkRequest = Message<"fleetscope.v1.RevokeShareLinkReque
  * Use `create(RevokeShareLinkRequestSchema)` to create a new message.
  */
 export const RevokeShareLinkRequestSchema: GenMessage<RevokeShareLinkRequest> = /*@__PURE__*/
-  messageDesc(file_fleetscope_v1_admin, 19);
+  messageDesc(file_fleetscope_v1_admin, 21);
 
 /**
  * @generated from message fleetscope.v1.RevokeShareLinkResponse
@@ -546,7 +619,7 @@ export type RevokeShareLinkResponse = Message<"fleetscope.v1.RevokeShareLinkResp
  * Use `create(RevokeShareLinkResponseSchema)` to create a new message.
  */
 export const RevokeShareLinkResponseSchema: GenMessage<RevokeShareLinkResponse> = /*@__PURE__*/
-  messageDesc(file_fleetscope_v1_admin, 20);
+  messageDesc(file_fleetscope_v1_admin, 22);
 
 /**
  * AdminService manages the caller's own tenant: its keys, profiles, audit
@@ -599,6 +672,18 @@ export const AdminService: GenService<{
     methodKind: "unary";
     input: typeof DeleteProfileRequestSchema;
     output: typeof DeleteProfileResponseSchema;
+  },
+  /**
+   * UpdateProfile changes a profile's app, host or labels (what searches
+   * and fleet selections match), with its fleet aggregates, in one
+   * transaction; audited as profile.update. Its samples never change.
+   *
+   * @generated from rpc fleetscope.v1.AdminService.UpdateProfile
+   */
+  updateProfile: {
+    methodKind: "unary";
+    input: typeof UpdateProfileRequestSchema;
+    output: typeof UpdateProfileResponseSchema;
   },
   /**
    * @generated from rpc fleetscope.v1.AdminService.ListAuditEvents

@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file fleetscope/v1/ingest.proto.
  */
 export const file_fleetscope_v1_ingest: GenFile = /*@__PURE__*/
-  fileDesc("ChpmbGVldHNjb3BlL3YxL2luZ2VzdC5wcm90bxINZmxlZXRzY29wZS52MSLpAQoOVXBsb2FkTWV0YWRhdGESCwoDYXBwGAEgASgJEgwKBGhvc3QYAiABKAkSOQoGbGFiZWxzGAMgAygLMikuZmxlZXRzY29wZS52MS5VcGxvYWRNZXRhZGF0YS5MYWJlbHNFbnRyeRIUCgxpbnB1dF9mb3JtYXQYBCABKAkSKgoGYW5jaG9yGAUgASgLMhouZmxlZXRzY29wZS52MS5DbG9ja0FuY2hvchIQCghmaWxlbmFtZRgGIAEoCRotCgtMYWJlbHNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIlEKC0Nsb2NrQW5jaG9yEhMKC2Nsb2NrX25hbm9zGAEgASgDEi0KCXdhbGxfdGltZRgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiWgoNVXBsb2FkUmVxdWVzdBIxCghtZXRhZGF0YRgBIAEoCzIdLmZsZWV0c2NvcGUudjEuVXBsb2FkTWV0YWRhdGFIABIPCgVjaHVuaxgCIAEoDEgAQgUKA21zZyJSChFVcGxvYWRGaWxlUmVxdWVzdBIvCghtZXRhZGF0YRgBIAEoCzIdLmZsZWV0c2NvcGUudjEuVXBsb2FkTWV0YWRhdGESDAoEZGF0YRgCIAEoDCJdCg5VcGxvYWRSZXNwb25zZRInCgdwcm9maWxlGAEgASgLMhYuZmxlZXRzY29wZS52MS5Qcm9maWxlEg8KB2NyZWF0ZWQYAiABKAgSEQoJcGVybWFsaW5rGAMgASgJImEKElVwbG9hZEZpbGVSZXNwb25zZRInCgdwcm9maWxlGAEgASgLMhYuZmxlZXRzY29wZS52MS5Qcm9maWxlEg8KB2NyZWF0ZWQYAiABKAgSEQoJcGVybWFsaW5rGAMgASgJMqsBCg1Jbmdlc3RTZXJ2aWNlEkcKBlVwbG9hZBIcLmZsZWV0c2NvcGUudjEuVXBsb2FkUmVxdWVzdBodLmZsZWV0c2NvcGUudjEuVXBsb2FkUmVzcG9uc2UoARJRCgpVcGxvYWRGaWxlEiAuZmxlZXRzY29wZS52MS5VcGxvYWRGaWxlUmVxdWVzdBohLmZsZWV0c2NvcGUudjEuVXBsb2FkRmlsZVJlc3BvbnNlQkVaQ2dpdGh1Yi5jb20vZmxlZXRzY29wZS9mbGVldHNjb3BlL2FwaS9nZW4vZmxlZXRzY29wZS92MTtmbGVldHNjb3BldjFiBnByb3RvMw", [file_fleetscope_v1_profile, file_google_protobuf_timestamp]);
+  fileDesc("ChpmbGVldHNjb3BlL3YxL2luZ2VzdC5wcm90bxINZmxlZXRzY29wZS52MSLpAQoOVXBsb2FkTWV0YWRhdGESCwoDYXBwGAEgASgJEgwKBGhvc3QYAiABKAkSOQoGbGFiZWxzGAMgAygLMikuZmxlZXRzY29wZS52MS5VcGxvYWRNZXRhZGF0YS5MYWJlbHNFbnRyeRIUCgxpbnB1dF9mb3JtYXQYBCABKAkSKgoGYW5jaG9yGAUgASgLMhouZmxlZXRzY29wZS52MS5DbG9ja0FuY2hvchIQCghmaWxlbmFtZRgGIAEoCRotCgtMYWJlbHNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIlEKC0Nsb2NrQW5jaG9yEhMKC2Nsb2NrX25hbm9zGAEgASgDEi0KCXdhbGxfdGltZRgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiWgoNVXBsb2FkUmVxdWVzdBIxCghtZXRhZGF0YRgBIAEoCzIdLmZsZWV0c2NvcGUudjEuVXBsb2FkTWV0YWRhdGFIABIPCgVjaHVuaxgCIAEoDEgAQgUKA21zZyJSChFVcGxvYWRGaWxlUmVxdWVzdBIvCghtZXRhZGF0YRgBIAEoCzIdLmZsZWV0c2NvcGUudjEuVXBsb2FkTWV0YWRhdGESDAoEZGF0YRgCIAEoDCKKAQoOVXBsb2FkUmVzcG9uc2USJwoHcHJvZmlsZRgBIAEoCzIWLmZsZWV0c2NvcGUudjEuUHJvZmlsZRIPCgdjcmVhdGVkGAIgASgIEhEKCXBlcm1hbGluaxgDIAEoCRIrCglkdXBsaWNhdGUYBCABKAsyGC5mbGVldHNjb3BlLnYxLkR1cGxpY2F0ZSKOAQoSVXBsb2FkRmlsZVJlc3BvbnNlEicKB3Byb2ZpbGUYASABKAsyFi5mbGVldHNjb3BlLnYxLlByb2ZpbGUSDwoHY3JlYXRlZBgCIAEoCBIRCglwZXJtYWxpbmsYAyABKAkSKwoJZHVwbGljYXRlGAQgASgLMhguZmxlZXRzY29wZS52MS5EdXBsaWNhdGUisAEKCUR1cGxpY2F0ZRISCgpwcm9maWxlX2lkGAEgASgJEgsKA2FwcBgCIAEoCRIMCgRob3N0GAMgASgJEjQKBmxhYmVscxgEIAMoCzIkLmZsZWV0c2NvcGUudjEuRHVwbGljYXRlLkxhYmVsc0VudHJ5Eg8KB2lnbm9yZWQYBSADKAkaLQoLTGFiZWxzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ATKrAQoNSW5nZXN0U2VydmljZRJHCgZVcGxvYWQSHC5mbGVldHNjb3BlLnYxLlVwbG9hZFJlcXVlc3QaHS5mbGVldHNjb3BlLnYxLlVwbG9hZFJlc3BvbnNlKAESUQoKVXBsb2FkRmlsZRIgLmZsZWV0c2NvcGUudjEuVXBsb2FkRmlsZVJlcXVlc3QaIS5mbGVldHNjb3BlLnYxLlVwbG9hZEZpbGVSZXNwb25zZUJFWkNnaXRodWIuY29tL2ZsZWV0c2NvcGUvZmxlZXRzY29wZS9hcGkvZ2VuL2ZsZWV0c2NvcGUvdjE7ZmxlZXRzY29wZXYxYgZwcm90bzM", [file_fleetscope_v1_profile, file_google_protobuf_timestamp]);
 
 /**
  * @generated from message fleetscope.v1.UploadMetadata
@@ -146,6 +146,9 @@ export const UploadFileRequestSchema: GenMessage<UploadFileRequest> = /*@__PURE_
  */
 export type UploadResponse = Message<"fleetscope.v1.UploadResponse"> & {
   /**
+   * The stored profile: the new one, or for a duplicate the one stored
+   * first, with the app, host and labels it is stored under.
+   *
    * @generated from field: fleetscope.v1.Profile profile = 1;
    */
   profile?: Profile | undefined;
@@ -163,6 +166,13 @@ export type UploadResponse = Message<"fleetscope.v1.UploadResponse"> & {
    * @generated from field: string permalink = 3;
    */
   permalink: string;
+
+  /**
+   * Set when these bytes were already stored (created = false).
+   *
+   * @generated from field: fleetscope.v1.Duplicate duplicate = 4;
+   */
+  duplicate?: Duplicate | undefined;
 };
 
 /**
@@ -190,6 +200,11 @@ export type UploadFileResponse = Message<"fleetscope.v1.UploadFileResponse"> & {
    * @generated from field: string permalink = 3;
    */
   permalink: string;
+
+  /**
+   * @generated from field: fleetscope.v1.Duplicate duplicate = 4;
+   */
+  duplicate?: Duplicate | undefined;
 };
 
 /**
@@ -200,9 +215,58 @@ export const UploadFileResponseSchema: GenMessage<UploadFileResponse> = /*@__PUR
   messageDesc(file_fleetscope_v1_ingest, 5);
 
 /**
+ * Duplicate says that an upload's bytes were already stored: nothing was
+ * stored or changed, and the response's profile is the stored one.
+ *
+ * @generated from message fleetscope.v1.Duplicate
+ */
+export type Duplicate = Message<"fleetscope.v1.Duplicate"> & {
+  /**
+   * The stored profile's id, app, host and labels (as in profile).
+   *
+   * @generated from field: string profile_id = 1;
+   */
+  profileId: string;
+
+  /**
+   * @generated from field: string app = 2;
+   */
+  app: string;
+
+  /**
+   * @generated from field: string host = 3;
+   */
+  host: string;
+
+  /**
+   * @generated from field: map<string, string> labels = 4;
+   */
+  labels: { [key: string]: string };
+
+  /**
+   * The metadata of this upload that differs from the stored profile's and
+   * was not applied: any of "app", "host", "labels", in that order. Empty
+   * when the upload repeated the stored metadata. A host left out is the
+   * one the profile records.
+   *
+   * @generated from field: repeated string ignored = 5;
+   */
+  ignored: string[];
+};
+
+/**
+ * Describes the message fleetscope.v1.Duplicate.
+ * Use `create(DuplicateSchema)` to create a new message.
+ */
+export const DuplicateSchema: GenMessage<Duplicate> = /*@__PURE__*/
+  messageDesc(file_fleetscope_v1_ingest, 6);
+
+/**
  * IngestService takes profiles in. Uploads are idempotent: the same bytes
  * uploaded again by the same tenant return the profile stored the first
- * time (created = false). A failed upload stores nothing.
+ * time, unchanged (created = false, duplicate set): its app, host and
+ * labels stay those of the first upload, whatever the new one says
+ * (AdminService.UpdateProfile changes them). A failed upload stores nothing.
  *
  * @generated from service fleetscope.v1.IngestService
  */

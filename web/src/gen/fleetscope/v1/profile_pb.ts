@@ -103,8 +103,9 @@ export type Profile = Message<"fleetscope.v1.Profile"> & {
   endTime?: Timestamp | undefined;
 
   /**
-   * "realtime" (epoch timestamps), "anchored" (anchor given) or "upload"
-   * (placed by upload time).
+   * "realtime" (epoch timestamps), "anchored" (anchor given), "upload"
+   * (placed as ending at upload time) or "span" (no per-sample times: the
+   * span the profiler or the push recorded).
    *
    * @generated from field: string time_source = 14;
    */
