@@ -64,6 +64,9 @@ func (s *Service) FlameGraph(ctx context.Context, tenant int64, r FlameRequest) 
 			return nil, fleetscope.Errorf(fleetscope.EINVALID, "this profile has no per-sample timestamps: no time range (a whole-profile flame graph works)")
 		}
 		rg = *r.Range
+		if err := checkRange(rg, info); err != nil {
+			return nil, err
+		}
 		from = max(fleetscope.FloorSecond(rg.Start), 0)
 		to = min(fleetscope.FloorSecond(rg.End-1), info.DurationNanos/1e9)
 	}
@@ -98,4 +101,27 @@ func (s *Service) FlameGraph(ctx context.Context, tenant int64, r FlameRequest) 
 	counts := flame.CountsOf(values)
 	return &FlameGraph{Event: info.Events[ev].Name, Total: counts.Total, Dict: d, Counts: counts, Annotate: r.Annotate,
 		layout: func() *flame.Layout { return s.layout(tenant, info, d, r.Annotate) }}, nil
+}
+
+// checkRange refuses a range that cannot hold a sample of the profile:
+// empty or reversed, or wholly outside the profile's span (EINVALID, with
+// the span, so that a mistyped range is not mistaken for an idle one).
+func checkRange(rg fleetscope.Range, info *fleetscope.ProfileInfo) error {
+	bound := func(ns int64) string {
+		switch ns {
+		case fleetscope.All.Start:
+			return "the start"
+		case fleetscope.All.End:
+			return "the end"
+		}
+		return fleetscope.FormatSeconds(ns) + " s"
+	}
+	if rg.End <= rg.Start {
+		return fleetscope.Errorf(fleetscope.EINVALID, "the range [%s, %s) is empty: its end must come after its start", bound(rg.Start), bound(rg.End))
+	}
+	if rg.Start > info.DurationNanos || rg.End <= 0 {
+		return fleetscope.Errorf(fleetscope.EINVALID, "the range [%s, %s) lies outside the profile, whose samples span [0, %s] s from its start second",
+			bound(rg.Start), bound(rg.End), fleetscope.FormatSeconds(info.DurationNanos))
+	}
+	return nil
 }

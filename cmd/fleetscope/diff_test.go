@@ -15,6 +15,7 @@ import (
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/fleetscope/fleetscope"
 	fsv1 "github.com/fleetscope/fleetscope/api/gen/fleetscope/v1"
 )
 
@@ -181,4 +182,47 @@ func TestDiff(t *testing.T) {
 			t.Fatalf("diff --format svg: %v", err)
 		}
 	}
+}
+
+// TestImpossibleRanges: an empty or reversed range, or one wholly outside
+// the profile, is refused with a message saying so (InvalidArgument from
+// the API, exit 1 from the CLI), for a file and a stored profile alike;
+// a range partly outside is answered.
+func TestImpossibleRanges(t *testing.T) {
+	s := startService(t, serviceOpts{})
+	path := plant(t, "--seed", "81", "--seconds", "6")
+	id := s.upload(path)
+	for _, c := range []struct {
+		start, end, says string
+	}{
+		{"5", "2", "is empty"},
+		{"2", "2", "is empty"},
+		{"100", "120", "lies outside the profile"},
+		{"-10", "-1", "lies outside the profile"},
+	} {
+		for _, where := range [][]string{{path}, {"--profile", id}} {
+			args := append([]string{"flamegraph", "--start", c.start, "--end", c.end}, where...)
+			out, errOut, code := s.cli(args...)
+			if code != 1 || out != "" || !strings.Contains(errOut, c.says) {
+				t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit 1 saying %q", args, code, out, errOut, c.says)
+			}
+		}
+		st, en := mustSeconds(t, c.start), mustSeconds(t, c.end)
+		_, err := s.as(s.key).query.GetFlameGraph(context.Background(), connect.NewRequest(&fsv1.GetFlameGraphRequest{ProfileId: id, StartNanos: &st, EndNanos: &en}))
+		if connect.CodeOf(err) != connect.CodeInvalidArgument {
+			t.Errorf("API [%s, %s): %v, want InvalidArgument", c.start, c.end, err)
+		}
+	}
+	if out := local(t, "flamegraph", "--start", "5", "--end", "100", path); out == "" {
+		t.Fatal("a range partly outside the profile answered nothing")
+	}
+}
+
+func mustSeconds(t *testing.T, s string) int64 {
+	t.Helper()
+	ns, err := fleetscope.ParseSeconds(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ns
 }

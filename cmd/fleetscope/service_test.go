@@ -493,7 +493,6 @@ func TestServiceAnswersEqualLocalFiles(t *testing.T) {
 				{"flamegraph", "--include-idle", "--period"},
 				{"flamegraph", "--start", "2.4", "--end", "2.48"},
 				{"flamegraph", "--start", "0.000001", "--end", "3.999999", "--format", "json"},
-				{"flamegraph", "--start", "1", "--end", "1"},
 				{"flamegraph", "--start", "-5", "--end", "1.5", "--kernel", "--jit"},
 				{"heatmap", "--json", "--function", "GC|java"},
 				{"heatmap", "--json", "--cpu", "1", "--cpu", "3", "--rows", "7"},
