@@ -20,3 +20,6 @@ var SecondsQuery = secondsQuery
 func (db *DB) ReadTenant(ctx context.Context, tenant int64, scan func(pgx.Rows) error, q string, args ...any) error {
 	return db.readTenant(ctx, tenant, scan, q, args...)
 }
+
+// Partitioned are the tables partitioned by ingest day.
+var Partitioned = partitioned
