@@ -1113,7 +1113,7 @@ describe("dashboard", () => {
     assert.equal((await hostStrip(page)).length, 3);
   });
 
-  test("fleet: labels (k!=v), an absolute window of an hour (4-s columns), zoom to a selection re-queries at 1 s", async () => {
+  test("fleet: labels (k!=v); a 2-hour window around the fleet (8-s columns); zoom to a selection re-queries at 1 s, and backs out", async () => {
     const fleet = fleetHosts();
     const prod = fleet.filter((h) => h.host !== "fleet-c");
     const { first } = wallSpan(fleet);
@@ -1126,53 +1126,77 @@ describe("dashboard", () => {
     assert.deepEqual((await hostStrip(page)).map((h) => h.host).sort(), ["fleet-a", "fleet-b"]);
     assert.equal((await accounting(page)).profiles, 2);
 
-    // An hour from the fleet's first second, typed in the pickers (the browser runs in UTC).
+    // Two hours around the fleet's first second, typed in the pickers (the browser runs in UTC).
     const at = (sec) => new Date(sec * 1000).toISOString().slice(0, 19);
-    await page.getByTestId("fleet-from").fill(at(first));
-    await page.getByTestId("fleet-to").fill(at(first + 3600));
+    const [wFrom, wTo] = [first - 3600, first + 3600];
+    await page.getByTestId("fleet-from").fill(at(wFrom));
+    await page.getByTestId("fleet-to").fill(at(wTo));
     await page.getByTestId("fleet-apply").click();
-    await page.waitForFunction((to) => new URL(location.href).searchParams.get("to") === to, String(first + 3600));
-    assert.equal(query(page).get("from"), String(first));
+    await page.waitForFunction((to) => new URL(location.href).searchParams.get("to") === to, String(wTo));
+    assert.equal(query(page).get("from"), String(wFrom));
     await fleetReady(page);
     d = await heatmapData(page);
-    assert.deepEqual([d.secondsPerColumn, d.cols, d.startSecond], [4, 900, first], "3,600 s: 4 s a column, 900 columns");
-    const want4 = wallColumns(prod, first, 900, 50, 4);
-    assert.deepEqual(d.cells, want4, "4-s columns: each cell sums its slice of 4 seconds");
-    assert.match(await page.getByTestId("heatmap-hint").textContent(), /each column is 4 seconds.*Zoom to selection/);
+    assert.deepEqual([d.secondsPerColumn, d.cols, d.startSecond], [8, 900, wFrom], "7,200 s: 8 s a column, 900 columns");
+    const want8 = wallColumns(prod, wFrom, 900, 50, 8);
+    assert.deepEqual(d.cells, want8, "8-s columns: each cell sums its slice of 8 seconds");
+    assert.match(await page.getByTestId("heatmap-hint").textContent(), /each column is 8 seconds.*Zoom to selection/);
     // The GC stripe's range stayed (it lies in the window); not whole columns, so no cell sum is claimed.
     await page.getByTestId("not-aligned").waitFor();
     await page.getByTestId("clear-selection").click();
     await page.waitForFunction(() => !new URL(location.href).searchParams.has("start"));
-    await checkHeatmapPixels(page, want4);
-    // A drag across columns 0-2 selects their whole seconds.
-    await drag(page, [0, 10], [2, 40]);
-    await page.waitForFunction((e) => new URL(location.href).searchParams.get("end") === e, String(first + 12));
+    assert.ok((await checkHeatmapPixels(page, want8)) > 0);
+    // A drag across columns 450-452 (the fleet's first 24 s) selects their whole seconds.
+    const col0 = (first - wFrom) / 8;
+    await drag(page, [col0, 10], [col0 + 2, 40]);
+    await page.waitForFunction((e) => new URL(location.href).searchParams.get("end") === e, String(first + 24));
     assert.equal(query(page).get("start"), String(first));
-    const in12 = wallCount(prod, first * 1e6, (first + 12) * 1e6);
-    assert.equal((await heatmapData(page)).selectedCount, in12);
-    assert.equal(Number((await flameState(page)).total), in12);
-    await screenshot(page, "fleet-hour");
+    const in24 = wallCount(prod, first * 1e6, (first + 24) * 1e6);
+    assert.equal((await heatmapData(page)).selectedCount, in24);
+    assert.equal(in24, sumCells(want8, 50, col0 * 50, (col0 + 3) * 50 - 1));
+    assert.equal(Number((await flameState(page)).total), in24);
+    assert.equal(await page.getByTestId("zoom-trail").isHidden(), true, "no zoom yet");
+    await screenshot(page, "fleet-2h");
 
-    // Zoom to the selection: its 12 seconds at one second a column, the range still selected.
+    // Zoom to the selection: its 24 seconds at one second a column, the range still selected;
+    // the 2-hour window goes on the zoom stack (in the URL).
     await page.getByTestId("zoom-in").click();
-    await page.waitForFunction((to) => new URL(location.href).searchParams.get("to") === to, String(first + 12));
+    await page.waitForFunction((to) => new URL(location.href).searchParams.get("to") === to, String(first + 24));
     await fleetReady(page);
     d = await heatmapData(page);
-    assert.deepEqual([d.secondsPerColumn, d.cols, d.startSecond], [1, 12, first]);
-    assert.deepEqual(d.cells, wallColumns(prod, first, 12));
-    assert.deepEqual([d.selectionStart, d.selectionEnd, d.selectedCount], ["0", "12", in12]);
-    assert.equal(Number((await flameState(page)).total), in12);
-    // Zoom out: twice the window about its middle.
-    await page.getByTestId("zoom-out").click();
-    await page.waitForFunction((from) => new URL(location.href).searchParams.get("from") === from, String(first - 6));
-    assert.equal(query(page).get("to"), String(first + 18));
+    assert.deepEqual([d.secondsPerColumn, d.cols, d.startSecond], [1, 24, first]);
+    assert.deepEqual(d.cells, wallColumns(prod, first, 24));
+    assert.deepEqual([d.selectionStart, d.selectionEnd, d.selectedCount], ["0", "24", in24]);
+    assert.equal(Number((await flameState(page)).total), in24);
+    assert.deepEqual(query(page).getAll("zoom"), [`${wFrom}-${wTo}`]);
+    const crumbs = async () => page.getByTestId("zoom-back").evaluateAll((bs) => bs.map((b) => [b.dataset.from, b.dataset.to]));
+    assert.deepEqual(await crumbs(), [[String(wFrom), String(wTo)]]);
+    await screenshot(page, "fleet-zoomed");
+
+    // Back out through the trail: the 2-hour window again, 8-s columns, the range still selected.
+    await page.getByTestId("zoom-back").click();
+    await page.waitForFunction((to) => new URL(location.href).searchParams.get("to") === to, String(wTo));
+    assert.deepEqual([query(page).get("from"), query(page).getAll("zoom"), query(page).get("start"), query(page).get("end")], [String(wFrom), [], String(first), String(first + 24)]);
     await fleetReady(page);
-    assert.deepEqual((await heatmapData(page)).cells, wallColumns(prod, first - 6, 24));
+    d = await heatmapData(page);
+    assert.deepEqual([d.secondsPerColumn, d.cols], [8, 900]);
+    assert.deepEqual(d.cells, want8);
+    assert.equal(d.selectedCount, in24);
+    assert.equal(await page.getByTestId("zoom-trail").isHidden(), true);
+
+    // History: back to the zoomed view; "Zoom out ×2" widens it about its middle and keeps the stack.
+    await page.goBack();
+    await page.waitForFunction((to) => new URL(location.href).searchParams.get("to") === to, String(first + 24));
+    await fleetReady(page);
+    await page.getByTestId("zoom-out").click();
+    await page.waitForFunction((from) => new URL(location.href).searchParams.get("from") === from, String(first - 12));
+    assert.deepEqual([query(page).get("to"), query(page).getAll("zoom")], [String(first + 36), [`${wFrom}-${wTo}`]]);
+    await fleetReady(page);
+    assert.deepEqual((await heatmapData(page)).cells, wallColumns(prod, first - 12, 48));
     // Back to the zoomed window (a history entry per window).
     await page.goBack();
-    await page.waitForFunction((to) => new URL(location.href).searchParams.get("to") === to, String(first + 12));
+    await page.waitForFunction((to) => new URL(location.href).searchParams.get("to") === to, String(first + 24));
     await fleetReady(page);
-    assert.equal((await heatmapData(page)).selectedCount, in12);
+    assert.equal((await heatmapData(page)).selectedCount, in24);
   });
 
   test("fleet: a permalink opens the same view in a fresh browser, signed in or after signing in", async () => {
@@ -1192,9 +1216,12 @@ describe("dashboard", () => {
       search: await p.getByTestId("flame-search").inputValue(),
       total: await p.getByTestId("fleet-total").textContent(),
       hosts: await hostStrip(p),
+      zoomedFrom: await p.getByTestId("zoom-back").evaluateAll((bs) => bs.map((b) => [b.dataset.from, b.dataset.to])),
     });
     const before = await view(page);
     assert.equal(before.labels, "env!=canary");
+    const { first } = wallSpan(fleetHosts());
+    assert.deepEqual(before.zoomedFrom, [[String(first - 3600), String(first + 3600)]], "zoomed in from the 2-hour window");
     assert.ok(Number(before.flame.matched) > 0, "drain_stacks matched");
 
     const signedIn = await newContext();
@@ -1218,6 +1245,13 @@ describe("dashboard", () => {
       const again = await view(q);
       delete again.flame.renderMs;
       assert.deepEqual(again, before);
+      // The restored zoom stack backs out to the 2-hour window's 8-s columns.
+      await q.getByTestId("zoom-back").click();
+      await q.waitForFunction((from) => new URL(location.href).searchParams.get("from") === from, String(first - 3600));
+      await fleetReady(q);
+      const out = await heatmapData(q);
+      assert.deepEqual([out.secondsPerColumn, out.cols, out.startSecond], [8, 900, first - 3600]);
+      assert.equal(out.selectedCount, before.heatmap.selectedCount);
     } finally {
       await signedIn.close();
       await fresh.close();
@@ -1280,7 +1314,7 @@ describe("dashboard", () => {
     const acc = await accounting(page);
     assert.deepEqual(acc, { profiles: 0, leftOut: api.accounting.leftOut, event: api.accounting.event });
     assert.deepEqual(Object.values(acc.leftOut), [1], "the one untimed profile, left out");
-    assert.match(await page.getByTestId("fleet-profiles").textContent(), new RegExp(`left out: 1 \\(${Object.keys(acc.leftOut)[0].replace(/[()]/g, "\\$&")}\\)`));
+    assert.match(await page.getByTestId("fleet-profiles").textContent(), new RegExp(`1 left out \\(${Object.keys(acc.leftOut)[0].replace(/[()]/g, "\\$&")}\\)`));
     await page.getByTestId("no-samples-heatmap").filter({ hasText: "No profile of this selection with per-sample times" }).waitFor();
     // The whole window's merged flame graph is that profile's whole flame graph.
     const whole = await rpc(URL_, KEY, "fleetscope.v1.QueryService/GetFlameGraph", { profileId: env("E2E_UNTIMED"), format: "FLAME_GRAPH_FORMAT_FOLDED" });

@@ -13,6 +13,7 @@ import {
   floorSecond,
   formatUnix,
   heatmapRequest,
+  hostProfile,
   hostProfiles,
   matchesLabels,
   narrowToHost,
@@ -30,12 +31,17 @@ import {
   selectionOf,
   timestampNanos,
   timestampOf,
+  nested,
+  parseWindow,
+  WINDOW_PRESETS,
   wholeSeconds,
   windowOfProfiles,
   withWindow,
   writeFleet,
+  zoomBack,
   zoomIn,
   zoomOut,
+  zoomTo,
   type FleetState,
   type ListedProfile,
 } from "./fleetstate";
@@ -104,6 +110,10 @@ function full(): FleetState {
     ],
     from: S(1795000000),
     to: 1795000030_500_000_000n,
+    zooms: [
+      { from: S(1794996400), to: S(1795003600) },
+      { from: 1794999999_000_000_001n, to: S(1795000060) },
+    ],
     event: "cpu-clock",
     idle: true,
     rows: 100,
@@ -123,6 +133,7 @@ test("URL round trip: every part of the view, exactly", () => {
   expect(q.get("end")).toBe("1795000002.480000001");
   expect(q.getAll("label")).toEqual(["env=prod", "region!=e&u"]);
   expect(q.getAll("host")).toEqual(["web-1", "web 2"]);
+  expect(q.getAll("zoom")).toEqual(["1794996400-1795003600", "1794999999.000000001-1795000060"]);
   const back = readFleet(new URLSearchParams(q.toString()), NOW);
   expect(back.defaulted).toBe(false);
   expect(back.state).toEqual(s);
@@ -152,7 +163,31 @@ test("a missing or bad window is the last hour, said so; a range outside the win
   expect([bad.rows, bad.orient, bad.labels, bad.hosts]).toEqual([50, "icicle", [], []]);
 });
 
+test("a zoom stack from a URL keeps only windows that hold the next and the window", () => {
+  const q = (zooms: string[]) => new URLSearchParams([["app", "a"], ["from", "1795000000"], ["to", "1795000030"], ...zooms.map((z) => ["zoom", z])]);
+  const stack = (zooms: string[]) => readFleet(q(zooms), NOW).state.zooms.map((w) => [w.from, w.to]);
+  expect(stack(["1794992800-1795007200", "1795000000-1795000060"])).toEqual([
+    [S(1794992800), S(1795007200)],
+    [S(1795000000), S(1795000060)],
+  ]);
+  // not nested in that order, the window itself, not holding the window, not windows at all
+  expect(stack(["1795000000-1795000060", "1794992800-1795007200"])).toEqual([[S(1794992800), S(1795007200)]]);
+  expect(stack(["1795000000-1795000030"])).toEqual([]);
+  expect(stack(["1795000010-1795000060", "1795000060-1795000000", "x-1", "1795000000", `1790000000-${1790000000 + 32 * 86400}`])).toEqual([]);
+  expect(parseWindow("1795000000.25-1795000001")).toEqual({ from: 1795000000_250_000_000n, to: S(1795000001) });
+  expect(nested([{ from: S(0), to: S(10) }], { from: S(0), to: S(10) })).toEqual([]);
+});
+
 test("presets end now (the current second included), in whole seconds", () => {
+  expect(WINDOW_PRESETS.map((p) => [p.id, p.seconds])).toEqual([
+    ["5m", 300],
+    ["15m", 900],
+    ["1h", 3600],
+    ["6h", 6 * 3600],
+    ["24h", 86400],
+    ["7d", 7 * 86400],
+  ]);
+  for (const p of WINDOW_PRESETS) expect(presetWindow(p.seconds, NOW)).toEqual({ from: S(1795428001 - p.seconds), to: S(1795428001) });
   expect(presetWindow(300, NOW)).toEqual({ from: S(1795428001 - 300), to: S(1795428001) });
   expect(presetWindow(7 * 86400, new Date("2026-11-23T10:00:00Z"))).toEqual({ from: S(1795428000 - 7 * 86400), to: S(1795428000) });
 });
@@ -223,6 +258,39 @@ test("zoom out doubles the window about its middle, up to 31 days; ranges outsid
   expect([moved.range, moved.frame]).toEqual([null, ""]);
 });
 
+test("the zoom stack: zooming in pushes the window, backing out pops it; other windows keep the entries that hold them", () => {
+  // a 2-hour window: 8-s columns
+  const outer = { from: S(1794996400), to: S(1795003600) };
+  const s = newFleet("a", outer.from, outer.to);
+  expect(columnsOf(s.from, s.to).secondsPerColumn).toBe(8);
+  // select columns 450..452 (24 s from 1795000000) and zoom: 1-s columns, the stack holds the 2 hours
+  const cols = columnsRange(columnsOf(s.from, s.to), 450, 452);
+  expect(cols).toEqual({ start: S(1795000000), end: S(1795000024) });
+  const z1 = zoomIn({ ...s, range: cols }, cols);
+  expect([z1.from, z1.to, z1.zooms, z1.range]).toEqual([S(1795000000), S(1795000024), [outer], cols]);
+  expect(columnsOf(z1.from, z1.to).secondsPerColumn).toBe(1);
+  expect(readFleet(writeFleet(z1), NOW).state).toEqual(z1); // in the permalink
+  // a second zoom, on a GC stripe
+  const gc = { start: 1795000002_400_000_000n, end: 1795000002_480_000_000n };
+  const z2 = zoomIn({ ...z1, range: gc }, gc);
+  expect([z2.from, z2.to, z2.zooms]).toEqual([S(1795000002), S(1795000003), [outer, { from: S(1795000000), to: S(1795000024) }]]);
+  // back out one step, then to the outermost: the range stays selected
+  const b1 = zoomBack(z2);
+  expect([b1.from, b1.to, b1.zooms, b1.range]).toEqual([S(1795000000), S(1795000024), [outer], gc]);
+  const b0 = zoomBack(z2, 0);
+  expect([b0.from, b0.to, b0.zooms, b0.range]).toEqual([outer.from, outer.to, [], gc]);
+  expect(zoomBack(b0)).toBe(b0); // nothing to back out to
+  // zooming to the same window pushes nothing
+  expect(zoomTo(z1, z1.from, z1.to).zooms).toEqual([outer]);
+  // a window elsewhere (a preset, typed times) drops the entries that do not hold it
+  expect(withWindow(z2, S(1795000001), S(1795000020)).zooms).toEqual(z2.zooms);
+  expect(withWindow(z2, S(1795000010), S(1795000030)).zooms).toEqual([outer]);
+  expect(withWindow(z2, S(1795428001 - 900), S(1795428001)).zooms).toEqual([]);
+  // zoom out ×2 keeps those that still hold the wider window
+  const o = zoomOut(z1);
+  expect([o.from, o.to, o.zooms]).toEqual([S(1794999988), S(1795000036), [outer]]);
+});
+
 test("requests: the selection, and the flame graph of the range or the window", () => {
   const s = full();
   const sel = create(FleetSelectionSchema, selectionOf(s));
@@ -281,6 +349,24 @@ test("a host's profile at the same range: the one holding most of it, on its own
   // the profile's default event is left out of the link; the base name finds "cpu-clock:pppH"
   expect(readView(new URL(profileLink(anchored, s, "cpu-clock"), "http://x").searchParams).event).toBe("");
   expect(readView(new URL(profileLink(anchored, { ...s, range: null }, ""), "http://x").searchParams).range).toEqual({ start: 0, end: 20_250_000_000 });
+});
+
+test("the host's profile to open: the one covering the range's start, else the earliest", () => {
+  const r = { start: S(1795000010), end: S(1795000020) };
+  const pick = (ps: ListedProfile[], range = r) => hostProfile(ps, "web-1", [], range)?.id ?? null;
+  const early = prof("early", "web-1", S(1795000000), S(1795000012)); // covers the start, 2 s of the range
+  const late = prof("late", "web-1", S(1795000012), S(1795000030)); // 8 s, after the start
+  expect(pick([late, early])).toBe("early");
+  // several cover the start: the one sharing most of the range
+  const long = prof("long", "web-1", S(1795000005), S(1795000025));
+  expect(pick([early, long, late])).toBe("long");
+  // none covers the start: the earliest to start
+  const later = prof("later", "web-1", S(1795000015), S(1795000040));
+  expect(pick([later, late])).toBe("late");
+  // the last sample at the range's start covers it
+  expect(pick([late, prof("edge", "web-1", S(1795000000), S(1795000010))])).toBe("edge");
+  expect(pick([prof("before", "web-1", S(1795000000), S(1795000009))])).toBeNull();
+  expect(pick([prof("other", "web-2", S(1795000000), S(1795000030))])).toBeNull();
 });
 
 test("event base names, as the server strips perf's modifiers", () => {

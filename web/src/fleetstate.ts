@@ -2,18 +2,20 @@
 // the window [from, to), event, idle), the rows per second, the selected
 // range and the flame graph's view (zoomed frame, search, orientation);
 // read from and written to the URL's query (the permalink), the rules for
-// changing it (presets, zoom in and out, narrowing to a host), the column
+// changing it (presets, the zoom stack, narrowing to a host), the column
 // geometry the server will answer with, and the requests it implies. Pure:
 // no DOM, no network (unit-tested in fleetstate.test.ts).
 //
 //   /fleet?app=checkout&host=web-1&label=env=prod&label=region!=eu
-//         &from=1795000000&to=1795000030&event=cpu-clock&idle=1&rows=100
+//         &from=1795000000&to=1795000030&zoom=1794996400-1795003600&event=cpu-clock&idle=1&rows=100
 //         &start=1795000002.4&end=1795000002.48&frame=java;start_thread&search=GC&orient=flame
 //
 // Times are absolute: unix seconds as exact decimals (up to nanoseconds,
 // like the CLI's --from/--to), held as bigint nanoseconds (unix
 // nanoseconds do not fit a double exactly). from/to is the window, start/end
-// the selected range inside it; both half-open. The heatmap's own
+// the selected range inside it; both half-open. zoom (repeated, outermost
+// first) is the zoom stack: the windows zoomed in from, each holding the
+// next and the window, so that zooming back out returns to them. The heatmap's own
 // arithmetic (heatmap/model.ts) counts in nanoseconds relative to its
 // start second, which fit a number: relRange and absRange convert.
 
@@ -39,6 +41,12 @@ export interface AbsRange {
   end: bigint;
 }
 
+/** A window [from, to) of unix nanoseconds. */
+export interface Window {
+  from: bigint;
+  to: bigint;
+}
+
 export interface FleetState {
   app: string;
   /** Any of these hosts; none: every host. */
@@ -48,6 +56,9 @@ export interface FleetState {
   /** The window [from, to), unix nanoseconds. */
   from: bigint;
   to: bigint;
+  /** The zoom stack: the windows zoomed in from, outermost first; each
+   * holds the next, the last holds [from, to). */
+  zooms: Window[];
   /** "": the event most samples of the selection have. */
   event: string;
   idle: boolean;
@@ -170,6 +181,11 @@ export function readFleet(p: URLSearchParams, now: Date): { state: FleetState; d
   const start = parseUnix(p.get("start"));
   const end = parseUnix(p.get("end"));
   const range = start !== null && end !== null && start < end && start >= from && end <= to ? { start, end } : null;
+  const zooms: Window[] = [];
+  for (const z of p.getAll("zoom")) {
+    const w = parseWindow(z);
+    if (w) zooms.push(w);
+  }
   const labels: LabelCond[] = [];
   for (const l of p.getAll("label")) {
     const c = parseLabel(l);
@@ -182,6 +198,7 @@ export function readFleet(p: URLSearchParams, now: Date): { state: FleetState; d
       labels,
       from,
       to,
+      zooms: nested(zooms, { from, to }),
       event: p.get("event") ?? "",
       idle: p.get("idle") === "1",
       rows: Number.isInteger(rows) && rows >= 1 && rows <= MAX_ROWS ? rows : DEFAULT_ROWS,
@@ -202,6 +219,7 @@ export function writeFleet(s: FleetState): URLSearchParams {
   for (const l of s.labels) p.append("label", formatLabel(l));
   p.set("from", formatUnix(s.from));
   p.set("to", formatUnix(s.to));
+  for (const z of s.zooms) p.append("zoom", formatWindow(z));
   if (s.event) p.set("event", s.event);
   if (s.idle) p.set("idle", "1");
   if (s.rows !== DEFAULT_ROWS) p.set("rows", String(s.rows));
@@ -222,7 +240,7 @@ export function fleetPath(s: FleetState): string {
 
 /** newFleet is the view of app over [from, to) with everything else at its default. */
 export function newFleet(app: string, from: bigint, to: bigint): FleetState {
-  return { app, hosts: [], labels: [], from, to, event: "", idle: false, rows: DEFAULT_ROWS, range: null, frame: "", search: "", orient: "icicle" };
+  return { app, hosts: [], labels: [], from, to, zooms: [], event: "", idle: false, rows: DEFAULT_ROWS, range: null, frame: "", search: "", orient: "icicle" };
 }
 
 // ---- windows ----------------------------------------------------------------------
@@ -234,22 +252,70 @@ export function presetWindow(seconds: number, now: Date): { from: bigint; to: bi
   return { from: to - BigInt(seconds) * NS, to };
 }
 
+/** parseWindow reads a zoom stack's window, "FROM-TO" in exact unix
+ * seconds; null when it is not a window the server would take. */
+export function parseWindow(text: string): Window | null {
+  const m = /^([\d.]+)-([\d.]+)$/.exec(text);
+  const from = m && parseUnix(m[1]);
+  const to = m && parseUnix(m[2]);
+  if (from == null || to == null || to <= from || to - from > BigInt(MAX_WINDOW_SECONDS) * NS) return null;
+  return { from, to };
+}
+
+export function formatWindow(w: Window): string {
+  return `${formatUnix(w.from)}-${formatUnix(w.to)}`;
+}
+
+function holds(outer: Window, inner: Window): boolean {
+  return outer.from <= inner.from && inner.to <= outer.to && (outer.from !== inner.from || outer.to !== inner.to);
+}
+
+/** nested is the zoom stack zooms for window w: the entries that hold w
+ * and each other (outermost first), the others dropped. */
+export function nested(zooms: Window[], w: Window): Window[] {
+  const kept: Window[] = [];
+  let inner = w;
+  for (let i = zooms.length - 1; i >= 0; i--) {
+    if (holds(zooms[i], inner)) {
+      kept.unshift(zooms[i]);
+      inner = zooms[i];
+    }
+  }
+  return kept;
+}
+
 /** withWindow moves view s to the window [from, to), keeping its range
- * (and the flame graph's zoom) only when the range lies inside it. */
+ * (and the flame graph's zoom) only when the range lies inside it, and the
+ * zoom stack's windows that hold it. */
 export function withWindow(s: FleetState, from: bigint, to: bigint): FleetState {
   const keep = s.range !== null && s.range.start >= from && s.range.end <= to;
-  return { ...s, from, to, range: keep ? s.range : null, frame: keep ? s.frame : "" };
+  return { ...s, from, to, zooms: nested(s.zooms, { from, to }), range: keep ? s.range : null, frame: keep ? s.frame : "" };
+}
+
+/** zoomTo zooms view s in to the window [from, to): the current window goes
+ * on the zoom stack (when it holds the new one). */
+export function zoomTo(s: FleetState, from: bigint, to: bigint): FleetState {
+  return withWindow({ ...s, zooms: [...s.zooms, { from: s.from, to: s.to }] }, from, to);
 }
 
 /** zoomIn makes the window the whole seconds the range r touches (finer
  * columns when the window had several seconds per column), keeping r
  * selected. */
 export function zoomIn(s: FleetState, r: AbsRange): FleetState {
-  return { ...withWindow(s, floorSecond(r.start), ceilSecond(r.end)), range: r };
+  return { ...zoomTo(s, floorSecond(r.start), ceilSecond(r.end)), range: r };
+}
+
+/** zoomBack returns view s to the zoom stack's window i (default: the one
+ * it last zoomed in from), popping it and those after it; the range stays
+ * (it lies inside). */
+export function zoomBack(s: FleetState, i = s.zooms.length - 1): FleetState {
+  const w = s.zooms[i];
+  if (!w) return s;
+  return withWindow({ ...s, zooms: s.zooms.slice(0, i) }, w.from, w.to);
 }
 
 /** zoomOut doubles the window about its middle, in whole seconds, up to the
- * longest window. */
+ * longest window (the zoom stack's windows that hold it stay). */
 export function zoomOut(s: FleetState): FleetState {
   const from = floorSecond(s.from);
   const to = ceilSecond(s.to);
@@ -442,6 +508,18 @@ export function hostProfiles<P extends ListedProfile>(ps: P[], host: string, lab
     .map((p) => ({ p, o: overlap(p, r) }))
     .sort((a, b) => (a.o === b.o ? (a.p.id < b.p.id ? -1 : 1) : a.o > b.o ? -1 : 1))
     .map((x) => x.p);
+}
+
+/** hostProfile is the profile to open for a host at range r: of those
+ * holding samples of r (hostProfiles), the one covering r's start (the one
+ * sharing most of r when several do), else the earliest to start; null
+ * when none holds any. */
+export function hostProfile<P extends ListedProfile>(ps: P[], host: string, labels: LabelCond[], r: AbsRange): P | null {
+  const held = hostProfiles(ps, host, labels, r);
+  const startOf = (p: P) => timestampNanos(p.startTime!);
+  const covering = held.find((p) => startOf(p) <= r.start && r.start <= timestampNanos(p.endTime!));
+  if (covering) return covering;
+  return held.reduce<P | null>((best, p) => (best === null || startOf(p) < startOf(best) ? p : best), null);
 }
 
 /** eventBase is an event's name without perf's modifiers ("cpu-clock" for

@@ -27,7 +27,7 @@ import {
   fleetPath,
   foldedFilename,
   heatmapRequest,
-  hostProfiles,
+  hostProfile,
   hostsRequest,
   narrowToHost,
   profileLink,
@@ -35,13 +35,14 @@ import {
   relRange,
   selectionOf,
   timelineRequest,
-  timestampNanos,
   timestampOf,
   wholeSeconds,
   withWindow,
   writeFleet,
+  zoomBack,
   zoomIn,
   zoomOut,
+  zoomTo,
   type AbsRange,
   type FleetState,
   type ListedProfile,
@@ -60,15 +61,17 @@ import { Latest } from "../viewstate";
 import type { Page } from "./page";
 import { emptyState, onUnauthenticated } from "./states";
 
-/** accountingWords says what an answer counted: "3 profiles; left out: 1
- * (no per-sample times: no heatmap)". */
+/** accountingWords says what an answer counted: "3 profiles; 1 left out
+ * (no per-sample times: no heatmap)", or with several reasons "3 left out
+ * (2 for one reason, 1 for another)". */
 function accountingWords(a: Accounting | undefined): string {
   if (!a) return "";
   const left = Object.entries(a.leftOut)
     .filter(([, n]) => n > 0)
     .sort(([x], [y]) => (x < y ? -1 : 1));
   const n = left.reduce((s, [, c]) => s + c, 0);
-  return `${formatCount(a.profiles)} profile${a.profiles === 1 ? "" : "s"}${n ? `; left out: ${left.map(([why, c]) => `${formatCount(c)} (${why})`).join(", ")}` : ""}`;
+  const why = left.length === 1 ? left[0][0] : left.map(([reason, c]) => `${formatCount(c)} ${reason}`).join("; ");
+  return `${formatCount(a.profiles)} profile${a.profiles === 1 ? "" : "s"}${n ? `; ${formatCount(n)} left out (${why})` : ""}`;
 }
 
 /** profilesWithout says "1 profile without per-sample times" or "3 profiles without …". */
@@ -107,6 +110,7 @@ export function fleetPage(params: URLSearchParams): Page {
   const bar = new FleetBar({
     onApply: (v) => change({ ...withWindow(state, v.from, v.to), app: v.app, hosts: v.hosts, labels: v.labels, event: v.event, idle: v.idle }),
     onZoomOut: () => change(zoomOut(state)),
+    onZoomBack: (i) => change(zoomBack(state, i)),
   });
   const summary = h("div", { class: "fleet-summary", "data-testid": "accounting", "aria-live": "polite" });
   const timeline = new TimelinePanel({
@@ -114,7 +118,7 @@ export function fleetPage(params: URLSearchParams): Page {
       const start = r.start > state.from ? r.start : state.from;
       const end = r.end < state.to ? r.end : state.to;
       const [from, to] = [floorSecond(start), ceilSecond(end)];
-      if (from !== state.from || to !== state.to) change(withWindow(state, from, to));
+      if (from !== state.from || to !== state.to) change(zoomTo(state, from, to));
     },
   });
   const heatPanel = new HeatmapPanel({
@@ -429,7 +433,8 @@ export function fleetPage(params: URLSearchParams): Page {
   // ---- a host's profile ------------------------------------------------------------
 
   /** openHostProfile finds host's profile holding samples of the range (or
-   * the window) and opens it at that range; with several, it lists them. */
+   * the window) and opens it at that range: the one covering the range's
+   * start when several do (fleetstate's hostProfile). */
   async function openHostProfile(host: string) {
     const current = hostProfileReq.begin();
     const r = state.range ?? { start: state.from, end: state.to };
@@ -438,16 +443,9 @@ export function fleetPage(params: URLSearchParams): Page {
       const labels = Object.fromEntries(state.labels.filter((l) => !l.not).map((l) => [l.name, l.value]));
       const res = await query.searchProfiles({ app: state.app, host, labels, since: timestampOf(r.start), until: timestampOf(r.end), pageSize: 100 }, { signal: ctrl.signal });
       if (!current()) return;
-      const ps = hostProfiles(res.profiles, host, state.labels, r);
-      if (ps.length === 0) return hosts.showNote(`${host} has no profile with per-sample times in ${formatWallRange(r.start, r.end)}.`);
-      if (ps.length === 1) return navigate(hostProfileLink(ps[0]));
-      hosts.showNote(
-        `${host} has ${ps.length} profiles in ${formatWallRange(r.start, r.end)}; each opens at the part of the range it holds:`,
-        ps.map((p) => ({
-          label: `${p.startTime && p.endTime ? formatWallRange(timestampNanos(p.startTime), timestampNanos(p.endTime)) : p.id} (${formatDuration(Number(p.durationNanos))})`,
-          href: hostProfileLink(p),
-        })),
-      );
+      const p = hostProfile(res.profiles, host, state.labels, r);
+      if (!p) return hosts.showNote(`${host} has no profile with per-sample times in ${formatWallRange(r.start, r.end)}.`);
+      navigate(hostProfileLink(p));
     } catch (err) {
       if (ctrl.signal.aborted || !current()) return;
       failed(problem(err), (p) => hosts.showNote(`Could not look for ${host}'s profile: ${p.message}`));

@@ -1,16 +1,19 @@
 // The fleet view's selection bar: app, hosts, label conditions (k=v,
 // k!=v), the window (presets, or an absolute from/to to the second), the
 // event and idle samples. Enter or Apply reports the whole selection
-// (onApply); a preset, "zoom out" and the idle box apply at once. It shows
+// (onApply); a preset, "zoom out" and the idle box apply at once. When the
+// window was zoomed into, a trail names the windows zoomed in from (the
+// zoom stack), each a button back out to it (onZoomBack). It shows
 // what it is given (set) and keeps an exact window that the user did not
 // edit (a permalink's may have a fraction of a second the pickers cannot
 // show).
 
 import { h, replace } from "../dom";
-import { formatDuration } from "../format";
+import { formatDuration, formatWallRange } from "../format";
 import {
   dateNanos,
   formatLabel,
+  formatUnix,
   MAX_WINDOW_SECONDS,
   NS,
   parseHosts,
@@ -36,6 +39,8 @@ export interface FleetBarOptions {
   onApply: (v: FleetBarValues) => void;
   /** Doubles the window about its middle. */
   onZoomOut: () => void;
+  /** Back out to the zoom stack's window i. */
+  onZoomBack: (i: number) => void;
 }
 
 /** localInput writes unix nanoseconds for an <input type="datetime-local" step="1">. */
@@ -63,6 +68,7 @@ export class FleetBar {
   private to = h("input", { type: "datetime-local", step: "1", "data-testid": "fleet-to", "aria-label": "To" });
   private length = h("span", { class: "muted small", "data-testid": "window-length" });
   private presets: HTMLButtonElement[];
+  private trail = h("nav", { class: "fleet-row zoom-trail", "data-testid": "zoom-trail", "aria-label": "Zoomed in from", hidden: true });
   private err = h("div", { class: "field-error", role: "alert", "data-testid": "fleet-error" });
   private exact: { from: bigint; to: bigint; fromText: string; toText: string } | null = null;
   private opts: FleetBarOptions;
@@ -117,6 +123,7 @@ export class FleetBar {
         this.length,
         h("button", { type: "button", class: "ghost small", "data-testid": "zoom-out", title: "Twice as long a window about the same middle", onclick: () => opts.onZoomOut() }, "Zoom out ×2"),
       ),
+      this.trail,
       this.err,
     );
     this.idle.addEventListener("change", () => this.apply());
@@ -137,6 +144,32 @@ export class FleetBar {
     this.length.textContent = `${formatDuration(secs * 1e9)} window`;
     for (const [i, p] of WINDOW_PRESETS.entries()) this.presets[i].setAttribute("aria-pressed", String(p.seconds === secs));
     this.err.textContent = "";
+    this.showTrail(s);
+  }
+
+  /** showTrail: "Zoomed in from  [2 h window …] › [12 s …] › this window". */
+  private showTrail(s: FleetState) {
+    this.trail.hidden = s.zooms.length === 0;
+    const crumb = (w: { from: bigint; to: bigint }, i: number) =>
+      h(
+        "button",
+        {
+          type: "button",
+          class: "ghost small",
+          "data-testid": "zoom-back",
+          "data-from": formatUnix(w.from),
+          "data-to": formatUnix(w.to),
+          title: "Back out to this window",
+          onclick: () => this.opts.onZoomBack(i),
+        },
+        `${formatDuration(windowSeconds(w) * 1e9)}: ${formatWallRange(w.from, w.to)}`,
+      );
+    replace(
+      this.trail,
+      h("span", { class: "fleet-label" }, "Zoomed in from"),
+      s.zooms.flatMap((w, i) => [crumb(w, i), h("span", { class: "muted", "aria-hidden": "true" }, "›")]),
+      h("span", { class: "muted small" }, "this window"),
+    );
   }
 
   /** setEvents offers events to choose from. */

@@ -3,8 +3,8 @@
 // columns), coloured by the host's samples in it on the heatmap's scale,
 // so an outlier host stands out. Clicking a host's name narrows the
 // selection to it (onNarrow); "profile ↗" opens that host's profile at the
-// same range (onProfile; the owner finds it and may hand back a choice of
-// several with showChoices). The selected range is outlined.
+// same range (onProfile; the owner finds it, or says why not with
+// showNote). The selected range is outlined.
 //
 // Test hooks: the list (data-testid="host-strip") has one item per host
 // with data-host and data-total; the canvas (data-testid="host-strip-canvas")
@@ -28,11 +28,6 @@ export interface HostRow {
 
 export interface HostsData extends Columns {
   hosts: HostRow[];
-}
-
-export interface HostChoice {
-  label: string;
-  href: string;
 }
 
 export interface HostsPanelOptions {
@@ -148,14 +143,10 @@ export class HostsPanel {
     this.draw();
   }
 
-  /** showNote says something about a host's profile (none found, or the
-   * request failed); choices lists several profiles to pick from. */
-  showNote(text: string, choices: HostChoice[] = []) {
-    replace(
-      this.note,
-      h("span", null, text),
-      choices.length ? h("ul", { class: "host-choices", "data-testid": "host-choices" }, choices.map((c) => h("li", null, h("a", { href: c.href }, c.label)))) : null,
-    );
+  /** showNote says something about a host's profile (being looked for,
+   * none found, or the request failed). */
+  showNote(text: string) {
+    this.note.textContent = text;
   }
 
   private max(): number {
