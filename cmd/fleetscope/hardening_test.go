@@ -165,7 +165,7 @@ func TestNoWorkBeforeAuthentication(t *testing.T) {
 // "retry"), health checks and queries answer meanwhile, and the stalled
 // bodies are cut off after the idle timeout, freeing the places.
 func TestUploadsInFlightAreBounded(t *testing.T) {
-	s := startService(t, serviceOpts{extra: []string{"FLEETSCOPE_MAX_UPLOADS_PER_KEY=2", "FLEETSCOPE_BODY_IDLE_TIMEOUT=2s"}})
+	s := startService(t, serviceOpts{extra: []string{"FLEETSCOPE_MAX_UPLOADS_PER_KEY=2", "FLEETSCOPE_BODY_IDLE_TIMEOUT=5s"}})
 	path := plant(t, "--seed", "82", "--seconds", "2")
 	id := s.upload(path)
 	ing, q := s.clients()
