@@ -19,6 +19,12 @@ type Filter struct {
 	ExcludeFunction string
 	PIDs, TIDs      []int32
 	CPUs            []int32
+	// InSpans keeps the samples taken inside the spans (entry/return probe
+	// pairs, per thread) that pass a condition such as "slower:p95" or
+	// "faster:2ms"; SpanEntry and SpanReturn name the probe events ("":
+	// found by perf's F / F__return naming). One profile at a time.
+	InSpans               string
+	SpanEntry, SpanReturn string
 }
 
 // Filter bounds: a request names at most this many ids, and a pattern is
@@ -30,8 +36,11 @@ const (
 
 // IsZero reports whether f keeps every sample.
 func (f *Filter) IsZero() bool {
-	return f.Function == "" && f.ExcludeFunction == "" && len(f.PIDs) == 0 && len(f.TIDs) == 0 && len(f.CPUs) == 0
+	return f.Function == "" && f.ExcludeFunction == "" && len(f.PIDs) == 0 && len(f.TIDs) == 0 && len(f.CPUs) == 0 && f.InSpans == ""
 }
+
+// BySpans reports whether f keeps samples by the spans they fall in.
+func (f *Filter) BySpans() bool { return f.InSpans != "" }
 
 // ByThread reports whether f looks at where samples ran.
 func (f *Filter) ByThread() bool { return len(f.PIDs) > 0 || len(f.TIDs) > 0 || len(f.CPUs) > 0 }
@@ -49,11 +58,14 @@ func (f *Filter) Key() string {
 		v = slices.Compact(slices.Sorted(slices.Values(v)))
 		return strings.Trim(fmt.Sprint(v), "[]")
 	}
-	return fmt.Sprintf("%q %q %s|%s|%s", f.Function, f.ExcludeFunction, ids(f.PIDs), ids(f.TIDs), ids(f.CPUs))
+	return fmt.Sprintf("%q %q %s|%s|%s %q %q %q", f.Function, f.ExcludeFunction, ids(f.PIDs), ids(f.TIDs), ids(f.CPUs), f.InSpans, f.SpanEntry, f.SpanReturn)
 }
 
 // Compile checks f and returns its matcher; EINVALID says what is wrong.
 func (f *Filter) Compile() (*Matcher, error) {
+	if f.InSpans == "" && (f.SpanEntry != "" || f.SpanReturn != "") {
+		return nil, Errorf(EINVALID, "span entry and return events name the spans of an in-spans condition: give the condition too")
+	}
 	if len(f.PIDs)+len(f.TIDs)+len(f.CPUs) > MaxFilterIDs {
 		return nil, Errorf(EINVALID, "at most %d process, thread and CPU ids in a filter", MaxFilterIDs)
 	}

@@ -46,6 +46,7 @@ var Scopes = map[string]string{
 	fleetscopev1connect.QueryServiceGetHeatmapProcedure:          fleetscope.ScopeRead,
 	fleetscopev1connect.QueryServiceGetFlameGraphProcedure:       fleetscope.ScopeRead,
 	fleetscopev1connect.QueryServiceGetHeatmapSeriesProcedure:    fleetscope.ScopeRead,
+	fleetscopev1connect.QueryServiceGetSpansProcedure:            fleetscope.ScopeRead,
 	fleetscopev1connect.FleetServiceGetFleetHeatmapProcedure:     fleetscope.ScopeRead,
 	fleetscopev1connect.FleetServiceGetFleetHostsProcedure:       fleetscope.ScopeRead,
 	fleetscopev1connect.FleetServiceGetFleetTimelineProcedure:    fleetscope.ScopeRead,

@@ -121,7 +121,29 @@ func (h *queryHandler) GetHeatmapSeries(ctx context.Context, req *connect.Reques
 // filterOf reads a SampleFilter (nil: keep every sample).
 func filterOf(m *fsv1.SampleFilter) fleetscope.Filter {
 	return fleetscope.Filter{Function: m.GetFunction(), ExcludeFunction: m.GetExcludeFunction(),
-		PIDs: m.GetPids(), TIDs: m.GetTids(), CPUs: m.GetCpus()}
+		PIDs: m.GetPids(), TIDs: m.GetTids(), CPUs: m.GetCpus(),
+		InSpans: m.GetInSpans(), SpanEntry: m.GetSpanEntry(), SpanReturn: m.GetSpanReturn()}
+}
+
+// GetSpans pairs a profile's probe events into spans and sums up their
+// latency.
+func (h *queryHandler) GetSpans(ctx context.Context, req *connect.Request[fsv1.GetSpansRequest]) (*connect.Response[fsv1.GetSpansResponse], error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	set, err := h.q.Spans(ctx, p.TenantID, req.Msg.GetProfileId(), req.Msg.GetEntry(), req.Msg.GetReturn())
+	if err != nil {
+		return nil, err
+	}
+	l := set.Latency()
+	out := &fsv1.GetSpansResponse{Entry: set.Pair.EntryName, Return: set.Pair.ReturnName, Spans: int64(len(set.Spans)),
+		UnmatchedEntries: int64(set.UnmatchedEntries), UnmatchedReturns: int64(set.UnmatchedReturns), Threads: int64(set.Threads()),
+		P50Nanos: l.P50, P90Nanos: l.P90, P95Nanos: l.P95, P99Nanos: l.P99, MaxNanos: set.MaxNanos()}
+	for _, b := range set.Histogram() {
+		out.Histogram = append(out.Histogram, &fsv1.SpanBucket{LoNanos: b.LoNanos, HiNanos: b.HiNanos, Count: int64(b.Count)})
+	}
+	return connect.NewResponse(out), nil
 }
 
 // flameRequest reads a GetFlameGraphRequest.

@@ -3,6 +3,8 @@ package query
 import (
 	"context"
 
+	"github.com/fleetscope/fleetscope/query/spans"
+
 	"github.com/fleetscope/fleetscope"
 )
 
@@ -14,8 +16,9 @@ type keepKey struct {
 
 // filter is a compiled request filter with what it needs of one profile.
 type filter struct {
-	f *fleetscope.Filter
-	m *fleetscope.Matcher // nil: keeps every sample
+	f     *fleetscope.Filter
+	m     *fleetscope.Matcher // nil: keeps every sample
+	spans *spans.Condition    // nil: no span condition
 }
 
 // compileFilter checks f (EINVALID if it is malformed).
@@ -27,7 +30,71 @@ func compileFilter(f fleetscope.Filter) (filter, error) {
 	if err != nil {
 		return filter{}, err
 	}
-	return filter{&f, m}, nil
+	out := filter{f: &f, m: m}
+	if f.BySpans() {
+		c, err := spans.ParseCondition(f.InSpans)
+		if err != nil {
+			return filter{}, err
+		}
+		out.spans = &c
+	}
+	return out, nil
+}
+
+// spanKey names a profile's spans of one entry/return pair.
+type spanKey struct {
+	profileKey
+	entry, ret string
+}
+
+// Spans pairs a stored profile's entry and return probe events into spans
+// per thread (entry and ret: the events, "" to find them by perf's F /
+// F__return naming), from its stored samples; cached. Probe events at the
+// same time on one thread are taken returns first (the index keeps no
+// file order across events; back-to-back calls then pair as they ran).
+func (s *Service) Spans(ctx context.Context, tenant int64, id, entry, ret string) (*spans.Set, error) {
+	info, err := s.Profile(ctx, tenant, id)
+	if err != nil {
+		return nil, err
+	}
+	k := spanKey{profileKey{tenant, info.ID}, entry, ret}
+	if set, ok := s.spanSets.Get(k); ok {
+		return set, nil
+	}
+	names := make([]string, len(info.Events))
+	for i, e := range info.Events {
+		names[i] = e.Name
+	}
+	pair, err := spans.FindPair(names, entry, ret)
+	if err != nil {
+		return nil, err
+	}
+	var probes []fleetscope.Sample
+	var dict *fleetscope.Dict
+	for _, ev := range []fleetscope.EventID{pair.Return, pair.Entry} {
+		if err := s.samples(ctx, tenant, info, int(ev), 0, -1, func(d *fleetscope.Dict, batch []fleetscope.Sample) {
+			dict = d
+			probes = append(probes, batch...)
+		}); err != nil {
+			return nil, err
+		}
+	}
+	set := spans.Match(probes, pair, dict)
+	s.spanSets.Put(k, set)
+	return set, nil
+}
+
+// selector returns the span selector of a profile for the filter (nil
+// when it has no span condition).
+func (s *Service) selector(ctx context.Context, tenant int64, info *fleetscope.ProfileInfo, f filter) (*spans.Selector, error) {
+	if f.spans == nil {
+		return nil, nil
+	}
+	set, err := s.Spans(ctx, tenant, info.ID, f.f.SpanEntry, f.f.SpanReturn)
+	if err != nil {
+		return nil, err
+	}
+	return set.Select(*f.spans), nil
 }
 
 // key is the filter's cache key ("" for none).
@@ -80,9 +147,13 @@ func (s *Service) profileThreads(ctx context.Context, tenant int64, id string) (
 }
 
 // keepSample reports whether the filter keeps a decoded sample (keep is
-// keepStacks' answer for the sample's dictionary).
-func (f filter) keepSample(keep []bool, smp *fleetscope.Sample) bool {
+// keepStacks' answer for the sample's dictionary, sel the profile's span
+// selector).
+func (f filter) keepSample(keep []bool, sel *spans.Selector, smp *fleetscope.Sample) bool {
 	if keep != nil && !keep[smp.Stack] {
+		return false
+	}
+	if sel != nil && !sel.Keep(smp) {
 		return false
 	}
 	return f.m == nil || f.m.KeepThread(smp.Thread())

@@ -80,15 +80,21 @@ func (s *Service) FlameGraph(ctx context.Context, tenant int64, r FlameRequest) 
 		if err != nil {
 			return nil, err
 		}
-		threads, err := s.keepThreads(ctx, tenant, info.ID, f)
-		if err != nil {
-			return nil, err
-		}
-		c := index.Counter{UnitNanos: info.TimeUnitNanos, Timed: info.Timed, Period: info.Events[ev].Period,
-			ByPeriod: r.ByPeriod || info.Events[ev].Weighted, Range: rg, Threads: threads}
-		for i := range secs {
-			if err := c.Count(&secs[i], values); err != nil {
-				return nil, fleetscope.Wrap(err, fleetscope.EINTERNAL, "profile "+info.ID+": corrupt index row")
+		if f.spans != nil { // which samples count depends on their times and threads: decode them
+			if err := s.countInSpans(ctx, tenant, info, ev, secs, rg, f, r.ByPeriod, values); err != nil {
+				return nil, err
+			}
+		} else {
+			threads, err := s.keepThreads(ctx, tenant, info.ID, f)
+			if err != nil {
+				return nil, err
+			}
+			c := index.Counter{UnitNanos: info.TimeUnitNanos, Timed: info.Timed, Period: info.Events[ev].Period,
+				ByPeriod: r.ByPeriod || info.Events[ev].Weighted, Range: rg, Threads: threads}
+			for i := range secs {
+				if err := c.Count(&secs[i], values); err != nil {
+					return nil, fleetscope.Wrap(err, fleetscope.EINTERNAL, "profile "+info.ID+": corrupt index row")
+				}
 			}
 		}
 	}
@@ -122,6 +128,39 @@ func checkRange(rg fleetscope.Range, info *fleetscope.ProfileInfo) error {
 	if rg.Start > info.DurationNanos || rg.End <= 0 {
 		return fleetscope.Errorf(fleetscope.EINVALID, "the range [%s, %s) lies outside the profile, whose samples span [0, %s] s from its start second",
 			bound(rg.Start), bound(rg.End), fleetscope.FormatSeconds(info.DurationNanos))
+	}
+	return nil
+}
+
+// countInSpans adds to values the samples of rows secs in range rg that
+// the filter, span condition included, keeps.
+func (s *Service) countInSpans(ctx context.Context, tenant int64, info *fleetscope.ProfileInfo, ev int, secs []index.Second,
+	rg fleetscope.Range, f filter, byPeriod bool, values []uint64) error {
+	sel, err := s.selector(ctx, tenant, info, f)
+	if err != nil {
+		return err
+	}
+	threads, err := s.profileThreads(ctx, tenant, info.ID)
+	if err != nil {
+		return err
+	}
+	var batch []fleetscope.Sample
+	for i := range secs {
+		batch, err = index.Decode(batch[:0], &secs[i], info.StartSecond, info.TimeUnitNanos, info.Timed, info.Events[ev].Period, threads)
+		if err != nil {
+			return fleetscope.Wrap(err, fleetscope.EINTERNAL, "profile "+info.ID+": corrupt index row")
+		}
+		for j := range batch {
+			smp := &batch[j]
+			if !rg.Contains(smp.TimeNanos-info.StartSecond*1e9) && rg != fleetscope.All || !f.keepSample(nil, sel, smp) {
+				continue
+			}
+			v := uint64(1)
+			if byPeriod || info.Events[ev].Weighted {
+				v = smp.Period
+			}
+			values[smp.Stack] += v
+		}
 	}
 	return nil
 }

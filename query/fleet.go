@@ -53,6 +53,9 @@ func (s *Service) resolve(ctx context.Context, tenant int64, sel fleetscope.Flee
 	if err != nil {
 		return nil, err
 	}
+	if flt.spans != nil {
+		return nil, fleetscope.Errorf(fleetscope.EINVALID, "span conditions choose samples of one profile (its own probes): not of a fleet")
+	}
 	ps, err := s.src.FleetProfiles(ctx, tenant, sel.App, sel.Hosts, sel.Labels, sel.From, sel.To, MaxFleetProfiles)
 	if err != nil {
 		return nil, err
@@ -433,7 +436,7 @@ func (s *Service) fleetSamples(ctx context.Context, tenant int64, f *fleet, from
 				var batch []fleetscope.Sample
 				stacks := s.keepStacks(d, f.filter)
 				keep := func(smp *fleetscope.Sample) bool {
-					return (!p.Timed || rg.Contains(smp.TimeNanos-p.StartSecond*1e9)) && f.filter.keepSample(stacks, smp)
+					return (!p.Timed || rg.Contains(smp.TimeNanos-p.StartSecond*1e9)) && f.filter.keepSample(stacks, nil, smp)
 				}
 				for i := range secs {
 					batch, err = index.Decode(batch[:0], &secs[i], p.StartSecond, p.TimeUnitNanos, p.Timed, p.Events[ev].Period, threads)

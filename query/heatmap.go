@@ -71,12 +71,16 @@ func (s *Service) Heatmap(ctx context.Context, tenant int64, r HeatmapRequest) (
 		}
 	} else {
 		var keep []bool
-		err := s.samples(ctx, tenant, info, ev, 0, -1, func(d *fleetscope.Dict, batch []fleetscope.Sample) {
+		spanSel, err := s.selector(ctx, tenant, info, f)
+		if err != nil {
+			return nil, err
+		}
+		err = s.samples(ctx, tenant, info, ev, 0, -1, func(d *fleetscope.Dict, batch []fleetscope.Sample) {
 			if keep == nil {
 				keep = s.keepStacks(d, f)
 			}
 			for i := range batch {
-				if (r.IncludeIdle || !d.Idle(batch[i].Stack)) && f.keepSample(keep, &batch[i]) {
+				if (r.IncludeIdle || !d.Idle(batch[i].Stack)) && f.keepSample(keep, spanSel, &batch[i]) {
 					h.AddN(batch[i].TimeNanos, weight(info, &batch[i]))
 				}
 			}

@@ -19,6 +19,7 @@ import (
 	"github.com/fleetscope/fleetscope/query/cache"
 	"github.com/fleetscope/fleetscope/query/flame"
 	"github.com/fleetscope/fleetscope/query/heatmap"
+	"github.com/fleetscope/fleetscope/query/spans"
 	"github.com/fleetscope/fleetscope/store/index"
 )
 
@@ -112,6 +113,7 @@ type Service struct {
 	merged   *cache.LRU[mergedKey, *mergedDict] // fleet dictionaries
 	threads  *cache.LRU[profileKey, []fleetscope.Thread]
 	keeps    *cache.LRU[keepKey, []bool] // stacks a function filter keeps
+	spanSets *cache.LRU[spanKey, *spans.Set]
 }
 
 type profileKey struct {
@@ -154,6 +156,7 @@ func New(src Source, o Options) *Service {
 		dense:    map[int64]*denseIDs{},
 		threads:  cache.New(b/64, 0, func(_ profileKey, t []fleetscope.Thread) int64 { return 64 + 12*int64(len(t)) }),
 		keeps:    cache.New(b/64, 0, func(k keepKey, v []bool) int64 { return 64 + int64(len(k.filter)+len(v)) }),
+		spanSets: cache.New(b/64, 0, func(_ spanKey, v *spans.Set) int64 { return 64 + 48*int64(len(v.Spans)) }),
 	}
 }
 
@@ -196,6 +199,7 @@ func (s *Service) Flush() {
 	s.merged.Drop(func(mergedKey) bool { return true })
 	s.threads.Drop(all)
 	s.keeps.Drop(func(keepKey) bool { return true })
+	s.spanSets.Drop(func(spanKey) bool { return true })
 	s.denseMu.Lock()
 	s.dense = map[int64]*denseIDs{}
 	s.denseMu.Unlock()
@@ -210,6 +214,7 @@ func (s *Service) Forget(tenant int64, id string) {
 	s.layouts.Drop(func(x layoutKey) bool { return x.profileKey == k })
 	s.stacks.Drop(func(x profileKey) bool { return x == k })
 	s.threads.Drop(func(x profileKey) bool { return x == k })
+	s.spanSets.Drop(func(x spanKey) bool { return x.profileKey == k })
 }
 
 // dict returns a profile's dictionary, cached.

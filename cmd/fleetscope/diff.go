@@ -15,6 +15,7 @@ import (
 	fsv1 "github.com/fleetscope/fleetscope/api/gen/fleetscope/v1"
 	"github.com/fleetscope/fleetscope/query"
 	"github.com/fleetscope/fleetscope/query/export"
+	"github.com/fleetscope/fleetscope/query/spans"
 )
 
 // A side of diff: FILE, profile:ID, or
@@ -27,13 +28,14 @@ const (
 func diffCmd() *cobra.Command {
 	var (
 		aStart, aEnd, bStart, bEnd string
+		aSpans, bSpans             string
 		event, format, inputFormat string
 		idle, normalize            bool
 		top                        int
 		filter                     filterFlags
 	)
 	c := &cobra.Command{
-		Use:   "diff [--a-start S] [--a-end E] [--b-start S] [--b-end E] [--event E] [--include-idle] [--normalize] [--format folded|json|svg] A B",
+		Use:   "diff [--a-start S] [--a-end E] [--b-start S] [--b-end E] [--a-spans C] [--b-spans C] [--event E] [--include-idle] [--normalize] [--format folded|json|svg] A B",
 		Short: "Compare two flame graphs stack by stack: B against the baseline A",
 		Long: `Compare two flame graphs stack by stack: B against the baseline A.
 
@@ -48,7 +50,11 @@ side, "stack countA countB", sorted bytewise; column 2 equals flamegraph
 --format folded of A's selection and column 3 that of B's. --normalize scales
 A to B's total as difffolded.pl -n does. --format svg draws Brendan Gregg's
 differential flame graph (B's shape; red grew, blue shrank); --format json
-prints the totals, the stacks and the functions that changed most (--top).`,
+prints the totals, the stacks and the functions that changed most (--top).
+
+--a-spans and --b-spans condition each side on spans (as --in-spans does):
+"slow requests against the rest" of one recording is
+  fleetscope diff --a-spans faster:p95 --b-spans slower:p95 FILE FILE`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(c *cobra.Command, a []string) error {
 			if !slices.Contains([]string{"folded", "json", "svg"}, format) {
@@ -60,20 +66,26 @@ prints the totals, the stacks and the functions that changed most (--top).`,
 			}
 			base := query.FlameRequest{Event: event, IncludeIdle: idle, Filter: f}
 			files := map[string]*localProfile{}
-			side := func(arg, start, end string) (*query.FlameGraph, error) {
+			side := func(arg, start, end, cond string) (*query.FlameGraph, error) {
 				rg, err := parseRange(start, end)
 				if err != nil {
 					return nil, err
 				}
 				r := base
 				r.Range = rg
+				if cond != "" {
+					if _, err := spans.ParseCondition(cond); err != nil {
+						return nil, usageError{err}
+					}
+					r.Filter.InSpans = cond
+				}
 				return diffSideGraph(c, arg, r, inputFormat, files)
 			}
-			ga, err := side(a[0], aStart, aEnd)
+			ga, err := side(a[0], aStart, aEnd, aSpans)
 			if err != nil {
 				return fmt.Errorf("A: %w", err)
 			}
-			gb, err := side(a[1], bStart, bEnd)
+			gb, err := side(a[1], bStart, bEnd, bSpans)
 			if err != nil {
 				return fmt.Errorf("B: %w", err)
 			}
@@ -98,6 +110,8 @@ prints the totals, the stacks and the functions that changed most (--top).`,
 	fl.StringVar(&aEnd, "a-end", "", "A's range end (exclusive)")
 	fl.StringVar(&bStart, "b-start", "", "B's range start (inclusive)")
 	fl.StringVar(&bEnd, "b-end", "", "B's range end (exclusive)")
+	fl.StringVar(&aSpans, "a-spans", "", `A's span condition, as --in-spans ("faster:p95")`)
+	fl.StringVar(&bSpans, "b-spans", "", `B's span condition ("slower:p95")`)
 	fl.StringVar(&event, "event", "", "event to compare (default: each side's event with the most samples)")
 	fl.BoolVar(&idle, "include-idle", false, "include the kernel's idle samples")
 	fl.BoolVar(&normalize, "normalize", false, "scale A to B's total (difffolded.pl -n)")

@@ -1,10 +1,13 @@
 package main
 
 import (
+	"fmt"
+
 	"github.com/spf13/cobra"
 
 	"github.com/fleetscope/fleetscope"
 	fsv1 "github.com/fleetscope/fleetscope/api/gen/fleetscope/v1"
+	"github.com/fleetscope/fleetscope/query/spans"
 )
 
 // filterFlags are the sample filters of heatmap, flamegraph and diff:
@@ -18,12 +21,20 @@ func (ff *filterFlags) register(c *cobra.Command) {
 	fl.Int32SliceVar(&ff.f.PIDs, "pid", nil, "keep samples of these processes (repeatable; any of)")
 	fl.Int32SliceVar(&ff.f.TIDs, "tid", nil, "keep samples of these threads (repeatable; any of)")
 	fl.Int32SliceVar(&ff.f.CPUs, "cpu", nil, "keep samples taken on these CPUs (repeatable; any of)")
+	fl.StringVar(&ff.f.InSpans, "in-spans", "", `keep samples taken inside spans passing a condition: "slower:p95", "faster:p95", "slower:2ms" (see spans)`)
+	fl.StringVar(&ff.f.SpanEntry, "span-entry", "", "with --in-spans: the entry probe event (default: found by perf's F / F__return naming)")
+	fl.StringVar(&ff.f.SpanReturn, "span-return", "", "with --in-spans: the return probe event")
 }
 
 // filter returns the filter, checked (a usage error when malformed).
 func (ff *filterFlags) filter() (fleetscope.Filter, error) {
 	if _, err := ff.f.Compile(); err != nil {
 		return ff.f, usageError{err}
+	}
+	if ff.f.InSpans != "" {
+		if _, err := spans.ParseCondition(ff.f.InSpans); err != nil {
+			return ff.f, usageError{fmt.Errorf("--in-spans: %w", err)}
+		}
 	}
 	return ff.f, nil
 }
@@ -33,5 +44,6 @@ func filterProto(f fleetscope.Filter) *fsv1.SampleFilter {
 	if f.IsZero() {
 		return nil
 	}
-	return &fsv1.SampleFilter{Function: f.Function, ExcludeFunction: f.ExcludeFunction, Pids: f.PIDs, Tids: f.TIDs, Cpus: f.CPUs}
+	return &fsv1.SampleFilter{Function: f.Function, ExcludeFunction: f.ExcludeFunction, Pids: f.PIDs, Tids: f.TIDs, Cpus: f.CPUs,
+		InSpans: f.InSpans, SpanEntry: f.SpanEntry, SpanReturn: f.SpanReturn}
 }

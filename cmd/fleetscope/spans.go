@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 
+	"connectrpc.com/connect"
+	fsv1 "github.com/fleetscope/fleetscope/api/gen/fleetscope/v1"
 	"github.com/fleetscope/fleetscope/query/spans"
 	"github.com/spf13/cobra"
 )
@@ -35,9 +37,10 @@ func spansCmd() *cobra.Command {
 		entry, ret  string
 		inputFormat string
 		asJSON      bool
+		profile     string
 	)
 	c := &cobra.Command{
-		Use:   "spans [--entry EVENT --return EVENT] [--input-format NAME] [--json] FILE",
+		Use:   "spans [--entry EVENT --return EVENT] [--input-format NAME] [--json] (FILE | --profile ID)",
 		Short: "Pair entry and return probe events (perf's F and F__return uprobes) into spans per thread and print their latency",
 		Long: `Pairs entry and return probe events into spans per thread and prints how
 many there are, how many probe events could not be paired, and the latency
@@ -45,27 +48,41 @@ percentiles p50, p90, p95 and p99 (the lower value at (n-1)·p/100 of the
 sorted durations). The pair is found by perf's uprobe naming (F and
 F__return) unless --entry and --return name it; one of them is enough when
 the other follows that naming.`,
-		Args: args(1, 1),
+		Args: args(0, 1),
 		RunE: func(c *cobra.Command, a []string) error {
-			// The pair is known only once every event name has been seen:
-			// keep the samples until then.
-			prof, samples, err := parseSamples(a, inputFormat)
-			if err != nil {
+			if err := fileOrProfile(a, profile); err != nil {
 				return err
 			}
-			pair, err := spans.FindPair(prof.Dict.Events(), entry, ret)
-			if err != nil {
-				return err
+			var sum spansJSON
+			var buckets []spans.Bucket
+			if profile != "" {
+				var err error
+				if sum, buckets, err = remoteSpans(c, profile, entry, ret); err != nil {
+					return err
+				}
+			} else {
+				// The pair is known only once every event name has been
+				// seen: keep the samples until then.
+				prof, samples, err := parseSamples(a, inputFormat)
+				if err != nil {
+					return err
+				}
+				pair, err := spans.FindPair(prof.Dict.Events(), entry, ret)
+				if err != nil {
+					return err
+				}
+				set := spans.Match(samples, pair, prof.Dict)
+				sum, buckets = spansSummary(set), set.Histogram()
 			}
-			set := spans.Match(samples, pair, prof.Dict)
-			if len(set.Spans) == 0 {
-				fmt.Fprintf(os.Stderr, "fleetscope: warning: no %s event was paired with a %s event: no latency (percentiles print as 0)\n", pair.EntryName, pair.ReturnName)
+			if sum.Spans == 0 {
+				fmt.Fprintf(os.Stderr, "fleetscope: warning: no %s event was paired with a %s event: no latency (percentiles print as 0)\n", sum.Entry, sum.Return)
 			}
 			w := bufio.NewWriter(os.Stdout)
+			var err error
 			if asJSON {
-				err = json.NewEncoder(w).Encode(spansSummary(set))
+				err = json.NewEncoder(w).Encode(sum)
 			} else {
-				renderSpans(w, set)
+				renderSpans(w, sum, buckets)
 			}
 			if err != nil {
 				return err
@@ -78,7 +95,30 @@ the other follows that naming.`,
 	f.StringVar(&ret, "return", "", "the return event (default: found by perf's F / F__return naming)")
 	f.StringVar(&inputFormat, "input-format", "", "input format, instead of detecting it by content")
 	f.BoolVar(&asJSON, "json", false, `print {"spans","unmatched","p50Micros","p90Micros","p95Micros","p99Micros",...} as JSON`)
+	f.StringVar(&profile, "profile", "", "a stored profile's id: ask the server (FLEETSCOPE_URL, FLEETSCOPE_API_KEY)")
 	return c
+}
+
+// remoteSpans asks the server for a stored profile's spans.
+func remoteSpans(c *cobra.Command, id, entry, ret string) (spansJSON, []spans.Bucket, error) {
+	cl, err := newClient()
+	if err != nil {
+		return spansJSON{}, nil, err
+	}
+	res, err := cl.query.GetSpans(c.Context(), connect.NewRequest(&fsv1.GetSpansRequest{ProfileId: id, Entry: entry, Return: ret}))
+	if err != nil {
+		return spansJSON{}, nil, remoteErr(err)
+	}
+	m := res.Msg
+	sum := spansJSON{Spans: int(m.GetSpans()), Unmatched: int(m.GetUnmatchedEntries() + m.GetUnmatchedReturns()),
+		P50Micros: micros(m.GetP50Nanos()), P90Micros: micros(m.GetP90Nanos()), P95Micros: micros(m.GetP95Nanos()), P99Micros: micros(m.GetP99Nanos()),
+		MaxMicros: micros(m.GetMaxNanos()), UnmatchedEntries: int(m.GetUnmatchedEntries()), UnmatchedReturns: int(m.GetUnmatchedReturns()),
+		Threads: int(m.GetThreads()), Entry: m.GetEntry(), Return: m.GetReturn()}
+	var buckets []spans.Bucket
+	for _, b := range m.GetHistogram() {
+		buckets = append(buckets, spans.Bucket{LoNanos: b.GetLoNanos(), HiNanos: b.GetHiNanos(), Count: int(b.GetCount())})
+	}
+	return sum, buckets, nil
 }
 
 func spansSummary(set *spans.Set) spansJSON {
@@ -103,8 +143,7 @@ func micros(ns int64) float64 { return float64(ns) / 1e3 }
 
 // renderSpans prints a short summary: counts, percentiles and a latency
 // histogram with power-of-two buckets.
-func renderSpans(w io.Writer, set *spans.Set) {
-	s := spansSummary(set)
+func renderSpans(w io.Writer, s spansJSON, buckets []spans.Bucket) {
 	fmt.Fprintf(w, "%d spans from %s to %s on %d %s\n", s.Spans, s.Entry, s.Return, s.Threads, plural(s.Threads, "thread", "threads"))
 	fmt.Fprintf(w, "%d unmatched: %d %s never returned, %d %s without an entry\n",
 		s.Unmatched, s.UnmatchedEntries, plural(s.UnmatchedEntries, "entry", "entries"), s.UnmatchedReturns, plural(s.UnmatchedReturns, "return", "returns"))
@@ -114,7 +153,6 @@ func renderSpans(w io.Writer, set *spans.Set) {
 	fmt.Fprintf(w, "latency: p50 %s µs, p90 %s µs, p95 %s µs, p99 %s µs, max %s µs\n\n",
 		fmtMicros(s.P50Micros), fmtMicros(s.P90Micros), fmtMicros(s.P95Micros), fmtMicros(s.P99Micros), fmtMicros(s.MaxMicros))
 	const width = 40
-	buckets := set.Histogram()
 	most := 0
 	for _, b := range buckets {
 		most = max(most, b.Count)

@@ -139,6 +139,10 @@ func TestTenantIsolation(t *testing.T) {
 			try(fleetscopev1connect.QueryServiceGetFlameGraphProcedure, scope, ok(err), id)
 			_, err = b.query.GetHeatmapSeries(ctx, connect.NewRequest(&fsv1.GetHeatmapSeriesRequest{ProfileId: id, By: fsv1.SeriesKey_SERIES_KEY_THREAD}))
 			try(fleetscopev1connect.QueryServiceGetHeatmapSeriesProcedure, scope, ok(err), id)
+			_, err = b.query.GetSpans(ctx, connect.NewRequest(&fsv1.GetSpansRequest{ProfileId: id}))
+			try(fleetscopev1connect.QueryServiceGetSpansProcedure, scope, ok(err), id)
+			_, err = b.query.GetFlameGraph(ctx, connect.NewRequest(&fsv1.GetFlameGraphRequest{ProfileId: id, Filter: &fsv1.SampleFilter{InSpans: "slower:p50"}}))
+			try(fleetscopev1connect.QueryServiceGetFlameGraphProcedure, scope, ok(err), id)
 			side := &fsv1.DiffSide{Side: &fsv1.DiffSide_Profile{Profile: &fsv1.GetFlameGraphRequest{ProfileId: id}}}
 			_, err = b.compare.GetDiffFlameGraph(ctx, connect.NewRequest(&fsv1.GetDiffFlameGraphRequest{A: side, B: side}))
 			try(fleetscopev1connect.CompareServiceGetDiffFlameGraphProcedure, scope, ok(err), id)

@@ -147,8 +147,15 @@ type SampleFilter struct {
 	Pids            []int32                `protobuf:"varint,3,rep,packed,name=pids,proto3" json:"pids,omitempty"`
 	Tids            []int32                `protobuf:"varint,4,rep,packed,name=tids,proto3" json:"tids,omitempty"`
 	Cpus            []int32                `protobuf:"varint,5,rep,packed,name=cpus,proto3" json:"cpus,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// Samples taken inside the spans (entry/return probe pairs per thread)
+	// that pass a condition: "slower:p95", "faster:p95", "slower:2ms"; one
+	// profile only. span_entry and span_return name the probe events (empty:
+	// found by perf's F / F__return naming).
+	InSpans       string `protobuf:"bytes,6,opt,name=in_spans,json=inSpans,proto3" json:"in_spans,omitempty"`
+	SpanEntry     string `protobuf:"bytes,7,opt,name=span_entry,json=spanEntry,proto3" json:"span_entry,omitempty"`
+	SpanReturn    string `protobuf:"bytes,8,opt,name=span_return,json=spanReturn,proto3" json:"span_return,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SampleFilter) Reset() {
@@ -214,6 +221,27 @@ func (x *SampleFilter) GetCpus() []int32 {
 		return x.Cpus
 	}
 	return nil
+}
+
+func (x *SampleFilter) GetInSpans() string {
+	if x != nil {
+		return x.InSpans
+	}
+	return ""
+}
+
+func (x *SampleFilter) GetSpanEntry() string {
+	if x != nil {
+		return x.SpanEntry
+	}
+	return ""
+}
+
+func (x *SampleFilter) GetSpanReturn() string {
+	if x != nil {
+		return x.SpanReturn
+	}
+	return ""
 }
 
 // SearchProfilesRequest filters by exact app, host and labels (all must
@@ -1172,17 +1200,280 @@ func (x *Series) GetColumns() []int64 {
 	return nil
 }
 
+type GetSpansRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	ProfileId string                 `protobuf:"bytes,1,opt,name=profile_id,json=profileId,proto3" json:"profile_id,omitempty"`
+	// The probe events; empty: found by perf's F / F__return naming.
+	Entry         string `protobuf:"bytes,2,opt,name=entry,proto3" json:"entry,omitempty"`
+	Return        string `protobuf:"bytes,3,opt,name=return,proto3" json:"return,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetSpansRequest) Reset() {
+	*x = GetSpansRequest{}
+	mi := &file_fleetscope_v1_query_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetSpansRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetSpansRequest) ProtoMessage() {}
+
+func (x *GetSpansRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_fleetscope_v1_query_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetSpansRequest.ProtoReflect.Descriptor instead.
+func (*GetSpansRequest) Descriptor() ([]byte, []int) {
+	return file_fleetscope_v1_query_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *GetSpansRequest) GetProfileId() string {
+	if x != nil {
+		return x.ProfileId
+	}
+	return ""
+}
+
+func (x *GetSpansRequest) GetEntry() string {
+	if x != nil {
+		return x.Entry
+	}
+	return ""
+}
+
+func (x *GetSpansRequest) GetReturn() string {
+	if x != nil {
+		return x.Return
+	}
+	return ""
+}
+
+// GetSpansResponse: spans paired per thread (nested calls pair as they
+// ran; probe events that could not be paired are counted) and their
+// latency percentiles (the lower value at (n-1)·p/100 of the sorted
+// durations), with a histogram in power-of-two microsecond buckets.
+type GetSpansResponse struct {
+	state            protoimpl.MessageState `protogen:"open.v1"`
+	Entry            string                 `protobuf:"bytes,1,opt,name=entry,proto3" json:"entry,omitempty"`
+	Return           string                 `protobuf:"bytes,2,opt,name=return,proto3" json:"return,omitempty"`
+	Spans            int64                  `protobuf:"varint,3,opt,name=spans,proto3" json:"spans,omitempty"`
+	UnmatchedEntries int64                  `protobuf:"varint,4,opt,name=unmatched_entries,json=unmatchedEntries,proto3" json:"unmatched_entries,omitempty"`
+	UnmatchedReturns int64                  `protobuf:"varint,5,opt,name=unmatched_returns,json=unmatchedReturns,proto3" json:"unmatched_returns,omitempty"`
+	Threads          int64                  `protobuf:"varint,6,opt,name=threads,proto3" json:"threads,omitempty"`
+	P50Nanos         int64                  `protobuf:"varint,7,opt,name=p50_nanos,json=p50Nanos,proto3" json:"p50_nanos,omitempty"`
+	P90Nanos         int64                  `protobuf:"varint,8,opt,name=p90_nanos,json=p90Nanos,proto3" json:"p90_nanos,omitempty"`
+	P95Nanos         int64                  `protobuf:"varint,9,opt,name=p95_nanos,json=p95Nanos,proto3" json:"p95_nanos,omitempty"`
+	P99Nanos         int64                  `protobuf:"varint,10,opt,name=p99_nanos,json=p99Nanos,proto3" json:"p99_nanos,omitempty"`
+	MaxNanos         int64                  `protobuf:"varint,11,opt,name=max_nanos,json=maxNanos,proto3" json:"max_nanos,omitempty"`
+	Histogram        []*SpanBucket          `protobuf:"bytes,12,rep,name=histogram,proto3" json:"histogram,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *GetSpansResponse) Reset() {
+	*x = GetSpansResponse{}
+	mi := &file_fleetscope_v1_query_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetSpansResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetSpansResponse) ProtoMessage() {}
+
+func (x *GetSpansResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_fleetscope_v1_query_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetSpansResponse.ProtoReflect.Descriptor instead.
+func (*GetSpansResponse) Descriptor() ([]byte, []int) {
+	return file_fleetscope_v1_query_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *GetSpansResponse) GetEntry() string {
+	if x != nil {
+		return x.Entry
+	}
+	return ""
+}
+
+func (x *GetSpansResponse) GetReturn() string {
+	if x != nil {
+		return x.Return
+	}
+	return ""
+}
+
+func (x *GetSpansResponse) GetSpans() int64 {
+	if x != nil {
+		return x.Spans
+	}
+	return 0
+}
+
+func (x *GetSpansResponse) GetUnmatchedEntries() int64 {
+	if x != nil {
+		return x.UnmatchedEntries
+	}
+	return 0
+}
+
+func (x *GetSpansResponse) GetUnmatchedReturns() int64 {
+	if x != nil {
+		return x.UnmatchedReturns
+	}
+	return 0
+}
+
+func (x *GetSpansResponse) GetThreads() int64 {
+	if x != nil {
+		return x.Threads
+	}
+	return 0
+}
+
+func (x *GetSpansResponse) GetP50Nanos() int64 {
+	if x != nil {
+		return x.P50Nanos
+	}
+	return 0
+}
+
+func (x *GetSpansResponse) GetP90Nanos() int64 {
+	if x != nil {
+		return x.P90Nanos
+	}
+	return 0
+}
+
+func (x *GetSpansResponse) GetP95Nanos() int64 {
+	if x != nil {
+		return x.P95Nanos
+	}
+	return 0
+}
+
+func (x *GetSpansResponse) GetP99Nanos() int64 {
+	if x != nil {
+		return x.P99Nanos
+	}
+	return 0
+}
+
+func (x *GetSpansResponse) GetMaxNanos() int64 {
+	if x != nil {
+		return x.MaxNanos
+	}
+	return 0
+}
+
+func (x *GetSpansResponse) GetHistogram() []*SpanBucket {
+	if x != nil {
+		return x.Histogram
+	}
+	return nil
+}
+
+// SpanBucket counts the spans whose duration lies in [lo_nanos, hi_nanos).
+type SpanBucket struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	LoNanos       int64                  `protobuf:"varint,1,opt,name=lo_nanos,json=loNanos,proto3" json:"lo_nanos,omitempty"`
+	HiNanos       int64                  `protobuf:"varint,2,opt,name=hi_nanos,json=hiNanos,proto3" json:"hi_nanos,omitempty"`
+	Count         int64                  `protobuf:"varint,3,opt,name=count,proto3" json:"count,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SpanBucket) Reset() {
+	*x = SpanBucket{}
+	mi := &file_fleetscope_v1_query_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SpanBucket) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SpanBucket) ProtoMessage() {}
+
+func (x *SpanBucket) ProtoReflect() protoreflect.Message {
+	mi := &file_fleetscope_v1_query_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SpanBucket.ProtoReflect.Descriptor instead.
+func (*SpanBucket) Descriptor() ([]byte, []int) {
+	return file_fleetscope_v1_query_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *SpanBucket) GetLoNanos() int64 {
+	if x != nil {
+		return x.LoNanos
+	}
+	return 0
+}
+
+func (x *SpanBucket) GetHiNanos() int64 {
+	if x != nil {
+		return x.HiNanos
+	}
+	return 0
+}
+
+func (x *SpanBucket) GetCount() int64 {
+	if x != nil {
+		return x.Count
+	}
+	return 0
+}
+
 var File_fleetscope_v1_query_proto protoreflect.FileDescriptor
 
 const file_fleetscope_v1_query_proto_rawDesc = "" +
 	"\n" +
-	"\x19fleetscope/v1/query.proto\x12\rfleetscope.v1\x1a\x1bfleetscope/v1/profile.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x91\x01\n" +
+	"\x19fleetscope/v1/query.proto\x12\rfleetscope.v1\x1a\x1bfleetscope/v1/profile.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xec\x01\n" +
 	"\fSampleFilter\x12\x1a\n" +
 	"\bfunction\x18\x01 \x01(\tR\bfunction\x12)\n" +
 	"\x10exclude_function\x18\x02 \x01(\tR\x0fexcludeFunction\x12\x12\n" +
 	"\x04pids\x18\x03 \x03(\x05R\x04pids\x12\x12\n" +
 	"\x04tids\x18\x04 \x03(\x05R\x04tids\x12\x12\n" +
-	"\x04cpus\x18\x05 \x03(\x05R\x04cpus\"\xe2\x02\n" +
+	"\x04cpus\x18\x05 \x03(\x05R\x04cpus\x12\x19\n" +
+	"\bin_spans\x18\x06 \x01(\tR\ainSpans\x12\x1d\n" +
+	"\n" +
+	"span_entry\x18\a \x01(\tR\tspanEntry\x12\x1f\n" +
+	"\vspan_return\x18\b \x01(\tR\n" +
+	"spanReturn\"\xe2\x02\n" +
 	"\x15SearchProfilesRequest\x12\x10\n" +
 	"\x03app\x18\x01 \x01(\tR\x03app\x12\x12\n" +
 	"\x04host\x18\x02 \x01(\tR\x04host\x12H\n" +
@@ -1264,7 +1555,31 @@ const file_fleetscope_v1_query_proto_rawDesc = "" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x14\n" +
 	"\x05total\x18\x03 \x01(\x03R\x05total\x12\x18\n" +
-	"\acolumns\x18\x04 \x03(\x03R\acolumns*\xcf\x01\n" +
+	"\acolumns\x18\x04 \x03(\x03R\acolumns\"^\n" +
+	"\x0fGetSpansRequest\x12\x1d\n" +
+	"\n" +
+	"profile_id\x18\x01 \x01(\tR\tprofileId\x12\x14\n" +
+	"\x05entry\x18\x02 \x01(\tR\x05entry\x12\x16\n" +
+	"\x06return\x18\x03 \x01(\tR\x06return\"\x94\x03\n" +
+	"\x10GetSpansResponse\x12\x14\n" +
+	"\x05entry\x18\x01 \x01(\tR\x05entry\x12\x16\n" +
+	"\x06return\x18\x02 \x01(\tR\x06return\x12\x14\n" +
+	"\x05spans\x18\x03 \x01(\x03R\x05spans\x12+\n" +
+	"\x11unmatched_entries\x18\x04 \x01(\x03R\x10unmatchedEntries\x12+\n" +
+	"\x11unmatched_returns\x18\x05 \x01(\x03R\x10unmatchedReturns\x12\x18\n" +
+	"\athreads\x18\x06 \x01(\x03R\athreads\x12\x1b\n" +
+	"\tp50_nanos\x18\a \x01(\x03R\bp50Nanos\x12\x1b\n" +
+	"\tp90_nanos\x18\b \x01(\x03R\bp90Nanos\x12\x1b\n" +
+	"\tp95_nanos\x18\t \x01(\x03R\bp95Nanos\x12\x1b\n" +
+	"\tp99_nanos\x18\n" +
+	" \x01(\x03R\bp99Nanos\x12\x1b\n" +
+	"\tmax_nanos\x18\v \x01(\x03R\bmaxNanos\x127\n" +
+	"\thistogram\x18\f \x03(\v2\x19.fleetscope.v1.SpanBucketR\thistogram\"X\n" +
+	"\n" +
+	"SpanBucket\x12\x19\n" +
+	"\blo_nanos\x18\x01 \x01(\x03R\aloNanos\x12\x19\n" +
+	"\bhi_nanos\x18\x02 \x01(\x03R\ahiNanos\x12\x14\n" +
+	"\x05count\x18\x03 \x01(\x03R\x05count*\xcf\x01\n" +
 	"\x10FlameGraphFormat\x12\"\n" +
 	"\x1eFLAME_GRAPH_FORMAT_UNSPECIFIED\x10\x00\x12\x1d\n" +
 	"\x19FLAME_GRAPH_FORMAT_FOLDED\x10\x01\x12\x1b\n" +
@@ -1276,7 +1591,7 @@ const file_fleetscope_v1_query_proto_rawDesc = "" +
 	"\x16SERIES_KEY_UNSPECIFIED\x10\x00\x12\x12\n" +
 	"\x0eSERIES_KEY_CPU\x10\x01\x12\x15\n" +
 	"\x11SERIES_KEY_THREAD\x10\x02\x12\x16\n" +
-	"\x12SERIES_KEY_PROCESS\x10\x032\xd4\x03\n" +
+	"\x12SERIES_KEY_PROCESS\x10\x032\xa1\x04\n" +
 	"\fQueryService\x12]\n" +
 	"\x0eSearchProfiles\x12$.fleetscope.v1.SearchProfilesRequest\x1a%.fleetscope.v1.SearchProfilesResponse\x12Q\n" +
 	"\n" +
@@ -1284,7 +1599,8 @@ const file_fleetscope_v1_query_proto_rawDesc = "" +
 	"\n" +
 	"GetHeatmap\x12 .fleetscope.v1.GetHeatmapRequest\x1a!.fleetscope.v1.GetHeatmapResponse\x12Z\n" +
 	"\rGetFlameGraph\x12#.fleetscope.v1.GetFlameGraphRequest\x1a$.fleetscope.v1.GetFlameGraphResponse\x12c\n" +
-	"\x10GetHeatmapSeries\x12&.fleetscope.v1.GetHeatmapSeriesRequest\x1a'.fleetscope.v1.GetHeatmapSeriesResponseBEZCgithub.com/fleetscope/fleetscope/api/gen/fleetscope/v1;fleetscopev1b\x06proto3"
+	"\x10GetHeatmapSeries\x12&.fleetscope.v1.GetHeatmapSeriesRequest\x1a'.fleetscope.v1.GetHeatmapSeriesResponse\x12K\n" +
+	"\bGetSpans\x12\x1e.fleetscope.v1.GetSpansRequest\x1a\x1f.fleetscope.v1.GetSpansResponseBEZCgithub.com/fleetscope/fleetscope/api/gen/fleetscope/v1;fleetscopev1b\x06proto3"
 
 var (
 	file_fleetscope_v1_query_proto_rawDescOnce sync.Once
@@ -1299,7 +1615,7 @@ func file_fleetscope_v1_query_proto_rawDescGZIP() []byte {
 }
 
 var file_fleetscope_v1_query_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_fleetscope_v1_query_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
+var file_fleetscope_v1_query_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
 var file_fleetscope_v1_query_proto_goTypes = []any{
 	(FlameGraphFormat)(0),            // 0: fleetscope.v1.FlameGraphFormat
 	(SeriesKey)(0),                   // 1: fleetscope.v1.SeriesKey
@@ -1317,16 +1633,19 @@ var file_fleetscope_v1_query_proto_goTypes = []any{
 	(*GetHeatmapSeriesRequest)(nil),  // 13: fleetscope.v1.GetHeatmapSeriesRequest
 	(*GetHeatmapSeriesResponse)(nil), // 14: fleetscope.v1.GetHeatmapSeriesResponse
 	(*Series)(nil),                   // 15: fleetscope.v1.Series
-	nil,                              // 16: fleetscope.v1.SearchProfilesRequest.LabelsEntry
-	(*timestamppb.Timestamp)(nil),    // 17: google.protobuf.Timestamp
-	(*Profile)(nil),                  // 18: fleetscope.v1.Profile
+	(*GetSpansRequest)(nil),          // 16: fleetscope.v1.GetSpansRequest
+	(*GetSpansResponse)(nil),         // 17: fleetscope.v1.GetSpansResponse
+	(*SpanBucket)(nil),               // 18: fleetscope.v1.SpanBucket
+	nil,                              // 19: fleetscope.v1.SearchProfilesRequest.LabelsEntry
+	(*timestamppb.Timestamp)(nil),    // 20: google.protobuf.Timestamp
+	(*Profile)(nil),                  // 21: fleetscope.v1.Profile
 }
 var file_fleetscope_v1_query_proto_depIdxs = []int32{
-	16, // 0: fleetscope.v1.SearchProfilesRequest.labels:type_name -> fleetscope.v1.SearchProfilesRequest.LabelsEntry
-	17, // 1: fleetscope.v1.SearchProfilesRequest.since:type_name -> google.protobuf.Timestamp
-	17, // 2: fleetscope.v1.SearchProfilesRequest.until:type_name -> google.protobuf.Timestamp
-	18, // 3: fleetscope.v1.SearchProfilesResponse.profiles:type_name -> fleetscope.v1.Profile
-	18, // 4: fleetscope.v1.GetProfileResponse.profile:type_name -> fleetscope.v1.Profile
+	19, // 0: fleetscope.v1.SearchProfilesRequest.labels:type_name -> fleetscope.v1.SearchProfilesRequest.LabelsEntry
+	20, // 1: fleetscope.v1.SearchProfilesRequest.since:type_name -> google.protobuf.Timestamp
+	20, // 2: fleetscope.v1.SearchProfilesRequest.until:type_name -> google.protobuf.Timestamp
+	21, // 3: fleetscope.v1.SearchProfilesResponse.profiles:type_name -> fleetscope.v1.Profile
+	21, // 4: fleetscope.v1.GetProfileResponse.profile:type_name -> fleetscope.v1.Profile
 	2,  // 5: fleetscope.v1.GetHeatmapRequest.filter:type_name -> fleetscope.v1.SampleFilter
 	9,  // 6: fleetscope.v1.GetHeatmapResponse.columns:type_name -> fleetscope.v1.Column
 	0,  // 7: fleetscope.v1.GetFlameGraphRequest.format:type_name -> fleetscope.v1.FlameGraphFormat
@@ -1335,21 +1654,24 @@ var file_fleetscope_v1_query_proto_depIdxs = []int32{
 	2,  // 10: fleetscope.v1.GetHeatmapSeriesRequest.filter:type_name -> fleetscope.v1.SampleFilter
 	1,  // 11: fleetscope.v1.GetHeatmapSeriesRequest.by:type_name -> fleetscope.v1.SeriesKey
 	15, // 12: fleetscope.v1.GetHeatmapSeriesResponse.series:type_name -> fleetscope.v1.Series
-	3,  // 13: fleetscope.v1.QueryService.SearchProfiles:input_type -> fleetscope.v1.SearchProfilesRequest
-	5,  // 14: fleetscope.v1.QueryService.GetProfile:input_type -> fleetscope.v1.GetProfileRequest
-	7,  // 15: fleetscope.v1.QueryService.GetHeatmap:input_type -> fleetscope.v1.GetHeatmapRequest
-	10, // 16: fleetscope.v1.QueryService.GetFlameGraph:input_type -> fleetscope.v1.GetFlameGraphRequest
-	13, // 17: fleetscope.v1.QueryService.GetHeatmapSeries:input_type -> fleetscope.v1.GetHeatmapSeriesRequest
-	4,  // 18: fleetscope.v1.QueryService.SearchProfiles:output_type -> fleetscope.v1.SearchProfilesResponse
-	6,  // 19: fleetscope.v1.QueryService.GetProfile:output_type -> fleetscope.v1.GetProfileResponse
-	8,  // 20: fleetscope.v1.QueryService.GetHeatmap:output_type -> fleetscope.v1.GetHeatmapResponse
-	11, // 21: fleetscope.v1.QueryService.GetFlameGraph:output_type -> fleetscope.v1.GetFlameGraphResponse
-	14, // 22: fleetscope.v1.QueryService.GetHeatmapSeries:output_type -> fleetscope.v1.GetHeatmapSeriesResponse
-	18, // [18:23] is the sub-list for method output_type
-	13, // [13:18] is the sub-list for method input_type
-	13, // [13:13] is the sub-list for extension type_name
-	13, // [13:13] is the sub-list for extension extendee
-	0,  // [0:13] is the sub-list for field type_name
+	18, // 13: fleetscope.v1.GetSpansResponse.histogram:type_name -> fleetscope.v1.SpanBucket
+	3,  // 14: fleetscope.v1.QueryService.SearchProfiles:input_type -> fleetscope.v1.SearchProfilesRequest
+	5,  // 15: fleetscope.v1.QueryService.GetProfile:input_type -> fleetscope.v1.GetProfileRequest
+	7,  // 16: fleetscope.v1.QueryService.GetHeatmap:input_type -> fleetscope.v1.GetHeatmapRequest
+	10, // 17: fleetscope.v1.QueryService.GetFlameGraph:input_type -> fleetscope.v1.GetFlameGraphRequest
+	13, // 18: fleetscope.v1.QueryService.GetHeatmapSeries:input_type -> fleetscope.v1.GetHeatmapSeriesRequest
+	16, // 19: fleetscope.v1.QueryService.GetSpans:input_type -> fleetscope.v1.GetSpansRequest
+	4,  // 20: fleetscope.v1.QueryService.SearchProfiles:output_type -> fleetscope.v1.SearchProfilesResponse
+	6,  // 21: fleetscope.v1.QueryService.GetProfile:output_type -> fleetscope.v1.GetProfileResponse
+	8,  // 22: fleetscope.v1.QueryService.GetHeatmap:output_type -> fleetscope.v1.GetHeatmapResponse
+	11, // 23: fleetscope.v1.QueryService.GetFlameGraph:output_type -> fleetscope.v1.GetFlameGraphResponse
+	14, // 24: fleetscope.v1.QueryService.GetHeatmapSeries:output_type -> fleetscope.v1.GetHeatmapSeriesResponse
+	17, // 25: fleetscope.v1.QueryService.GetSpans:output_type -> fleetscope.v1.GetSpansResponse
+	20, // [20:26] is the sub-list for method output_type
+	14, // [14:20] is the sub-list for method input_type
+	14, // [14:14] is the sub-list for extension type_name
+	14, // [14:14] is the sub-list for extension extendee
+	0,  // [0:14] is the sub-list for field type_name
 }
 
 func init() { file_fleetscope_v1_query_proto_init() }
@@ -1365,7 +1687,7 @@ func file_fleetscope_v1_query_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_fleetscope_v1_query_proto_rawDesc), len(file_fleetscope_v1_query_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   15,
+			NumMessages:   18,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

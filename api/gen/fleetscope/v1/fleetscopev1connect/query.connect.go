@@ -46,6 +46,8 @@ const (
 	// QueryServiceGetHeatmapSeriesProcedure is the fully-qualified name of the QueryService's
 	// GetHeatmapSeries RPC.
 	QueryServiceGetHeatmapSeriesProcedure = "/fleetscope.v1.QueryService/GetHeatmapSeries"
+	// QueryServiceGetSpansProcedure is the fully-qualified name of the QueryService's GetSpans RPC.
+	QueryServiceGetSpansProcedure = "/fleetscope.v1.QueryService/GetSpans"
 )
 
 // QueryServiceClient is a client for the fleetscope.v1.QueryService service.
@@ -57,6 +59,9 @@ type QueryServiceClient interface {
 	// Samples per (CPU, thread or process, column): the heatmap's thread
 	// axis.
 	GetHeatmapSeries(context.Context, *connect.Request[v1.GetHeatmapSeriesRequest]) (*connect.Response[v1.GetHeatmapSeriesResponse], error)
+	// Spans: a profile's entry/return probe events paired per thread, and
+	// their latency.
+	GetSpans(context.Context, *connect.Request[v1.GetSpansRequest]) (*connect.Response[v1.GetSpansResponse], error)
 }
 
 // NewQueryServiceClient constructs a client for the fleetscope.v1.QueryService service. By default,
@@ -100,6 +105,12 @@ func NewQueryServiceClient(httpClient connect.HTTPClient, baseURL string, opts .
 			connect.WithSchema(queryServiceMethods.ByName("GetHeatmapSeries")),
 			connect.WithClientOptions(opts...),
 		),
+		getSpans: connect.NewClient[v1.GetSpansRequest, v1.GetSpansResponse](
+			httpClient,
+			baseURL+QueryServiceGetSpansProcedure,
+			connect.WithSchema(queryServiceMethods.ByName("GetSpans")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
@@ -110,6 +121,7 @@ type queryServiceClient struct {
 	getHeatmap       *connect.Client[v1.GetHeatmapRequest, v1.GetHeatmapResponse]
 	getFlameGraph    *connect.Client[v1.GetFlameGraphRequest, v1.GetFlameGraphResponse]
 	getHeatmapSeries *connect.Client[v1.GetHeatmapSeriesRequest, v1.GetHeatmapSeriesResponse]
+	getSpans         *connect.Client[v1.GetSpansRequest, v1.GetSpansResponse]
 }
 
 // SearchProfiles calls fleetscope.v1.QueryService.SearchProfiles.
@@ -137,6 +149,11 @@ func (c *queryServiceClient) GetHeatmapSeries(ctx context.Context, req *connect.
 	return c.getHeatmapSeries.CallUnary(ctx, req)
 }
 
+// GetSpans calls fleetscope.v1.QueryService.GetSpans.
+func (c *queryServiceClient) GetSpans(ctx context.Context, req *connect.Request[v1.GetSpansRequest]) (*connect.Response[v1.GetSpansResponse], error) {
+	return c.getSpans.CallUnary(ctx, req)
+}
+
 // QueryServiceHandler is an implementation of the fleetscope.v1.QueryService service.
 type QueryServiceHandler interface {
 	SearchProfiles(context.Context, *connect.Request[v1.SearchProfilesRequest]) (*connect.Response[v1.SearchProfilesResponse], error)
@@ -146,6 +163,9 @@ type QueryServiceHandler interface {
 	// Samples per (CPU, thread or process, column): the heatmap's thread
 	// axis.
 	GetHeatmapSeries(context.Context, *connect.Request[v1.GetHeatmapSeriesRequest]) (*connect.Response[v1.GetHeatmapSeriesResponse], error)
+	// Spans: a profile's entry/return probe events paired per thread, and
+	// their latency.
+	GetSpans(context.Context, *connect.Request[v1.GetSpansRequest]) (*connect.Response[v1.GetSpansResponse], error)
 }
 
 // NewQueryServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -185,6 +205,12 @@ func NewQueryServiceHandler(svc QueryServiceHandler, opts ...connect.HandlerOpti
 		connect.WithSchema(queryServiceMethods.ByName("GetHeatmapSeries")),
 		connect.WithHandlerOptions(opts...),
 	)
+	queryServiceGetSpansHandler := connect.NewUnaryHandler(
+		QueryServiceGetSpansProcedure,
+		svc.GetSpans,
+		connect.WithSchema(queryServiceMethods.ByName("GetSpans")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/fleetscope.v1.QueryService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case QueryServiceSearchProfilesProcedure:
@@ -197,6 +223,8 @@ func NewQueryServiceHandler(svc QueryServiceHandler, opts ...connect.HandlerOpti
 			queryServiceGetFlameGraphHandler.ServeHTTP(w, r)
 		case QueryServiceGetHeatmapSeriesProcedure:
 			queryServiceGetHeatmapSeriesHandler.ServeHTTP(w, r)
+		case QueryServiceGetSpansProcedure:
+			queryServiceGetSpansHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -224,4 +252,8 @@ func (UnimplementedQueryServiceHandler) GetFlameGraph(context.Context, *connect.
 
 func (UnimplementedQueryServiceHandler) GetHeatmapSeries(context.Context, *connect.Request[v1.GetHeatmapSeriesRequest]) (*connect.Response[v1.GetHeatmapSeriesResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("fleetscope.v1.QueryService.GetHeatmapSeries is not implemented"))
+}
+
+func (UnimplementedQueryServiceHandler) GetSpans(context.Context, *connect.Request[v1.GetSpansRequest]) (*connect.Response[v1.GetSpansResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("fleetscope.v1.QueryService.GetSpans is not implemented"))
 }
