@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file fleetscope/v1/query.proto.
  */
 export const file_fleetscope_v1_query: GenFile = /*@__PURE__*/
-  fileDesc("ChlmbGVldHNjb3BlL3YxL3F1ZXJ5LnByb3RvEg1mbGVldHNjb3BlLnYxImQKDFNhbXBsZUZpbHRlchIQCghmdW5jdGlvbhgBIAEoCRIYChBleGNsdWRlX2Z1bmN0aW9uGAIgASgJEgwKBHBpZHMYAyADKAUSDAoEdGlkcxgEIAMoBRIMCgRjcHVzGAUgAygFIqACChVTZWFyY2hQcm9maWxlc1JlcXVlc3QSCwoDYXBwGAEgASgJEgwKBGhvc3QYAiABKAkSQAoGbGFiZWxzGAMgAygLMjAuZmxlZXRzY29wZS52MS5TZWFyY2hQcm9maWxlc1JlcXVlc3QuTGFiZWxzRW50cnkSKQoFc2luY2UYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEikKBXVudGlsGAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIRCglwYWdlX3NpemUYBiABKAUSEgoKcGFnZV90b2tlbhgHIAEoCRotCgtMYWJlbHNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIlsKFlNlYXJjaFByb2ZpbGVzUmVzcG9uc2USKAoIcHJvZmlsZXMYASADKAsyFi5mbGVldHNjb3BlLnYxLlByb2ZpbGUSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIh8KEUdldFByb2ZpbGVSZXF1ZXN0EgoKAmlkGAEgASgJIj0KEkdldFByb2ZpbGVSZXNwb25zZRInCgdwcm9maWxlGAEgASgLMhYuZmxlZXRzY29wZS52MS5Qcm9maWxlIocBChFHZXRIZWF0bWFwUmVxdWVzdBISCgpwcm9maWxlX2lkGAEgASgJEg0KBWV2ZW50GAIgASgJEgwKBHJvd3MYAyABKAUSFAoMaW5jbHVkZV9pZGxlGAQgASgIEisKBmZpbHRlchgFIAEoCzIbLmZsZWV0c2NvcGUudjEuU2FtcGxlRmlsdGVyIq0BChJHZXRIZWF0bWFwUmVzcG9uc2USDQoFZXZlbnQYASABKAkSFAoMc3RhcnRfc2Vjb25kGAIgASgDEgwKBHJvd3MYAyABKAUSJgoHY29sdW1ucxgEIAMoCzIVLmZsZWV0c2NvcGUudjEuQ29sdW1uEhEKCW1heF9jb3VudBgFIAEoAxINCgV0b3RhbBgGIAEoAxIaChJzZWNvbmRzX3Blcl9jb2x1bW4YByABKAMiGAoGQ29sdW1uEg4KBmNvdW50cxgBIAMoAyLGAgoUR2V0RmxhbWVHcmFwaFJlcXVlc3QSEgoKcHJvZmlsZV9pZBgBIAEoCRINCgVldmVudBgCIAEoCRIYCgtzdGFydF9uYW5vcxgDIAEoA0gAiAEBEhYKCWVuZF9uYW5vcxgEIAEoA0gBiAEBEhQKDGluY2x1ZGVfaWRsZRgFIAEoCBIvCgZmb3JtYXQYBiABKA4yHy5mbGVldHNjb3BlLnYxLkZsYW1lR3JhcGhGb3JtYXQSGAoQd2VpZ2h0X2J5X3BlcmlvZBgHIAEoCBIXCg9hbm5vdGF0ZV9rZXJuZWwYCCABKAgSFAoMYW5ub3RhdGVfaml0GAkgASgIEisKBmZpbHRlchgKIAEoCzIbLmZsZWV0c2NvcGUudjEuU2FtcGxlRmlsdGVyQg4KDF9zdGFydF9uYW5vc0IMCgpfZW5kX25hbm9zIn0KFUdldEZsYW1lR3JhcGhSZXNwb25zZRINCgVldmVudBgBIAEoCRINCgV0b3RhbBgCIAEoBBIOCgZmb2xkZWQYAyABKAkSJgoEdHJlZRgEIAEoCzIYLmZsZWV0c2NvcGUudjEuRmxhbWVUcmVlEg4KBmV4cG9ydBgFIAEoDCJGCglGbGFtZVRyZWUSDQoFbmFtZXMYASADKAkSDAoEbmFtZRgCIAMoDRINCgV2YWx1ZRgDIAMoBBINCgVkZXB0aBgEIAMoDSKyAQoXR2V0SGVhdG1hcFNlcmllc1JlcXVlc3QSEgoKcHJvZmlsZV9pZBgBIAEoCRINCgVldmVudBgCIAEoCRIUCgxpbmNsdWRlX2lkbGUYAyABKAgSKwoGZmlsdGVyGAQgASgLMhsuZmxlZXRzY29wZS52MS5TYW1wbGVGaWx0ZXISJAoCYnkYBSABKA4yGC5mbGVldHNjb3BlLnYxLlNlcmllc0tleRILCgN0b3AYBiABKAUiggEKGEdldEhlYXRtYXBTZXJpZXNSZXNwb25zZRINCgVldmVudBgBIAEoCRIUCgxzdGFydF9zZWNvbmQYAiABKAMSGgoSc2Vjb25kc19wZXJfY29sdW1uGAMgASgDEiUKBnNlcmllcxgEIAMoCzIVLmZsZWV0c2NvcGUudjEuU2VyaWVzIkMKBlNlcmllcxILCgNrZXkYASABKAkSDAoEbmFtZRgCIAEoCRINCgV0b3RhbBgDIAEoAxIPCgdjb2x1bW5zGAQgAygDKs8BChBGbGFtZUdyYXBoRm9ybWF0EiIKHkZMQU1FX0dSQVBIX0ZPUk1BVF9VTlNQRUNJRklFRBAAEh0KGUZMQU1FX0dSQVBIX0ZPUk1BVF9GT0xERUQQARIbChdGTEFNRV9HUkFQSF9GT1JNQVRfVFJFRRACEhoKFkZMQU1FX0dSQVBIX0ZPUk1BVF9TVkcQAxIcChhGTEFNRV9HUkFQSF9GT1JNQVRfUFBST0YQBBIhCh1GTEFNRV9HUkFQSF9GT1JNQVRfU1BFRURTQ09QRRAFKmoKCVNlcmllc0tleRIaChZTRVJJRVNfS0VZX1VOU1BFQ0lGSUVEEAASEgoOU0VSSUVTX0tFWV9DUFUQARIVChFTRVJJRVNfS0VZX1RIUkVBRBACEhYKElNFUklFU19LRVlfUFJPQ0VTUxADMtQDCgxRdWVyeVNlcnZpY2USXQoOU2VhcmNoUHJvZmlsZXMSJC5mbGVldHNjb3BlLnYxLlNlYXJjaFByb2ZpbGVzUmVxdWVzdBolLmZsZWV0c2NvcGUudjEuU2VhcmNoUHJvZmlsZXNSZXNwb25zZRJRCgpHZXRQcm9maWxlEiAuZmxlZXRzY29wZS52MS5HZXRQcm9maWxlUmVxdWVzdBohLmZsZWV0c2NvcGUudjEuR2V0UHJvZmlsZVJlc3BvbnNlElEKCkdldEhlYXRtYXASIC5mbGVldHNjb3BlLnYxLkdldEhlYXRtYXBSZXF1ZXN0GiEuZmxlZXRzY29wZS52MS5HZXRIZWF0bWFwUmVzcG9uc2USWgoNR2V0RmxhbWVHcmFwaBIjLmZsZWV0c2NvcGUudjEuR2V0RmxhbWVHcmFwaFJlcXVlc3QaJC5mbGVldHNjb3BlLnYxLkdldEZsYW1lR3JhcGhSZXNwb25zZRJjChBHZXRIZWF0bWFwU2VyaWVzEiYuZmxlZXRzY29wZS52MS5HZXRIZWF0bWFwU2VyaWVzUmVxdWVzdBonLmZsZWV0c2NvcGUudjEuR2V0SGVhdG1hcFNlcmllc1Jlc3BvbnNlQkVaQ2dpdGh1Yi5jb20vZmxlZXRzY29wZS9mbGVldHNjb3BlL2FwaS9nZW4vZmxlZXRzY29wZS92MTtmbGVldHNjb3BldjFiBnByb3RvMw", [file_fleetscope_v1_profile, file_google_protobuf_timestamp]);
+  fileDesc("ChlmbGVldHNjb3BlL3YxL3F1ZXJ5LnByb3RvEg1mbGVldHNjb3BlLnYxIp8BCgxTYW1wbGVGaWx0ZXISEAoIZnVuY3Rpb24YASABKAkSGAoQZXhjbHVkZV9mdW5jdGlvbhgCIAEoCRIMCgRwaWRzGAMgAygFEgwKBHRpZHMYBCADKAUSDAoEY3B1cxgFIAMoBRIQCghpbl9zcGFucxgGIAEoCRISCgpzcGFuX2VudHJ5GAcgASgJEhMKC3NwYW5fcmV0dXJuGAggASgJIqACChVTZWFyY2hQcm9maWxlc1JlcXVlc3QSCwoDYXBwGAEgASgJEgwKBGhvc3QYAiABKAkSQAoGbGFiZWxzGAMgAygLMjAuZmxlZXRzY29wZS52MS5TZWFyY2hQcm9maWxlc1JlcXVlc3QuTGFiZWxzRW50cnkSKQoFc2luY2UYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEikKBXVudGlsGAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIRCglwYWdlX3NpemUYBiABKAUSEgoKcGFnZV90b2tlbhgHIAEoCRotCgtMYWJlbHNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIlsKFlNlYXJjaFByb2ZpbGVzUmVzcG9uc2USKAoIcHJvZmlsZXMYASADKAsyFi5mbGVldHNjb3BlLnYxLlByb2ZpbGUSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIh8KEUdldFByb2ZpbGVSZXF1ZXN0EgoKAmlkGAEgASgJIj0KEkdldFByb2ZpbGVSZXNwb25zZRInCgdwcm9maWxlGAEgASgLMhYuZmxlZXRzY29wZS52MS5Qcm9maWxlIocBChFHZXRIZWF0bWFwUmVxdWVzdBISCgpwcm9maWxlX2lkGAEgASgJEg0KBWV2ZW50GAIgASgJEgwKBHJvd3MYAyABKAUSFAoMaW5jbHVkZV9pZGxlGAQgASgIEisKBmZpbHRlchgFIAEoCzIbLmZsZWV0c2NvcGUudjEuU2FtcGxlRmlsdGVyIq0BChJHZXRIZWF0bWFwUmVzcG9uc2USDQoFZXZlbnQYASABKAkSFAoMc3RhcnRfc2Vjb25kGAIgASgDEgwKBHJvd3MYAyABKAUSJgoHY29sdW1ucxgEIAMoCzIVLmZsZWV0c2NvcGUudjEuQ29sdW1uEhEKCW1heF9jb3VudBgFIAEoAxINCgV0b3RhbBgGIAEoAxIaChJzZWNvbmRzX3Blcl9jb2x1bW4YByABKAMiGAoGQ29sdW1uEg4KBmNvdW50cxgBIAMoAyLGAgoUR2V0RmxhbWVHcmFwaFJlcXVlc3QSEgoKcHJvZmlsZV9pZBgBIAEoCRINCgVldmVudBgCIAEoCRIYCgtzdGFydF9uYW5vcxgDIAEoA0gAiAEBEhYKCWVuZF9uYW5vcxgEIAEoA0gBiAEBEhQKDGluY2x1ZGVfaWRsZRgFIAEoCBIvCgZmb3JtYXQYBiABKA4yHy5mbGVldHNjb3BlLnYxLkZsYW1lR3JhcGhGb3JtYXQSGAoQd2VpZ2h0X2J5X3BlcmlvZBgHIAEoCBIXCg9hbm5vdGF0ZV9rZXJuZWwYCCABKAgSFAoMYW5ub3RhdGVfaml0GAkgASgIEisKBmZpbHRlchgKIAEoCzIbLmZsZWV0c2NvcGUudjEuU2FtcGxlRmlsdGVyQg4KDF9zdGFydF9uYW5vc0IMCgpfZW5kX25hbm9zIn0KFUdldEZsYW1lR3JhcGhSZXNwb25zZRINCgVldmVudBgBIAEoCRINCgV0b3RhbBgCIAEoBBIOCgZmb2xkZWQYAyABKAkSJgoEdHJlZRgEIAEoCzIYLmZsZWV0c2NvcGUudjEuRmxhbWVUcmVlEg4KBmV4cG9ydBgFIAEoDCJGCglGbGFtZVRyZWUSDQoFbmFtZXMYASADKAkSDAoEbmFtZRgCIAMoDRINCgV2YWx1ZRgDIAMoBBINCgVkZXB0aBgEIAMoDSKyAQoXR2V0SGVhdG1hcFNlcmllc1JlcXVlc3QSEgoKcHJvZmlsZV9pZBgBIAEoCRINCgVldmVudBgCIAEoCRIUCgxpbmNsdWRlX2lkbGUYAyABKAgSKwoGZmlsdGVyGAQgASgLMhsuZmxlZXRzY29wZS52MS5TYW1wbGVGaWx0ZXISJAoCYnkYBSABKA4yGC5mbGVldHNjb3BlLnYxLlNlcmllc0tleRILCgN0b3AYBiABKAUiggEKGEdldEhlYXRtYXBTZXJpZXNSZXNwb25zZRINCgVldmVudBgBIAEoCRIUCgxzdGFydF9zZWNvbmQYAiABKAMSGgoSc2Vjb25kc19wZXJfY29sdW1uGAMgASgDEiUKBnNlcmllcxgEIAMoCzIVLmZsZWV0c2NvcGUudjEuU2VyaWVzIkMKBlNlcmllcxILCgNrZXkYASABKAkSDAoEbmFtZRgCIAEoCRINCgV0b3RhbBgDIAEoAxIPCgdjb2x1bW5zGAQgAygDIkQKD0dldFNwYW5zUmVxdWVzdBISCgpwcm9maWxlX2lkGAEgASgJEg0KBWVudHJ5GAIgASgJEg4KBnJldHVybhgDIAEoCSKUAgoQR2V0U3BhbnNSZXNwb25zZRINCgVlbnRyeRgBIAEoCRIOCgZyZXR1cm4YAiABKAkSDQoFc3BhbnMYAyABKAMSGQoRdW5tYXRjaGVkX2VudHJpZXMYBCABKAMSGQoRdW5tYXRjaGVkX3JldHVybnMYBSABKAMSDwoHdGhyZWFkcxgGIAEoAxIRCglwNTBfbmFub3MYByABKAMSEQoJcDkwX25hbm9zGAggASgDEhEKCXA5NV9uYW5vcxgJIAEoAxIRCglwOTlfbmFub3MYCiABKAMSEQoJbWF4X25hbm9zGAsgASgDEiwKCWhpc3RvZ3JhbRgMIAMoCzIZLmZsZWV0c2NvcGUudjEuU3BhbkJ1Y2tldCI/CgpTcGFuQnVja2V0EhAKCGxvX25hbm9zGAEgASgDEhAKCGhpX25hbm9zGAIgASgDEg0KBWNvdW50GAMgASgDKs8BChBGbGFtZUdyYXBoRm9ybWF0EiIKHkZMQU1FX0dSQVBIX0ZPUk1BVF9VTlNQRUNJRklFRBAAEh0KGUZMQU1FX0dSQVBIX0ZPUk1BVF9GT0xERUQQARIbChdGTEFNRV9HUkFQSF9GT1JNQVRfVFJFRRACEhoKFkZMQU1FX0dSQVBIX0ZPUk1BVF9TVkcQAxIcChhGTEFNRV9HUkFQSF9GT1JNQVRfUFBST0YQBBIhCh1GTEFNRV9HUkFQSF9GT1JNQVRfU1BFRURTQ09QRRAFKmoKCVNlcmllc0tleRIaChZTRVJJRVNfS0VZX1VOU1BFQ0lGSUVEEAASEgoOU0VSSUVTX0tFWV9DUFUQARIVChFTRVJJRVNfS0VZX1RIUkVBRBACEhYKElNFUklFU19LRVlfUFJPQ0VTUxADMqEECgxRdWVyeVNlcnZpY2USXQoOU2VhcmNoUHJvZmlsZXMSJC5mbGVldHNjb3BlLnYxLlNlYXJjaFByb2ZpbGVzUmVxdWVzdBolLmZsZWV0c2NvcGUudjEuU2VhcmNoUHJvZmlsZXNSZXNwb25zZRJRCgpHZXRQcm9maWxlEiAuZmxlZXRzY29wZS52MS5HZXRQcm9maWxlUmVxdWVzdBohLmZsZWV0c2NvcGUudjEuR2V0UHJvZmlsZVJlc3BvbnNlElEKCkdldEhlYXRtYXASIC5mbGVldHNjb3BlLnYxLkdldEhlYXRtYXBSZXF1ZXN0GiEuZmxlZXRzY29wZS52MS5HZXRIZWF0bWFwUmVzcG9uc2USWgoNR2V0RmxhbWVHcmFwaBIjLmZsZWV0c2NvcGUudjEuR2V0RmxhbWVHcmFwaFJlcXVlc3QaJC5mbGVldHNjb3BlLnYxLkdldEZsYW1lR3JhcGhSZXNwb25zZRJjChBHZXRIZWF0bWFwU2VyaWVzEiYuZmxlZXRzY29wZS52MS5HZXRIZWF0bWFwU2VyaWVzUmVxdWVzdBonLmZsZWV0c2NvcGUudjEuR2V0SGVhdG1hcFNlcmllc1Jlc3BvbnNlEksKCEdldFNwYW5zEh4uZmxlZXRzY29wZS52MS5HZXRTcGFuc1JlcXVlc3QaHy5mbGVldHNjb3BlLnYxLkdldFNwYW5zUmVzcG9uc2VCRVpDZ2l0aHViLmNvbS9mbGVldHNjb3BlL2ZsZWV0c2NvcGUvYXBpL2dlbi9mbGVldHNjb3BlL3YxO2ZsZWV0c2NvcGV2MWIGcHJvdG8z", [file_fleetscope_v1_profile, file_google_protobuf_timestamp]);
 
 /**
  * SampleFilter keeps samples by function and by where they ran. function:
@@ -50,6 +50,26 @@ export type SampleFilter = Message<"fleetscope.v1.SampleFilter"> & {
    * @generated from field: repeated int32 cpus = 5;
    */
   cpus: number[];
+
+  /**
+   * Samples taken inside the spans (entry/return probe pairs per thread)
+   * that pass a condition: "slower:p95", "faster:p95", "slower:2ms"; one
+   * profile only. span_entry and span_return name the probe events (empty:
+   * found by perf's F / F__return naming).
+   *
+   * @generated from field: string in_spans = 6;
+   */
+  inSpans: string;
+
+  /**
+   * @generated from field: string span_entry = 7;
+   */
+  spanEntry: string;
+
+  /**
+   * @generated from field: string span_return = 8;
+   */
+  spanReturn: string;
 };
 
 /**
@@ -550,6 +570,141 @@ export const SeriesSchema: GenMessage<Series> = /*@__PURE__*/
   messageDesc(file_fleetscope_v1_query, 13);
 
 /**
+ * @generated from message fleetscope.v1.GetSpansRequest
+ */
+export type GetSpansRequest = Message<"fleetscope.v1.GetSpansRequest"> & {
+  /**
+   * @generated from field: string profile_id = 1;
+   */
+  profileId: string;
+
+  /**
+   * The probe events; empty: found by perf's F / F__return naming.
+   *
+   * @generated from field: string entry = 2;
+   */
+  entry: string;
+
+  /**
+   * @generated from field: string return = 3;
+   */
+  return: string;
+};
+
+/**
+ * Describes the message fleetscope.v1.GetSpansRequest.
+ * Use `create(GetSpansRequestSchema)` to create a new message.
+ */
+export const GetSpansRequestSchema: GenMessage<GetSpansRequest> = /*@__PURE__*/
+  messageDesc(file_fleetscope_v1_query, 14);
+
+/**
+ * GetSpansResponse: spans paired per thread (nested calls pair as they
+ * ran; probe events that could not be paired are counted) and their
+ * latency percentiles (the lower value at (n-1)·p/100 of the sorted
+ * durations), with a histogram in power-of-two microsecond buckets.
+ *
+ * @generated from message fleetscope.v1.GetSpansResponse
+ */
+export type GetSpansResponse = Message<"fleetscope.v1.GetSpansResponse"> & {
+  /**
+   * @generated from field: string entry = 1;
+   */
+  entry: string;
+
+  /**
+   * @generated from field: string return = 2;
+   */
+  return: string;
+
+  /**
+   * @generated from field: int64 spans = 3;
+   */
+  spans: bigint;
+
+  /**
+   * @generated from field: int64 unmatched_entries = 4;
+   */
+  unmatchedEntries: bigint;
+
+  /**
+   * @generated from field: int64 unmatched_returns = 5;
+   */
+  unmatchedReturns: bigint;
+
+  /**
+   * @generated from field: int64 threads = 6;
+   */
+  threads: bigint;
+
+  /**
+   * @generated from field: int64 p50_nanos = 7;
+   */
+  p50Nanos: bigint;
+
+  /**
+   * @generated from field: int64 p90_nanos = 8;
+   */
+  p90Nanos: bigint;
+
+  /**
+   * @generated from field: int64 p95_nanos = 9;
+   */
+  p95Nanos: bigint;
+
+  /**
+   * @generated from field: int64 p99_nanos = 10;
+   */
+  p99Nanos: bigint;
+
+  /**
+   * @generated from field: int64 max_nanos = 11;
+   */
+  maxNanos: bigint;
+
+  /**
+   * @generated from field: repeated fleetscope.v1.SpanBucket histogram = 12;
+   */
+  histogram: SpanBucket[];
+};
+
+/**
+ * Describes the message fleetscope.v1.GetSpansResponse.
+ * Use `create(GetSpansResponseSchema)` to create a new message.
+ */
+export const GetSpansResponseSchema: GenMessage<GetSpansResponse> = /*@__PURE__*/
+  messageDesc(file_fleetscope_v1_query, 15);
+
+/**
+ * SpanBucket counts the spans whose duration lies in [lo_nanos, hi_nanos).
+ *
+ * @generated from message fleetscope.v1.SpanBucket
+ */
+export type SpanBucket = Message<"fleetscope.v1.SpanBucket"> & {
+  /**
+   * @generated from field: int64 lo_nanos = 1;
+   */
+  loNanos: bigint;
+
+  /**
+   * @generated from field: int64 hi_nanos = 2;
+   */
+  hiNanos: bigint;
+
+  /**
+   * @generated from field: int64 count = 3;
+   */
+  count: bigint;
+};
+
+/**
+ * Describes the message fleetscope.v1.SpanBucket.
+ * Use `create(SpanBucketSchema)` to create a new message.
+ */
+export const SpanBucketSchema: GenMessage<SpanBucket> = /*@__PURE__*/
+  messageDesc(file_fleetscope_v1_query, 16);
+
+/**
  * @generated from enum fleetscope.v1.FlameGraphFormat
  */
 export enum FlameGraphFormat {
@@ -678,6 +833,17 @@ export const QueryService: GenService<{
     methodKind: "unary";
     input: typeof GetHeatmapSeriesRequestSchema;
     output: typeof GetHeatmapSeriesResponseSchema;
+  },
+  /**
+   * Spans: a profile's entry/return probe events paired per thread, and
+   * their latency.
+   *
+   * @generated from rpc fleetscope.v1.QueryService.GetSpans
+   */
+  getSpans: {
+    methodKind: "unary";
+    input: typeof GetSpansRequestSchema;
+    output: typeof GetSpansResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_fleetscope_v1_query, 0);
