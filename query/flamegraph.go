@@ -33,10 +33,9 @@ type FlameGraph struct {
 	layout   func() *flame.Layout
 }
 
-// WriteFolded writes the folded stacks, sorted bytewise.
-func (g *FlameGraph) WriteFolded(w io.Writer) error {
-	return flame.WriteFolded(w, g.Dict, g.Counts, g.Annotate)
-}
+// WriteFolded writes the folded stacks, sorted bytewise (from the merged
+// tree: its layout is cached, so this costs a tree and one sort).
+func (g *FlameGraph) WriteFolded(w io.Writer) error { return g.Flat().WriteFolded(w) }
 
 // Flat returns the merged tree in pre-order.
 func (g *FlameGraph) Flat() *flame.Flat { return g.layout().Flat(g.Dict, g.Counts) }

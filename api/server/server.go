@@ -109,7 +109,7 @@ func newServer(ctx context.Context, cfg Config, log *slog.Logger, ln net.Listene
 	// logged and mapped once; then authentication.
 	opts := []connect.HandlerOption{connect.WithInterceptors(m, api.ErrorInterceptor(log), auth.Interceptor()),
 		connect.WithCompressMinBytes(16 << 10), // small answers: not worth gzip's CPU
-		fastGzip}
+		fastGzip, api.JSONCodec()}
 	small := append(opts, connect.WithReadMaxBytes(1<<20))
 	mux := http.NewServeMux()
 	mux.Handle(fleetscopev1connect.NewIngestServiceHandler(api.NewIngest(ing, publicURL, log),

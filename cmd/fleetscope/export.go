@@ -8,10 +8,10 @@ import (
 // flameFormats are flamegraph's --format values.
 var flameFormats = []string{"folded", "json", export.FormatSVG, export.FormatPprof, export.FormatSpeedscope}
 
-// formatProto is the API's name for a --format.
+// formatProto is what to ask the server for a --format.
 func formatProto(format string) fsv1.FlameGraphFormat {
 	return map[string]fsv1.FlameGraphFormat{
-		"folded":                fsv1.FlameGraphFormat_FLAME_GRAPH_FORMAT_FOLDED,
+		"folded":                fsv1.FlameGraphFormat_FLAME_GRAPH_FORMAT_TREE, // folded from the tree: smaller on the wire
 		"json":                  fsv1.FlameGraphFormat_FLAME_GRAPH_FORMAT_TREE,
 		export.FormatSVG:        fsv1.FlameGraphFormat_FLAME_GRAPH_FORMAT_SVG,
 		export.FormatPprof:      fsv1.FlameGraphFormat_FLAME_GRAPH_FORMAT_PPROF,

@@ -116,6 +116,14 @@ func writeFlame(w io.Writer, m *fsv1.GetFlameGraphResponse, format string) error
 		}
 		return flame.WriteJSON(w, flat.Tree())
 	case "folded":
+		if m.GetTree() != nil { // the folded lines from the tree: a fraction of their size on the wire
+			t := m.GetTree()
+			flat := &flame.Flat{Names: t.GetNames(), Name: t.GetName(), Value: t.GetValue(), Depth: t.GetDepth()}
+			if err := flat.Check(); err != nil {
+				return fmt.Errorf("server sent a malformed flame graph: %w", err)
+			}
+			return flat.WriteFolded(w)
+		}
 		_, err := io.WriteString(w, m.GetFolded())
 		return err
 	}

@@ -220,18 +220,7 @@ func BenchmarkFleet(b *testing.B) {
 		return &fsv1.FleetSelection{App: "fleet", Hosts: hosts, From: at(from), To: at(to)}
 	}
 	p50 := func(what string, target string, call func() error) {
-		var ds []time.Duration
-		for i := range 21 {
-			t := time.Now()
-			if err := call(); err != nil {
-				b.Fatalf("%s: %v", what, err)
-			}
-			if i > 0 { // the first call warms the caches
-				ds = append(ds, time.Since(t))
-			}
-		}
-		slices.Sort(ds)
-		fmt.Printf("%-52s p50 %8.1f ms  (%s)\n", what, ds[len(ds)/2].Seconds()*1000, target)
+		warmP50(b, what, target, call)
 		if profDir != "" {
 			saveProfile(b, debugAddr, filepath.Join(profDir, strings.Map(func(r rune) rune {
 				if r == ' ' || r == ',' {
@@ -241,29 +230,8 @@ func BenchmarkFleet(b *testing.B) {
 			}, what)+".pprof"), call)
 		}
 	}
-	// Each timed call posts Connect JSON and reads the whole answer
-	// (gzip, as browsers ask): the service's time, not a client's JSON
-	// parser's. The typed client checks what the answers hold.
 	post := func(procedure string, req proto.Message) func() error {
-		body, err := protojson.Marshal(req)
-		if err != nil {
-			b.Fatal(err)
-		}
-		return func() error {
-			hreq, _ := http.NewRequestWithContext(ctx, http.MethodPost, s.url+"/fleetscope.v1.FleetService/"+procedure, bytes.NewReader(body))
-			hreq.Header.Set("Content-Type", "application/json")
-			hreq.Header.Set("Authorization", "Bearer "+s.key)
-			res, err := hc.Do(hreq)
-			if err != nil {
-				return err
-			}
-			defer res.Body.Close()
-			n, err := io.Copy(io.Discard, res.Body)
-			if err == nil && (res.StatusCode != http.StatusOK || n == 0) {
-				err = fmt.Errorf("%s: %s, %d bytes", procedure, res.Status, n)
-			}
-			return err
-		}
+		return postJSON(b, s, "fleetscope.v1.FleetService/"+procedure, req)
 	}
 	flame := func(sel *fsv1.FleetSelection) func() error {
 		return post("GetFleetFlameGraph", &fsv1.GetFleetFlameGraphRequest{Selection: sel, Format: fsv1.FlameGraphFormat_FLAME_GRAPH_FORMAT_TREE})
@@ -346,4 +314,49 @@ func BenchmarkParseFleetMinute(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.N*56990)/b.Elapsed().Seconds(), "samples/s")
+}
+
+// postJSON returns a call that posts req as Connect JSON to procedure
+// ("package.Service/Method") on a new connection and reads the whole
+// answer (gzip, as browsers ask): the service's time, not a client's JSON
+// parser's (typed clients check what the answers hold).
+func postJSON(b *testing.B, s *service, procedure string, req proto.Message) func() error {
+	body, err := protojson.Marshal(req)
+	if err != nil {
+		b.Fatal(err)
+	}
+	hc := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	return func() error {
+		hreq, _ := http.NewRequest(http.MethodPost, s.url+"/"+procedure, bytes.NewReader(body))
+		hreq.Header.Set("Content-Type", "application/json")
+		hreq.Header.Set("Authorization", "Bearer "+s.key)
+		res, err := hc.Do(hreq)
+		if err != nil {
+			return err
+		}
+		defer res.Body.Close()
+		n, err := io.Copy(io.Discard, res.Body)
+		if err == nil && (res.StatusCode != http.StatusOK || n == 0) {
+			err = fmt.Errorf("%s: %s, %d bytes", procedure, res.Status, n)
+		}
+		return err
+	}
+}
+
+// warmP50 prints the median of 20 calls after one that warms the caches.
+func warmP50(b *testing.B, what, target string, call func() error) float64 {
+	var ds []time.Duration
+	for i := range 21 {
+		t := time.Now()
+		if err := call(); err != nil {
+			b.Fatalf("%s: %v", what, err)
+		}
+		if i > 0 {
+			ds = append(ds, time.Since(t))
+		}
+	}
+	slices.Sort(ds)
+	ms := ds[len(ds)/2].Seconds() * 1000
+	fmt.Printf("%-52s p50 %8.1f ms  (%s)\n", what, ms, target)
+	return ms
 }

@@ -7,6 +7,7 @@ package flame
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -349,6 +350,73 @@ func WriteJSON(w io.Writer, root *Node) error {
 	enc := json.NewEncoder(bw)
 	if err := enc.Encode(root); err != nil {
 		return err
+	}
+	return bw.Flush()
+}
+
+// WriteFolded writes the tree as folded stacks, "frame;frame;... value",
+// one line per stack text (a node that ends stacks contributes its value
+// less its children's; nodes that print the same text add up), sorted
+// bytewise: the same lines as WriteFolded of the counts it was built from.
+func (f *Flat) WriteFolded(w io.Writer) error {
+	n := len(f.Name)
+	self := slices.Clone(f.Value)
+	plen := make([]int, n) // each node's stack text length
+	path := []int{}
+	size, count := 0, 0
+	for i := range n {
+		dep := int(f.Depth[i])
+		path = append(path[:dep], i)
+		if i > 0 {
+			p := path[dep-1]
+			self[p] -= f.Value[i]
+			plen[i] = plen[p] + len(f.Names[f.Name[i]])
+			if p > 0 {
+				plen[i]++ // the ';'
+			}
+		}
+	}
+	for i := 1; i < n; i++ {
+		if self[i] != 0 {
+			size += plen[i]
+			count++
+		}
+	}
+	type line struct {
+		start, end int // the stack's text in text
+		value      uint64
+	}
+	text := make([]byte, 0, size) // every stack's text, back to back
+	lines := make([]line, 0, count)
+	ends := make([]int, 0, 64) // the path's text length at each depth
+	var prefix []byte
+	for i := 1; i < n; i++ {
+		dep := int(f.Depth[i]) // 1 for the root's children
+		ends = ends[:dep-1]
+		if dep > 1 {
+			prefix = append(prefix[:ends[dep-2]], ';')
+		} else {
+			prefix = prefix[:0]
+		}
+		prefix = append(prefix, f.Names[f.Name[i]]...)
+		ends = append(ends, len(prefix))
+		if self[i] != 0 {
+			start := len(text)
+			text = append(text, prefix...)
+			lines = append(lines, line{start, len(text), self[i]})
+		}
+	}
+	slices.SortFunc(lines, func(a, b line) int { return bytes.Compare(text[a.start:a.end], text[b.start:b.end]) })
+	bw := bufio.NewWriterSize(w, 1<<16)
+	var buf []byte
+	for i, l := range lines {
+		if i+1 < len(lines) && bytes.Equal(text[l.start:l.end], text[lines[i+1].start:lines[i+1].end]) {
+			lines[i+1].value += l.value // the same text: one line
+			continue
+		}
+		buf = append(append(buf[:0], text[l.start:l.end]...), ' ')
+		buf = append(strconv.AppendUint(buf, l.value, 10), '\n')
+		bw.Write(buf)
 	}
 	return bw.Flush()
 }

@@ -80,3 +80,42 @@ func TestTreeAgreesWithFolded(t *testing.T) {
 		t.Fatalf("only %d profile variants checked", n)
 	}
 }
+
+// TestFlatWriteFolded: the tree's folded lines equal the counts' folded
+// lines (sorted by stack bytewise, even around separators and control
+// characters in names), with and without annotations.
+func TestFlatWriteFolded(t *testing.T) {
+	d := fleetscope.NewDict()
+	counts := &flame.Counts{}
+	add := func(v uint64, names ...string) {
+		var fs []fleetscope.FrameID
+		for _, n := range names {
+			kind := fleetscope.FrameKind(0)
+			if strings.HasPrefix(n, "k:") {
+				n, kind = n[2:], fleetscope.KindKernel
+			}
+			fs = append(fs, d.Frame(fleetscope.Frame{Name: n, Kind: kind}))
+		}
+		counts.AddStack(d.Stack(fs), v)
+	}
+	add(3, "a", "b")
+	add(2, "a", "b", "c")
+	add(1, "a", "b\tx")
+	add(4, "a", "b!x")
+	add(5, "a;b")
+	add(6, "x", "k:sys")
+	add(7, "x", "sys")
+	add(1, "a")
+	for _, ann := range []flame.Annotate{{}, {Kernel: true}} {
+		var want, got strings.Builder
+		if err := flame.WriteFolded(&want, d, counts, ann); err != nil {
+			t.Fatal(err)
+		}
+		if err := flame.FlatTree(d, counts, ann).WriteFolded(&got); err != nil {
+			t.Fatal(err)
+		}
+		if got.String() != want.String() {
+			t.Fatalf("annotate %+v: the tree's folded lines\n%s\nwant\n%s", ann, got.String(), want.String())
+		}
+	}
+}
