@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"io"
+	"log/slog"
 	"net/http"
 	"sync"
 	"time"
@@ -22,6 +23,9 @@ type GateOptions struct {
 	// BodyIdle is how long a request body may send nothing before the
 	// request is cut off.
 	BodyIdle time.Duration
+	// Log, if set, gets a debug line for each upload admitted, with the
+	// key's uploads in flight (operators and tests see the bound work).
+	Log *slog.Logger
 }
 
 // DefaultGate suits a server of a few cores.
@@ -68,11 +72,15 @@ func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if scope == fleetscope.ScopeIngest {
 		browser := r.URL.Path == fleetscopev1connect.IngestServiceUploadFileProcedure
-		if err := g.acquire(p.KeyID, browser); err != nil {
+		n, err := g.acquire(p.KeyID, browser)
+		if err != nil {
 			g.refuse(w, r, err)
 			return
 		}
 		defer g.release(p.KeyID, browser)
+		if g.o.Log != nil {
+			g.o.Log.Debug("upload admitted", "procedure", r.URL.Path, "key", p.KeyID, "key_in_flight", n)
+		}
 	}
 	if g.o.BodyIdle > 0 && r.Body != nil {
 		r.Body = &idleBody{ReadCloser: r.Body, rc: http.NewResponseController(w), idle: g.o.BodyIdle}
@@ -80,23 +88,25 @@ func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	g.next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)))
 }
 
-func (g *gate) acquire(key string, browser bool) error {
+// acquire takes an upload's place; it returns the key's uploads in flight
+// with this one.
+func (g *gate) acquire(key string, browser bool) (int, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	switch {
 	case g.o.UploadsPerKey > 0 && g.perKey[key] >= g.o.UploadsPerKey:
-		return fleetscope.Errorf(fleetscope.ERATELIMITED, "this key has %d uploads in flight, the most allowed: retry when one finishes", g.perKey[key])
+		return 0, fleetscope.Errorf(fleetscope.ERATELIMITED, "this key has %d uploads in flight, the most allowed: retry when one finishes", g.perKey[key])
 	case g.o.Uploads > 0 && g.uploads >= g.o.Uploads:
-		return fleetscope.Errorf(fleetscope.ERATELIMITED, "the server has %d uploads in flight, the most it takes: retry later", g.uploads)
+		return 0, fleetscope.Errorf(fleetscope.ERATELIMITED, "the server has %d uploads in flight, the most it takes: retry later", g.uploads)
 	case browser && g.o.BrowserUploads > 0 && g.browserUploads >= g.o.BrowserUploads:
-		return fleetscope.Errorf(fleetscope.ERATELIMITED, "the server has %d one-message uploads in flight, the most it takes: retry later (or stream the upload)", g.browserUploads)
+		return 0, fleetscope.Errorf(fleetscope.ERATELIMITED, "the server has %d one-message uploads in flight, the most it takes: retry later (or stream the upload)", g.browserUploads)
 	}
 	g.perKey[key]++
 	g.uploads++
 	if browser {
 		g.browserUploads++
 	}
-	return nil
+	return g.perKey[key], nil
 }
 
 func (g *gate) release(key string, browser bool) {

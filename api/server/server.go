@@ -153,6 +153,7 @@ func newServer(ctx context.Context, cfg Config, log *slog.Logger, ln net.Listene
 	gate := api.DefaultGate
 	gate.Uploads, gate.UploadsPerKey = int(cfg.MaxUploads), int(cfg.MaxUploadsPerKey)
 	gate.BodyIdle, _ = time.ParseDuration(cfg.BodyIdleTimeout) // checked by FromEnv
+	gate.Log = log
 	s := &Server{cfg: cfg, log: log, db: db, lifecycle: lc, auth: auth, query: q, ln: ln, http: &http.Server{
 		Addr:              cfg.Addr,
 		Handler:           auth.Gate(mux, gate),

@@ -180,19 +180,14 @@ func TestUploadsInFlightAreBounded(t *testing.T) {
 		}
 		stalled = append(stalled, st)
 	}
-	// A third upload is refused once the two stalled ones have reached the
-	// server (the client sends their requests in the background: until
-	// then a third may still get in).
-	// The third sends a few bytes that are no profile: admitted, it fails
-	// at once, so the loop is quick however slow storing a profile is.
-	var refused error
-	for range 200 {
-		_, refused = ing.UploadFile(ctx, connect.NewRequest(&fsv1.UploadFileRequest{Metadata: &fsv1.UploadMetadata{App: "third"}, Data: []byte("not a profile")}))
-		if connect.CodeOf(refused) == connect.CodeResourceExhausted {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
+	// Once the server has admitted both (its log says so), a third is
+	// refused at once.
+	for range 2 {
+		_, from = s.log.await(t, from, 60*time.Second, func(l map[string]any) bool {
+			return l["msg"] == "upload admitted" && strings.HasSuffix(fmt.Sprint(l["procedure"]), "IngestService/Upload")
+		})
 	}
+	_, refused := ing.UploadFile(ctx, connect.NewRequest(&fsv1.UploadFileRequest{Metadata: &fsv1.UploadMetadata{App: "third"}, Data: []byte("not a profile")}))
 	if connect.CodeOf(refused) != connect.CodeResourceExhausted || !strings.Contains(refused.Error(), "retry") {
 		t.Fatalf("a third upload with two in flight: %v, want ResourceExhausted saying retry", refused)
 	}
