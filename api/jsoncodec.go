@@ -90,7 +90,7 @@ func splice(dst []byte, m proto.Message, name string, value func([]byte) []byte)
 		return nil, err
 	}
 	obj := bytes.TrimRight(dst[start:], " \n") // protojson may add spaces
-	dst = dst[:start+len(obj)-1]                // without the closing brace
+	dst = dst[:start+len(obj)-1]               // without the closing brace
 	if len(bytes.TrimSpace(obj[1:len(obj)-1])) > 0 {
 		dst = append(dst, ',')
 	}

@@ -20,7 +20,7 @@ func TestJSONCodec(t *testing.T) {
 	tree := &fsv1.FlameTree{Names: names, Name: []uint32{0, 1, 2, 3, 4, 5}, Value: []uint64{1 << 60, 5, 3, 2, 1, 0}, Depth: []uint32{0, 1, 2, 2, 1, 2}}
 	for _, m := range []proto.Message{
 		&fsv1.GetFlameGraphResponse{Event: "cpu-clock", Total: 1 << 60, Tree: tree},
-		&fsv1.GetFlameGraphResponse{Tree: tree}, // nothing but the tree
+		&fsv1.GetFlameGraphResponse{Tree: tree},                    // nothing but the tree
 		&fsv1.GetFlameGraphResponse{Event: "e", Folded: "a;b 1\n"}, // no tree
 		&fsv1.GetFleetFlameGraphResponse{FlameGraph: &fsv1.GetFlameGraphResponse{Total: 7, Tree: tree},
 			Accounting: &fsv1.Accounting{Event: "cpu", Profiles: 3, LeftOut: map[string]int32{"why": 2}}},
