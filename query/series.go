@@ -65,7 +65,7 @@ type FleetSeries struct {
 // minSPC a column), and every untimed profile whose span lies inside the
 // window, whole, in the column of its span's start. Idle samples only with
 // IncludeIdle. group names each profile's group (nil: one group, "");
-// groups without samples are left out.
+// groups without samples are left out. group is called once a profile.
 //
 // Seconds wholly inside the window are read from the stored totals, as
 // FleetTimeline reads them: for a window of whole seconds and timed
@@ -81,13 +81,15 @@ func (s *Service) FleetSeries(ctx context.Context, tenant int64, sel fleetscope.
 	}
 	out := &FleetSeries{StartSecond: f.first, SecondsPerColumn: spc, Accounting: f.accounting(true)}
 	groups := map[string]*SeriesGroup{}
+	keys := map[string]string{} // by profile id: its group
 	add := func(p *fleetscope.ProfileInfo, second, n int64) {
 		if n == 0 {
 			return
 		}
-		k := ""
-		if group != nil {
+		k, ok := keys[p.ID]
+		if !ok && group != nil {
 			k = group(p)
+			keys[p.ID] = k
 		}
 		g, ok := groups[k]
 		if !ok {
