@@ -1,6 +1,7 @@
 package fleetscope
 
 import (
+	"regexp"
 	"strings"
 	"time"
 )
@@ -12,18 +13,38 @@ import (
 
 // LabelMatch is one label condition of a fleet selection: the label equals
 // Value, or (Not) does not (a profile without the label matches Not).
+// With Regexp set, Value is not used: the label's value, "" for a profile
+// without it, matches Regexp (or, with Not, does not), as Prometheus reads
+// `=~` and `!~`; the caller anchors the expression (^(?:...)$) if the
+// whole value must match.
 type LabelMatch struct {
 	Name, Value string
 	Not         bool
+	Regexp      *regexp.Regexp
 }
 
 // Matches reports whether a profile's labels satisfy m.
 func (m LabelMatch) Matches(labels map[string]string) bool {
 	v, ok := labels[m.Name]
+	if m.Regexp != nil {
+		return m.Regexp.MatchString(v) != m.Not
+	}
 	if m.Not {
 		return !ok || v != m.Value
 	}
 	return ok && v == m.Value
+}
+
+// Exact reports whether m is an equality a store can look up by value
+// (k=v): neither negated nor a regular expression.
+func (m LabelMatch) Exact() bool { return !m.Not && m.Regexp == nil }
+
+// LabelSet is one distinct (app, host, labels) of a tenant's profiles in a
+// window, with the events (base names, sorted) its profiles there have.
+type LabelSet struct {
+	App, Host string
+	Labels    map[string]string
+	Events    []string
 }
 
 // FleetSelection chooses samples across an app's profiles: the app, any of

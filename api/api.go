@@ -1,10 +1,10 @@
 // Package api is fleetscope's Connect API: one handler per service (ingest,
-// query, admin, share, and Pyroscope's push; each in its own file, built by
-// a New… constructor returning the generated handler interface), the
-// Pyroscope-compatible HTTP ingest endpoint, the authentication interceptor
-// that resolves an API key to a tenant and scope before any handler runs,
-// and the one table mapping fleetscope error codes to Connect codes and
-// HTTP statuses.
+// query, admin, share, and Pyroscope's push and query; each in its own
+// file, built by a New… constructor returning the generated handler
+// interface), the Pyroscope-compatible HTTP ingest endpoint, the
+// authentication interceptor that resolves an API key to a tenant and
+// scope before any handler runs, and the one table mapping fleetscope
+// error codes to Connect codes and HTTP statuses.
 // Handlers only translate between protobuf and the domain: the work is
 // done by ingest, query and store/lifecycle. Handlers hold no state
 // another replica needs.
@@ -14,6 +14,7 @@ import (
 	"context"
 
 	"github.com/grafana/pyroscope/api/gen/proto/go/push/v1/pushv1connect"
+	"github.com/grafana/pyroscope/api/gen/proto/go/querier/v1/querierv1connect"
 
 	"github.com/fleetscope/fleetscope"
 	"github.com/fleetscope/fleetscope/api/gen/fleetscope/v1/fleetscopev1connect"
@@ -53,6 +54,14 @@ var Scopes = map[string]string{
 	fleetscopev1connect.FleetServiceGetFleetFlameGraphProcedure:  fleetscope.ScopeRead,
 	fleetscopev1connect.CompareServiceGetDiffFlameGraphProcedure: fleetscope.ScopeRead,
 	pushv1connect.PusherServicePushProcedure:                     fleetscope.ScopeIngest, // Pyroscope's push API
+	// Pyroscope's query API, as far as Grafana's data source uses it (the
+	// rest of QuerierService is unimplemented, so refused here).
+	querierv1connect.QuerierServiceProfileTypesProcedure:           fleetscope.ScopeRead,
+	querierv1connect.QuerierServiceLabelNamesProcedure:             fleetscope.ScopeRead,
+	querierv1connect.QuerierServiceLabelValuesProcedure:            fleetscope.ScopeRead,
+	querierv1connect.QuerierServiceSeriesProcedure:                 fleetscope.ScopeRead,
+	querierv1connect.QuerierServiceSelectMergeStacktracesProcedure: fleetscope.ScopeRead,
+	querierv1connect.QuerierServiceSelectSeriesProcedure:           fleetscope.ScopeRead,
 }
 
 type principalKey struct{}

@@ -495,51 +495,104 @@ func (s *Service) FleetFlameGraph(ctx context.Context, tenant int64, sel fleetsc
 	if err != nil {
 		return nil, err
 	}
-	type part struct {
-		p      *fleetscope.ProfileInfo
-		trans  []int32  // profile stack -> dense id
-		counts []uint64 // by profile stack
-		rg     fleetscope.Range
-		// threads the filter keeps (nil: all)
-		threads []bool
-	}
-	var parts []*part
-	var reqs []index.SecondsRange
-	var owner []int // reqs[i] belongs to parts[owner[i]]
-	for _, p := range f.timed {
-		start := p.StartSecond*1e9 + p.WallShiftNanos
-		rg := fleetscope.Range{Start: sel.From - start, End: sel.To - start}
-		lo, hi := max(fleetscope.FloorSecond(rg.Start), 0), min(fleetscope.FloorSecond(rg.End-1), p.DurationNanos/1e9)
-		if lo > hi {
-			continue
-		}
-		for _, ev := range f.events(p) {
-			reqs, owner = append(reqs, index.SecondsRange{ProfileID: p.ID, Event: ev, From: lo, To: hi}), append(owner, len(parts))
-		}
-		parts = append(parts, &part{p: p, rg: rg})
-	}
-	for _, p := range f.untimed {
-		if f.spanInside(p) {
-			for _, ev := range f.events(p) {
-				reqs, owner = append(reqs, index.SecondsRange{ProfileID: p.ID, Event: ev, From: 0, To: -1}), append(owner, len(parts))
-			}
-			parts = append(parts, &part{p: p, rg: fleetscope.All})
-		}
-	}
+	parts, reqs, owner := f.parts(sel.From, sel.To, true, true)
 	d := s.denseIDs(tenant)
-	if err := s.eachParallel(len(parts), func(i int) error {
+	if err := s.translateParts(ctx, tenant, f, parts, d, true); err != nil {
+		return nil, err
+	}
+	if err := s.countParts(ctx, tenant, parts, reqs, owner, o.ByPeriod); err != nil {
+		return nil, err
+	}
+	m, pos, err := s.partsDict(ctx, tenant, parts, d)
+	if err != nil {
+		return nil, err
+	}
+	total := make([]uint64, m.dict.NumStacks())
+	for _, pt := range parts {
+		for i, c := range pt.counts {
+			if c != 0 {
+				total[pos[pt.trans[i]]] += c
+			}
+		}
+	}
+	counts := &flame.Counts{}
+	keep := s.keepStacks(m.dict, f.filter)
+	for i, c := range total {
+		if c != 0 && (sel.IncludeIdle || !m.dict.Idle(fleetscope.StackID(i))) && (keep == nil || keep[i]) {
+			counts.AddStack(fleetscope.StackID(i), c)
+		}
+	}
+	g := &FlameGraph{Event: f.event, Total: counts.Total, Dict: m.dict, Counts: counts, Annotate: o.Annotate,
+		layout: func() *flame.Layout { return m.layout(o.Annotate) }}
+	return &FleetFlameGraph{FlameGraph: g, Accounting: f.accounting(true)}, nil
+}
+
+// part is one profile's share of a fleet count: its range relative to its
+// start second, its stacks as dense ids and its counts by stack.
+type part struct {
+	p       *fleetscope.ProfileInfo
+	trans   []int32  // profile stack -> dense id
+	counts  []uint64 // by profile stack
+	rg      fleetscope.Range
+	threads []bool // the threads the selection's filter keeps (nil: all)
+}
+
+// parts returns the fleet's profiles that may hold samples of its event in
+// the absolute window [from, to) (unix ns): with timed, the timed profiles
+// whose seconds touch it, each with its range; with untimed, the untimed
+// profiles whose span lies inside the selection's window, whole. reqs are
+// the second ranges of their rows, owner[i] the part reqs[i] belongs to.
+func (f *fleet) parts(from, to int64, timed, untimed bool) (parts []*part, reqs []index.SecondsRange, owner []int) {
+	if timed {
+		for _, p := range f.timed {
+			start := p.StartSecond*1e9 + p.WallShiftNanos
+			rg := fleetscope.Range{Start: from - start, End: to - start}
+			lo, hi := max(fleetscope.FloorSecond(rg.Start), 0), min(fleetscope.FloorSecond(rg.End-1), p.DurationNanos/1e9)
+			if lo > hi {
+				continue
+			}
+			for _, ev := range f.events(p) {
+				reqs, owner = append(reqs, index.SecondsRange{ProfileID: p.ID, Event: ev, From: lo, To: hi}), append(owner, len(parts))
+			}
+			parts = append(parts, &part{p: p, rg: rg})
+		}
+	}
+	if untimed {
+		for _, p := range f.untimed {
+			if f.spanInside(p) {
+				for _, ev := range f.events(p) {
+					reqs, owner = append(reqs, index.SecondsRange{ProfileID: p.ID, Event: ev, From: 0, To: -1}), append(owner, len(parts))
+				}
+				parts = append(parts, &part{p: p, rg: fleetscope.All})
+			}
+		}
+	}
+	return parts, reqs, owner
+}
+
+// translateParts numbers the parts' stacks in d and, withCounts, gives
+// each zeroed counts and the threads the fleet's filter keeps.
+func (s *Service) translateParts(ctx context.Context, tenant int64, f *fleet, parts []*part, d *denseIDs, withCounts bool) error {
+	return s.eachParallel(len(parts), func(i int) error {
 		pt := parts[i]
 		trans, err := s.translation(ctx, tenant, pt.p.ID, d)
 		if err != nil {
 			return err
 		}
-		pt.trans, pt.counts = trans, make([]uint64, len(trans))
-		pt.threads, err = s.keepThreads(ctx, tenant, pt.p.ID, f.filter)
+		pt.trans = trans
+		if withCounts {
+			pt.counts = make([]uint64, len(trans))
+			pt.threads, err = s.keepThreads(ctx, tenant, pt.p.ID, f.filter)
+		}
 		return err
-	}); err != nil {
-		return nil, err
-	}
-	// Rows to workers by profile, so each profile's counts have one writer.
+	})
+}
+
+// countParts reads the rows of reqs in one round trip and counts, into
+// each part's counts, the samples of its range: as samples, or weighted by
+// period with byPeriod or for a weighted event. Rows go to two workers by
+// profile, so each profile's counts have one writer.
+func (s *Service) countParts(ctx context.Context, tenant int64, parts []*part, reqs []index.SecondsRange, owner []int, byPeriod bool) error {
 	const workers = 2
 	rows := make([]chan rowOf, workers)
 	errs := make(chan error, workers)
@@ -554,7 +607,7 @@ func (s *Service) FleetFlameGraph(ctx context.Context, tenant int64, sel fleetsc
 				pt := parts[owner[r.i]]
 				ev := reqs[r.i].Event
 				c := index.Counter{UnitNanos: pt.p.TimeUnitNanos, Timed: pt.p.Timed, Period: pt.p.Events[ev].Period,
-					ByPeriod: o.ByPeriod || pt.p.Events[ev].Weighted, Range: pt.rg, Threads: pt.threads}
+					ByPeriod: byPeriod || pt.p.Events[ev].Weighted, Range: pt.rg, Threads: pt.threads}
 				if err := c.Count(r.s, pt.counts); err != nil && first == nil {
 					first = fleetscope.Wrap(err, fleetscope.EINTERNAL, "profile "+pt.p.ID+": corrupt index row")
 				}
@@ -562,7 +615,7 @@ func (s *Service) FleetFlameGraph(ctx context.Context, tenant int64, sel fleetsc
 			errs <- first
 		}()
 	}
-	err = s.src.FleetSeconds(ctx, tenant, reqs, func(i int, sec *index.Second) error {
+	err := s.src.FleetSeconds(ctx, tenant, reqs, func(i int, sec *index.Second) error {
 		rows[owner[i]%workers] <- rowOf{i, sec}
 		return nil
 	})
@@ -574,12 +627,14 @@ func (s *Service) FleetFlameGraph(ctx context.Context, tenant int64, sel fleetsc
 	for e := range errs {
 		err = cmp.Or(err, e)
 	}
-	if err != nil {
-		return nil, err
-	}
-	// The dictionary of every stack the selected profiles have, whatever
-	// the range: one cached dictionary (and layout) serves every range of
-	// a selection, as a user drags across it.
+	return err
+}
+
+// partsDict returns the dictionary of every stack the parts' profiles have,
+// whatever the range, and where each dense id's stack sits in it: one
+// cached dictionary (and layout) serves every range of a selection, as a
+// user drags across it.
+func (s *Service) partsDict(ctx context.Context, tenant int64, parts []*part, d *denseIDs) (*mergedDict, []int32, error) {
 	pos := make([]int32, d.len()) // dense id -> its stack in the dictionary
 	var ids []int32
 	for _, pt := range parts {
@@ -598,26 +653,9 @@ func (s *Service) FleetFlameGraph(ctx context.Context, tenant int64, sel fleetsc
 	}
 	m, err := s.mergedDict(ctx, tenant, sorted)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	total := make([]uint64, len(sorted))
-	for _, pt := range parts {
-		for i, c := range pt.counts {
-			if c != 0 {
-				total[pos[pt.trans[i]]] += c
-			}
-		}
-	}
-	counts := &flame.Counts{}
-	keep := s.keepStacks(m.dict, f.filter)
-	for i, c := range total {
-		if c != 0 && (sel.IncludeIdle || !m.dict.Idle(fleetscope.StackID(i))) && (keep == nil || keep[i]) {
-			counts.AddStack(fleetscope.StackID(i), c)
-		}
-	}
-	g := &FlameGraph{Event: f.event, Total: counts.Total, Dict: m.dict, Counts: counts, Annotate: o.Annotate,
-		layout: func() *flame.Layout { return m.layout(o.Annotate) }}
-	return &FleetFlameGraph{FlameGraph: g, Accounting: f.accounting(true)}, nil
+	return m, pos, nil
 }
 
 // rowOf is a stored row and the index of the range it belongs to.

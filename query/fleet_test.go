@@ -36,6 +36,12 @@ type host struct {
 func plantFleet(t *testing.T) (*query.Service, []*host) {
 	t.Helper()
 	st := memory.New()
+	return query.New(st, query.Options{}), plantFleetIn(t, st)
+}
+
+// plantFleetIn stores plantFleet's fleet in st.
+func plantFleetIn(t *testing.T, st *memory.Store) []*host {
+	t.Helper()
 	var hosts []*host
 	add := func(name string, labels map[string]string, meta ingest.Meta, args ...string) {
 		path, _ := plant(t, args...)
@@ -65,7 +71,7 @@ func plantFleet(t *testing.T) (*query.Service, []*host) {
 	if hosts[3].shift != 1795000002123456789-51234e9 {
 		t.Fatalf("anchored host shift %d", hosts[3].shift)
 	}
-	return query.New(st, query.Options{}), hosts
+	return hosts
 }
 
 const fleetBase = int64(1795000000) * 1e9

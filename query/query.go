@@ -76,6 +76,11 @@ type Fleet interface {
 	// second ranges (one round trip where it can); fn gets the index in
 	// reqs of a row's range.
 	FleetSeconds(ctx context.Context, tenant int64, reqs []index.SecondsRange, fn func(i int, s *index.Second) error) error
+	// FleetLabelSets returns the distinct (app, host, labels) of the
+	// tenant's profiles of app ("": every app) overlapping the window
+	// [from, to) (unix ns, as FleetProfiles decides it), each with its
+	// profiles' event base names; ETOOLARGE past limit.
+	FleetLabelSets(ctx context.Context, tenant int64, app string, from, to int64, limit int) ([]fleetscope.LabelSet, error)
 }
 
 // Source is where the service reads stored profiles.

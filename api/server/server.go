@@ -18,6 +18,7 @@ import (
 
 	"connectrpc.com/connect"
 	"github.com/grafana/pyroscope/api/gen/proto/go/push/v1/pushv1connect"
+	"github.com/grafana/pyroscope/api/gen/proto/go/querier/v1/querierv1connect"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -124,6 +125,8 @@ func newServer(ctx context.Context, cfg Config, log *slog.Logger, ln net.Listene
 	// one message, bounded like a single-message upload.
 	mux.Handle(pushv1connect.NewPusherServiceHandler(api.NewPush(ing, log),
 		append(opts, connect.WithReadMaxBytes(int(cfg.BrowserUploadBytes)+64<<10))...))
+	// Pyroscope's query API: Grafana's Pyroscope data source reads here.
+	mux.Handle(querierv1connect.NewQuerierServiceHandler(api.NewQuerier(q), small...))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 		defer cancel()

@@ -15,6 +15,8 @@ import (
 
 	pushv1 "github.com/grafana/pyroscope/api/gen/proto/go/push/v1"
 	"github.com/grafana/pyroscope/api/gen/proto/go/push/v1/pushv1connect"
+	querierv1 "github.com/grafana/pyroscope/api/gen/proto/go/querier/v1"
+	"github.com/grafana/pyroscope/api/gen/proto/go/querier/v1/querierv1connect"
 	typesv1 "github.com/grafana/pyroscope/api/gen/proto/go/types/v1"
 
 	"connectrpc.com/connect"
@@ -40,6 +42,7 @@ type clients struct {
 	admin   fleetscopev1connect.AdminServiceClient
 	share   fleetscopev1connect.ShareServiceClient
 	push    pushv1connect.PusherServiceClient
+	pyro    querierv1connect.QuerierServiceClient
 }
 
 func (s *service) as(key string) clients {
@@ -52,6 +55,7 @@ func (s *service) as(key string) clients {
 		admin:   fleetscopev1connect.NewAdminServiceClient(http.DefaultClient, s.url, opt),
 		share:   fleetscopev1connect.NewShareServiceClient(http.DefaultClient, s.url, opt),
 		push:    pushv1connect.NewPusherServiceClient(http.DefaultClient, s.url, opt),
+		pyro:    querierv1connect.NewQuerierServiceClient(http.DefaultClient, s.url, opt),
 	}
 }
 
@@ -62,13 +66,15 @@ func (s *service) newKey(tenant, scopes string) string {
 
 // procedures lists every endpoint the server serves data on: every
 // procedure of the scope table (the interceptor refuses any other), every
-// RPC of the API's own services (so a service mounted without a scope
-// entry shows), and the plain HTTP ingest endpoint.
+// RPC of the API's own services and of Pyroscope's query service (so a
+// service mounted without a scope entry shows, and so do the Pyroscope
+// procedures fleetscope leaves unimplemented), and the plain HTTP ingest
+// endpoint.
 func procedures() []string {
 	out := slices.Sorted(maps.Keys(api.Scopes))
 	for _, fd := range []protoreflect.FileDescriptor{
 		fsv1.File_fleetscope_v1_ingest_proto, fsv1.File_fleetscope_v1_query_proto, fsv1.File_fleetscope_v1_fleet_proto,
-		fsv1.File_fleetscope_v1_admin_proto, fsv1.File_fleetscope_v1_share_proto,
+		fsv1.File_fleetscope_v1_admin_proto, fsv1.File_fleetscope_v1_share_proto, querierv1.File_querier_v1_querier_proto,
 	} {
 		for i := 0; i < fd.Services().Len(); i++ {
 			svc := fd.Services().Get(i)
@@ -93,7 +99,8 @@ func TestTenantIsolation(t *testing.T) {
 	aAdmin := s.as(aAdminKey)
 	pathA := plant(t, "--seed", "31", "--seconds", "4")
 	idA := s.upload(pathA, "--label", "team=a")
-	idA2 := s.upload(plant(t, "--seed", "32", "--seconds", "3"))
+	// Recorded with epoch timestamps, days ago: B never has data then.
+	idA2 := s.upload(plant(t, "--seed", "32", "--seconds", "3", "--epoch"))
 	linkA, err := aAdmin.admin.CreateShareLink(ctx, connect.NewRequest(&fsv1.CreateShareLinkRequest{ProfileId: idA}))
 	if err != nil {
 		t.Fatal(err)
@@ -212,6 +219,11 @@ func TestTenantIsolation(t *testing.T) {
 		fleetSide := &fsv1.DiffSide{Side: &fsv1.DiffSide_Fleet{Fleet: sel}}
 		dfg, err := b.compare.GetDiffFlameGraph(ctx, connect.NewRequest(&fsv1.GetDiffFlameGraphRequest{A: fleetSide, B: fleetSide}))
 		try(fleetscopev1connect.CompareServiceGetDiffFlameGraphProcedure, scope, err == nil && (dfg.Msg.GetTotalA() > 0 || dfg.Msg.GetTotalB() > 0), err)
+		// Grafana's queries (Pyroscope's query API): over the days-old
+		// window only A has data, over the last hours only A has team=a;
+		// B's key (with X-Scope-OrgID naming A, which changes nothing)
+		// reads neither.
+		pyroscopeAttacks(t, ctx, b.pyro, scope, try)
 		// Pushes naming A's tenant are refused; without, they are B's own.
 		pr := connect.NewRequest(&pushv1.PushRequest{Series: []*pushv1.RawProfileSeries{{
 			Labels:  []*typesv1.LabelPair{{Name: "service_name", Value: "test"}},
@@ -243,6 +255,11 @@ func TestTenantIsolation(t *testing.T) {
 		try(fleetscopev1connect.ShareServiceGetSharedHeatmapProcedure, "none", ok(err), tok)
 		_, err = pub.share.GetSharedFlameGraph(ctx, connect.NewRequest(&fsv1.GetSharedFlameGraphRequest{Token: tok}))
 		try(fleetscopev1connect.ShareServiceGetSharedFlameGraphProcedure, "none", ok(err), tok)
+	}
+	// The same queries with A's own key do see A's data (so the attacks
+	// above could have found it).
+	if n := len(pyroscopeReads(t, ctx, s.as(s.key).pyro)); n != 9 {
+		t.Errorf("A's own key sees %d of its 9 kinds of data through the query API", n)
 	}
 	// Every procedure was attacked.
 	for _, p := range procedures() {
@@ -529,4 +546,82 @@ func TestAdminCLI(t *testing.T) {
 	if _, errOut, code := run1(env, "admin", "delete-profile", id); code != 1 || !strings.Contains(errOut, "not found") {
 		t.Fatalf("deleting twice: exit %d %q", code, errOut)
 	}
+}
+
+// tenancyEpoch is where A's epoch-clock profile lies (unix ms); its
+// labelled one (team=a) was uploaded now.
+const tenancyEpoch = int64(1795000000000)
+
+// pyroscopeReads asks the query API, with q's key, for A's data in every
+// way the data source can, and returns what it found of A's, by kind.
+func pyroscopeReads(t *testing.T, ctx context.Context, q querierv1connect.QuerierServiceClient) map[string]bool {
+	t.Helper()
+	found := map[string]bool{}
+	orgA := func(r connect.AnyRequest) { r.Header().Set("X-Scope-OrgID", "acme") }
+	now := time.Now().UnixMilli()
+	ep, recent := [2]int64{tenancyEpoch, tenancyEpoch + 10_000}, [2]int64{now - 3600_000, now + 60_000}
+	pt := connect.NewRequest(&querierv1.ProfileTypesRequest{Start: ep[0], End: ep[1]})
+	orgA(pt)
+	if res, err := q.ProfileTypes(ctx, pt); err == nil && len(res.Msg.GetProfileTypes()) > 0 {
+		found["profile types"] = true
+	}
+	if res, err := q.LabelNames(ctx, connect.NewRequest(&typesv1.LabelNamesRequest{Start: recent[0], End: recent[1]})); err == nil && slices.Contains(res.Msg.GetNames(), "team") {
+		found["label names"] = true
+	}
+	if res, err := q.LabelValues(ctx, connect.NewRequest(&typesv1.LabelValuesRequest{Name: "team", Start: recent[0], End: recent[1]})); err == nil && slices.Contains(res.Msg.GetNames(), "a") {
+		found["label values"] = true
+	}
+	if res, err := q.LabelValues(ctx, connect.NewRequest(&typesv1.LabelValuesRequest{Name: "service_name", Start: ep[0], End: ep[1]})); err == nil && len(res.Msg.GetNames()) > 0 {
+		found["apps"] = true
+	}
+	if res, err := q.Series(ctx, connect.NewRequest(&querierv1.SeriesRequest{Matchers: []string{`{team="a"}`}, Start: recent[0], End: recent[1]})); err == nil && len(res.Msg.GetLabelsSet()) > 0 {
+		found["series"] = true
+	}
+	const cpu = "fleetscope:cpu-clock:count:cpu-clock:count"
+	for _, c := range []struct {
+		kind, selector string
+		w              [2]int64
+	}{{"flame graph", `{service_name="test", team="a"}`, recent}, {"flame graph, any app", `{}`, ep}, {"flame graph, regex", `{service_name=~".+", hostname!="x"}`, ep}} {
+		r := connect.NewRequest(&querierv1.SelectMergeStacktracesRequest{ProfileTypeID: cpu, LabelSelector: c.selector, Start: c.w[0], End: c.w[1]})
+		orgA(r)
+		if res, err := q.SelectMergeStacktraces(ctx, r); err == nil && res.Msg.GetFlamegraph().GetTotal() > 0 {
+			found[c.kind] = true
+		}
+	}
+	if res, err := q.SelectSeries(ctx, connect.NewRequest(&querierv1.SelectSeriesRequest{ProfileTypeID: cpu, LabelSelector: `{team="a"}`, Start: recent[0], End: recent[1], Step: 60})); err == nil && len(res.Msg.GetSeries()) > 0 {
+		found["series points"] = true
+	}
+	return found
+}
+
+// pyroscopeAttacks runs pyroscopeReads with B's key (each read a breach if
+// it finds A's data) and calls every procedure fleetscope leaves
+// unimplemented (a breach if one answers).
+func pyroscopeAttacks(t *testing.T, ctx context.Context, q querierv1connect.QuerierServiceClient, scope string, try func(proc, scope string, breached bool, detail any)) {
+	found := pyroscopeReads(t, ctx, q)
+	for proc, kinds := range map[string][]string{
+		querierv1connect.QuerierServiceProfileTypesProcedure:           {"profile types"},
+		querierv1connect.QuerierServiceLabelNamesProcedure:             {"label names"},
+		querierv1connect.QuerierServiceLabelValuesProcedure:            {"label values", "apps"},
+		querierv1connect.QuerierServiceSeriesProcedure:                 {"series"},
+		querierv1connect.QuerierServiceSelectMergeStacktracesProcedure: {"flame graph", "flame graph, any app", "flame graph, regex"},
+		querierv1connect.QuerierServiceSelectSeriesProcedure:           {"series points"},
+	} {
+		for _, k := range kinds {
+			try(proc, scope, found[k], k)
+		}
+	}
+	w := [2]int64{tenancyEpoch, tenancyEpoch + 10_000}
+	_, err := q.SelectMergeProfile(ctx, connect.NewRequest(&querierv1.SelectMergeProfileRequest{LabelSelector: `{}`, Start: w[0], End: w[1]}))
+	try(querierv1connect.QuerierServiceSelectMergeProfileProcedure, scope, err == nil, err)
+	_, err = q.SelectMergeSpanProfile(ctx, connect.NewRequest(&querierv1.SelectMergeSpanProfileRequest{LabelSelector: `{}`, Start: w[0], End: w[1]}))
+	try(querierv1connect.QuerierServiceSelectMergeSpanProfileProcedure, scope, err == nil, err)
+	_, err = q.SelectHeatmap(ctx, connect.NewRequest(&querierv1.SelectHeatmapRequest{LabelSelector: `{}`, Start: w[0], End: w[1]}))
+	try(querierv1connect.QuerierServiceSelectHeatmapProcedure, scope, err == nil, err)
+	_, err = q.Diff(ctx, connect.NewRequest(&querierv1.DiffRequest{}))
+	try(querierv1connect.QuerierServiceDiffProcedure, scope, err == nil, err)
+	_, err = q.GetProfileStats(ctx, connect.NewRequest(&typesv1.GetProfileStatsRequest{}))
+	try(querierv1connect.QuerierServiceGetProfileStatsProcedure, scope, err == nil, err)
+	_, err = q.AnalyzeQuery(ctx, connect.NewRequest(&querierv1.AnalyzeQueryRequest{Start: w[0], End: w[1], Query: `{}`}))
+	try(querierv1connect.QuerierServiceAnalyzeQueryProcedure, scope, err == nil, err)
 }

@@ -9,7 +9,9 @@ package memory
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"sync"
@@ -176,6 +178,47 @@ func (s *Store) FleetProfiles(_ context.Context, _ int64, app string, hosts []st
 		return nil, fleetscope.Errorf(fleetscope.ETOOLARGE, "more than %d profiles in this selection", limit)
 	}
 	slices.SortStableFunc(out, func(a, b *fleetscope.ProfileInfo) int { return a.StartTime.Compare(b.StartTime) })
+	return out, nil
+}
+
+// FleetLabelSets returns the distinct (app, host, labels) of the profiles
+// of app ("": every app) that overlap the window [from, to), each with the
+// base names of its profiles' events, in (app, host, labels) order;
+// ETOOLARGE past limit.
+func (s *Store) FleetLabelSets(_ context.Context, _ int64, app string, from, to int64, limit int) ([]fleetscope.LabelSet, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	byKey := map[string]*fleetscope.LabelSet{}
+	for _, id := range s.order {
+		p := s.profiles[id].info
+		if start, end := fleetscope.WallSpan(p); app != "" && p.App != app || start >= to || end < from {
+			continue
+		}
+		labels := maps.Clone(p.Labels)
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		js, _ := json.Marshal(labels) // keys sorted
+		k := fmt.Sprintf("%s\x00%s\x00%s", p.App, p.Host, js)
+		ls, ok := byKey[k]
+		if !ok {
+			ls = &fleetscope.LabelSet{App: p.App, Host: p.Host, Labels: labels}
+			byKey[k] = ls
+		}
+		for _, e := range p.Events {
+			ls.Events = append(ls.Events, fleetscope.EventBase(e.Name))
+		}
+	}
+	if len(byKey) > limit {
+		return nil, fleetscope.Errorf(fleetscope.ETOOLARGE, "more than %d distinct label sets in this window", limit)
+	}
+	var out []fleetscope.LabelSet
+	for _, k := range slices.Sorted(maps.Keys(byKey)) {
+		ls := byKey[k]
+		slices.Sort(ls.Events)
+		ls.Events = slices.Compact(ls.Events)
+		out = append(out, *ls)
+	}
 	return out, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -58,7 +59,7 @@ func (db *DB) FleetProfiles(ctx context.Context, tenant int64, app string, hosts
 	}
 	equal := map[string]string{}
 	for _, l := range labels {
-		if !l.Not {
+		if l.Exact() {
 			equal[l.Name] = l.Value
 		}
 	}
@@ -143,4 +144,57 @@ func (db *DB) FleetTotals(ctx context.Context, tenant int64, app string, from, t
 	}, `SELECT profile_id, host, event, second, samples, idle FROM fleet_seconds
 		WHERE tenant_id = $1 AND app = $2 AND second >= $3 AND second < $4`, tenant, app, from, to)
 	return out, translate(err, "fleet")
+}
+
+// FleetLabelSets returns the distinct (app, host, labels) of the tenant's
+// profiles that overlap the window [from, to) (unix ns, exactly as
+// FleetProfiles decides it), of app ("": every app), each with the base
+// names of its profiles' events; at most limit of them (more: ETOOLARGE).
+func (db *DB) FleetLabelSets(ctx context.Context, tenant int64, app string, from, to int64, limit int) ([]fleetscope.LabelSet, error) {
+	// A profile's exact span in unix ns, as fleetscope.WallSpan computes it
+	// (start_time holds microseconds, as the Go side reads it too).
+	const span = `CASE WHEN timed THEN start_second * 1000000000 + wall_shift_nanos
+		ELSE (extract(epoch FROM start_time) * 1000000000)::bigint END`
+	where := []string{"tenant_id = $1", "end_time >= $2", "start_time < $3"}
+	args := []any{tenant, time.Unix(0, from).Add(-time.Second), time.Unix(0, to).Add(time.Second), from, to}
+	if app != "" {
+		args = append(args, app)
+		where = append(where, fmt.Sprintf("app = $%d", len(args)))
+	}
+	q := `SELECT app, host, labels, jsonb_agg(DISTINCT e.name ORDER BY e.name)
+		FROM (SELECT app, host, labels, events, ` + span + ` AS s, duration_nanos AS d FROM profiles WHERE ` + strings.Join(where, " AND ") + `) p,
+			jsonb_to_recordset(p.events) AS e(name text)
+		WHERE s < $5 AND s + d >= $4
+		GROUP BY app, host, labels ORDER BY app, host, labels::text` + fmt.Sprintf(` LIMIT %d`, limit+1)
+	var out []fleetscope.LabelSet
+	err := db.readTenant(ctx, tenant, func(rows pgx.Rows) error {
+		for rows.Next() {
+			var ls fleetscope.LabelSet
+			var labels, events []byte
+			if err := rows.Scan(&ls.App, &ls.Host, &labels, &events); err != nil {
+				return err
+			}
+			var names []string
+			if err := json.Unmarshal(labels, &ls.Labels); err != nil {
+				return err
+			}
+			if err := json.Unmarshal(events, &names); err != nil {
+				return err
+			}
+			for _, n := range names {
+				ls.Events = append(ls.Events, fleetscope.EventBase(n))
+			}
+			slices.Sort(ls.Events)
+			ls.Events = slices.Compact(ls.Events)
+			out = append(out, ls)
+		}
+		return nil
+	}, q, args...)
+	if err != nil {
+		return nil, translate(err, "fleet")
+	}
+	if len(out) > limit {
+		return nil, fleetscope.Errorf(fleetscope.ETOOLARGE, "more than %d distinct label sets in this window: narrow it (service_name, a shorter window)", limit)
+	}
+	return out, nil
 }
