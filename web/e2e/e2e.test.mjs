@@ -970,9 +970,15 @@ describe("dashboard", () => {
     await page.getByTestId("not-found").waitFor();
     await screenshot(page, "not-found");
 
+    // A range wholly outside the profile is refused by the server, which
+    // says so with the profile's span; the page offers the whole profile.
     await page.goto(`${URL_}/p/${PROFILE}?start=100&end=101`);
-    await page.getByTestId("no-samples").waitFor();
-    await screenshot(page, "no-samples");
+    const outside = page.locator(".flame-box [data-testid=error]");
+    await outside.waitFor();
+    assert.match(await outside.innerText(), /lies outside the profile/);
+    await screenshot(page, "range-outside");
+    await page.getByRole("button", { name: "Show the whole profile" }).click();
+    await page.waitForFunction(() => Number(document.querySelector("[data-testid=flamegraph]")?.dataset.total) > 0);
 
     // The flame graph's own request failing: its panel says so and retries.
     await page.route("**/fleetscope.v1.QueryService/GetFlameGraph", (r) => r.abort("connectionrefused"));
