@@ -316,24 +316,24 @@ var DefaultShape = Shape{MaxStacks: 250_000, MaxDepth: 4096, MaxFrames: 25_000_0
 // check returns ETOOLARGE when the dictionary outgrew the shape; from is
 // the first stack not checked yet, and frames the frames counted so far.
 func (sh Shape) check(d *fleetscope.Dict, from int, frames *int) error {
-	too := func(format string, args ...any) error {
-		return fleetscope.Errorf(fleetscope.ETOOLARGE, format+" (the server's limit; see FLEETSCOPE_MAX_STACKS and the tenant's limits)", args...)
+	too := func(setting, format string, args ...any) error {
+		return fleetscope.Errorf(fleetscope.ETOOLARGE, format+" (the server's limit; see "+setting+")", args...)
 	}
 	if n := len(d.Events()); d.EventsFull() || sh.MaxEvents > 0 && n > sh.MaxEvents {
-		return too("more than %d distinct events", min(sh.MaxEvents, fleetscope.MaxEvents))
+		return too("the README's limits", "more than %d distinct events", min(sh.MaxEvents, fleetscope.MaxEvents))
 	}
 	if sh.MaxStacks > 0 && d.NumStacks() > sh.MaxStacks {
-		return too("more than %d distinct stacks", sh.MaxStacks)
+		return too("FLEETSCOPE_MAX_STACKS and the tenant's max_stacks", "more than %d distinct stacks", sh.MaxStacks)
 	}
 	for id := from; id < d.NumStacks(); id++ {
 		n := len(d.StackFrames(fleetscope.StackID(id)))
 		if sh.MaxDepth > 0 && n > sh.MaxDepth {
-			return too("a stack of %d frames, more than %d", n, sh.MaxDepth)
+			return too("FLEETSCOPE_MAX_DEPTH and the tenant's max_depth", "a stack of %d frames, more than %d", n, sh.MaxDepth)
 		}
 		*frames += n
 	}
 	if sh.MaxFrames > 0 && *frames > sh.MaxFrames {
-		return too("more than %d frames in its distinct stacks", sh.MaxFrames)
+		return too("the README's limits", "more than %d frames in its distinct stacks", sh.MaxFrames)
 	}
 	return nil
 }
