@@ -251,6 +251,8 @@ func BenchmarkFleet(b *testing.B) {
 		post("GetFleetHosts", &fsv1.GetFleetHostsRequest{Selection: sel(0, 600), MinSecondsPerColumn: 10}))
 	p50("fleet heatmap, 10 min, 1-s columns", "target <= 100 ms; Pyroscope has none",
 		post("GetFleetHeatmap", &fsv1.GetFleetHeatmapRequest{Selection: sel(0, 600)}))
+	p50("timeline, a 24-h window (87-s columns)", "the fleet issue: <= 1 s",
+		post("GetFleetTimeline", &fsv1.GetFleetTimelineRequest{Selection: sel(-12*3600, 12*3600)}))
 	hosts, err := fleet.GetFleetHosts(ctx, connect.NewRequest(&fsv1.GetFleetHostsRequest{Selection: sel(0, 600), MinSecondsPerColumn: 10}))
 	if err != nil || len(hosts.Msg.GetHosts()) != fleetHosts {
 		b.Fatalf("host strip: %d hosts, %v", len(hosts.Msg.GetHosts()), err)
