@@ -45,15 +45,7 @@ func (g *FlameGraph) Flat() *flame.Flat { return g.layout().Flat(g.Dict, g.Count
 // seconds the range touches. Returns EINVALID for a range on a profile
 // without per-sample times, or an unknown event.
 func (s *Service) FlameGraph(ctx context.Context, tenant int64, r FlameRequest) (*FlameGraph, error) {
-	info, err := s.Profile(ctx, tenant, r.ProfileID)
-	if err != nil {
-		return nil, err
-	}
-	ev, err := event(info, r.Event)
-	if err != nil {
-		return nil, err
-	}
-	f, err := compileFilter(r.Filter)
+	info, ev, f, err := s.profileRequest(ctx, tenant, r.ProfileID, r.Event, r.Filter, false)
 	if err != nil {
 		return nil, err
 	}
@@ -74,26 +66,26 @@ func (s *Service) FlameGraph(ctx context.Context, tenant int64, r FlameRequest) 
 		return nil, err
 	}
 	values := make([]uint64, d.NumStacks())
-	if r.Range == nil || rg.Start < rg.End && from <= to {
+	switch {
+	case r.Range != nil && (rg.Start >= rg.End || from > to): // no seconds
+	case f.spans != nil: // which samples count depends on their times and threads: decode them
+		if err := s.countInSpans(ctx, tenant, info, ev, from, to, rg, f, r.ByPeriod, values); err != nil {
+			return nil, err
+		}
+	default:
 		secs, err := s.src.Seconds(ctx, tenant, info.ID, ev, from, to)
 		if err != nil {
 			return nil, err
 		}
-		if f.spans != nil { // which samples count depends on their times and threads: decode them
-			if err := s.countInSpans(ctx, tenant, info, ev, secs, rg, f, r.ByPeriod, values); err != nil {
-				return nil, err
-			}
-		} else {
-			threads, err := s.keepThreads(ctx, tenant, info.ID, f)
-			if err != nil {
-				return nil, err
-			}
-			c := index.Counter{UnitNanos: info.TimeUnitNanos, Timed: info.Timed, Period: info.Events[ev].Period,
-				ByPeriod: r.ByPeriod || info.Events[ev].Weighted, Range: rg, Threads: threads}
-			for i := range secs {
-				if err := c.Count(&secs[i], values); err != nil {
-					return nil, fleetscope.Wrap(err, fleetscope.EINTERNAL, "profile "+info.ID+": corrupt index row")
-				}
+		threads, err := s.keepThreads(ctx, tenant, info.ID, f)
+		if err != nil {
+			return nil, err
+		}
+		c := index.Counter{UnitNanos: info.TimeUnitNanos, Timed: info.Timed, Period: info.Events[ev].Period,
+			ByPeriod: r.ByPeriod || info.Events[ev].Weighted, Range: rg, Threads: threads}
+		for i := range secs {
+			if err := c.Count(&secs[i], values); err != nil {
+				return nil, fleetscope.Wrap(err, fleetscope.EINTERNAL, "profile "+info.ID+": corrupt index row")
 			}
 		}
 	}
@@ -131,35 +123,26 @@ func checkRange(rg fleetscope.Range, info *fleetscope.ProfileInfo) error {
 	return nil
 }
 
-// countInSpans adds to values the samples of rows secs in range rg that
-// the filter, span condition included, keeps.
-func (s *Service) countInSpans(ctx context.Context, tenant int64, info *fleetscope.ProfileInfo, ev int, secs []index.Second,
+// countInSpans adds to values the samples of seconds [from, to] in range
+// rg that the filter, span condition included, keeps.
+func (s *Service) countInSpans(ctx context.Context, tenant int64, info *fleetscope.ProfileInfo, ev int, from, to int64,
 	rg fleetscope.Range, f filter, byPeriod bool, values []uint64) error {
 	sel, err := s.selector(ctx, tenant, info, f)
 	if err != nil {
 		return err
 	}
-	threads, err := s.profileThreads(ctx, tenant, info.ID)
-	if err != nil {
-		return err
-	}
-	var batch []fleetscope.Sample
-	for i := range secs {
-		batch, err = index.Decode(batch[:0], &secs[i], info.StartSecond, info.TimeUnitNanos, info.Timed, info.Events[ev].Period, threads)
-		if err != nil {
-			return fleetscope.Wrap(err, fleetscope.EINTERNAL, "profile "+info.ID+": corrupt index row")
-		}
+	weighted := byPeriod || info.Events[ev].Weighted
+	return s.samples(ctx, tenant, info, ev, from, to, func(_ *fleetscope.Dict, batch []fleetscope.Sample) {
 		for j := range batch {
 			smp := &batch[j]
-			if !rg.Contains(smp.TimeNanos-info.StartSecond*1e9) && rg != fleetscope.All || !f.keepSample(nil, sel, smp) {
+			if rg != fleetscope.All && !rg.Contains(smp.TimeNanos-info.StartSecond*1e9) || !f.keepSample(nil, sel, smp) {
 				continue
 			}
 			v := uint64(1)
-			if byPeriod || info.Events[ev].Weighted {
+			if weighted {
 				v = smp.Period
 			}
 			values[smp.Stack] += v
 		}
-	}
-	return nil
+	})
 }

@@ -32,18 +32,7 @@ func (s *Service) Heatmap(ctx context.Context, tenant int64, r HeatmapRequest) (
 	if err := fleetscope.CheckRows(rows); err != nil {
 		return nil, err
 	}
-	info, err := s.Profile(ctx, tenant, r.ProfileID)
-	if err != nil {
-		return nil, err
-	}
-	if !info.Timed {
-		return nil, fleetscope.Errorf(fleetscope.EINVALID, "this profile has no per-sample timestamps: no heatmap (a whole-profile flame graph works)")
-	}
-	ev, err := event(info, r.Event)
-	if err != nil {
-		return nil, err
-	}
-	f, err := compileFilter(r.Filter)
+	info, ev, f, err := s.profileRequest(ctx, tenant, r.ProfileID, r.Event, r.Filter, true)
 	if err != nil {
 		return nil, err
 	}

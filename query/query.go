@@ -247,6 +247,28 @@ func (s *Service) layout(tenant int64, info *fleetscope.ProfileInfo, d *fleetsco
 	return l
 }
 
+// profileRequest resolves what every single-profile query starts from:
+// the profile, its event and the compiled filter; timed requires
+// per-sample times (heatmaps).
+func (s *Service) profileRequest(ctx context.Context, tenant int64, id, eventName string, flt fleetscope.Filter, timed bool) (*fleetscope.ProfileInfo, int, filter, error) {
+	info, err := s.Profile(ctx, tenant, id)
+	if err != nil {
+		return nil, 0, filter{}, err
+	}
+	if timed && !info.Timed {
+		return nil, 0, filter{}, fleetscope.Errorf(fleetscope.EINVALID, "this profile has no per-sample timestamps: no heatmap (a whole-profile flame graph works)")
+	}
+	ev, err := event(info, eventName)
+	if err != nil {
+		return nil, 0, filter{}, err
+	}
+	f, err := compileFilter(flt)
+	if err != nil {
+		return nil, 0, filter{}, err
+	}
+	return info, ev, f, nil
+}
+
 // event resolves an event name against a stored profile ("": its default).
 func event(info *fleetscope.ProfileInfo, name string) (int, error) {
 	if name == "" {

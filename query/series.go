@@ -74,18 +74,7 @@ func (s *Service) HeatmapSeries(ctx context.Context, tenant int64, r SeriesReque
 	if top < 1 || top > MaxSeries {
 		return nil, fleetscope.Errorf(fleetscope.EINVALID, "top %d: between 1 and %d (0: %d)", r.Top, MaxSeries, DefaultSeries)
 	}
-	info, err := s.Profile(ctx, tenant, r.ProfileID)
-	if err != nil {
-		return nil, err
-	}
-	if !info.Timed {
-		return nil, fleetscope.Errorf(fleetscope.EINVALID, "this profile has no per-sample timestamps: no heatmap (a whole-profile flame graph works)")
-	}
-	ev, err := event(info, r.Event)
-	if err != nil {
-		return nil, err
-	}
-	f, err := compileFilter(r.Filter)
+	info, ev, f, err := s.profileRequest(ctx, tenant, r.ProfileID, r.Event, r.Filter, true)
 	if err != nil {
 		return nil, err
 	}
