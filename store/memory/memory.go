@@ -38,9 +38,14 @@ type profile struct {
 	info    *fleetscope.ProfileInfo
 	dict    *fleetscope.Dict
 	byEvent [][]index.Second // per event, by second
-	keys    []int64          // stack keys (index.StackKey), by stack id
 	threads []fleetscope.Thread
-	wall    []index.WallSecond
+	ix      *index.Index
+	// What fleet queries need, made on the first (a local file's command
+	// never asks): stack keys (index.StackKey) by stack id, and the
+	// profile's cells in wall-clock time.
+	fleetReady bool
+	keys       []int64
+	wall       []index.WallSecond
 }
 
 // New returns an empty store.
@@ -49,21 +54,12 @@ func New() *Store { return &Store{profiles: map[string]*profile{}, stacks: map[i
 // Add keeps a parsed profile: its metadata (info.ID names it; empty gets
 // "local-N"), dictionary and index. It returns the id.
 func (s *Store) Add(info *fleetscope.ProfileInfo, dict *fleetscope.Dict, ix *index.Index) (string, error) {
-	wall, err := index.WallSeconds(ix, info.WallShiftNanos, dict.Idle)
-	if err != nil {
-		return "", err
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if info.ID == "" {
 		info.ID = fmt.Sprintf("local-%d", len(s.order)+1)
 	}
-	p := &profile{info: info, dict: dict, byEvent: make([][]index.Second, len(info.Events)), keys: index.StackKeys(dict), threads: ix.Threads, wall: wall}
-	for id, k := range p.keys {
-		if _, ok := s.stacks[k]; !ok {
-			s.stacks[k] = stackRef{p, fleetscope.StackID(id)}
-		}
-	}
+	p := &profile{info: info, dict: dict, byEvent: make([][]index.Second, len(info.Events)), threads: ix.Threads, ix: ix}
 	for _, sec := range ix.Seconds {
 		for int(sec.Event) >= len(p.byEvent) {
 			p.byEvent = append(p.byEvent, nil)
@@ -222,9 +218,35 @@ func (s *Store) FleetLabelSets(_ context.Context, _ int64, app string, from, to 
 	return out, nil
 }
 
+// fleet makes what fleet queries need of every profile that lacks it.
+func (s *Store) fleet() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, id := range s.order {
+		p := s.profiles[id]
+		if p.fleetReady {
+			continue
+		}
+		wall, err := index.WallSeconds(p.ix, p.info.WallShiftNanos, p.dict.Idle)
+		if err != nil {
+			return err
+		}
+		p.wall, p.keys, p.fleetReady = wall, index.StackKeys(p.dict), true
+		for i, k := range p.keys {
+			if _, ok := s.stacks[k]; !ok {
+				s.stacks[k] = stackRef{p, fleetscope.StackID(i)}
+			}
+		}
+	}
+	return nil
+}
+
 // fleetRows returns the wall seconds of app's profiles in [from, to) for
 // which keep is true.
-func (s *Store) fleetRows(app string, from, to int64, keep func(*index.WallSecond) bool) []index.FleetRow {
+func (s *Store) fleetRows(app string, from, to int64, keep func(*index.WallSecond) bool) ([]index.FleetRow, error) {
+	if err := s.fleet(); err != nil {
+		return nil, err
+	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	var out []index.FleetRow
@@ -239,23 +261,26 @@ func (s *Store) fleetRows(app string, from, to int64, keep func(*index.WallSecon
 			}
 		}
 	}
-	return out
+	return out, nil
 }
 
 // FleetCells returns the cells of app's profiles for one event (base name)
 // in the unix seconds [from, to).
 func (s *Store) FleetCells(_ context.Context, _ int64, app, event string, from, to int64) ([]index.FleetRow, error) {
-	return s.fleetRows(app, from, to, func(w *index.WallSecond) bool { return w.Event == event }), nil
+	return s.fleetRows(app, from, to, func(w *index.WallSecond) bool { return w.Event == event })
 }
 
 // FleetTotals returns the samples of app's profiles, every event, in the
 // unix seconds [from, to).
 func (s *Store) FleetTotals(_ context.Context, _ int64, app string, from, to int64) ([]index.FleetRow, error) {
-	return s.fleetRows(app, from, to, func(*index.WallSecond) bool { return true }), nil
+	return s.fleetRows(app, from, to, func(*index.WallSecond) bool { return true })
 }
 
 // ProfileStacks returns a profile's stack keys by stack id.
 func (s *Store) ProfileStacks(_ context.Context, _ int64, id string) ([]int64, error) {
+	if err := s.fleet(); err != nil {
+		return nil, err
+	}
 	p, err := s.get(id)
 	if err != nil {
 		return nil, err
@@ -274,6 +299,9 @@ func (s *Store) Threads(_ context.Context, _ int64, id string) ([]fleetscope.Thr
 
 // StackDict builds a dictionary whose stack i is the stack with key ids[i].
 func (s *Store) StackDict(_ context.Context, _ int64, ids []int64) (*fleetscope.Dict, error) {
+	if err := s.fleet(); err != nil {
+		return nil, err
+	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	d := fleetscope.NewDict()
