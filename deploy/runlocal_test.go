@@ -35,7 +35,7 @@ type checkout struct {
 func newCheckout(t *testing.T) checkout {
 	t.Helper()
 	if _, err := exec.LookPath("bash"); err != nil {
-		t.Skip("no bash")
+		skipOrFail(t, "no bash")
 	}
 	dir, err := os.MkdirTemp("", "run-local-")
 	if err != nil {
@@ -77,7 +77,7 @@ func newCheckout(t *testing.T) checkout {
 func (c checkout) make(target string) (stdout, stderr string, err error) {
 	c.t.Helper()
 	if _, err := exec.LookPath("make"); err != nil {
-		c.t.Skip("no make")
+		skipOrFail(c.t, "no make")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -230,10 +230,7 @@ func TestRunLocalFailures(t *testing.T) {
 func TestRunLocalPostgres(t *testing.T) {
 	bins, _ := filepath.Glob("/usr/lib/postgresql/*/bin/initdb")
 	if len(bins) == 0 && os.Getenv("PG_BIN") == "" {
-		if os.Getenv("FLEETSCOPE_TEST_REQUIRE") == "1" {
-			t.Fatal("no PostgreSQL server binaries under /usr/lib/postgresql (apt-get install postgresql)")
-		}
-		t.Skip("no PostgreSQL server binaries under /usr/lib/postgresql; FLEETSCOPE_TEST_REQUIRE=1 makes this a failure")
+		skipOrFail(t, "no PostgreSQL server binaries under /usr/lib/postgresql (apt-get install postgresql)")
 	}
 	c := newCheckout(t)
 	// Far from run-local's default port, so a developer's cluster keeps its own.
@@ -317,4 +314,14 @@ func TestRunLocalPostgres(t *testing.T) {
 	if got := psql(third, "SELECT count(*) FROM kept"); got != "0" {
 		t.Errorf("the cluster lost its data across stop and start: %q", got)
 	}
+}
+
+// skipOrFail skips t for a missing prerequisite, or fails it when
+// FLEETSCOPE_TEST_REQUIRE=1 (CI) asks for every test to run.
+func skipOrFail(t *testing.T, why string) {
+	t.Helper()
+	if os.Getenv("FLEETSCOPE_TEST_REQUIRE") == "1" {
+		t.Fatal(why + " (FLEETSCOPE_TEST_REQUIRE=1: every test must run)")
+	}
+	t.Skip(why + " (skipped; FLEETSCOPE_TEST_REQUIRE=1 makes this a failure)")
 }
