@@ -18,8 +18,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -630,15 +632,16 @@ func TestFailuresLeaveNothingHalfWritten(t *testing.T) {
 	}
 	s.upload(path)
 
-	// Database connections killed while uploads run.
+	// Database connections killed while uploads run: distinct files are
+	// uploaded, with every client session killed each 40 ms, until the kills
+	// have hit uploads in flight: an upload failed, or the server had to run
+	// a statement again on a fresh connection (its retry counter, on
+	// /metrics). An injection that hit nothing tests nothing.
 	var paths []string
-	for i := range 6 {
-		paths = append(paths, plant(t, "--seed", fmt.Sprint(100+i), "--seconds", "8", "--hz", "199"))
-	}
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
-	killed := 0
+	var killed atomic.Int64
 	go func() {
 		defer wg.Done()
 		for {
@@ -650,39 +653,57 @@ func TestFailuresLeaveNothingHalfWritten(t *testing.T) {
 					// Sessions, not the database's background workers (on
 					// Citus its maintenance daemon, which recovers the
 					// prepared transactions a killed session leaves).
-					var n int
+					var n int64
 					err := c.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
 						WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend'`).Scan(&n)
-					killed += n
+					killed.Add(n)
 					return err
 				})
 			}
 		}
 	}()
-	failed := 0
-	for _, p := range paths {
+	failed, retried0 := 0, s.metric("fleetscope_db_retries_total")
+	for i := 0; i < 6 || failed == 0 && s.metric("fleetscope_db_retries_total") == retried0; i++ {
+		if i == 40 {
+			t.Fatalf("40 uploads while connections were killed (%d killed): none failed or was retried, so nothing was tested", killed.Load())
+		}
+		p := plant(t, "--seed", fmt.Sprint(100+i), "--seconds", "8", "--hz", "199")
+		paths = append(paths, p)
 		if _, _, code := s.cli("upload", "--app", "x", p); code != 0 {
 			failed++
 		}
 	}
 	close(stop)
 	wg.Wait()
-	t.Logf("killed %d connections; %d of %d uploads failed", killed, failed, len(paths))
-	for _, p := range paths { // retries succeed
-		s.upload(p)
+	if killed.Load() == 0 {
+		t.Fatal("no database connection was killed: nothing was tested")
+	}
+	t.Logf("killed %d connections; %d of %d uploads failed, %v database operations retried", killed.Load(), failed, len(paths),
+		s.metric("fleetscope_db_retries_total")-retried0)
+	_, q := s.clients()
+	for _, p := range paths { // retries succeed, and store each profile in full
+		id := s.upload(p)
+		hm, err := q.GetHeatmap(ctx, connect.NewRequest(&fsv1.GetHeatmapRequest{ProfileId: id}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := truthNonIdle(t, p); hm.Msg.GetTotal() != want {
+			t.Errorf("%s after a retry: heatmap total %d, truth.json %d (half-written and taken as already stored?)", filepath.Base(filepath.Dir(p)), hm.Msg.GetTotal(), want)
+		}
 	}
 
-	// A client that goes away mid-stream.
+	// A client that goes away mid-stream, once the server is reading its
+	// upload (its spool holds the body): the server drops it.
 	ing, _ := s.clients()
 	cctx, cancel := context.WithCancel(ctx)
 	stream := ing.Upload(cctx)
 	stream.Send(&fsv1.UploadRequest{Msg: &fsv1.UploadRequest_Metadata{Metadata: &fsv1.UploadMetadata{App: "gone"}}})
 	b, _ := os.ReadFile(plant(t, "--seed", "9", "--seconds", "10"))
 	stream.Send(&fsv1.UploadRequest{Msg: &fsv1.UploadRequest_Chunk{Chunk: b[:len(b)/2]}})
-	time.Sleep(200 * time.Millisecond)
+	waitUntil(t, "the server to spool the half-sent upload", func() bool { return s.spoolFiles() > 0 })
 	cancel()
 	stream.CloseAndReceive()
-	time.Sleep(500 * time.Millisecond)
+	waitUntil(t, "the server to drop the abandoned upload's spool file", func() bool { return s.spoolFiles() == 0 })
 
 	// Consistency: every profile complete, every blob referenced, nothing else.
 	check, err := s.db.CheckConsistency(ctx)
@@ -702,8 +723,56 @@ func TestFailuresLeaveNothingHalfWritten(t *testing.T) {
 			t.Errorf("orphan blob %s", k)
 		}
 	}
-	if n := s.spoolFiles(); n != 0 {
-		t.Fatalf("upload spool not cleaned: %d files", n)
+}
+
+// metric reads a counter or gauge from the server's /metrics (0 if absent).
+func (s *service) metric(name string) float64 {
+	s.t.Helper()
+	res, err := http.Get(s.url + "/metrics")
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	sc := bufio.NewScanner(res.Body)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				s.t.Fatalf("/metrics %s: %v", name, err)
+			}
+			return f
+		}
+	}
+	return 0
+}
+
+// truthNonIdle is the non-idle sample count planted.py wrote beside a
+// planted profile (its truth.json).
+func truthNonIdle(t testing.TB, planted string) int64 {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(filepath.Dir(planted), "truth.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tr struct {
+		NonIdle *int64 `json:"non_idle"`
+	}
+	if err := json.Unmarshal(b, &tr); err != nil || tr.NonIdle == nil {
+		t.Fatalf("truth.json of %s: no non_idle (%v)", planted, err)
+	}
+	return *tr.NonIdle
+}
+
+// waitUntil polls the server's state (not the clock) until cond holds,
+// failing t after 30 s.
+func waitUntil(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited 30 s for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 

@@ -35,7 +35,13 @@ type DB struct {
 	pool  *pgxpool.Pool
 	known known        // dictionary entries stored (see writeDictionary)
 	lost  atomic.Int64 // when a connection was last found broken (Unix nanoseconds)
+	rerun atomic.Int64 // operations run again after their connection broke
 }
+
+// Retried counts the operations run again on a fresh connection after
+// theirs broke (killed sessions, a restarted database): work that would
+// otherwise have failed.
+func (db *DB) Retried() int64 { return db.rerun.Load() }
 
 // suspectFor is how long after a broken connection every connection the
 // pool hands out is pinged first: what broke one (a restarted server,
@@ -217,6 +223,9 @@ func (db *DB) readTenant(ctx context.Context, tenant int64, scan func(pgx.Rows) 
 func (db *DB) retry(ctx context.Context, fn func() error) error {
 	var err error
 	for attempt := 0; attempt < 3; attempt++ {
+		if attempt > 0 {
+			db.rerun.Add(1)
+		}
 		if err = fn(); err == nil || !connectionLost(err) || ctx.Err() != nil {
 			return err
 		}
