@@ -569,6 +569,58 @@ func TestUploadIsIdempotent(t *testing.T) {
 	}
 }
 
+// TestConcurrentIdenticalUploadsAreOneProfile: the same bytes uploaded by 8
+// clients at once (all in flight together: each is held at the server until
+// all 8 have begun) are one profile, one blob, and every client is told its
+// id.
+func TestConcurrentIdenticalUploadsAreOneProfile(t *testing.T) {
+	s := startService(t, serviceOpts{})
+	ctx := context.Background()
+	planted := plant(t, "--seed", "33", "--seconds", "4")
+	body, err := os.ReadFile(planted)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ing, _ := s.clients()
+	const n = 8
+	streams := make([]*connect.ClientStreamForClient[fsv1.UploadRequest, fsv1.UploadResponse], n)
+	for i := range streams { // every upload begun, with all but its last bytes sent
+		streams[i] = ing.Upload(ctx)
+		streams[i].Send(&fsv1.UploadRequest{Msg: &fsv1.UploadRequest_Metadata{Metadata: &fsv1.UploadMetadata{App: "same", Filename: "same.perf"}}})
+		streams[i].Send(&fsv1.UploadRequest{Msg: &fsv1.UploadRequest_Chunk{Chunk: body[:len(body)-1]}})
+	}
+	waitUntil(t, "all 8 uploads to be spooled at the server", func() bool { return s.spoolFiles() >= n })
+	ids := make([]string, n)
+	var wg sync.WaitGroup
+	for i, st := range streams { // then all finished at once
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			st.Send(&fsv1.UploadRequest{Msg: &fsv1.UploadRequest_Chunk{Chunk: body[len(body)-1:]}})
+			res, err := st.CloseAndReceive()
+			if err != nil {
+				t.Errorf("upload %d: %v", i, err)
+				return
+			}
+			ids[i] = res.Msg.GetProfile().GetId()
+		}()
+	}
+	wg.Wait()
+	for i, id := range ids {
+		if id == "" || id != ids[0] {
+			t.Fatalf("concurrent identical uploads were told different profiles: %v (upload %d)", ids, i)
+		}
+	}
+	if got := s.counts(); !strings.Contains(got, "profiles=1 ") || !strings.HasSuffix(got, "blobs=1") {
+		t.Fatalf("8 identical uploads at once stored %s, want one profile and one blob", got)
+	}
+	_, q := s.clients()
+	hm, err := q.GetHeatmap(ctx, connect.NewRequest(&fsv1.GetHeatmapRequest{ProfileId: ids[0]}))
+	if err != nil || hm.Msg.GetTotal() != truthNonIdle(t, planted) {
+		t.Fatalf("the one profile's heatmap: %v total %d, truth.json %d", err, hm.Msg.GetTotal(), truthNonIdle(t, planted))
+	}
+}
+
 // TestBadInputStoresNothing: each bad upload gets a clear error and leaves
 // no index rows and no blob.
 func TestBadInputStoresNothing(t *testing.T) {
