@@ -74,7 +74,8 @@ func procedures() []string {
 	out := slices.Sorted(maps.Keys(api.Scopes))
 	for _, fd := range []protoreflect.FileDescriptor{
 		fsv1.File_fleetscope_v1_ingest_proto, fsv1.File_fleetscope_v1_query_proto, fsv1.File_fleetscope_v1_fleet_proto,
-		fsv1.File_fleetscope_v1_admin_proto, fsv1.File_fleetscope_v1_share_proto, querierv1.File_querier_v1_querier_proto,
+		fsv1.File_fleetscope_v1_admin_proto, fsv1.File_fleetscope_v1_share_proto, fsv1.File_fleetscope_v1_compare_proto,
+		querierv1.File_querier_v1_querier_proto, pushv1.File_push_v1_push_proto,
 	} {
 		for i := 0; i < fd.Services().Len(); i++ {
 			svc := fd.Services().Get(i)
@@ -130,8 +131,16 @@ func TestTenantIsolation(t *testing.T) {
 			breaches++
 			t.Errorf("BREACH: %s with B's %q key: %v", proc, scope, detail)
 		}
+		if err, isErr := detail.(error); isErr && err != nil && !refusal(err) {
+			t.Errorf("%s with B's %q key: refused as %v (%v); want not found, permission denied or unauthenticated", proc, scope, connect.CodeOf(err), err)
+		}
 	}
-	ok := func(err error) bool { return err == nil }
+	ok := func(err error) bool {
+		if err != nil && !refusal(err) {
+			t.Errorf("an attack was refused as %v (%v); want not found, permission denied or unauthenticated", connect.CodeOf(err), err)
+		}
+		return err == nil
+	}
 	for scope, key := range bKeys {
 		b := s.as(key)
 		for _, id := range guessed {
@@ -235,10 +244,17 @@ func TestTenantIsolation(t *testing.T) {
 		req, _ := http.NewRequest("POST", s.url+"/ingest?name=intruder{origin=b}&format=folded", strings.NewReader("x;y 1\n"))
 		req.Header.Set("Authorization", "Bearer "+key)
 		req.Header.Set("X-Scope-OrgID", "acme")
-		if res, err := http.DefaultClient.Do(req); err == nil {
-			res.Body.Close()
+		res2, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
 		}
-		try(api.PyroscopePath, scope, false, nil) // checked below: A's fleet is unchanged
+		res2.Body.Close()
+		// An ingest key stores B's own profile (A's fleet is checked below:
+		// unchanged); any other key is refused as forbidden.
+		if want := map[bool]int{true: http.StatusOK, false: http.StatusForbidden}[strings.Contains(scope, "ingest")]; res2.StatusCode != want {
+			t.Errorf("%s with B's %q key and X-Scope-OrgID naming A: HTTP %d, want %d", api.PyroscopePath, scope, res2.StatusCode, want)
+		}
+		try(api.PyroscopePath, scope, false, nil)
 		ls, err := b.admin.ListShareLinks(ctx, connect.NewRequest(&fsv1.ListShareLinksRequest{}))
 		try(fleetscopev1connect.AdminServiceListShareLinksProcedure, scope, err == nil && slices.ContainsFunc(ls.Msg.GetLinks(), func(l *fsv1.ShareLink) bool { return l.GetProfileId() == idA }), err)
 		_ = ls
@@ -291,6 +307,20 @@ func TestTenantIsolation(t *testing.T) {
 	if breaches != 0 {
 		t.Fatalf("%d of %d cross-tenant attempts succeeded", breaches, attempts)
 	}
+}
+
+// refusal reports whether err is how the server refuses another tenant's
+// data: not found, permission denied or unauthenticated (invalid argument
+// for a malformed id, unimplemented for Pyroscope procedures fleetscope does
+// not serve). Anything else (internal, unavailable, unknown) is a bug even
+// when nothing leaked: a client would retry it, or it hides a failure.
+func refusal(err error) bool {
+	switch connect.CodeOf(err) {
+	case connect.CodeNotFound, connect.CodePermissionDenied, connect.CodeUnauthenticated,
+		connect.CodeInvalidArgument, connect.CodeUnimplemented:
+		return true
+	}
+	return false
 }
 
 // TestKeysScopesAndLinks: revocation, expiry, disabled tenants; share links
