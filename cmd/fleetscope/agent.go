@@ -132,6 +132,7 @@ FLEETSCOPE_API_KEY_FILE); the key needs the ingest scope.`,
 				srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 				go srv.Serve(ln)
 				defer srv.Close()
+				log.Info("serving metrics", "addr", ln.Addr().String()) // the port, when :0 asked for any
 			}
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()

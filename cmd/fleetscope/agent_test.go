@@ -174,6 +174,20 @@ func (a *agentProc) wait(timeout time.Duration) int {
 	return 0
 }
 
+// field returns a field of the first log line with message msg ("" if
+// there is none yet).
+func (a *agentProc) field(msg, name string) string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, l := range a.lines {
+		var m map[string]any
+		if json.Unmarshal([]byte(l), &m) == nil && m["msg"] == msg {
+			return fmt.Sprint(m[name])
+		}
+	}
+	return ""
+}
+
 // entries maps each logged entry name to the messages logged about it.
 func (a *agentProc) entries() map[string][]string {
 	a.mu.Lock()
@@ -193,47 +207,49 @@ func (s *service) agentEnv(url string) []string {
 }
 
 // switchProxy forwards loopback TCP to the server and can play a server
-// that is down (connections refused) or comes back.
+// that is down (every connection dropped at once) or comes back. It keeps
+// its one listener from start to cleanup, so its port is never released
+// for another process to take.
 type switchProxy struct {
-	addr, target string
-	mu           sync.Mutex
-	ln           net.Listener
-	conns        map[net.Conn]bool
+	target string
+	ln     net.Listener
+	mu     sync.Mutex
+	on     bool
+	conns  map[net.Conn]bool
 }
 
 func newSwitchProxy(t testing.TB, target string) *switchProxy {
-	p := &switchProxy{addr: freePort(t), target: strings.TrimPrefix(target, "http://"), conns: map[net.Conn]bool{}}
-	t.Cleanup(p.down)
-	return p
-}
-
-func (p *switchProxy) url() string { return "http://" + p.addr }
-
-func (p *switchProxy) up(t testing.TB) {
-	t.Helper()
-	var ln net.Listener
-	var err error
-	for range 50 { // the port may linger for a moment after down
-		if ln, err = net.Listen("tcp", p.addr); err == nil {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.mu.Lock()
-	p.ln = ln
-	p.mu.Unlock()
+	p := &switchProxy{target: strings.TrimPrefix(target, "http://"), ln: ln, conns: map[net.Conn]bool{}}
+	t.Cleanup(func() { ln.Close(); p.down() })
 	go func() {
 		for {
 			c, err := ln.Accept()
 			if err != nil {
 				return
 			}
+			p.mu.Lock()
+			on := p.on
+			p.mu.Unlock()
+			if !on {
+				c.Close()
+				continue
+			}
 			go p.pipe(c)
 		}
 	}()
+	return p
+}
+
+func (p *switchProxy) url() string { return "http://" + p.ln.Addr().String() }
+
+func (p *switchProxy) up(t testing.TB) {
+	p.mu.Lock()
+	p.on = true
+	p.mu.Unlock()
 }
 
 func (p *switchProxy) pipe(c net.Conn) {
@@ -260,10 +276,7 @@ func (p *switchProxy) pipe(c net.Conn) {
 func (p *switchProxy) down() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.ln != nil {
-		p.ln.Close()
-		p.ln = nil
-	}
+	p.on = false
 	for c := range p.conns {
 		c.Close()
 	}
@@ -806,12 +819,11 @@ func TestAgentSpoolBound(t *testing.T) {
 	s := startService(t, serviceOpts{})
 	px := newSwitchProxy(t, s.url) // down throughout
 	spool := t.TempDir()
-	metrics := freePort(t)
 	const bound = 6000 // bytes: two or three recordings of 1 s
 	a := startAgent(t, s.agentEnv(px.url()), "--app", "bounded", "--perf", fakePerf(t), "--spool", spool,
-		"--duration", "1s", "--max-spool", strconv.Itoa(bound), "--retry-min", "100ms", "--retry-max", "200ms", "--metrics-addr", metrics)
+		"--duration", "1s", "--max-spool", strconv.Itoa(bound), "--retry-min", "100ms", "--retry-max", "200ms", "--metrics-addr", "127.0.0.1:0")
 	a.await("recordings dropped", 60*time.Second, func() bool { return a.count("spool full: dropped the oldest recording") >= 2 })
-	res, err := http.Get("http://" + metrics + "/metrics")
+	res, err := http.Get("http://" + a.field("serving metrics", "addr") + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}

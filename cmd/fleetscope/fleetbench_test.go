@@ -139,12 +139,16 @@ func BenchmarkFleet(b *testing.B) {
 	// of each query, run for 5 s, as DIR/<query>.pprof.
 	profDir := os.Getenv("FLEETSCOPE_BENCH_PROFILES")
 	extra := []string{"FLEETSCOPE_MAX_UPLOADS_PER_KEY=8"}
-	debugAddr := ""
 	if profDir != "" {
-		debugAddr = freePort(b)
-		extra = append(extra, "FLEETSCOPE_DEBUG_ADDR="+debugAddr)
+		extra = append(extra, "FLEETSCOPE_DEBUG_ADDR=127.0.0.1:0") // the port it took: in its log
 	}
 	s := startService(b, serviceOpts{extra: extra})
+	debugAddr := ""
+	if line, _, _ := s.log.find(0, msg("debug serving")); line != nil {
+		debugAddr = fmt.Sprint(line["addr"])
+	} else if profDir != "" {
+		b.Fatal("FLEETSCOPE_BENCH_PROFILES: the server logged no debug listener")
+	}
 	ctx := context.Background()
 	r := loadReplay(b)
 	// The 200 files are made first (as agents would have them), two at a

@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -79,15 +78,6 @@ type serviceOpts struct {
 	s3     bool
 	extra  []string // more FLEETSCOPE_* settings
 	tenant string
-}
-
-func freePort(t testing.TB) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
 
 // serverLog collects a server's JSON log lines and lets a test wait for

@@ -129,16 +129,14 @@ describe("drawing and hit testing", () => {
     const { count } = visibleNodes(l, { zoom: 0, width: 57 }, out, 5); // 1 px per sample
     for (let k = 0; k < count; k++) expect(l.value[out[k]]).toBeGreaterThanOrEqual(5);
   });
-  test("100k nodes: layout and a full draw pass stay fast", () => {
+  test("100k nodes: layout and a full draw pass cover the tree", () => {
+    // Speed is measured by bench.sh, never asserted here.
     const t = syntheticTree(100_000, 9);
-    const t0 = performance.now();
     const l = layout(t);
     const out = new Int32Array(l.n);
     const { count } = visibleNodes(l, { zoom: 0, width: 1600 }, out);
-    const ms = performance.now() - t0;
     expect(l.n).toBe(100_000);
     expect(count).toBeGreaterThan(100);
-    expect(ms).toBeLessThan(1000); // generous: this is a guard, bench.sh measures
   });
 });
 
