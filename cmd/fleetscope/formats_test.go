@@ -91,6 +91,41 @@ func TestCollapseFormats(t *testing.T) {
 	}
 }
 
+// TestCollapseCLIMatchesEveryReference runs the CLI, as a user does, over
+// every stackcollapse-perf.pl reference in the corpus (each file, each
+// mode, the three recorded-perf-* files included): byte for byte.
+func TestCollapseCLIMatchesEveryReference(t *testing.T) {
+	flags := map[string][]string{"default": nil, "pid": {"--pid"}, "tid": {"--tid"}, "kernel": {"--kernel"},
+		"jit": {"--jit"}, "all": {"--all"}, "addrs": {"--addrs"}}
+	recorded := 0
+	for _, ref := range corpus.Glob(t, "corpus/perf/collapsed/*.folded", 93) {
+		base := strings.TrimSuffix(filepath.Base(ref), ".folded")
+		dot := strings.LastIndexByte(base, '.')
+		name, mode := base[:dot], base[dot+1:]
+		f, ok := flags[mode]
+		if !ok {
+			t.Fatalf("%s: unknown mode %q", ref, mode)
+		}
+		in := filepath.Join(corpus.Dir(), "corpus/perf", name+".txt")
+		if _, err := os.Stat(in); err != nil {
+			in += ".gz"
+		}
+		want, err := os.ReadFile(ref)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := local(t, append(append([]string{"collapse"}, f...), in)...); got != string(want) {
+			t.Errorf("fleetscope collapse %v %s differs from stackcollapse-perf.pl's %s", f, filepath.Base(in), filepath.Base(ref))
+		}
+		if strings.HasPrefix(name, "recorded-perf-") {
+			recorded++
+		}
+	}
+	if recorded != 21 {
+		t.Errorf("%d references for the recorded-perf-* files, want 3 files × 7 modes", recorded)
+	}
+}
+
 // TestPluginFormat: a converter plugin's format works end to end.
 func TestPluginFormat(t *testing.T) {
 	dir, _ := filepath.Abs("../../testdata/plugins")
