@@ -149,7 +149,7 @@ func (h *queryHandler) GetSpans(ctx context.Context, req *connect.Request[fsv1.G
 // flameRequest reads a GetFlameGraphRequest.
 func flameRequest(m *fsv1.GetFlameGraphRequest) query.FlameRequest {
 	r := query.FlameRequest{ProfileID: m.GetProfileId(), Event: m.GetEvent(), IncludeIdle: m.GetIncludeIdle(), Filter: filterOf(m.GetFilter()),
-		ByPeriod: m.GetWeightByPeriod(), Annotate: flame.Annotate{Kernel: m.GetAnnotateKernel(), JIT: m.GetAnnotateJit()}}
+		ByPeriod: m.GetWeightByPeriod(), Annotate: flame.Annotate{Kernel: m.GetAnnotateKernel(), JIT: m.GetAnnotateJit()}, Outside: m.GetOutside()}
 	r.Range = rangeOf(m.StartNanos, m.EndNanos)
 	return r
 }

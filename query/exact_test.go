@@ -406,3 +406,44 @@ func TestUnresolvedThreadSamplesCount(t *testing.T) {
 		t.Fatalf("found %d unresolved-thread samples, want 4", unresolved)
 	}
 }
+
+// TestRestFoldedEqualsCollapseOfRest: the rest of a profile (the samples
+// outside a range, for "this range vs the rest") folds exactly as collapse
+// of just those samples, and range + rest = the whole profile.
+func TestRestFoldedEqualsCollapseOfRest(t *testing.T) {
+	path, _ := plant(t, plantings[0]...)
+	p := parseFile(t, path)
+	all := blocks(t, path)
+	start := fleetscope.FloorSecond(p.p.MinNanos) * 1e9
+	whole := p.flame(fleetscope.All).Total
+	for _, r := range []fleetscope.Range{{Start: 2_400_000_000, End: 2_480_000_000}, {Start: 0, End: 1e9}, {Start: 1_234_567, End: 5_000_000_001},
+		{Start: 3e9, End: fleetscope.All.End}, {Start: fleetscope.All.Start, End: 1}} {
+		var text strings.Builder
+		for _, b := range all {
+			if !b.idle && !r.Contains(b.nanos-start) {
+				text.WriteString(b.text)
+			}
+		}
+		var want bytes.Buffer
+		if _, err := perf.Collapse(strings.NewReader(text.String()), &want, perf.Options{}); err != nil {
+			t.Fatal(err)
+		}
+		g, err := p.q.FlameGraph(context.Background(), 0, query.FlameRequest{ProfileID: p.id, Range: &r, Outside: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got bytes.Buffer
+		if err := flame.WriteFolded(&got, p.p.Dict, g.Counts, flame.Annotate{}); err != nil {
+			t.Fatal(err)
+		}
+		if got.String() != want.String() {
+			t.Errorf("rest of %v: folded differs from collapse of the samples outside it:\n%s\nwant:\n%s", r, trim(got.String()), trim(want.String()))
+		}
+		if in := p.flame(r).Total; in+g.Total != whole {
+			t.Errorf("range %v: %d inside + %d outside != %d in the whole profile", r, in, g.Total, whole)
+		}
+	}
+	if _, err := p.q.FlameGraph(context.Background(), 0, query.FlameRequest{ProfileID: p.id, Outside: true}); fleetscope.ErrorCode(err) != fleetscope.EINVALID {
+		t.Errorf("the rest without a range: %v, want invalid", err)
+	}
+}

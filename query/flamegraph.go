@@ -21,6 +21,9 @@ type FlameRequest struct {
 	Filter      fleetscope.Filter
 	ByPeriod    bool // weight samples by their period instead of counting them
 	Annotate    flame.Annotate
+	// Outside asks for the samples outside Range instead: the rest of the
+	// profile.
+	Outside bool
 }
 
 // FlameGraph is a flame graph: a value per stack of a profile's dictionary.
@@ -60,6 +63,11 @@ func (s *Service) FlameGraph(ctx context.Context, tenant int64, r FlameRequest) 
 		}
 		from = max(fleetscope.FloorSecond(rg.Start), 0)
 		to = min(fleetscope.FloorSecond(rg.End-1), info.DurationNanos/1e9)
+		if r.Outside { // every second but those wholly inside
+			from, to = 0, -1
+		}
+	} else if r.Outside {
+		return nil, fleetscope.Errorf(fleetscope.EINVALID, "the rest of the profile needs a range to leave out")
 	}
 	d, err := s.dict(ctx, tenant, info)
 	if err != nil {
@@ -67,9 +75,9 @@ func (s *Service) FlameGraph(ctx context.Context, tenant int64, r FlameRequest) 
 	}
 	values := make([]uint64, d.NumStacks())
 	switch {
-	case r.Range != nil && (rg.Start >= rg.End || from > to): // no seconds
+	case r.Range != nil && !r.Outside && (rg.Start >= rg.End || from > to): // no seconds
 	case f.spans != nil: // which samples count depends on their times and threads: decode them
-		if err := s.countInSpans(ctx, tenant, info, ev, from, to, rg, f, r.ByPeriod, values); err != nil {
+		if err := s.countInSpans(ctx, tenant, info, ev, from, to, rg, r.Outside, f, r.ByPeriod, values); err != nil {
 			return nil, err
 		}
 	default:
@@ -82,7 +90,7 @@ func (s *Service) FlameGraph(ctx context.Context, tenant int64, r FlameRequest) 
 			return nil, err
 		}
 		c := index.Counter{UnitNanos: info.TimeUnitNanos, Timed: info.Timed, Period: info.Events[ev].Period,
-			ByPeriod: r.ByPeriod || info.Events[ev].Weighted, Range: rg, Threads: threads}
+			ByPeriod: r.ByPeriod || info.Events[ev].Weighted, Range: rg, Threads: threads, Outside: r.Outside}
 		for i := range secs {
 			if err := c.Count(&secs[i], values); err != nil {
 				return nil, fleetscope.Wrap(err, fleetscope.EINTERNAL, "profile "+info.ID+": corrupt index row")
@@ -126,7 +134,7 @@ func checkRange(rg fleetscope.Range, info *fleetscope.ProfileInfo) error {
 // countInSpans adds to values the samples of seconds [from, to] in range
 // rg that the filter, span condition included, keeps.
 func (s *Service) countInSpans(ctx context.Context, tenant int64, info *fleetscope.ProfileInfo, ev int, from, to int64,
-	rg fleetscope.Range, f filter, byPeriod bool, values []uint64) error {
+	rg fleetscope.Range, outside bool, f filter, byPeriod bool, values []uint64) error {
 	sel, err := s.selector(ctx, tenant, info, f)
 	if err != nil {
 		return err
@@ -135,7 +143,7 @@ func (s *Service) countInSpans(ctx context.Context, tenant int64, info *fleetsco
 	return s.samples(ctx, tenant, info, ev, from, to, func(_ *fleetscope.Dict, batch []fleetscope.Sample) {
 		for j := range batch {
 			smp := &batch[j]
-			if rg != fleetscope.All && !rg.Contains(smp.TimeNanos-info.StartSecond*1e9) || !f.keepSample(nil, sel, smp) {
+			if rg != fleetscope.All && rg.Contains(smp.TimeNanos-info.StartSecond*1e9) == outside || !f.keepSample(nil, sel, smp) {
 				continue
 			}
 			v := uint64(1)

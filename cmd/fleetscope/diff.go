@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -31,11 +32,12 @@ func diffCmd() *cobra.Command {
 		aSpans, bSpans             string
 		event, format, inputFormat string
 		idle, normalize            bool
+		aOutside, bOutside         bool
 		top                        int
 		filter                     filterFlags
 	)
 	c := &cobra.Command{
-		Use:   "diff [--a-start S] [--a-end E] [--b-start S] [--b-end E] [--a-spans C] [--b-spans C] [--event E] [--include-idle] [--normalize] [--format folded|json|svg] A B",
+		Use:   "diff [--a-start S] [--a-end E] [--b-start S] [--b-end E] [--a-outside] [--b-outside] [--a-spans C] [--b-spans C] [--event E] [--include-idle] [--normalize] [--format folded|json|svg] A B",
 		Short: "Compare two flame graphs stack by stack: B against the baseline A",
 		Long: `Compare two flame graphs stack by stack: B against the baseline A.
 
@@ -43,7 +45,10 @@ A and B are each a profile file (FILE), a stored profile (profile:ID), or a
 fleet selection (fleet:app=APP[,host=H]...[,label=k=v|k!=v]...,from=T[,to=T],
 T as for heatmap --from). --a-start/--a-end and --b-start/--b-end pick a
 range [S, E) of a file or stored profile, in seconds from its start second.
-The same FILE on both sides is read once.
+The same FILE on both sides is read once. --a-outside (--b-outside) makes
+that side the samples outside its range: "this range against the rest of the
+profile" is
+  fleetscope diff --a-start S --a-end E --a-outside --b-start S --b-end E FILE FILE
 
 --format folded prints difffolded.pl's format: one line per stack in either
 side, "stack countA countB", sorted bytewise; column 2 equals flamegraph
@@ -66,13 +71,16 @@ prints the totals, the stacks and the functions that changed most (--top).
 			}
 			base := query.FlameRequest{Event: event, IncludeIdle: idle, Filter: f}
 			files := map[string]*localProfile{}
-			side := func(arg, start, end, cond string) (*query.FlameGraph, error) {
+			side := func(arg, start, end, cond string, outside bool) (*query.FlameGraph, error) {
 				rg, err := parseRange(start, end)
 				if err != nil {
 					return nil, err
 				}
+				if outside && rg == nil {
+					return nil, usageError{errors.New("--a-outside/--b-outside leave out a range: give its --a-start/--a-end or --b-start/--b-end")}
+				}
 				r := base
-				r.Range = rg
+				r.Range, r.Outside = rg, outside
 				if cond != "" {
 					if _, err := spans.ParseCondition(cond); err != nil {
 						return nil, usageError{err}
@@ -81,11 +89,11 @@ prints the totals, the stacks and the functions that changed most (--top).
 				}
 				return diffSideGraph(c, arg, r, inputFormat, files)
 			}
-			ga, err := side(a[0], aStart, aEnd, aSpans)
+			ga, err := side(a[0], aStart, aEnd, aSpans, aOutside)
 			if err != nil {
 				return fmt.Errorf("A: %w", err)
 			}
-			gb, err := side(a[1], bStart, bEnd, bSpans)
+			gb, err := side(a[1], bStart, bEnd, bSpans, bOutside)
 			if err != nil {
 				return fmt.Errorf("B: %w", err)
 			}
@@ -110,6 +118,8 @@ prints the totals, the stacks and the functions that changed most (--top).
 	fl.StringVar(&aEnd, "a-end", "", "A's range end (exclusive)")
 	fl.StringVar(&bStart, "b-start", "", "B's range start (inclusive)")
 	fl.StringVar(&bEnd, "b-end", "", "B's range end (exclusive)")
+	fl.BoolVar(&aOutside, "a-outside", false, "A is the samples outside its range (the rest of the profile)")
+	fl.BoolVar(&bOutside, "b-outside", false, "B is the samples outside its range")
 	fl.StringVar(&aSpans, "a-spans", "", `A's span condition, as --in-spans ("faster:p95")`)
 	fl.StringVar(&bSpans, "b-spans", "", `B's span condition ("slower:p95")`)
 	fl.StringVar(&event, "event", "", "event to compare (default: each side's event with the most samples)")
@@ -132,7 +142,7 @@ func diffSideGraph(c *cobra.Command, arg string, r query.FlameRequest, inputForm
 			return nil, err
 		}
 		req := &fsv1.GetFlameGraphRequest{ProfileId: strings.TrimPrefix(arg, profilePrefix), Event: r.Event, IncludeIdle: r.IncludeIdle,
-			Filter: filterProto(r.Filter), Format: fsv1.FlameGraphFormat_FLAME_GRAPH_FORMAT_FOLDED}
+			Filter: filterProto(r.Filter), Format: fsv1.FlameGraphFormat_FLAME_GRAPH_FORMAT_FOLDED, Outside: r.Outside}
 		if r.Range != nil {
 			req.StartNanos, req.EndNanos = &r.Range.Start, &r.Range.End
 		}

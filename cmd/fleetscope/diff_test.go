@@ -104,6 +104,21 @@ func TestDiff(t *testing.T) {
 	if stored != files {
 		t.Fatalf("diff of stored profiles differs from diff of their files")
 	}
+	// A range against the rest of its profile, from the file and the server;
+	// range + rest = the whole profile, stack by stack.
+	rest := check("range vs rest", []string{"--a-start", "2", "--a-end", "3.5", "--a-outside", "--b-start", "2", "--b-end", "3.5", p1, p1},
+		[]string{"--start", "2", "--end", "3.5", "--outside", p1}, []string{"--start", "2", "--end", "3.5", p1}, false)
+	if got := check("range vs rest, stored", []string{"--a-start", "2", "--a-end", "3.5", "--a-outside", "--b-start", "2", "--b-end", "3.5", "profile:" + id1, "profile:" + id1},
+		[]string{"--profile", id1, "--start", "2", "--end", "3.5", "--outside"}, []string{"--profile", id1, "--start", "2", "--end", "3.5"}, true); got != rest {
+		t.Fatalf("range vs rest: the stored profile's diff differs from its file's")
+	}
+	restA, rangeB := diffColumns(t, rest)
+	whole := foldedMap(t, local(t, "flamegraph", p1))
+	for stack, n := range whole {
+		if restA[stack]+rangeB[stack] != n {
+			t.Fatalf("%q: rest %d + range %d != whole %d", stack, restA[stack], rangeB[stack], n)
+		}
+	}
 	check("mixed", []string{"--b-start", "2", "--b-end", "3", p1, "profile:" + id2}, []string{p1}, []string{"--profile", id2, "--start", "2", "--end", "3"}, true)
 	// Fleets: a label against another, a host against the fleet.
 	win := "from=1795000000,to=1795000010"

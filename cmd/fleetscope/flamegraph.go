@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -28,7 +29,7 @@ func flamegraphCmd() *cobra.Command {
 		filter      filterFlags
 	)
 	c := &cobra.Command{
-		Use:   "flamegraph [--start S] [--end E] [--include-idle] [--event E] [--function RE] [--pid N]... [--format folded|json|svg|pprof|speedscope] (FILE | --profile ID | --app APP [--host H]... [--label k=v]... --from T [--to T])",
+		Use:   "flamegraph [--start S] [--end E] [--outside] [--include-idle] [--event E] [--function RE] [--pid N]... [--format folded|json|svg|pprof|speedscope] (FILE | --profile ID | --app APP [--host H]... [--label k=v]... --from T [--to T])",
 		Short: "Print the flame graph of a time range [S, E) of a profile, or of a fleet's window [from, to)",
 		Args:  args(0, 1),
 		RunE: func(c *cobra.Command, a []string) error {
@@ -50,6 +51,9 @@ func flamegraphCmd() *cobra.Command {
 				return err
 			}
 			r.Range = rg
+			if r.Outside && rg == nil {
+				return usageError{errors.New("--outside leaves out a range: give its --start and --end")}
+			}
 			if err := fileOrProfile(a, r.ProfileID); err != nil {
 				return err
 			}
@@ -68,6 +72,7 @@ func flamegraphCmd() *cobra.Command {
 	f := c.Flags()
 	f.StringVar(&start, "start", "", "range start, seconds relative to the start second (inclusive)")
 	f.StringVar(&end, "end", "", "range end, seconds relative to the start second (exclusive)")
+	f.BoolVar(&r.Outside, "outside", false, "the samples outside [--start, --end) instead: the rest of the profile")
 	f.BoolVar(&r.IncludeIdle, "include-idle", false, "include the kernel's idle samples")
 	f.StringVar(&r.Event, "event", "", "event to show (default: the one with the most samples)")
 	f.StringVar(&format, "format", "folded", "output format: "+strings.Join(flameFormats, ", "))
@@ -181,7 +186,7 @@ func remoteFlame(c *cobra.Command, w io.Writer, r query.FlameRequest, format str
 	}
 	req := &fsv1.GetFlameGraphRequest{ProfileId: r.ProfileID, Event: r.Event, IncludeIdle: r.IncludeIdle, Filter: filterProto(r.Filter),
 		WeightByPeriod: r.ByPeriod, AnnotateKernel: r.Annotate.Kernel, AnnotateJit: r.Annotate.JIT,
-		Format: formatProto(format)}
+		Format: formatProto(format), Outside: r.Outside}
 	if r.Range != nil {
 		req.StartNanos, req.EndNanos = &r.Range.Start, &r.Range.End
 	}

@@ -458,6 +458,9 @@ type Counter struct {
 	// Threads, when set, keeps samples whose thread (an index of
 	// Index.Threads) it marks true.
 	Threads []bool
+	// Outside keeps the samples outside Range instead (a timed profile's
+	// rest, for comparing a range with it).
+	Outside bool
 }
 
 // Count adds to counts[stack] the value of each sample of row s the
@@ -467,7 +470,12 @@ type Counter struct {
 // error.
 func (c *Counter) Count(s *Second, counts []uint64) error {
 	base := s.Second * 1e9
-	whole := !c.Timed || c.Range.Start <= base && base+1e9 <= c.Range.End
+	inside := c.Range.Start <= base && base+1e9 <= c.Range.End
+	outside := base+1e9 <= c.Range.Start || c.Range.End <= base
+	if c.Timed && c.Outside && inside {
+		return nil // every sample of the row is in the range
+	}
+	whole := !c.Timed || inside && !c.Outside || outside && c.Outside
 	offs, stacks, periods, ths := s.Offsets, s.Stacks, s.Periods, s.Threads
 	keepAll := c.Threads == nil
 	if !keepAll && ths == nil { // one thread: all or nothing
@@ -486,7 +494,7 @@ func (c *Counter) Count(s *Second, counts []uint64) error {
 			}
 			offs = offs[n:]
 			u += d
-			in = c.Range.Contains(base + int64(u)*c.UnitNanos)
+			in = c.Range.Contains(base+int64(u)*c.UnitNanos) != c.Outside
 		}
 		var st uint64
 		if b := stacks; len(b) > 0 && b[0] < 0x80 { // one-byte uvarint: most stacks of a profile

@@ -716,8 +716,11 @@ type GetFlameGraphRequest struct {
 	AnnotateKernel bool          `protobuf:"varint,8,opt,name=annotate_kernel,json=annotateKernel,proto3" json:"annotate_kernel,omitempty"`
 	AnnotateJit    bool          `protobuf:"varint,9,opt,name=annotate_jit,json=annotateJit,proto3" json:"annotate_jit,omitempty"`
 	Filter         *SampleFilter `protobuf:"bytes,10,opt,name=filter,proto3" json:"filter,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// The samples outside [start_nanos, end_nanos) instead: the rest of the
+	// profile (a range's complement, for "this range vs the rest").
+	Outside       bool `protobuf:"varint,11,opt,name=outside,proto3" json:"outside,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *GetFlameGraphRequest) Reset() {
@@ -818,6 +821,13 @@ func (x *GetFlameGraphRequest) GetFilter() *SampleFilter {
 		return x.Filter
 	}
 	return nil
+}
+
+func (x *GetFlameGraphRequest) GetOutside() bool {
+	if x != nil {
+		return x.Outside
+	}
+	return false
 }
 
 type GetFlameGraphResponse struct {
@@ -1509,7 +1519,7 @@ const file_fleetscope_v1_query_proto_rawDesc = "" +
 	"\x05total\x18\x06 \x01(\x03R\x05total\x12,\n" +
 	"\x12seconds_per_column\x18\a \x01(\x03R\x10secondsPerColumn\" \n" +
 	"\x06Column\x12\x16\n" +
-	"\x06counts\x18\x01 \x03(\x03R\x06counts\"\xb8\x03\n" +
+	"\x06counts\x18\x01 \x03(\x03R\x06counts\"\xd2\x03\n" +
 	"\x14GetFlameGraphRequest\x12\x1d\n" +
 	"\n" +
 	"profile_id\x18\x01 \x01(\tR\tprofileId\x12\x14\n" +
@@ -1523,7 +1533,8 @@ const file_fleetscope_v1_query_proto_rawDesc = "" +
 	"\x0fannotate_kernel\x18\b \x01(\bR\x0eannotateKernel\x12!\n" +
 	"\fannotate_jit\x18\t \x01(\bR\vannotateJit\x123\n" +
 	"\x06filter\x18\n" +
-	" \x01(\v2\x1b.fleetscope.v1.SampleFilterR\x06filterB\x0e\n" +
+	" \x01(\v2\x1b.fleetscope.v1.SampleFilterR\x06filter\x12\x18\n" +
+	"\aoutside\x18\v \x01(\bR\aoutsideB\x0e\n" +
 	"\f_start_nanosB\f\n" +
 	"\n" +
 	"_end_nanos\"\xa1\x01\n" +
