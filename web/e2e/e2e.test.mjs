@@ -531,7 +531,8 @@ describe("dashboard", () => {
 
     // A name in the top-functions table searches for exactly that function.
     const name = await page.locator("[data-testid=top-functions] tbody tr[data-name*=drain_stacks_depth]").getAttribute("data-name");
-    await page.locator("[data-testid=top-functions] tbody tr[data-name*=drain_stacks_depth] button").click();
+    const btn = page.locator("[data-testid=top-functions] tbody tr[data-name*=drain_stacks_depth] td.fn button");
+    await btn.click();
     assert.match(name, /^[\w:]+$/); // nothing to escape in a /regex/
     const exact = `/^${name}$/`;
     await page.waitForFunction((q) => new URL(location.href).searchParams.get("search") === q, exact);
@@ -1329,6 +1330,197 @@ describe("dashboard", () => {
     assert.equal(await page.getByTestId("flame-accounting").getAttribute("data-profiles"), "1");
     assert.match(await page.getByTestId("window-check").textContent(), /also counts 1 profile without per-sample times lying wholly inside the window/);
     await screenshot(page, "fleet-untimed");
+  });
+
+
+  // ---- compare and slice ------------------------------------------------------
+
+  /** cellsOf counts planted samples into a grid of cols × rows columns from startSecond. */
+  function cellsOf(samples, startSecond, cols, rows) {
+    const out = Array.from({ length: cols }, () => new Array(rows).fill(0));
+    for (const s of samples) {
+      const col = Math.floor(s.us / 1e6) - startSecond;
+      out[col][Math.floor(((s.us % 1e6) * rows) / 1e6)]++;
+    }
+    return out;
+  }
+
+  async function download(p, format) {
+    const [dl] = await Promise.all([p.waitForEvent("download"), p.getByTestId("download").selectOption(format)]);
+    return { name: dl.suggestedFilename(), data: readFileSync(await dl.path()) };
+  }
+
+  test("filter by function: the heatmap re-colours to the samples in it, cell for cell, and a selection's flame graph totals its cells", async () => {
+    await page.goto(`${URL_}/p/${PROFILE}`);
+    await page.waitForFunction(() => document.querySelector("[data-testid=heatmap]")?.dataset.cells);
+    const all = await heatmapData(page);
+    await page.getByTestId("filter-function").fill("GCTaskThread::run");
+    await page.getByTestId("filter-function").press("Enter");
+    await page.waitForFunction(() => new URL(location.href).searchParams.get("fn") === "GCTaskThread::run");
+    await page.waitForFunction((t) => Number(document.querySelector("[data-testid=heatmap]")?.dataset.total) < t, all.total);
+    const d = await heatmapData(page);
+    // Counted from planted.perf: non-idle samples with a frame matching the regex.
+    const planted = plantedSamples(env("E2E_PERF"));
+    const gc = planted.filter((s) => s.comm !== "swapper" && [s.comm, ...s.stack].some((f) => /GCTaskThread::run/.test(f)));
+    const want = cellsOf(gc, d.startSecond, d.cols, 50);
+    assert.deepEqual(d.cells, want, "filtered cells vs planted.perf");
+    assert.equal(d.total, gc.length);
+    assert.equal(await checkHeatmapPixels(page, want), d.cols * 50, "drawn in the legend's colours for the filtered counts");
+    // A GC stripe: the filtered flame graph totals the filtered cells, and holds only GC stacks.
+    await drag(page, [2, 20], [2, 23]);
+    await page.waitForFunction(() => new URL(location.href).searchParams.get("start") === "2.4");
+    const f = await flameState(page);
+    const cells = sumCells(d.cells, 50, 2 * 50 + 20, 2 * 50 + 23);
+    assert.equal(Number(f.total), cells);
+    assert.equal(cells, countInRange(gc, d.startSecond, 2.4e9, 2.48e9));
+    console.log(`# function filter GCTaskThread::run: ${gc.length} of ${all.total} samples, cell for cell as planted.perf; GC stripe ${cells} = flame total`);
+    await screenshot(page, "function-heatmap");
+    // Escape clears it: the whole heatmap again.
+    await page.getByTestId("filter-function").press("Escape");
+    await page.waitForFunction(() => !new URL(location.href).searchParams.has("fn"));
+    await page.waitForFunction((t) => Number(document.querySelector("[data-testid=heatmap]")?.dataset.total) === t, all.total);
+  });
+
+  test("a function picked in the top-functions table filters the heatmap to it", async () => {
+    await flameState(page);
+    const row = page.locator("[data-testid=top-functions] tbody tr[data-name^='PSPromotionManager::drain_stacks_depth']").first();
+    await row.locator("button.fn-heatmap").click();
+    await page.waitForFunction(() => (new URL(location.href).searchParams.get("fn") ?? "").startsWith("^PSPromotionManager::drain_stacks_depth"));
+    const name = await row.getAttribute("data-name");
+    const planted = plantedSamples(env("E2E_PERF"));
+    const n = planted.filter((s) => s.comm !== "swapper" && s.stack.some((f) => f === name || f.startsWith(`${name}(`))).length;
+    await page.waitForFunction((t) => Number(document.querySelector("[data-testid=heatmap]")?.dataset.total) === t, n);
+    await page.getByTestId("filter-function").fill("");
+    await page.getByTestId("filter-apply").click();
+    await page.waitForFunction(() => !new URL(location.href).searchParams.has("fn"));
+  });
+
+  test("thread view: a row per thread, summing to the heatmap's columns; a thread picked filters the heatmap to it", async () => {
+    await page.goto(`${URL_}/p/${PROFILE}`);
+    await page.waitForFunction(() => document.querySelector("[data-testid=heatmap]")?.dataset.cells);
+    const d = await heatmapData(page);
+    for (const [axis, keyOf] of [
+      ["cpu", (s) => String(s.cpu)],
+      ["thread", (s) => String(s.tid)],
+    ]) {
+      await page.getByTestId(`axis-${axis}`).click();
+      await page.waitForFunction((a) => new URL(location.href).searchParams.get("axis") === a, axis);
+      await page.waitForFunction(() => document.querySelectorAll("[data-testid=series] .series-row").length > 0);
+      const series = await page.locator("[data-testid=series] .series-row").evaluateAll((rows) =>
+        rows.map((r) => ({ key: r.dataset.key, total: Number(r.dataset.total), columns: r.dataset.columns.split(",").map(Number) })),
+      );
+      const colSums = d.cells.map((c) => c.reduce((a, b) => a + b, 0));
+      const seriesSums = colSums.map((_, i) => series.reduce((a, s) => a + (s.columns[i] ?? 0), 0));
+      assert.deepEqual(seriesSums, colSums, `${axis}: the rows sum to the heatmap's columns`);
+      // Each row's total, counted from planted.perf by its CPU or thread.
+      const planted = plantedSamples(env("E2E_PERF")).filter((s) => s.comm !== "swapper");
+      for (const s of series.filter((s) => s.key !== "other")) {
+        const key = s.key.split("/").pop();
+        assert.equal(s.total, planted.filter((p) => keyOf(p) === key).length, `${axis} ${s.key}`);
+      }
+      console.log(`# thread view by ${axis}: ${series.length} rows sum to the heatmap's ${colSums.length} columns; totals as planted.perf`);
+    }
+    // Pick the busiest thread: the heatmap shows only its samples.
+    const top = page.locator("[data-testid=series] .series-row").first();
+    const total = Number(await top.getAttribute("data-total"));
+    await top.locator("button").click();
+    await page.waitForFunction(() => new URL(location.href).searchParams.has("tid"));
+    await page.waitForFunction((t) => Number(document.querySelector("[data-testid=heatmap]")?.dataset.total) === t, total);
+    await screenshot(page, "thread-view");
+    await page.getByTestId("filter-threads-clear").click();
+    await page.getByTestId("axis-offset").click();
+    await page.waitForFunction(() => !new URL(location.href).searchParams.has("axis") && !new URL(location.href).searchParams.has("tid"));
+    await page.waitForFunction((t) => Number(document.querySelector("[data-testid=heatmap]")?.dataset.total) === t, d.total);
+  });
+
+  test("compare: a range against the rest of the profile, then against a pinned range; the permalink keeps it", async () => {
+    await page.goto(`${URL_}/p/${PROFILE}`);
+    await page.waitForFunction(() => document.querySelector("[data-testid=heatmap]")?.dataset.cells);
+    const d = await heatmapData(page);
+    await drag(page, [2, 20], [2, 23]);
+    await page.waitForFunction(() => new URL(location.href).searchParams.get("start") === "2.4");
+    await flameState(page);
+    const planted = plantedSamples(env("E2E_PERF"));
+    const gc = countInRange(planted, d.startSecond, 2.4e9, 2.48e9);
+    await page.getByTestId("compare").selectOption("rest");
+    await page.waitForFunction(() => document.querySelector("[data-testid=flamegraph]")?.dataset.diff === "1");
+    let f = await flameState(page);
+    assert.equal(Number(f.totalB), gc, "B: the selection");
+    assert.equal(Number(f.totalA), d.total - gc, "A: the rest of the profile");
+    assert.equal(Number(f.total), gc, "the differential graph has B's shape");
+    const changed = await page.locator("[data-testid=diff-by-total] tbody tr").count();
+    assert.ok(changed > 0, "a table of the largest changes");
+    await screenshot(page, "diff-range-vs-rest");
+    // Normalized: GC grew, against the rest scaled to the selection's total.
+    await page.getByTestId("diff-normalize").check();
+    await page.waitForFunction(() => new URL(location.href).searchParams.get("norm") === "1");
+    await page.waitForFunction(() => [...document.querySelectorAll("[data-testid=diff-by-total] tbody tr")].some((tr) => /GCTaskThread::run/.test(tr.dataset.name) && tr.lastChild.classList.contains("grew")));
+    // Normalized, A's total is scaled to B's: the raw totals again.
+    await page.getByTestId("diff-normalize").uncheck();
+    await page.waitForFunction(() => !new URL(location.href).searchParams.has("norm"));
+    // Pin the GC stripe, select second 5: B is second 5, A the stripe.
+    await page.getByTestId("pin-baseline").click();
+    await page.waitForFunction(() => new URL(location.href).searchParams.get("cmp") === "base");
+    await drag(page, [5, 0], [5, 49]);
+    await page.waitForFunction(() => new URL(location.href).searchParams.get("start") === "5");
+    await page.waitForFunction(() => document.querySelector("[data-testid=flamegraph]")?.dataset.totalB !== undefined && !document.querySelector(".flame-box").classList.contains("stale"));
+    f = await flameState(page);
+    assert.equal(Number(f.totalA), gc, "A: the pinned stripe");
+    assert.equal(Number(f.totalB), countInRange(planted, d.startSecond, 5e9, 6e9), "B: second 5");
+    assert.equal(query(page).get("bstart"), "2.4");
+    // The permalink reopens the comparison.
+    await page.reload();
+    await page.waitForFunction(() => document.querySelector("[data-testid=flamegraph]")?.dataset.diff === "1");
+    const again = await flameState(page);
+    assert.deepEqual([again.totalA, again.totalB], [f.totalA, f.totalB]);
+    assert.equal(await page.getByTestId("compare").inputValue(), "base");
+    await page.getByTestId("compare").selectOption("");
+    await page.waitForFunction(() => !document.querySelector("[data-testid=flamegraph]")?.dataset.diff);
+  });
+
+  test("sandwich: a function's callers and callees, each totalling its samples", async () => {
+    await page.goto(`${URL_}/p/${PROFILE}?start=2.4&end=2.48`);
+    await flameState(page);
+    const row = page.locator("[data-testid=top-functions] tbody tr[data-name='GCTaskThread::run']");
+    const total = Number((await row.locator("td").nth(3).textContent()).replace(/,/g, ""));
+    await row.locator("button.fn-sandwich").click();
+    await page.waitForFunction(() => new URL(location.href).searchParams.get("sw") === "GCTaskThread::run");
+    const sw = page.getByTestId("sandwich");
+    await sw.waitFor();
+    assert.equal(Number(await page.getByTestId("sandwich-total").getAttribute("data-total")), total);
+    assert.equal(Number(await page.getByTestId("sandwich-callers").getAttribute("data-total")), total);
+    assert.equal(Number(await page.getByTestId("sandwich-callees").getAttribute("data-total")), total);
+    // Independently: planted samples in the range whose stack holds the function.
+    const planted = plantedSamples(env("E2E_PERF"));
+    const start = exactHeatmap(planted, 50).startSecond;
+    const inRange = planted.filter((s) => s.comm !== "swapper" && s.us - start * 1e6 >= 2_400_000 && s.us - start * 1e6 < 2_480_000);
+    assert.equal(total, inRange.filter((s) => s.stack.some((f) => f === "GCTaskThread::run" || f.startsWith("GCTaskThread::run("))).length);
+    await sw.scrollIntoViewIfNeeded();
+    await screenshot(page, "sandwich", false);
+    await page.getByTestId("sandwich-close").click();
+    await page.waitForFunction(() => !new URL(location.href).searchParams.has("sw"));
+  });
+
+  test("download menu: svg, pprof, speedscope and json of the selection, each totalling it", async () => {
+    await page.goto(`${URL_}/p/${PROFILE}?start=2.4&end=2.48`);
+    const f = await flameState(page);
+    const total = Number(f.total);
+    const svg = await download(page, "svg");
+    assert.match(svg.name, /\.svg$/);
+    assert.match(svg.data.toString("utf8"), /^<\?xml[\s\S]*<svg[\s\S]*<\/svg>\s*$/);
+    const pp = await download(page, "pprof");
+    assert.deepEqual([...pp.data.subarray(0, 2)], [0x1f, 0x8b], "pprof is gzipped");
+    const ss = JSON.parse((await download(page, "speedscope")).data.toString("utf8"));
+    assert.match(ss.$schema, /speedscope/);
+    assert.equal(
+      ss.profiles.reduce((a, p) => a + p.weights.reduce((x, y) => x + y, 0), 0),
+      total,
+      "speedscope weights total the flame graph",
+    );
+    const js = JSON.parse((await download(page, "json")).data.toString("utf8"));
+    assert.equal(js.name, "all");
+    assert.equal(js.value, total);
+    console.log(`# downloads of [2.40, 2.48): svg ${svg.data.length} B, pprof ${pp.data.length} B, speedscope and json total ${total}`);
   });
 
   test("remember me, a rejected stored key, and sign-out", async () => {

@@ -71,7 +71,7 @@ export function plantedSamples(path) {
     }
     if (line === "" || line[0] === "#" || line[0] === " ") continue;
     const m = re.exec(line);
-    if (m) out.push({ comm: m[1], us: Number(m[4]) * 1e6 + Number(m[5]), stack: [] });
+    if (m) out.push({ comm: m[1], tid: Number(m[2]), cpu: Number(m[3]), us: Number(m[4]) * 1e6 + Number(m[5]), stack: [] });
   }
   return out;
 }

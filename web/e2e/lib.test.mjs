@@ -19,8 +19,8 @@ test("planted.perf: headers and stacks", () => {
         "\t          400000 [unknown] (/usr/lib/postgresql/15/bin/postgres)\n\n",
     );
     expect(plantedSamples(file)).toEqual([
-      { comm: "java", us: 51234_400123, stack: ["PSPromotionManager::drain_stacks_depth(bool)", "start_thread"] },
-      { comm: "postgres", us: 51235_000001, stack: ["[unknown]"] },
+      { comm: "java", tid: 4242, cpu: 0, us: 51234_400123, stack: ["PSPromotionManager::drain_stacks_depth(bool)", "start_thread"] },
+      { comm: "postgres", tid: 1201, cpu: 1, us: 51235_000001, stack: ["[unknown]"] },
     ]);
   } finally {
     rmSync(dir, { recursive: true });

@@ -12,6 +12,7 @@ import { create, fromBinary, toBinary, type MessageInitShape } from "@bufbuild/p
 import { Code, ConnectError, createClient, type Interceptor } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-web";
 import { AdminService } from "./gen/fleetscope/v1/admin_pb";
+import { CompareService } from "./gen/fleetscope/v1/compare_pb";
 import { AccountingSchema, FleetService, GetFleetFlameGraphRequestSchema, type Accounting } from "./gen/fleetscope/v1/fleet_pb";
 import { IngestService, UploadFileRequestSchema, UploadFileResponseSchema, type UploadFileResponse } from "./gen/fleetscope/v1/ingest_pb";
 import { GetFlameGraphRequestSchema, QueryService } from "./gen/fleetscope/v1/query_pb";
@@ -56,6 +57,7 @@ export const query = createClient(QueryService, transport);
 export const ingest = createClient(IngestService, transport);
 export const admin = createClient(AdminService, transport);
 export const fleet = createClient(FleetService, transport);
+export const compare = createClient(CompareService, transport);
 
 /** share reads through a share link: no key is sent, the token is the credential. */
 export const share = createClient(ShareService, createConnectTransport({ baseUrl: location.origin, useBinaryFormat: true }));

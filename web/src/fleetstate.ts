@@ -24,7 +24,7 @@ import type { Orientation } from "./flame/view";
 import type { FleetSelectionSchema, GetFleetFlameGraphRequestSchema, GetFleetHeatmapRequestSchema, GetFleetHostsRequestSchema, GetFleetTimelineRequestSchema } from "./gen/fleetscope/v1/fleet_pb";
 import type { FlameGraphFormat } from "./gen/fleetscope/v1/query_pb";
 import type { Range } from "./heatmap/model";
-import { DEFAULT_ROWS, MAX_ROWS, writeView, type ViewState } from "./viewstate";
+import { DEFAULT_ROWS, defaultView, MAX_ROWS, writeView, type ViewState } from "./viewstate";
 
 export const NS = 1_000_000_000n;
 
@@ -546,6 +546,7 @@ export function profileLink(p: ListedProfile, s: FleetState, fleetEvent: string)
   const r = s.range ?? { start: s.from, end: s.to };
   const ev = p.events.find((e) => eventBase(e.name) === eventBase(fleetEvent || s.event));
   const v: ViewState = {
+    ...defaultView(),
     event: ev && ev.name !== p.defaultEvent ? ev.name : "",
     rows: s.rows,
     idle: s.idle,

@@ -3,6 +3,8 @@ import { describe, expect, test } from "vitest";
 import { FlameGraphFormat } from "./gen/fleetscope/v1/query_pb";
 import {
   chooseEvent,
+  diffSides,
+  functionRegex,
   flameRequest,
   foldedFilename,
   heatmapRequest,
@@ -23,7 +25,25 @@ import {
   type ViewState,
 } from "./viewstate";
 
-const DEFAULTS: ViewState = { event: "", rows: 50, idle: false, range: null, frame: "", search: "", orient: "icicle" };
+const DEFAULTS: ViewState = {
+  event: "",
+  rows: 50,
+  idle: false,
+  range: null,
+  frame: "",
+  search: "",
+  orient: "icicle",
+  fn: "",
+  xfn: "",
+  pids: [],
+  tids: [],
+  cpus: [],
+  axis: "offset",
+  cmp: "",
+  base: null,
+  norm: false,
+  sw: "",
+};
 
 describe("URL ↔ view", () => {
   test("an empty query is the default view, and the default view writes an empty query", () => {
@@ -34,6 +54,7 @@ describe("URL ↔ view", () => {
   test("every field is read exactly", () => {
     const v = readView(new URLSearchParams("event=cycles&rows=100&idle=1&start=2.4&end=2.48&frame=java;start_thread&search=%2FGC%2F&orient=flame"));
     expect(v).toEqual({
+      ...DEFAULTS,
       event: "cycles",
       rows: 100,
       idle: true,
@@ -63,6 +84,44 @@ describe("URL ↔ view", () => {
     for (const v of views) expect(readView(new URLSearchParams(writeView(v).toString()))).toEqual(v);
   });
 
+  test("filters, thread view, comparison and sandwich round-trip", () => {
+    const v: ViewState = {
+      ...DEFAULTS,
+      range: { start: 1e9, end: 2e9 },
+      fn: "^GC.*$",
+      xfn: "Idle|swapper",
+      pids: [12],
+      tids: [13, 14],
+      cpus: [0],
+      axis: "thread",
+      cmp: "base",
+      base: { start: 0, end: 500_000_000 },
+      norm: true,
+      sw: "malloc",
+    };
+    const q = writeView(v).toString();
+    expect(q).toBe("start=1&end=2&fn=%5EGC.*%24&xfn=Idle%7Cswapper&pid=12&tid=13%2C14&cpu=0&axis=thread&cmp=base&bstart=0&bend=0.5&norm=1&sw=malloc");
+    expect(readView(new URLSearchParams(q))).toEqual(v);
+    expect(readView(new URLSearchParams("axis=sideways&cmp=x&tid=1,a")).axis).toBe("offset");
+    expect(readView(new URLSearchParams("cmp=x")).cmp).toBe("");
+    expect(readView(new URLSearchParams("tid=1,a")).tids).toEqual([]);
+  });
+
+  test("requests carry the filter; a comparison's sides", () => {
+    const v: ViewState = { ...DEFAULTS, range: { start: 1e9, end: 2e9 }, fn: "GC", cmp: "rest" };
+    expect(heatmapRequest("p", v).filter).toEqual({ function: "GC", excludeFunction: "", pids: [], tids: [], cpus: [] });
+    expect(heatmapRequest("p", DEFAULTS).filter).toBeUndefined();
+    const sides = diffSides("p", v)!;
+    expect(sides.a.outside).toBe(true);
+    expect([sides.a.startNanos, sides.a.endNanos, sides.b.startNanos, sides.b.endNanos]).toEqual([1_000_000_000n, 2_000_000_000n, 1_000_000_000n, 2_000_000_000n]);
+    expect(sides.b.outside).toBeFalsy();
+    const base = diffSides("p", { ...v, cmp: "base", base: { start: 0, end: 5e8 } })!;
+    expect([base.a.startNanos, base.a.endNanos, base.a.outside]).toEqual([0n, 500_000_000n, undefined]);
+    expect(diffSides("p", { ...v, cmp: "base" })).toBeNull(); // nothing pinned
+    expect(diffSides("p", { ...v, range: null })).toBeNull(); // nothing selected
+    expect(functionRegex("PSPromotionManager::drain_stacks_depth(bool)")).toBe("^PSPromotionManager::drain_stacks_depth\\(bool\\)$");
+  });
+
   test("permalink", () => {
     expect(permalink("http://h:1", "6f0c-1", DEFAULTS)).toBe("http://h:1/p/6f0c-1");
     expect(permalink("http://h:1", "a/b", { ...DEFAULTS, range: { start: 2_400_000_000, end: 2_480_000_000 } })).toBe("http://h:1/p/a%2Fb?start=2.4&end=2.48");
@@ -71,7 +130,7 @@ describe("URL ↔ view", () => {
 
 describe("shared views", () => {
   const gc = { start: 2_400_000_000, end: 2_480_000_000 };
-  const view: ViewState = { event: "cycles", rows: 100, idle: true, range: gc, frame: "java;GC", search: "drain", orient: "flame" };
+  const view: ViewState = { ...DEFAULTS, event: "cycles", rows: 100, idle: true, range: gc, frame: "java;GC", search: "drain", orient: "flame" };
 
   test("the URL holds the view but the link's event and range", () => {
     const q = writeSharedView(view);

@@ -6,9 +6,17 @@
 // in viewstate.test.ts). The panels draw what it says; the page owns it.
 //
 //   /p/ID?event=E&rows=50&idle=1&start=2.4&end=2.48&frame=java;start_thread&search=GC&orient=flame
+//        &fn=GC&xfn=Idle&tid=12,13&axis=thread&cmp=rest&norm=1&bstart=1&bend=2&sw=malloc
 //
 // start and end are seconds relative to the profile's start second, exact
 // decimals (as the CLI's --start/--end); frame is the zoomed frame's path.
+// fn and xfn filter the samples by function (RE2, as --function and
+// --exclude-function), pid/tid/cpu by thread (as --pid, --tid, --cpu);
+// axis is the heatmap's rows (offset within the second, or one row per
+// CPU, thread or process); cmp compares the selection with the rest of the
+// profile ("rest") or with a pinned baseline range bstart–bend ("base"),
+// norm scaling the baseline to the selection's total; sw is the function
+// whose sandwich (callers and callees) is shown.
 //
 // A shared view (/s/TOKEN?rows=100&frame=...&search=...&orient=flame) holds
 // the same state but for the event and range, which are the link's.
@@ -18,7 +26,7 @@ import { timestampDate, type Timestamp } from "@bufbuild/protobuf/wkt";
 import type { Orientation } from "./flame/view";
 import { formatSeconds, parseSeconds } from "./format";
 import type { CreateShareLinkRequestSchema } from "./gen/fleetscope/v1/admin_pb";
-import type { FlameGraphFormat, GetFlameGraphRequestSchema, GetHeatmapRequestSchema } from "./gen/fleetscope/v1/query_pb";
+import { SeriesKey, type FlameGraphFormat, type GetFlameGraphRequestSchema, type GetHeatmapRequestSchema, type GetHeatmapSeriesRequestSchema, type SampleFilterSchema } from "./gen/fleetscope/v1/query_pb";
 import type { GetSharedFlameGraphRequestSchema, GetSharedHeatmapRequestSchema } from "./gen/fleetscope/v1/share_pb";
 import type { Range } from "./heatmap/model";
 
@@ -37,6 +45,34 @@ export interface ViewState {
   frame: string;
   search: string;
   orient: Orientation;
+  /** Samples with a frame matching fn (RE2; "" keeps all), without one matching xfn. */
+  fn: string;
+  xfn: string;
+  /** Samples of these processes, threads, CPUs (empty: all). */
+  pids: number[];
+  tids: number[];
+  cpus: number[];
+  /** The heatmap's rows: the offset within the second, or a row per key. */
+  axis: Axis;
+  /** The comparison shown: none, the selection against the rest of the
+   * profile, or against the pinned baseline range. */
+  cmp: Compare;
+  /** The pinned baseline range (for cmp "base"). */
+  base: Range | null;
+  /** Scale the baseline to the selection's total. */
+  norm: boolean;
+  /** The function whose sandwich is shown ("" for none). */
+  sw: string;
+}
+
+export type Axis = "offset" | "cpu" | "thread" | "process";
+export type Compare = "" | "rest" | "base";
+const AXES: Axis[] = ["offset", "cpu", "thread", "process"];
+
+function readInts(s: string | null): number[] {
+  if (!s) return [];
+  const out = s.split(",").map(Number);
+  return out.every((n) => Number.isInteger(n) && n >= -1 && n <= 2 ** 31 - 1) ? out : [];
 }
 
 /** readView reads a view from a URL's query; what is missing or invalid
@@ -45,6 +81,8 @@ export function readView(p: URLSearchParams): ViewState {
   const rows = Number(p.get("rows"));
   const start = parseSeconds(p.get("start"));
   const end = parseSeconds(p.get("end"));
+  const bstart = parseSeconds(p.get("bstart"));
+  const bend = parseSeconds(p.get("bend"));
   return {
     event: p.get("event") ?? "",
     rows: Number.isInteger(rows) && rows >= 1 && rows <= MAX_ROWS ? rows : DEFAULT_ROWS,
@@ -53,7 +91,22 @@ export function readView(p: URLSearchParams): ViewState {
     frame: p.get("frame") ?? "",
     search: p.get("search") ?? "",
     orient: p.get("orient") === "flame" ? "flame" : "icicle",
+    fn: p.get("fn") ?? "",
+    xfn: p.get("xfn") ?? "",
+    pids: readInts(p.get("pid")),
+    tids: readInts(p.get("tid")),
+    cpus: readInts(p.get("cpu")),
+    axis: AXES.includes(p.get("axis") as Axis) ? (p.get("axis") as Axis) : "offset",
+    cmp: p.get("cmp") === "rest" || p.get("cmp") === "base" ? (p.get("cmp") as Compare) : "",
+    base: bstart !== null && bend !== null ? { start: bstart, end: bend } : null,
+    norm: p.get("norm") === "1",
+    sw: p.get("sw") ?? "",
   };
+}
+
+/** defaultView is the view of a URL without a query. */
+export function defaultView(): ViewState {
+  return readView(new URLSearchParams());
 }
 
 /** writeView writes a view as a URL's query, leaving out defaults. */
@@ -69,7 +122,37 @@ export function writeView(v: ViewState): URLSearchParams {
   if (v.frame) p.set("frame", v.frame);
   if (v.search) p.set("search", v.search);
   if (v.orient !== "icicle") p.set("orient", v.orient);
+  if (v.fn) p.set("fn", v.fn);
+  if (v.xfn) p.set("xfn", v.xfn);
+  if (v.pids.length) p.set("pid", v.pids.join(","));
+  if (v.tids.length) p.set("tid", v.tids.join(","));
+  if (v.cpus.length) p.set("cpu", v.cpus.join(","));
+  if (v.axis !== "offset") p.set("axis", v.axis);
+  if (v.cmp) p.set("cmp", v.cmp);
+  if (v.base) {
+    p.set("bstart", formatSeconds(v.base.start));
+    p.set("bend", formatSeconds(v.base.end));
+  }
+  if (v.norm) p.set("norm", "1");
+  if (v.sw) p.set("sw", v.sw);
   return p;
+}
+
+/** filterOf is view v's sample filter for the API (undefined: none). */
+export function filterOf(v: ViewState): MessageInitShape<typeof SampleFilterSchema> | undefined {
+  if (!v.fn && !v.xfn && !v.pids.length && !v.tids.length && !v.cpus.length) return undefined;
+  return { function: v.fn, excludeFunction: v.xfn, pids: v.pids, tids: v.tids, cpus: v.cpus };
+}
+
+/** functionRegex is the RE2 expression (for fn, xfn) that matches frame
+ * name exactly. */
+export function functionRegex(name: string): string {
+  return `^${name.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}$`;
+}
+
+/** filtered says whether view v filters its samples. */
+export function filtered(v: ViewState): boolean {
+  return filterOf(v) !== undefined;
 }
 
 /** permalink is the URL that opens profile id with view v. */
@@ -144,7 +227,15 @@ export function wholeProfile(v: ViewState): ViewState {
 
 /** heatmapRequest is the GetHeatmap request for profile id in view v. */
 export function heatmapRequest(id: string, v: ViewState): MessageInitShape<typeof GetHeatmapRequestSchema> {
-  return { profileId: id, event: v.event, rows: v.rows, includeIdle: v.idle };
+  return { profileId: id, event: v.event, rows: v.rows, includeIdle: v.idle, filter: filterOf(v) };
+}
+
+const SERIES_KEYS: Record<Exclude<Axis, "offset">, SeriesKey> = { cpu: SeriesKey.CPU, thread: SeriesKey.THREAD, process: SeriesKey.PROCESS };
+
+/** seriesRequest is the GetHeatmapSeries request for profile id in view v
+ * (whose axis is not the offset). */
+export function seriesRequest(id: string, v: ViewState): MessageInitShape<typeof GetHeatmapSeriesRequestSchema> {
+  return { profileId: id, event: v.event, includeIdle: v.idle, filter: filterOf(v), by: SERIES_KEYS[v.axis as Exclude<Axis, "offset">] ?? SeriesKey.THREAD, top: 50 };
 }
 
 /** flameRequest is the GetFlameGraph request for profile id in view v:
@@ -157,7 +248,22 @@ export function flameRequest(id: string, v: ViewState, format: FlameGraphFormat)
     endNanos: v.range ? BigInt(v.range.end) : undefined,
     includeIdle: v.idle,
     format,
+    filter: filterOf(v),
   };
+}
+
+/** diffSides are the two flame graph requests of view v's comparison: A,
+ * the baseline (the rest of the profile, or the pinned range), and B, the
+ * selection; null when there is nothing to compare (no comparison asked,
+ * no selection, or no pinned range). */
+export function diffSides(
+  id: string,
+  v: ViewState,
+): { a: MessageInitShape<typeof GetFlameGraphRequestSchema>; b: MessageInitShape<typeof GetFlameGraphRequestSchema> } | null {
+  if (!v.cmp || !v.range || (v.cmp === "base" && !v.base)) return null;
+  const b = flameRequest(id, v, 0 as FlameGraphFormat);
+  const a = v.cmp === "rest" ? { ...b, outside: true } : flameRequest(id, { ...v, range: v.base }, 0 as FlameGraphFormat);
+  return { a, b };
 }
 
 /** shareRequest is the CreateShareLink request for view v of profile id:

@@ -56,6 +56,7 @@ export class FlameView {
   private matches: Uint8Array = new Uint8Array(0);
   private searching = false;
   private colours: string[] = [];
+  private nodeColours: string[] | null = null; // per node, for a differential graph
   private dims: string[] = [];
   private visible = new Int32Array(0);
   private count = 0;
@@ -110,8 +111,11 @@ export class FlameView {
     return this.zoom;
   }
 
-  /** set shows a tree with a zoomed node, search and orientation, and draws. */
-  set(l: Layout | null, zoom: number, search: string, orientation: Orientation) {
+  /** set shows a tree with a zoomed node, search and orientation, and
+   * draws; nodeColours, when given, colours each node (a differential
+   * graph) instead of by name. */
+  set(l: Layout | null, zoom: number, search: string, orientation: Orientation, nodeColours: string[] | null = null) {
+    this.nodeColours = nodeColours && l && nodeColours.length === l.n ? nodeColours : null;
     const moved = l !== this.layout || zoom !== this.zoom || orientation !== this.orientation;
     if (l !== this.layout) {
       this.layout = l;
@@ -187,7 +191,7 @@ export class FlameView {
       const y = this.rowY(r.row);
       const nm = l.name[i];
       const ancestor = i !== this.zoom && isAncestor(l, i, this.zoom);
-      ctx.fillStyle = this.searching ? (this.matches[nm] && i !== 0 ? HIGHLIGHT : this.dims[nm]) : ancestor ? this.dims[nm] : this.colours[nm];
+      ctx.fillStyle = this.searching ? (this.matches[nm] && i !== 0 ? HIGHLIGHT : this.dims[nm]) : ancestor ? this.dims[nm] : this.nodeColours ? this.nodeColours[i] : this.colours[nm];
       const w = r.w > 1.5 ? r.w - 0.5 : r.w;
       ctx.fillRect(r.x, y, w, ROW_H - 1);
       if (r.w >= LABEL_MIN) labels.push(k);

@@ -5,7 +5,7 @@
 // layout takes the arrays as they are. Values above 2^53 (never sample
 // counts; possibly huge period sums) lose precision, as any JS number does.
 //
-//   GetFlameGraphResponse:       1 event (string), 2 total (uint64), 3 folded (string), 4 tree (FlameTree)
+//   GetFlameGraphResponse:       1 event (string), 2 total (uint64), 3 folded (string), 4 tree (FlameTree), 5 export (bytes)
 //   FlameTree:                   1 names (repeated string), 2 name, 3 value, 4 depth (repeated, packed or not)
 //   GetSharedFlameGraphResponse: 1 flame_graph (GetFlameGraphResponse)
 //   GetFleetFlameGraphResponse:  1 flame_graph (GetFlameGraphResponse), 2 accounting (Accounting)
@@ -22,6 +22,8 @@ export interface WireFlameGraph {
   total: number;
   folded: string;
   tree: WireFlameTree | null;
+  /** The file of an export format (svg, pprof, speedscope), when asked. */
+  export?: Uint8Array;
 }
 
 class Reader {
@@ -159,6 +161,9 @@ export function decodeFlameGraph(buf: Uint8Array): WireFlameGraph {
     } else if (field === 4 && wire === 2) {
       const [a, b] = r.bytes();
       out.tree = decodeTree(buf, a, b); // protobuf would merge a second tree; the server sends one
+    } else if (field === 5 && wire === 2) {
+      const [a, b] = r.bytes();
+      out.export = buf.slice(a, b);
     } else r.skip(wire);
   }
   return out;

@@ -6,13 +6,14 @@
 // links; the view asks for the rest.
 
 import { timestampDate } from "@bufbuild/protobuf/wkt";
-import { admin, apiKey, getFlameGraph, problem, query, type Problem } from "../api";
+import { admin, apiKey, compare, getFlameGraph, problem, query, type Problem } from "../api";
+import { FlameGraphFormat } from "../gen/fleetscope/v1/query_pb";
 import { h } from "../dom";
 import { heatmapOf } from "../heatmap/model";
 import { SharePanel } from "../panels/share";
 import { takeHeatmap } from "../prefetch";
 import { setQuery } from "../router";
-import { flameRequest, heatmapRequest, permalink, readView, shareRequest, shareURL, writeView, type ViewState } from "../viewstate";
+import { diffSides, filtered, flameRequest, heatmapRequest, permalink, readView, seriesRequest, shareRequest, shareURL, writeView, type ViewState } from "../viewstate";
 import type { Page } from "./page";
 import { ProfileView } from "./profileview";
 import { onUnauthenticated } from "./states";
@@ -36,10 +37,20 @@ export function profilePage(id: string, params: URLSearchParams): Page {
     onChange: subject,
     source: {
       heatmap: async (v, signal) => {
-        const res = (await takeHeatmap(id, v.event, v.rows, v.idle)) ?? (await query.getHeatmap(heatmapRequest(id, v), { signal }));
+        const pre = filtered(v) ? undefined : await takeHeatmap(id, v.event, v.rows, v.idle);
+        const res = pre ?? (await query.getHeatmap(heatmapRequest(id, v), { signal }));
         return heatmapOf(res, res.startSecond); // the owner's heatmap starts at the profile's first second
       },
       flame: (v, format, signal) => getFlameGraph(flameRequest(id, v, format), signal),
+      series: (v, signal) => query.getHeatmapSeries(seriesRequest(id, v), { signal }),
+      diff: async (v, signal) => {
+        const sides = diffSides(id, v);
+        if (!sides) return null;
+        return compare.getDiffFlameGraph(
+          { a: { side: { case: "profile", value: sides.a } }, b: { side: { case: "profile", value: sides.b } }, normalize: v.norm, format: FlameGraphFormat.TREE, top: 20 },
+          { signal },
+        );
+      },
       permalink: (v) => permalink(location.origin, id, v),
       record: (v) => setQuery(writeView(v)),
       notFound: () =>

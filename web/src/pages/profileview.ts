@@ -1,5 +1,6 @@
-// A profile's view: the header, heatmap, flame graph and top-functions
-// panels (src/panels) composed over one source of data, with the view state
+// A profile's view: the header, filter bar, heatmap, thread view, flame
+// graph (plain or differential), largest changes, sandwich and
+// top-functions panels (src/panels) composed over one source of data, with the view state
 // (src/viewstate.ts) and the requests it implies. A panel reports what the
 // user did; the view records it in the state and the URL, asks the source
 // for what it needs, and hands the answers to the panels. Answers to
@@ -11,18 +12,24 @@
 
 import { problem, type Problem } from "../api";
 import { h, replace } from "../dom";
+import { diffLayout } from "../flame/diff";
 import { exactSearch, findPath, layout, pathOf, type Layout } from "../flame/model";
 import type { WireFlameGraph } from "../flame/wire";
+import type { GetDiffFlameGraphResponse } from "../gen/fleetscope/v1/compare_pb";
 import { formatTime } from "../format";
-import { FlameGraphFormat } from "../gen/fleetscope/v1/query_pb";
+import { FlameGraphFormat, type GetHeatmapSeriesResponse } from "../gen/fleetscope/v1/query_pb";
 import type { Profile } from "../gen/fleetscope/v1/profile_pb";
 import type { Heatmap } from "../heatmap/model";
-import { FlamePanel } from "../panels/flame";
+import { DiffPanel } from "../panels/diffchanges";
+import { FilterPanel } from "../panels/filter";
+import { FlamePanel, type DownloadFormat } from "../panels/flame";
 import { HeaderPanel } from "../panels/header";
 import { HeatmapPanel } from "../panels/heatmap";
+import { SandwichPanel } from "../panels/sandwich";
+import { SeriesPanel } from "../panels/series";
 import { TopPanel } from "../panels/top";
 import { perf } from "../perf";
-import { chooseEvent, foldedFilename, Latest, wholeProfile, type ViewState } from "../viewstate";
+import { chooseEvent, foldedFilename, functionRegex, Latest, wholeProfile, type Axis, type ViewState } from "../viewstate";
 import { onUnauthenticated } from "./states";
 
 /** Source is where a view's data comes from. */
@@ -36,6 +43,11 @@ export interface Source {
   /** What to show instead of the view when a request finds nothing (the
    * profile was deleted, the link revoked). */
   notFound(): HTMLElement;
+  /** The thread view's series (absent: no thread view, no filters). */
+  series?(v: ViewState, signal: AbortSignal): Promise<GetHeatmapSeriesResponse>;
+  /** The comparison of view v (absent: no comparisons); null when v asks
+   * for none. */
+  diff?(v: ViewState, signal: AbortSignal): Promise<GetDiffFlameGraphResponse | null>;
 }
 
 export interface ProfileViewOptions {
@@ -69,6 +81,11 @@ export class ProfileView {
   private readonly heat: HeatmapPanel;
   private readonly flame: FlamePanel;
   private readonly top: TopPanel;
+  private readonly filter: FilterPanel | null;
+  private readonly series: SeriesPanel;
+  private readonly seriesReq = new Latest();
+  private readonly diffPanel = new DiffPanel();
+  private readonly sandwich: SandwichPanel;
 
   constructor(opts: ProfileViewOptions) {
     this.opts = opts;
@@ -92,6 +109,7 @@ export class ProfileView {
       onEvent: (event) => {
         this.update(chooseEvent(this._view, event, this.profile?.defaultEvent ?? ""));
         void this.loadHeatmap();
+        void this.loadSeries();
         void this.loadFlame();
       },
       onRows: (rows) => {
@@ -101,6 +119,7 @@ export class ProfileView {
       onIdle: (idle) => {
         this.update({ ...this._view, idle });
         void this.loadHeatmap();
+        void this.loadSeries();
         void this.loadFlame();
       },
       onDrawn: (ms) => perf.heatmapDrawn(ms),
@@ -119,8 +138,27 @@ export class ProfileView {
       onZoom: (i) => this.zoomTo(i),
       link: () => this.src.permalink(this._view),
       onDownloadFolded: () => this.downloadFolded(),
+      onDownload: opts.readOnly ? undefined : (format) => this.download(format),
       onRendered: (ms) => perf.flameRendered(ms),
+      compare: this.src.diff
+        ? {
+            onCompare: (cmp) => {
+              this.update({ ...this._view, cmp, frame: "" });
+              void this.loadFlame();
+            },
+            onPin: () => {
+              if (!this._view.range) return;
+              this.update({ ...this._view, base: { ...this._view.range }, cmp: "base", frame: "" }); // a copy: the heatmap may reuse its range
+              void this.loadFlame();
+            },
+            onNormalize: (norm) => {
+              this.update({ ...this._view, norm });
+              void this.loadFlame();
+            },
+          }
+        : undefined,
     });
+    const owner = !opts.readOnly && this.src.series !== undefined; // the owner's API: filters and the thread view
     this.top = new TopPanel({
       onPick: (name) => {
         const search = exactSearch(name);
@@ -128,8 +166,45 @@ export class ProfileView {
         this.update({ ...this._view, search });
         this.redrawFlame();
       },
+      onFilter: owner ? (name) => this.setFunctions(functionRegex(name), "") : undefined,
+      onSandwich: (name) => {
+        this.update({ ...this._view, sw: name });
+        this.showSandwich();
+      },
     });
-    this.el = h("div", { class: "page profile-page" }, this.header.el, opts.extras ?? [], this.heat.el, this.flame.el, this.top.el);
+    this.filter = owner
+      ? new FilterPanel({
+          onFunctions: (fn, xfn) => this.setFunctions(fn, xfn),
+          onClearThreads: () => this.setFilter({ ...this._view, pids: [], tids: [], cpus: [] }),
+          onAxis: (axis) => {
+            this.update({ ...this._view, axis });
+            this.filter?.show(this._view);
+            void this.loadSeries();
+          },
+        })
+      : null;
+    this.filter?.show(v);
+    this.series = new SeriesPanel({ onPick: (axis, key) => this.pickSeries(axis, key) });
+    this.sandwich = new SandwichPanel({
+      onClose: () => {
+        this.update({ ...this._view, sw: "" });
+        this.sandwich.hide();
+      },
+    });
+    this.flame.setCompare(v.cmp, v.base ? `${formatTime(v.base.start)} – ${formatTime(v.base.end)}` : null, v.norm);
+    this.el = h(
+      "div",
+      { class: "page profile-page" },
+      this.header.el,
+      opts.extras ?? [],
+      this.filter?.el ?? null,
+      this.heat.el,
+      this.series.el,
+      this.flame.el,
+      this.diffPanel.el,
+      this.sandwich.el,
+      this.top.el,
+    );
     window.addEventListener("keydown", this.onKey);
   }
 
@@ -147,6 +222,7 @@ export class ProfileView {
    * pass over every sample, so it waits until the heatmap is up, not to
    * slow what the user looks at first. */
   start() {
+    void this.loadSeries();
     const heatDone = this.loadHeatmap();
     if (this._view.range) void this.loadFlame();
     else void heatDone.finally(() => !this.ctrl.signal.aborted && this.loadFlame());
@@ -157,6 +233,7 @@ export class ProfileView {
     this.ctrl.abort();
     this.heat.destroy();
     this.flame.destroy();
+    this.sandwich.destroy();
     window.removeEventListener("keydown", this.onKey);
   }
 
@@ -213,8 +290,14 @@ export class ProfileView {
     this.flameTotal = null;
     this.flame.loading();
     this.showSelection();
+    const v0 = this._view;
+    this.flame.setCompare(v0.cmp, v0.base ? `${formatTime(v0.base.start)} – ${formatTime(v0.base.end)}` : null, v0.norm);
     const t0 = performance.now();
     try {
+      const d = this.src.diff ? await this.src.diff(v0, this.ctrl.signal) : null;
+      if (!current()) return;
+      if (d) return this.showDiff(d);
+      this.diffPanel.hide();
       const res = await this.src.flame(this._view, FlameGraphFormat.TREE, this.ctrl.signal);
       if (!current()) return;
       const t1 = performance.now();
@@ -241,6 +324,7 @@ export class ProfileView {
             : `Nothing ran (that is not idle) in ${formatTime(r.start)} – ${formatTime(r.end)}. Choose other cells in the heatmap${v.idle ? "" : ", or include idle samples"}.`,
       );
       this.showTop();
+      this.showSandwich();
       perf.flameLoaded({ nodes: l.n, fetchMs: t1 - t0, decodeMs: t2 - t1, renderMs: Number(this.flame.canvas.dataset.renderMs) });
       this.showSelection();
     } catch (err) {
@@ -255,6 +339,99 @@ export class ProfileView {
         return;
       }
       this.failed(p, (p) => this.flame.error(p, () => void this.loadFlame()));
+    }
+  }
+
+  /** showDiff draws a comparison: B's shape coloured by the change, and
+   * the largest changes. */
+  private showDiff(d: GetDiffFlameGraphResponse) {
+    const v = this._view;
+    const t = d.tree ?? { names: [], name: [], valueA: [], valueB: [], depth: [] };
+    const dl = diffLayout({ names: t.names, name: t.name, valueA: t.valueA, valueB: t.valueB, depth: t.depth }, d.normalized);
+    const r = v.range!;
+    const sel = `${formatTime(r.start)} – ${formatTime(r.end)}`;
+    const base = v.cmp === "rest" ? "the rest of the profile" : v.base ? `${formatTime(v.base.start)} – ${formatTime(v.base.end)}` : "";
+    this.flameTotal = Number(d.totalB);
+    this.flame.show(dl.layout, 0, v.search, v.orient, `${sel} against ${base}`, `Nothing ran (that is not idle) in ${sel}.`, dl.colours);
+    this.flame.canvas.dataset.totalA = String(d.totalA);
+    this.flame.canvas.dataset.totalB = String(d.totalB);
+    this.diffPanel.show(base, sel, Number(d.totalA), Number(d.totalB), d.normalized, d.changesBySelf, d.changesByTotal);
+    this.showTop();
+    this.showSandwich();
+    this.showSelection();
+  }
+
+  private async loadSeries() {
+    const v = this._view;
+    if (!this.src.series || v.axis === "offset") {
+      this.seriesReq.begin();
+      this.series.hide();
+      return;
+    }
+    const current = this.seriesReq.begin();
+    this.series.loading(v.axis);
+    try {
+      const res = await this.src.series(v, this.ctrl.signal);
+      if (current()) this.series.show(v.axis, res);
+    } catch (err) {
+      if (this.ctrl.signal.aborted || !current()) return;
+      this.failed(problem(err), (p) => this.series.error(v.axis, p, () => void this.loadSeries()));
+    }
+  }
+
+  /** pickSeries narrows the filter to a thread view row's CPU, thread or process. */
+  private pickSeries(axis: Axis, key: string) {
+    const n = Number(key.split("/").pop());
+    if (!Number.isInteger(n)) return;
+    const v = this._view;
+    this.setFilter({
+      ...v,
+      cpus: axis === "cpu" ? [n] : v.cpus,
+      tids: axis === "thread" ? [n] : v.tids,
+      pids: axis === "process" ? [n] : v.pids,
+    });
+  }
+
+  private setFunctions(fn: string, xfn: string) {
+    this.setFilter({ ...this._view, fn, xfn });
+  }
+
+  /** setFilter applies view next's filters: everything counted again. */
+  private setFilter(next: ViewState) {
+    this.update({ ...next, frame: "" });
+    this.filter?.show(this._view);
+    void this.loadHeatmap();
+    void this.loadSeries();
+    void this.loadFlame();
+  }
+
+  private showSandwich() {
+    const l = this.flame.layout;
+    if (!this._view.sw || !l) return this.sandwich.hide();
+    this.sandwich.show(l, this._view.sw);
+  }
+
+  private async download(format: DownloadFormat) {
+    const v = this._view;
+    const name = foldedFilename(this.profile?.app, v).replace(/\.folded$/, "");
+    try {
+      let blob: Blob;
+      if (format === "json") {
+        const l = this.flame.layout;
+        if (!l) return;
+        blob = new Blob([JSON.stringify(jsonTree(l))], { type: "application/json" });
+      } else {
+        const f = { svg: FlameGraphFormat.SVG, pprof: FlameGraphFormat.PPROF, speedscope: FlameGraphFormat.SPEEDSCOPE }[format];
+        const res = await this.src.flame(v, f, this.ctrl.signal);
+        const type = { svg: "image/svg+xml", pprof: "application/octet-stream", speedscope: "application/json" }[format];
+        blob = new Blob([(res.export ?? new Uint8Array()) as BlobPart], { type });
+      }
+      const ext = { svg: "svg", pprof: "pb.gz", speedscope: "speedscope.json", json: "json" }[format];
+      const a = h("a", { href: URL.createObjectURL(blob), download: `${name}.${ext}` });
+      a.click();
+      setTimeout(() => URL.revokeObjectURL(a.href), 10_000);
+    } catch (err) {
+      this.failed(problem(err), (p) => this.flame.error(p, () => void this.loadFlame()));
     }
   }
 
@@ -311,4 +488,16 @@ export class ProfileView {
       this.flame.focusSearch();
     }
   };
+}
+
+/** jsonTree is layout l as nested JSON, as `fleetscope flamegraph --format
+ * json` writes it: {name, value, children}. */
+function jsonTree(l: Layout): unknown {
+  type N = { name: string; value: number; children: N[] };
+  const nodes: N[] = [];
+  for (let i = 0; i < l.n; i++) {
+    nodes.push({ name: l.names[l.name[i]], value: l.value[i], children: [] });
+    if (l.parent[i] >= 0) nodes[l.parent[i]].children.push(nodes[i]);
+  }
+  return nodes[0] ?? { name: "all", value: 0, children: [] };
 }

@@ -1,6 +1,9 @@
 // The flame graph panel: the flame graph canvas (flame/view.ts) with its
-// total, search box and matched share, orientation switch, folded-stacks
-// download and copy-link buttons, and the zoom breadcrumb. It draws the
+// total, search box and matched share, orientation switch, downloads
+// (folded stacks, and svg, pprof, speedscope, json), the comparison
+// switch (the selection against the rest of the profile or a pinned
+// baseline range, raw or normalized), copy-link button, and the zoom
+// breadcrumb. It draws the
 // layout, zoom, search and orientation it is given; what the user asks for
 // (a search, an orientation, a zoom, a link, a download) goes to a callback
 // and comes back through show() or redraw() once the owner has recorded it.
@@ -11,6 +14,10 @@ import { ancestors, type Layout } from "../flame/model";
 import { FlameView, type Orientation } from "../flame/view";
 import { formatCount, formatPercent } from "../format";
 import { emptyState, errorState, loadingState } from "../pages/states";
+import type { Compare } from "../viewstate";
+
+/** The formats of the download menu. */
+export type DownloadFormat = "svg" | "pprof" | "speedscope" | "json";
 
 export interface FlamePanelOptions {
   /** The search box's text and the orientation, initially. */
@@ -25,6 +32,15 @@ export interface FlamePanelOptions {
   link: () => string;
   /** Downloads the graph as folded stacks (the button is disabled meanwhile). */
   onDownloadFolded: () => Promise<void>;
+  /** Downloads the graph in an export format. */
+  onDownload?: (format: DownloadFormat) => Promise<void>;
+  /** The comparison switch (absent: no comparisons here). */
+  compare?: {
+    onCompare: (cmp: Compare) => void;
+    /** Pin the selection as the baseline. */
+    onPin: () => void;
+    onNormalize: (norm: boolean) => void;
+  };
   /** After each drawing, with the milliseconds it took (for the bench). */
   onRendered?: (ms: number) => void;
 }
@@ -41,6 +57,10 @@ export class FlamePanel {
   private resetBtn: HTMLButtonElement;
   private copyBtn: HTMLButtonElement;
   private scope = "";
+  private colours: string[] | null = null;
+  private compareSel: HTMLSelectElement | null = null;
+  private pinBtn: HTMLButtonElement | null = null;
+  private normBox: HTMLInputElement | null = null;
   private opts: FlamePanelOptions;
 
   constructor(opts: FlamePanelOptions) {
@@ -72,6 +92,47 @@ export class FlamePanel {
         foldedBtn.disabled = false;
       }
     });
+    let downloadSel: HTMLSelectElement | null = null;
+    if (opts.onDownload) {
+      const onDownload = opts.onDownload;
+      const sel = h(
+        "select",
+        { class: "download-menu", "data-testid": "download", "aria-label": "Download this flame graph as", title: "Download this flame graph" },
+        h("option", { value: "" }, "Download…"),
+        h("option", { value: "svg" }, "SVG (interactive)"),
+        h("option", { value: "pprof" }, "pprof (go tool pprof)"),
+        h("option", { value: "speedscope" }, "speedscope"),
+        h("option", { value: "json" }, "JSON tree"),
+      );
+      sel.addEventListener("change", async () => {
+        const f = sel.value as DownloadFormat;
+        if (!f) return;
+        sel.disabled = true;
+        try {
+          await onDownload(f);
+        } finally {
+          sel.disabled = false;
+          sel.value = "";
+        }
+      });
+      downloadSel = sel;
+    }
+    let compareBox: HTMLElement | null = null;
+    if (opts.compare) {
+      const c = opts.compare;
+      this.compareSel = h(
+        "select",
+        { "data-testid": "compare", "aria-label": "Compare the selection with" },
+        h("option", { value: "" }, "No comparison"),
+        h("option", { value: "rest" }, "Selection vs rest of profile"),
+        h("option", { value: "base" }, "Selection vs pinned range"),
+      );
+      this.compareSel.addEventListener("change", () => c.onCompare(this.compareSel!.value as Compare));
+      this.pinBtn = h("button", { type: "button", class: "ghost", "data-testid": "pin-baseline", title: "Pin the selected range as the baseline to compare other ranges with", onclick: () => c.onPin() }, "Pin as baseline");
+      this.normBox = h("input", { type: "checkbox", "data-testid": "diff-normalize" });
+      this.normBox.addEventListener("change", () => c.onNormalize(this.normBox!.checked));
+      compareBox = h("div", { class: "compare-controls" }, this.compareSel, this.pinBtn, h("label", { class: "check", title: "Scale the baseline to the selection's total" }, this.normBox, " Normalize"));
+    }
     this.setOrient(opts.orient);
     this.resetBtn = h("button", { type: "button", class: "ghost", "data-testid": "reset-zoom", disabled: true, onclick: () => opts.onZoom(0) }, "Reset zoom");
 
@@ -89,9 +150,11 @@ export class FlamePanel {
           h("div", { class: "search-wrap" }, this.searchBox, this.matched),
           h("div", { class: "segmented", role: "group", "aria-label": "Orientation" }, this.orientBtns),
           foldedBtn,
+          downloadSel,
           this.copyBtn,
         ),
       ),
+      compareBox,
       h("div", { class: "crumb-row" }, this.breadcrumb, this.resetBtn),
       this.box,
     );
@@ -134,17 +197,20 @@ export class FlamePanel {
   }
 
   /** show draws layout l zoomed to node zoom; scope says what it covers
-   * ("whole profile", a range). An empty graph shows emptyBody instead. */
-  show(l: Layout, zoom: number, search: string, orient: Orientation, scope: string, emptyBody: string) {
+   * ("whole profile", a range). An empty graph shows emptyBody instead.
+   * colours, when given, colours each node (a differential graph). */
+  show(l: Layout, zoom: number, search: string, orient: Orientation, scope: string, emptyBody: string, colours: string[] | null = null) {
     this.scope = scope;
+    this.colours = colours;
+    this.canvas.dataset.diff = colours ? "1" : "";
     this.setOrient(orient);
     this.box.classList.remove("stale");
     if (l.total === 0) {
-      this.view.set(l, 0, search, orient);
+      this.view.set(l, 0, search, orient, this.colours);
       replace(this.box, emptyState("No samples in this range", emptyBody, "no-samples"), h("div", { hidden: true }, this.view.el));
     } else {
       if (this.view.el.parentElement !== this.box) replace(this.box, this.view.el);
-      this.view.set(l, zoom, search, orient);
+      this.view.set(l, zoom, search, orient, this.colours);
     }
     this.renderChrome(search);
   }
@@ -155,7 +221,7 @@ export class FlamePanel {
     this.setOrient(orient);
     const l = this.view.current;
     if (!l) return;
-    this.view.set(l, l.n ? this.view.zoomed : 0, search, orient);
+    this.view.set(l, l.n ? this.view.zoomed : 0, search, orient, this.colours);
     this.renderChrome(search);
   }
 
@@ -163,8 +229,20 @@ export class FlamePanel {
   zoom(i: number, search: string, orient: Orientation) {
     const l = this.view.current;
     if (!l) return;
-    this.view.set(l, i, search, orient);
+    this.view.set(l, i, search, orient, this.colours);
     this.renderChrome(search);
+  }
+
+  /** setCompare shows the comparison state: cmp, whether a baseline is
+   * pinned (and which), normalized. */
+  setCompare(cmp: Compare, pinned: string | null, norm: boolean) {
+    if (!this.compareSel || !this.pinBtn || !this.normBox) return;
+    this.compareSel.value = cmp;
+    (this.compareSel.options[2] as HTMLOptionElement).disabled = pinned === null;
+    this.pinBtn.title = pinned ? `Baseline pinned: ${pinned}. Click to pin the selected range instead.` : "Pin the selected range as the baseline to compare other ranges with";
+    this.pinBtn.dataset.pinned = pinned ?? "";
+    this.normBox.checked = norm;
+    this.normBox.disabled = cmp === "";
   }
 
   /** setSearch puts text in the search box (the owner then searches for it). */

@@ -10,6 +10,10 @@ import { formatCount, formatPercent } from "../format";
 export interface TopPanelOptions {
   /** A function's name clicked (to search for it). */
   onPick: (name: string) => void;
+  /** "Heatmap": filter the samples to those with this function. */
+  onFilter?: (name: string) => void;
+  /** "Sandwich": show its callers and callees. */
+  onSandwich?: (name: string) => void;
 }
 
 export class TopPanel {
@@ -57,6 +61,18 @@ export class TopPanel {
         h("td", { class: "num bar-cell" }, h("span", { class: "bar", style: `width:${total ? (100 * s.self) / total : 0}%` }), formatPercent(s.self, total)),
         h("td", { class: "num" }, formatCount(s.total)),
         h("td", { class: "num bar-cell" }, h("span", { class: "bar total", style: `width:${total ? (100 * s.total) / total : 0}%` }), formatPercent(s.total, total)),
+        this.opts.onFilter || this.opts.onSandwich
+          ? h(
+              "td",
+              { class: "actions" },
+              this.opts.onFilter
+                ? h("button", { type: "button", class: "ghost small fn-heatmap", title: `Heatmap of the samples in ${s.name}`, onclick: () => this.opts.onFilter!(s.name) }, "Heatmap")
+                : null,
+              this.opts.onSandwich
+                ? h("button", { type: "button", class: "ghost small fn-sandwich", title: `Callers and callees of ${s.name}`, onclick: () => this.opts.onSandwich!(s.name) }, "Sandwich")
+                : null,
+            )
+          : null,
       );
     replace(
       this.el,
@@ -74,7 +90,16 @@ export class TopPanel {
             h(
               "thead",
               null,
-              h("tr", null, th("name", "Function", false), th("self", "Self", true), h("th", { class: "num", scope: "col" }, "Self %"), th("total", "Total", true), h("th", { class: "num", scope: "col" }, "Total %")),
+              h(
+                "tr",
+                null,
+                th("name", "Function", false),
+                th("self", "Self", true),
+                h("th", { class: "num", scope: "col" }, "Self %"),
+                th("total", "Total", true),
+                h("th", { class: "num", scope: "col" }, "Total %"),
+                this.opts.onFilter || this.opts.onSandwich ? h("th", { scope: "col" }, h("span", { class: "visually-hidden" }, "Actions")) : null,
+              ),
             ),
             h("tbody", null, stats.slice(0, this.limit).map(row)),
           ),
