@@ -93,6 +93,7 @@ async function heatmapData(p) {
 
 /** cellPoint is the page coordinate of the centre of cell (col, row). */
 async function cellPoint(p, col, row) {
+  await p.locator("[data-testid=heatmap]").scrollIntoViewIfNeeded();
   const box = await p.locator("[data-testid=heatmap]").boundingBox();
   const d = await heatmapData(p);
   return { x: box.x + d.plotLeft + (col + 0.5) * d.cellWidth, y: box.y + d.plotTop + (d.rows - 1 - row + 0.5) * d.cellHeight };
@@ -1521,6 +1522,63 @@ describe("dashboard", () => {
     assert.equal(js.name, "all");
     assert.equal(js.value, total);
     console.log(`# downloads of [2.40, 2.48): svg ${svg.data.length} B, pprof ${pp.data.length} B, speedscope and json total ${total}`);
+  });
+
+
+  test("fleet: a host against the rest of the fleet, label against label, a function filter and downloads", async () => {
+    const hostsS = fleetHosts();
+    const busy = (h) => hostsS.find((x) => x.host === h).samples.filter((s) => s.comm !== "swapper");
+    const all = hostsS.flatMap((x) => x.samples);
+    const first = Math.floor(Math.min(...all.map((s) => s.us)) / 1e6);
+    const last = Math.floor(Math.max(...all.map((s) => s.us)) / 1e6) + 1;
+    await page.goto(`${URL_}/fleet?app=fleet&from=${first}&to=${last}`);
+    await fleetReady(page);
+    const diffDone = () =>
+      page.waitForFunction(() => {
+        const c = document.querySelector("[data-testid=flamegraph]");
+        return c?.dataset.diff === "1" && c.dataset.totalB !== undefined && !document.querySelector(".flame-box").classList.contains("stale");
+      });
+    // One click from the host strip: the canary against the rest.
+    await page.locator("[data-testid=host-strip] li[data-host=fleet-c] [data-testid=host-compare]").click();
+    await page.waitForFunction(() => new URL(location.href).searchParams.get("chost") === "fleet-c");
+    await diffDone();
+    let f = await flameState(page);
+    assert.equal(Number(f.totalB), busy("fleet-c").length, "B: the canary host");
+    assert.equal(Number(f.totalA), busy("fleet-a").length + busy("fleet-b").length, "A: the rest of the fleet");
+    assert.ok((await page.locator("[data-testid=diff-by-self] tbody tr").count()) > 0);
+    await screenshot(page, "fleet-host-vs-fleet");
+    // Label against label: env=canary (A) against env=prod (B).
+    await page.getByTestId("fleet-compare").selectOption("labels");
+    await page.getByTestId("fleet-compare-a").fill("env=canary");
+    await page.getByTestId("fleet-compare-b").fill("env=prod");
+    await page.getByTestId("fleet-compare-b").press("Enter");
+    await page.waitForFunction(() => new URL(location.href).searchParams.get("lb") === "env=prod");
+    await page.waitForFunction((n) => Number(document.querySelector("[data-testid=flamegraph]")?.dataset.totalA) === n, busy("fleet-c").length);
+    await diffDone();
+    f = await flameState(page);
+    assert.equal(Number(f.totalB), busy("fleet-a").length + busy("fleet-b").length, "B: env=prod");
+    // The permalink keeps the comparison.
+    await page.reload();
+    await diffDone();
+    assert.deepEqual([(await flameState(page)).totalA, (await flameState(page)).totalB], [f.totalA, f.totalB]);
+    await page.getByTestId("fleet-compare").selectOption("");
+    await page.waitForFunction(() => !document.querySelector("[data-testid=flamegraph]")?.dataset.diff);
+    // A function filter: the fleet heatmap counts only the samples with a matching frame.
+    await page.getByTestId("filter-function").fill("GCTaskThread::run");
+    await page.getByTestId("filter-function").press("Enter");
+    await page.waitForFunction(() => new URL(location.href).searchParams.get("fn") === "GCTaskThread::run");
+    await fleetReady(page);
+    const gc = ["fleet-a", "fleet-b", "fleet-c"].flatMap(busy).filter((s) => [s.comm, ...s.stack].some((fr) => /GCTaskThread::run/.test(fr))).length;
+    assert.equal((await heatmapData(page)).total, gc, "filtered fleet heatmap vs planted.perf");
+    assert.equal(Number((await flameState(page)).total), gc, "the window's merged flame graph under the filter");
+    // Downloads of the merged flame graph.
+    const ss = JSON.parse((await download(page, "speedscope")).data.toString("utf8"));
+    assert.equal(ss.profiles.reduce((a, p) => a + p.weights.reduce((x, y) => x + y, 0), 0), gc);
+    const svg = await download(page, "svg");
+    assert.match(svg.data.toString("utf8"), /<svg[\s\S]*<\/svg>/);
+    console.log(`# fleet: fleet-c ${busy("fleet-c").length} vs the rest ${busy("fleet-a").length + busy("fleet-b").length}; GCTaskThread::run in ${gc} samples; speedscope and svg downloads`);
+    await page.getByTestId("filter-function").press("Escape");
+    await page.waitForFunction(() => !new URL(location.href).searchParams.has("fn"));
   });
 
   test("remember me, a rejected stored key, and sign-out", async () => {

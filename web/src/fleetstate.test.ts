@@ -1,6 +1,7 @@
 import { create } from "@bufbuild/protobuf";
 import { expect, test } from "vitest";
 import {
+  fleetDiffSides,
   absRange,
   ceilSecond,
   columnAt,
@@ -121,8 +122,30 @@ function full(): FleetState {
     frame: "java;start_thread;GCTaskThread::run",
     search: "/GC|drain/",
     orient: "flame",
+    fn: "GC",
+    xfn: "Idle",
+    cmp: "labels",
+    chost: "",
+    la: "version=1",
+    lb: "version!=1",
+    norm: true,
   };
 }
+
+test("a comparison's sides: a host against the rest, label against label", () => {
+  const s = { ...full(), cmp: "host" as const, chost: "web-1" };
+  const host = fleetDiffSides(s, ["web-1", "web 2", "web-3"])!;
+  expect(host.b.hosts).toEqual(["web-1"]);
+  expect(host.a.hosts).toEqual(["web 2", "web-3"]);
+  expect(host.a.from).toEqual(host.b.from); // the range, on both sides
+  expect(host.a.filter).toEqual({ function: "GC", excludeFunction: "Idle" });
+  expect(fleetDiffSides(s, ["web-1"])).toBeNull(); // no rest
+  const labels = fleetDiffSides(full(), [])!;
+  expect(labels.a.labels?.at(-1)).toEqual({ name: "version", value: "1", notEqual: false });
+  expect(labels.b.labels?.at(-1)).toEqual({ name: "version", value: "1", notEqual: true });
+  expect(fleetDiffSides({ ...full(), lb: "" }, [])).toBeNull();
+  expect(fleetDiffSides({ ...full(), cmp: "" }, [])).toBeNull();
+});
 
 test("URL round trip: every part of the view, exactly", () => {
   const s = full();

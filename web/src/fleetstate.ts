@@ -9,6 +9,12 @@
 //   /fleet?app=checkout&host=web-1&label=env=prod&label=region!=eu
 //         &from=1795000000&to=1795000030&zoom=1794996400-1795003600&event=cpu-clock&idle=1&rows=100
 //         &start=1795000002.4&end=1795000002.48&frame=java;start_thread&search=GC&orient=flame
+//         &fn=GC&xfn=Idle&cmp=host&chost=web-2&norm=1   (or cmp=labels&la=version=1&lb=version=2)
+//
+// fn and xfn filter the samples by function (as on the profile page); cmp
+// compares, as a differential flame graph of the range, a host (chost)
+// with the rest of the fleet, or the profiles matching label condition la
+// with those matching lb; norm scales the baseline to the other's total.
 //
 // Times are absolute: unix seconds as exact decimals (up to nanoseconds,
 // like the CLI's --from/--to), held as bigint nanoseconds (unix
@@ -68,7 +74,18 @@ export interface FleetState {
   frame: string;
   search: string;
   orient: Orientation;
+  /** Samples with a frame matching fn (RE2), without one matching xfn. */
+  fn: string;
+  xfn: string;
+  /** The comparison: none, a host against the rest, label against label. */
+  cmp: FleetCompare;
+  chost: string;
+  la: string;
+  lb: string;
+  norm: boolean;
 }
+
+export type FleetCompare = "" | "host" | "labels";
 
 /** The longest window the server accepts: 31 days. */
 export const MAX_WINDOW_SECONDS = 31 * 24 * 3600;
@@ -206,6 +223,13 @@ export function readFleet(p: URLSearchParams, now: Date): { state: FleetState; d
       frame: p.get("frame") ?? "",
       search: p.get("search") ?? "",
       orient: p.get("orient") === "flame" ? "flame" : "icicle",
+      fn: p.get("fn") ?? "",
+      xfn: p.get("xfn") ?? "",
+      cmp: p.get("cmp") === "host" || p.get("cmp") === "labels" ? (p.get("cmp") as FleetCompare) : "",
+      chost: p.get("chost") ?? "",
+      la: p.get("la") ?? "",
+      lb: p.get("lb") ?? "",
+      norm: p.get("norm") === "1",
     },
     defaulted,
   };
@@ -230,6 +254,13 @@ export function writeFleet(s: FleetState): URLSearchParams {
   if (s.frame) p.set("frame", s.frame);
   if (s.search) p.set("search", s.search);
   if (s.orient !== "icicle") p.set("orient", s.orient);
+  if (s.fn) p.set("fn", s.fn);
+  if (s.xfn) p.set("xfn", s.xfn);
+  if (s.cmp) p.set("cmp", s.cmp);
+  if (s.chost) p.set("chost", s.chost);
+  if (s.la) p.set("la", s.la);
+  if (s.lb) p.set("lb", s.lb);
+  if (s.norm) p.set("norm", "1");
   return p;
 }
 
@@ -240,7 +271,28 @@ export function fleetPath(s: FleetState): string {
 
 /** newFleet is the view of app over [from, to) with everything else at its default. */
 export function newFleet(app: string, from: bigint, to: bigint): FleetState {
-  return { app, hosts: [], labels: [], from, to, zooms: [], event: "", idle: false, rows: DEFAULT_ROWS, range: null, frame: "", search: "", orient: "icicle" };
+  return {
+    app,
+    hosts: [],
+    labels: [],
+    from,
+    to,
+    zooms: [],
+    event: "",
+    idle: false,
+    rows: DEFAULT_ROWS,
+    range: null,
+    frame: "",
+    search: "",
+    orient: "icicle",
+    fn: "",
+    xfn: "",
+    cmp: "",
+    chost: "",
+    la: "",
+    lb: "",
+    norm: false,
+  };
 }
 
 // ---- windows ----------------------------------------------------------------------
@@ -405,7 +457,32 @@ export function selectionOf(s: FleetState, from = s.from, to = s.to): MessageIni
     to: timestampOf(to),
     event: s.event,
     includeIdle: s.idle,
+    filter: s.fn || s.xfn ? { function: s.fn, excludeFunction: s.xfn } : undefined,
   };
+}
+
+/** fleetDiffSides are the two fleet selections of view s's comparison
+ * over its range (or window): A, the baseline (the rest of the fleet's
+ * hosts, or label condition la), and B (the host, or lb). hosts are the
+ * selection's hosts (the host strip's). null when there is nothing to
+ * compare. */
+export function fleetDiffSides(
+  s: FleetState,
+  hosts: string[],
+): { a: MessageInitShape<typeof FleetSelectionSchema>; b: MessageInitShape<typeof FleetSelectionSchema> } | null {
+  const r = s.range ?? { start: s.from, end: s.to };
+  if (s.cmp === "host") {
+    const rest = hosts.filter((x) => x !== s.chost);
+    if (!s.chost || rest.length === 0) return null;
+    return { a: selectionOf({ ...s, hosts: rest }, r.start, r.end), b: selectionOf({ ...s, hosts: [s.chost] }, r.start, r.end) };
+  }
+  if (s.cmp === "labels") {
+    const a = parseLabel(s.la);
+    const b = parseLabel(s.lb);
+    if (!a || !b) return null;
+    return { a: selectionOf({ ...s, labels: [...s.labels, a] }, r.start, r.end), b: selectionOf({ ...s, labels: [...s.labels, b] }, r.start, r.end) };
+  }
+  return null;
 }
 
 export function heatmapRequest(s: FleetState): MessageInitShape<typeof GetFleetHeatmapRequestSchema> {

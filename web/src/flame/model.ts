@@ -372,3 +372,15 @@ export function syntheticTree(n: number, seed = 1, vocab = 5000): FlatTree & { v
   }
   return { names, name, value, depth };
 }
+
+/** jsonTree is layout l as nested JSON, as `fleetscope flamegraph --format
+ * json` writes it: {name, value, children}. */
+export function jsonTree(l: Layout): unknown {
+  type N = { name: string; value: number; children: N[] };
+  const nodes: N[] = [];
+  for (let i = 0; i < l.n; i++) {
+    nodes.push({ name: l.names[l.name[i]], value: l.value[i], children: [] });
+    if (l.parent[i] >= 0) nodes[l.parent[i]].children.push(nodes[i]);
+  }
+  return nodes[0] ?? { name: "all", value: 0, children: [] };
+}

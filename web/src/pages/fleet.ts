@@ -7,16 +7,25 @@
 // finer columns), the host strip (click a host to narrow to it, or open its
 // profile at the range) and the merged flame graph of the range (or of the
 // whole window) with its top functions. The selected cells' sum is checked
-// against the flame graph's total, as on the profile page.
+// against the flame graph's total, as on the profile page. A filter bar
+// keeps the samples with (or without) a function; the comparison switch
+// draws a differential flame graph of the range: a host against the rest
+// of the fleet, or label against label; the flame graph downloads as svg,
+// pprof, speedscope or json.
 //
 // The state lives in the URL (fleetstate.ts): a change of the selection
 // (window, hosts, labels, event, idle, rows) is a new history entry and
 // re-queries; a range, zoomed frame, search or orientation replaces the
 // current entry. Answers to requests that a newer one replaced are dropped.
 
-import { fleet, getFleetFlameGraph, problem, query, type Problem } from "../api";
+import { compare, fleet, getFleetFlameGraph, problem, query, type Problem } from "../api";
+import { diffLayout } from "../flame/diff";
+import type { GetDiffFlameGraphResponse } from "../gen/fleetscope/v1/compare_pb";
+import { DiffPanel } from "../panels/diffchanges";
+import { FilterPanel } from "../panels/filter";
+import { FleetComparePanel } from "../panels/fleetcompare";
 import { h, replace } from "../dom";
-import { exactSearch, findPath, layout, pathOf, type Layout } from "../flame/model";
+import { exactSearch, findPath, jsonTree, layout, pathOf, type Layout } from "../flame/model";
 import { formatCount, formatDuration, formatWallRange } from "../format";
 import {
   absRange,
@@ -25,6 +34,7 @@ import {
   floorSecond,
   flameRequest,
   fleetPath,
+  fleetDiffSides,
   foldedFilename,
   heatmapRequest,
   hostProfile,
@@ -51,13 +61,13 @@ import type { Accounting } from "../gen/fleetscope/v1/fleet_pb";
 import { FlameGraphFormat } from "../gen/fleetscope/v1/query_pb";
 import { cellsOfRange, fleetHeatmapOf, gridOf, sumCells, type Heatmap } from "../heatmap/model";
 import { FleetBar } from "../panels/fleetbar";
-import { FlamePanel } from "../panels/flame";
+import { FlamePanel, type DownloadFormat } from "../panels/flame";
 import { HeatmapPanel } from "../panels/heatmap";
 import { HostsPanel } from "../panels/hosts";
 import { TimelinePanel } from "../panels/timeline";
 import { TopPanel } from "../panels/top";
 import { navigate, setQuery } from "../router";
-import { Latest } from "../viewstate";
+import { functionRegex, Latest } from "../viewstate";
 import type { Page } from "./page";
 import { emptyState, onUnauthenticated } from "./states";
 
@@ -105,6 +115,7 @@ export function fleetPage(params: URLSearchParams): Page {
   let flameTotal: number | null = null;
   let flameAccounting: Accounting | undefined;
   let explain: string | undefined; // why the flame graph's total differs from the cells, when known
+  let hostNames: string[] = []; // the selection's hosts, as the host strip lists them
 
   // ---- panels ----------------------------------------------------------------------
   const bar = new FleetBar({
@@ -151,7 +162,21 @@ export function fleetPage(params: URLSearchParams): Page {
     onNarrow: (host) => change(narrowToHost(state, host)),
     onProfile: (host) => void openHostProfile(host),
     onAllHosts: () => change({ ...state, hosts: [] }),
+    onCompare: (host) => {
+      record({ ...state, cmp: "host", chost: host, frame: "" });
+      cmpPanel.show(state, hostNames);
+      void loadFlame();
+    },
   });
+  const filterBar = new FilterPanel({ onFunctions: (fn, xfn) => change({ ...state, fn, xfn, frame: "" }) });
+  const cmpPanel = new FleetComparePanel({
+    onChange: (c) => {
+      record({ ...state, ...c, frame: "" });
+      cmpPanel.show(state, hostNames);
+      void loadFlame();
+    },
+  });
+  const diffPanel = new DiffPanel();
   const flame = new FlamePanel({
     search: state.search,
     orient: state.orient,
@@ -172,9 +197,10 @@ export function fleetPage(params: URLSearchParams): Page {
     },
     link: () => location.origin + fleetPath(state),
     onDownloadFolded: () => downloadFolded(),
+    onDownload: (format) => download(format),
   });
   const flameAcc = h("div", { class: "muted small flame-accounting", "data-testid": "flame-accounting" });
-  flame.el.querySelector(".panel-head")?.after(flameAcc);
+  flame.el.querySelector(".panel-head")?.after(flameAcc, cmpPanel.el);
   const top = new TopPanel({
     onPick: (name) => {
       const search = exactSearch(name);
@@ -182,11 +208,12 @@ export function fleetPage(params: URLSearchParams): Page {
       record({ ...state, search });
       redrawFlame();
     },
+    onFilter: (name) => change({ ...state, fn: functionRegex(name), xfn: "", frame: "" }),
   });
 
   const title = h("h1", null);
   const back = h("a", { class: "back", href: "/" }, "← Profiles");
-  const panels = [summary, timeline.el, heatPanel.el, hosts.el, flame.el, top.el];
+  const panels = [filterBar.el, summary, timeline.el, heatPanel.el, hosts.el, flame.el, diffPanel.el, top.el];
   const body = h("div", { class: "fleet-body" }, panels);
   const el = h("div", { class: "page fleet-page" }, h("header", { class: "profile-head" }, back, h("div", { class: "title-row" }, title)), bar.el, body);
 
@@ -233,11 +260,13 @@ export function fleetPage(params: URLSearchParams): Page {
   function start() {
     showHead();
     bar.set(state);
+    filterBar.show(state);
+    cmpPanel.show(state, hostNames);
     if (!state.app) {
       replace(body, emptyState("Choose an app", "Type an app's name above and press Enter to see its fleet: every host's profiles in wall-clock time.", "no-app"));
       return;
     }
-    if (body.firstChild !== summary) replace(body, panels);
+    if (body.firstChild !== filterBar.el) replace(body, panels);
     heat = null;
     heatAccounting = undefined;
     hostCount = null;
@@ -300,6 +329,8 @@ export function fleetPage(params: URLSearchParams): Page {
       const res = await fleet.getFleetHosts(hostsRequest(state), { signal: ctrl.signal });
       if (!current()) return;
       hostCount = res.hosts.length;
+      hostNames = res.hosts.map((x) => x.host);
+      cmpPanel.show(state, hostNames);
       hosts.show(
         {
           startSecond: Number(res.startSecond),
@@ -356,6 +387,16 @@ export function fleetPage(params: URLSearchParams): Page {
     flame.loading();
     showSelection();
     try {
+      const sides = fleetDiffSides(counted(), state.cmp === "host" && hostNames.length === 0 ? await hostsOfSelection() : hostNames);
+      if (sides) {
+        const d = await compare.getDiffFlameGraph(
+          { a: { side: { case: "fleet", value: sides.a } }, b: { side: { case: "fleet", value: sides.b } }, normalize: state.norm, format: FlameGraphFormat.TREE, top: 20 },
+          { signal: ctrl.signal },
+        );
+        if (!current()) return;
+        return showDiff(d);
+      }
+      diffPanel.hide();
       const { graph, accounting } = await getFleetFlameGraph(flameRequest(counted(), FlameGraphFormat.TREE), ctrl.signal);
       if (!current()) return;
       flameTotal = graph.total;
@@ -417,6 +458,52 @@ export function fleetPage(params: URLSearchParams): Page {
     if (!heat) return null;
     const span = cellsOfRange(relRange(r, heat.startSecond), gridOf(heat));
     return span && span.aligned ? sumCells(heat, span.first, span.last) : null;
+  }
+
+  /** hostsOfSelection asks for the selection's hosts (for "the rest of the
+   * fleet") when the host strip has not answered yet. */
+  async function hostsOfSelection(): Promise<string[]> {
+    const res = await fleet.getFleetHosts(hostsRequest(state), { signal: ctrl.signal });
+    hostNames = res.hosts.map((x) => x.host);
+    return hostNames;
+  }
+
+  /** showDiff draws a comparison of the range: B's shape coloured by the
+   * change, and the largest changes. */
+  function showDiff(d: GetDiffFlameGraphResponse) {
+    const t = d.tree ?? { names: [], name: [], valueA: [], valueB: [], depth: [] };
+    const dl = diffLayout({ names: t.names, name: t.name, valueA: t.valueA, valueB: t.valueB, depth: t.depth }, d.normalized);
+    const r = state.range ?? { start: state.from, end: state.to };
+    const [a, b] = state.cmp === "host" ? ["the rest of the fleet", state.chost] : [state.la, state.lb];
+    flameTotal = null; // B is part of the selection: its total is not the cells'
+    flame.show(dl.layout, 0, state.search, state.orient, `${b} against ${a}, ${formatWallRange(r.start, r.end)}`, `${b} ran nothing (that is not idle) here.`, dl.colours);
+    flame.canvas.dataset.totalA = String(d.totalA);
+    flame.canvas.dataset.totalB = String(d.totalB);
+    flameAcc.textContent = "";
+    diffPanel.show(a, b, Number(d.totalA), Number(d.totalB), d.normalized, d.changesBySelf, d.changesByTotal);
+    showTop();
+    showSelection();
+  }
+
+  async function download(format: DownloadFormat) {
+    try {
+      let blob: Blob;
+      if (format === "json") {
+        const l = flame.layout;
+        if (!l) return;
+        blob = new Blob([JSON.stringify(jsonTree(l))], { type: "application/json" });
+      } else {
+        const f = { svg: FlameGraphFormat.SVG, pprof: FlameGraphFormat.PPROF, speedscope: FlameGraphFormat.SPEEDSCOPE }[format];
+        const { graph } = await getFleetFlameGraph(flameRequest(counted(), f), ctrl.signal);
+        blob = new Blob([(graph.export ?? new Uint8Array()) as BlobPart], { type: format === "svg" ? "image/svg+xml" : "application/octet-stream" });
+      }
+      const ext = { svg: "svg", pprof: "pb.gz", speedscope: "speedscope.json", json: "json" }[format];
+      const a = h("a", { href: URL.createObjectURL(blob), download: foldedFilename(state).replace(/\.folded$/, `.${ext}`) });
+      a.click();
+      setTimeout(() => URL.revokeObjectURL(a.href), 10_000);
+    } catch (err) {
+      failed(problem(err), (p) => flame.error(p, () => void loadFlame()));
+    }
   }
 
   async function downloadFolded() {

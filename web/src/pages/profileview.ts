@@ -13,7 +13,7 @@
 import { problem, type Problem } from "../api";
 import { h, replace } from "../dom";
 import { diffLayout } from "../flame/diff";
-import { exactSearch, findPath, layout, pathOf, type Layout } from "../flame/model";
+import { exactSearch, findPath, jsonTree, layout, pathOf, type Layout } from "../flame/model";
 import type { WireFlameGraph } from "../flame/wire";
 import type { GetDiffFlameGraphResponse } from "../gen/fleetscope/v1/compare_pb";
 import { formatTime } from "../format";
@@ -488,16 +488,4 @@ export class ProfileView {
       this.flame.focusSearch();
     }
   };
-}
-
-/** jsonTree is layout l as nested JSON, as `fleetscope flamegraph --format
- * json` writes it: {name, value, children}. */
-function jsonTree(l: Layout): unknown {
-  type N = { name: string; value: number; children: N[] };
-  const nodes: N[] = [];
-  for (let i = 0; i < l.n; i++) {
-    nodes.push({ name: l.names[l.name[i]], value: l.value[i], children: [] });
-    if (l.parent[i] >= 0) nodes[l.parent[i]].children.push(nodes[i]);
-  }
-  return nodes[0] ?? { name: "all", value: 0, children: [] };
 }

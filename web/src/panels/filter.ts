@@ -7,13 +7,24 @@
 // Choices go to callbacks; show() reflects the view.
 
 import { h, replace } from "../dom";
-import type { Axis, ViewState } from "../viewstate";
+import type { Axis } from "../viewstate";
 
 export interface FilterPanelOptions {
   onFunctions: (fn: string, xfn: string) => void;
   /** Clear the process, thread and CPU filters. */
-  onClearThreads: () => void;
-  onAxis: (axis: Axis) => void;
+  onClearThreads?: () => void;
+  /** The thread view switch (absent: no thread view, as in the fleet view). */
+  onAxis?: (axis: Axis) => void;
+}
+
+/** What the bar shows: a profile view's or a fleet view's filters. */
+export interface Filters {
+  fn: string;
+  xfn: string;
+  pids?: number[];
+  tids?: number[];
+  cpus?: number[];
+  axis?: Axis;
 }
 
 const AXES: [Axis, string][] = [
@@ -48,9 +59,12 @@ export class FilterPanel {
       });
       el.addEventListener("search", apply); // the clear (×) button
     }
-    this.axisBtns = AXES.map(([a, label]) =>
-      h("button", { type: "button", class: "seg", "data-testid": `axis-${a}`, title: a === "offset" ? "No thread view" : `Samples per ${a} and second`, onclick: () => opts.onAxis(a) }, label),
-    );
+    const onAxis = opts.onAxis;
+    this.axisBtns = onAxis
+      ? AXES.map(([a, label]) =>
+          h("button", { type: "button", class: "seg", "data-testid": `axis-${a}`, title: a === "offset" ? "No thread view" : `Samples per ${a} and second`, onclick: () => onAxis(a) }, label),
+        )
+      : [];
     this.el = h(
       "section",
       { class: "panel filter-panel", "aria-label": "Sample filters", "data-testid": "filters" },
@@ -59,23 +73,22 @@ export class FilterPanel {
       this.xfn,
       h("button", { type: "button", class: "ghost small", "data-testid": "filter-apply", onclick: apply }, "Apply"),
       this.threads,
-      h("span", { class: "filter-label" }, "Thread view"),
-      h("div", { class: "segmented", role: "group", "aria-label": "Thread view" }, this.axisBtns),
+      onAxis ? [h("span", { class: "filter-label" }, "Thread view"), h("div", { class: "segmented", role: "group", "aria-label": "Thread view" }, this.axisBtns)] : [],
     );
   }
 
   /** show reflects view v's filters and thread view. */
-  show(v: ViewState) {
+  show(v: Filters) {
     if (document.activeElement !== this.fn) this.fn.value = v.fn;
     if (document.activeElement !== this.xfn) this.xfn.value = v.xfn;
-    const chips = [...v.pids.map((p) => `pid ${p}`), ...v.tids.map((t) => `tid ${t}`), ...v.cpus.map((c) => `CPU ${c}`)];
+    const chips = [...(v.pids ?? []).map((p) => `pid ${p}`), ...(v.tids ?? []).map((t) => `tid ${t}`), ...(v.cpus ?? []).map((c) => `CPU ${c}`)];
     replace(
       this.threads,
       chips.length
-        ? [h("span", { class: "chip" }, chips.join(", ")), h("button", { type: "button", class: "ghost small", "data-testid": "filter-threads-clear", onclick: () => this.opts.onClearThreads() }, "All threads")]
+        ? [h("span", { class: "chip" }, chips.join(", ")), h("button", { type: "button", class: "ghost small", "data-testid": "filter-threads-clear", onclick: () => this.opts.onClearThreads?.() }, "All threads")]
         : [],
     );
-    for (const b of this.axisBtns) b.setAttribute("aria-pressed", String(b.dataset.testid === `axis-${v.axis}`));
+    for (const b of this.axisBtns) b.setAttribute("aria-pressed", String(b.dataset.testid === `axis-${v.axis ?? "offset"}`));
     this.el.classList.toggle("active", !!(v.fn || v.xfn || chips.length));
   }
 }

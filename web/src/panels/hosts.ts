@@ -35,6 +35,8 @@ export interface HostsPanelOptions {
   onNarrow: (host: string) => void;
   /** A host's "profile ↗": open its profile at the range. */
   onProfile: (host: string) => void;
+  /** "vs fleet": compare a host with the rest of the fleet. */
+  onCompare?: (host: string) => void;
   /** "All hosts" (shown when the selection names hosts). */
   onAllHosts: () => void;
 }
@@ -116,6 +118,13 @@ export class HostsPanel {
           h("button", { type: "button", class: "linkish host-name", "data-testid": "host-narrow", title: `Narrow the selection to ${x.host}`, onclick: () => this.opts.onNarrow(x.host) }, x.host),
           h("span", { class: "host-total" }, formatCount(x.total)),
           h("button", { type: "button", class: "linkish host-profile", "data-testid": "host-profile", title: `Open ${x.host}'s profile at this range`, onclick: () => this.opts.onProfile(x.host) }, "profile ↗"),
+          this.opts.onCompare
+            ? h(
+                "button",
+                { type: "button", class: "linkish host-compare", "data-testid": "host-compare", title: `Compare ${x.host} with the rest of the fleet`, onclick: () => this.opts.onCompare!(x.host) },
+                "vs fleet",
+              )
+            : null,
         ),
       ),
     );

@@ -1,0 +1,68 @@
+// The fleet view's comparison switch: a host against the rest of the fleet
+// (also one click from the host strip's "vs fleet"), or the profiles with
+// one label condition against those with another (version=1 vs
+// version=2), raw or normalized. The owner draws the differential flame
+// graph of the range and the table of largest changes.
+
+import { h } from "../dom";
+import type { FleetCompare, FleetState } from "../fleetstate";
+
+export interface FleetComparePanelOptions {
+  onChange: (c: { cmp: FleetCompare; chost: string; la: string; lb: string; norm: boolean }) => void;
+}
+
+export class FleetComparePanel {
+  readonly el: HTMLElement;
+  private sel: HTMLSelectElement;
+  private host: HTMLSelectElement;
+  private la: HTMLInputElement;
+  private lb: HTMLInputElement;
+  private norm: HTMLInputElement;
+  private hostBox: HTMLElement;
+  private labelBox: HTMLElement;
+
+  constructor(opts: FleetComparePanelOptions) {
+    this.sel = h(
+      "select",
+      { "data-testid": "fleet-compare", "aria-label": "Compare" },
+      h("option", { value: "" }, "No comparison"),
+      h("option", { value: "host" }, "A host vs the rest of the fleet"),
+      h("option", { value: "labels" }, "Label vs label"),
+    );
+    this.host = h("select", { "data-testid": "fleet-compare-host", "aria-label": "Host" });
+    const label = (testid: string, placeholder: string) => h("input", { type: "text", class: "mono", "data-testid": testid, placeholder, "aria-label": placeholder, spellcheck: "false", size: 16 });
+    this.la = label("fleet-compare-a", "A: label=value");
+    this.lb = label("fleet-compare-b", "B: label=value");
+    this.norm = h("input", { type: "checkbox", "data-testid": "fleet-compare-norm" });
+    const emit = () => opts.onChange({ cmp: this.sel.value as FleetCompare, chost: this.host.value, la: this.la.value.trim(), lb: this.lb.value.trim(), norm: this.norm.checked });
+    this.sel.addEventListener("change", emit);
+    this.host.addEventListener("change", emit);
+    this.norm.addEventListener("change", emit);
+    for (const el of [this.la, this.lb]) el.addEventListener("keydown", (e) => e.key === "Enter" && emit());
+    this.hostBox = h("span", { class: "compare-host" }, this.host);
+    this.labelBox = h("span", { class: "compare-labels" }, this.la, " vs ", this.lb, h("button", { type: "button", class: "ghost small", onclick: emit }, "Compare"));
+    this.el = h(
+      "div",
+      { class: "compare-controls fleet-compare" },
+      this.sel,
+      this.hostBox,
+      this.labelBox,
+      h("label", { class: "check", title: "Scale the baseline to the other side's total" }, this.norm, " Normalize"),
+    );
+  }
+
+  /** show reflects view s; hosts are the selection's (the host strip's). */
+  show(s: FleetState, hosts: string[]) {
+    this.sel.value = s.cmp;
+    const options = [...new Set([...hosts, ...(s.chost ? [s.chost] : [])])];
+    if ([...this.host.options].map((o) => o.value).join("\n") !== options.join("\n")) {
+      this.host.replaceChildren(...options.map((x) => h("option", { value: x }, x)));
+    }
+    this.host.value = s.chost;
+    if (document.activeElement !== this.la) this.la.value = s.la;
+    if (document.activeElement !== this.lb) this.lb.value = s.lb;
+    this.norm.checked = s.norm;
+    this.hostBox.hidden = s.cmp !== "host";
+    this.labelBox.hidden = s.cmp !== "labels";
+  }
+}
