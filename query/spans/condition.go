@@ -15,21 +15,42 @@ import (
 //
 // The two are complements: for the same T, every span is in exactly one of
 // slower:T and faster:T (so faster:p95 holds the spans at the p95 itself).
-// Make one with ParseCondition (the zero Condition is faster:p0).
+// "slower:A,faster:B" is a band: both must hold (A < duration <= B; the
+// dashboard's latency band). Make one with ParseCondition (the zero
+// Condition is faster:p0).
 type Condition struct {
 	slower bool
 	pct    int64 // the percentile in millionths of a percent; -1 for a fixed threshold
 	nanos  int64 // the fixed threshold
 	text   string
+	also   *Condition // a band's other bound
 }
 
-const conditionForms = "want slower:T or faster:T, T a percentile (p95, p99.9) or a duration (2ms, 500us, 1.5s; units ns, us, µs, ms, s)"
+const conditionForms = "want slower:T, faster:T or a band slower:T,faster:T, T a percentile (p95, p99.9) or a duration (2ms, 500us, 1.5s; units ns, us, µs, ms, s)"
 
 // ParseCondition reads "slower:p95", "faster:p99.9", "slower:2ms",
 // "faster:750us", "slower:1.5s" and the like. Durations are read exactly
 // (decimal, to the nanosecond); a percentile lies in [0, 100] with at most
 // six decimals. Returns EINVALID for anything else.
 func ParseCondition(s string) (Condition, error) {
+	one, other, band := strings.Cut(s, ",")
+	c, err := parseBound(one)
+	if err != nil || !band {
+		return c, err
+	}
+	c2, err := parseBound(other)
+	if err != nil {
+		return Condition{}, err
+	}
+	if c2.slower == c.slower {
+		return Condition{}, fleetscope.Errorf(fleetscope.EINVALID, "condition %q: a band is one slower: and one faster: bound; %s", s, conditionForms)
+	}
+	c.also, c.text = &c2, s
+	return c, nil
+}
+
+// parseBound reads one bound, slower:T or faster:T.
+func parseBound(s string) (Condition, error) {
 	dir, t, ok := strings.Cut(s, ":")
 	c := Condition{pct: -1, text: s}
 	switch {
@@ -126,7 +147,13 @@ func (c Condition) ThresholdNanos(set *Set) int64 {
 	return percentile(set.durations, c.pct)
 }
 
-// keeps reports whether a span of duration d passes, given the threshold.
-func (c Condition) keeps(d, threshold int64) bool {
-	return (d > threshold) == c.slower
+// keeper resolves the condition's thresholds against set and returns
+// whether a span of duration d passes.
+func (c Condition) keeper(set *Set) func(d int64) bool {
+	t := c.ThresholdNanos(set)
+	if c.also == nil {
+		return func(d int64) bool { return (d > t) == c.slower }
+	}
+	t2 := c.also.ThresholdNanos(set)
+	return func(d int64) bool { return (d > t) == c.slower && (d > t2) == c.also.slower }
 }

@@ -86,3 +86,26 @@ func TestComplement(t *testing.T) {
 		t.Errorf("faster:p50 holds %d spans, want 5 (1, 2 and three at 3 µs)", n)
 	}
 }
+
+// TestBand: slower:A,faster:B keeps A < duration <= B, in either order;
+// a band needs one bound of each kind.
+func TestBand(t *testing.T) {
+	set := sequential(5000, 1000, 3000, 3000, 9000, 3000, 2000) // durations 1, 2, 3, 3, 3, 5, 9 µs
+	for in, want := range map[string]int{"slower:2us,faster:5us": 4, "faster:5us,slower:2us": 4, "slower:1us,faster:3us": 4, "slower:p50,faster:p100": 2, "slower:9us,faster:10us": 0} {
+		c, err := spans.ParseCondition(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := set.Filter(c); len(got) != want {
+			t.Errorf("%s: %d spans, want %d", in, len(got), want)
+		}
+		if c.String() != in {
+			t.Errorf("String() = %q, want %q", c.String(), in)
+		}
+	}
+	for _, in := range []string{"slower:1us,slower:2us", "faster:1us,faster:p9", "slower:1us,", "slower:1us,faster:1us,faster:2us"} {
+		if _, err := spans.ParseCondition(in); fleetscope.ErrorCode(err) != fleetscope.EINVALID {
+			t.Errorf("ParseCondition(%q) = %v, want EINVALID", in, err)
+		}
+	}
+}

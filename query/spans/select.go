@@ -4,10 +4,10 @@ import "github.com/fleetscope/fleetscope"
 
 // Filter returns the spans that pass c, in the set's order.
 func (s *Set) Filter(c Condition) []Span {
-	t := c.ThresholdNanos(s)
+	keep := c.keeper(s)
 	var out []Span
 	for _, sp := range s.Spans {
-		if c.keeps(sp.DurationNanos(), t) {
+		if keep(sp.DurationNanos()) {
 			out = append(out, sp)
 		}
 	}
@@ -39,8 +39,9 @@ type intervals struct {
 // Select indexes the outermost spans that pass c, per thread, for Keep.
 func (s *Set) Select(c Condition) *Selector {
 	sel := &Selector{pair: s.Pair, threshold: c.ThresholdNanos(s), threads: map[int32]*intervals{}}
+	keep := c.keeper(s)
 	for _, sp := range s.Spans {
-		if sp.Depth != 0 || !c.keeps(sp.DurationNanos(), sel.threshold) {
+		if sp.Depth != 0 || !keep(sp.DurationNanos()) {
 			continue
 		}
 		sel.spans++
