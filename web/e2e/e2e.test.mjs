@@ -1581,6 +1581,52 @@ describe("dashboard", () => {
     await page.waitForFunction(() => !new URL(location.href).searchParams.has("fn"));
   });
 
+
+  test("spans: request latency from uprobes; slower than p95 re-colours the heatmap as the CLI counts it; a band; slow vs rest", async () => {
+    await page.goto(`${URL_}/p/${env("E2E_SPANS")}`);
+    await page.getByTestId("spans").waitFor();
+    assert.equal(await page.getByTestId("spans-summary").getAttribute("data-spans"), "2202");
+    // The corpus README's latency, within 2%.
+    for (const [p, want] of [["p50", 686], ["p90", 3857], ["p95", 4002], ["p99", 4159]]) {
+      const got = Number(await page.getByTestId(`spans-${p}`).getAttribute("data-micros"));
+      assert.ok(Math.abs(got - want) <= 0.02 * want, `${p} ${got} µs, the recording's ${want} µs`);
+    }
+    await page.waitForFunction(() => document.querySelector("[data-testid=heatmap]")?.dataset.cells);
+    const all = await heatmapData(page);
+    await page.getByTestId("spans-slow").click();
+    await page.waitForFunction(() => new URL(location.href).searchParams.get("spans") === "slower:p95");
+    const slow = Number(env("E2E_SPANS_SLOW"));
+    await page.waitForFunction((n) => Number(document.querySelector("[data-testid=heatmap]")?.dataset.total) === n, slow);
+    assert.equal(Number((await flameState(page)).total), slow, "the whole profile's flame graph under the condition, as the CLI counts it from the file");
+    await screenshot(page, "spans-slow");
+    // A band dragged across the histogram: fewer samples, heatmap = flame graph.
+    await page.getByTestId("span-histogram").scrollIntoViewIfNeeded();
+    const bars = page.locator("[data-testid=span-histogram] .span-bar");
+    const n = await bars.count();
+    const a = await bars.nth(Math.floor(n / 4)).boundingBox();
+    const b = await bars.nth(Math.floor(n / 2)).boundingBox();
+    await page.mouse.move(a.x + a.width / 2, a.y + a.height - 2);
+    await page.mouse.down();
+    await page.mouse.move(b.x + b.width / 2, b.y + b.height - 2, { steps: 4 });
+    await page.mouse.up();
+    await page.waitForFunction(() => /^slower:\d+ns,faster:\d+ns$/.test(new URL(location.href).searchParams.get("spans") ?? ""));
+    await page.waitForFunction(() => !document.querySelector(".flame-box").classList.contains("stale"));
+    const band = await heatmapData(page);
+    assert.ok(band.total < all.total, `the band keeps ${band.total} of ${all.total} samples`);
+    assert.equal(Number((await flameState(page)).total), band.total);
+    // Slow requests against the rest, as a differential flame graph.
+    await page.getByTestId("spans-all").click();
+    await page.waitForFunction(() => !new URL(location.href).searchParams.has("spans"));
+    await page.getByTestId("spans-diff").click();
+    await page.waitForFunction(() => document.querySelector("[data-testid=flamegraph]")?.dataset.diff === "1" && !document.querySelector(".flame-box").classList.contains("stale"));
+    const f = await flameState(page);
+    assert.equal(Number(f.totalB), slow, "B: the samples in requests slower than p95");
+    assert.ok(Number(f.totalA) > 0);
+    assert.equal(await page.getByTestId("compare").inputValue(), "spans");
+    console.log(`# spans: 2202 requests, p95 within 2%; slower than p95: ${slow} samples (heatmap = flame = CLI); band ${band.total}; slow vs rest ${f.totalB} vs ${f.totalA}`);
+    await screenshot(page, "spans-slow-vs-rest");
+  });
+
   test("remember me, a rejected stored key, and sign-out", async () => {
     await page.getByTestId("signout").click();
     await page.getByTestId("api-key").waitFor();

@@ -54,6 +54,10 @@ P_TWO=$(upload --app twoevents --host vm "$SHARED/corpus/perf/recorded-perf-real
 P_UNTIMED=$(upload --app untimed "$SHARED/corpus/perf/perf-js-stacks-01.txt")
 P_PPROF=$(upload --app gosort "$SHARED/corpus/pprof/go-sha-sort.cpu.pprof")
 P_LONG=$(upload --app batch --host worker-7 "$TMP/long/planted.perf")
+# A uprobe recording (request entry/return): the spans panel. The CLI's
+# count from the file is the reference for the server's answer.
+P_SPANS=$(upload --app reqsim "$SHARED/corpus/perf/recorded-perf-uprobe-reqsim.txt")
+SPANS_SLOW=$("$FS" flamegraph --in-spans slower:p95 "$SHARED/corpus/perf/recorded-perf-uprobe-reqsim.txt" | awk '{ n += $NF } END { print n + 0 }')
 # A fleet: app "fleet", hosts a, b, c recording from the same epoch second
 # for 30, 20 and 12 s on 8, 4 and 2 CPUs; c is the canary.
 FLEET=
@@ -69,7 +73,7 @@ mkdir -p "$ARTIFACTS"
 say "server $URL, profiles $P_BOOT (boot clock), $P_EPOCH (epoch clock); screenshots in $ARTIFACTS"
 (
   cd web
-  E2E_URL=$URL E2E_KEY=$KEY E2E_ADMIN_KEY=$ADMIN_KEY E2E_PROFILE=$P_BOOT E2E_EPOCH_PROFILE=$P_EPOCH E2E_TWO_EVENTS=$P_TWO E2E_UNTIMED=$P_UNTIMED E2E_PPROF=$P_PPROF E2E_LONG=$P_LONG \
+  E2E_URL=$URL E2E_KEY=$KEY E2E_ADMIN_KEY=$ADMIN_KEY E2E_PROFILE=$P_BOOT E2E_EPOCH_PROFILE=$P_EPOCH E2E_TWO_EVENTS=$P_TWO E2E_UNTIMED=$P_UNTIMED E2E_PPROF=$P_PPROF E2E_LONG=$P_LONG E2E_SPANS=$P_SPANS E2E_SPANS_SLOW=$SPANS_SLOW \
     E2E_PERF=$TMP/boot/planted.perf E2E_TRUTH=$TMP/boot/truth.json E2E_DROP_FILE=$TMP/drop/planted.perf E2E_LONG_PERF=$TMP/long/planted.perf \
     E2E_FLEET="${FLEET# }" \
     E2E_ARTIFACTS=$ARTIFACTS node --test --test-concurrency=1 --test-reporter=spec e2e/e2e.test.mjs

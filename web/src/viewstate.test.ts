@@ -43,6 +43,7 @@ const DEFAULTS: ViewState = {
   base: null,
   norm: false,
   sw: "",
+  spans: "",
 };
 
 describe("URL ↔ view", () => {
@@ -109,7 +110,9 @@ describe("URL ↔ view", () => {
 
   test("requests carry the filter; a comparison's sides", () => {
     const v: ViewState = { ...DEFAULTS, range: { start: 1e9, end: 2e9 }, fn: "GC", cmp: "rest" };
-    expect(heatmapRequest("p", v).filter).toEqual({ function: "GC", excludeFunction: "", pids: [], tids: [], cpus: [] });
+    expect(heatmapRequest("p", v).filter).toEqual({ function: "GC", excludeFunction: "", pids: [], tids: [], cpus: [], inSpans: "" });
+    const slow = diffSides("p", { ...DEFAULTS, cmp: "spans" })!; // slow requests vs the rest, whole profile
+    expect([slow.a.filter?.inSpans, slow.b.filter?.inSpans, slow.a.startNanos]).toEqual(["faster:p95", "slower:p95", undefined]);
     expect(heatmapRequest("p", DEFAULTS).filter).toBeUndefined();
     const sides = diffSides("p", v)!;
     expect(sides.a.outside).toBe(true);

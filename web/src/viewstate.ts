@@ -63,10 +63,13 @@ export interface ViewState {
   norm: boolean;
   /** The function whose sandwich is shown ("" for none). */
   sw: string;
+  /** Samples inside the spans passing this condition ("slower:p95",
+   * "slower:A,faster:B"; "" for all), as the CLI's --in-spans. */
+  spans: string;
 }
 
 export type Axis = "offset" | "cpu" | "thread" | "process";
-export type Compare = "" | "rest" | "base";
+export type Compare = "" | "rest" | "base" | "spans";
 const AXES: Axis[] = ["offset", "cpu", "thread", "process"];
 
 function readInts(s: string | null): number[] {
@@ -97,10 +100,11 @@ export function readView(p: URLSearchParams): ViewState {
     tids: readInts(p.get("tid")),
     cpus: readInts(p.get("cpu")),
     axis: AXES.includes(p.get("axis") as Axis) ? (p.get("axis") as Axis) : "offset",
-    cmp: p.get("cmp") === "rest" || p.get("cmp") === "base" ? (p.get("cmp") as Compare) : "",
+    cmp: ["rest", "base", "spans"].includes(p.get("cmp") ?? "") ? (p.get("cmp") as Compare) : "",
     base: bstart !== null && bend !== null ? { start: bstart, end: bend } : null,
     norm: p.get("norm") === "1",
     sw: p.get("sw") ?? "",
+    spans: p.get("spans") ?? "",
   };
 }
 
@@ -135,13 +139,14 @@ export function writeView(v: ViewState): URLSearchParams {
   }
   if (v.norm) p.set("norm", "1");
   if (v.sw) p.set("sw", v.sw);
+  if (v.spans) p.set("spans", v.spans);
   return p;
 }
 
 /** filterOf is view v's sample filter for the API (undefined: none). */
 export function filterOf(v: ViewState): MessageInitShape<typeof SampleFilterSchema> | undefined {
-  if (!v.fn && !v.xfn && !v.pids.length && !v.tids.length && !v.cpus.length) return undefined;
-  return { function: v.fn, excludeFunction: v.xfn, pids: v.pids, tids: v.tids, cpus: v.cpus };
+  if (!v.fn && !v.xfn && !v.pids.length && !v.tids.length && !v.cpus.length && !v.spans) return undefined;
+  return { function: v.fn, excludeFunction: v.xfn, pids: v.pids, tids: v.tids, cpus: v.cpus, inSpans: v.spans };
 }
 
 /** functionRegex is the RE2 expression (for fn, xfn) that matches frame
@@ -260,6 +265,10 @@ export function diffSides(
   id: string,
   v: ViewState,
 ): { a: MessageInitShape<typeof GetFlameGraphRequestSchema>; b: MessageInitShape<typeof GetFlameGraphRequestSchema> } | null {
+  if (v.cmp === "spans") {
+    // The slow requests (slower than p95) against the rest, over the range or the whole profile.
+    return { a: flameRequest(id, { ...v, spans: "faster:p95" }, 0 as FlameGraphFormat), b: flameRequest(id, { ...v, spans: "slower:p95" }, 0 as FlameGraphFormat) };
+  }
   if (!v.cmp || !v.range || (v.cmp === "base" && !v.base)) return null;
   const b = flameRequest(id, v, 0 as FlameGraphFormat);
   const a = v.cmp === "rest" ? { ...b, outside: true } : flameRequest(id, { ...v, range: v.base }, 0 as FlameGraphFormat);

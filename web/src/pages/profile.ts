@@ -43,6 +43,7 @@ export function profilePage(id: string, params: URLSearchParams): Page {
       },
       flame: (v, format, signal) => getFlameGraph(flameRequest(id, v, format), signal),
       series: (v, signal) => query.getHeatmapSeries(seriesRequest(id, v), { signal }),
+      spans: (signal) => query.getSpans({ profileId: id }, { signal }),
       diff: async (v, signal) => {
         const sides = diffSides(id, v);
         if (!sides) return null;

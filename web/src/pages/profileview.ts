@@ -17,7 +17,7 @@ import { exactSearch, findPath, jsonTree, layout, pathOf, type Layout } from "..
 import type { WireFlameGraph } from "../flame/wire";
 import type { GetDiffFlameGraphResponse } from "../gen/fleetscope/v1/compare_pb";
 import { formatTime } from "../format";
-import { FlameGraphFormat, type GetHeatmapSeriesResponse } from "../gen/fleetscope/v1/query_pb";
+import { FlameGraphFormat, type GetHeatmapSeriesResponse, type GetSpansResponse } from "../gen/fleetscope/v1/query_pb";
 import type { Profile } from "../gen/fleetscope/v1/profile_pb";
 import type { Heatmap } from "../heatmap/model";
 import { DiffPanel } from "../panels/diffchanges";
@@ -27,6 +27,7 @@ import { HeaderPanel } from "../panels/header";
 import { HeatmapPanel } from "../panels/heatmap";
 import { SandwichPanel } from "../panels/sandwich";
 import { SeriesPanel } from "../panels/series";
+import { SpansPanel } from "../panels/spans";
 import { TopPanel } from "../panels/top";
 import { perf } from "../perf";
 import { chooseEvent, foldedFilename, functionRegex, Latest, wholeProfile, type Axis, type ViewState } from "../viewstate";
@@ -48,6 +49,8 @@ export interface Source {
   /** The comparison of view v (absent: no comparisons); null when v asks
    * for none. */
   diff?(v: ViewState, signal: AbortSignal): Promise<GetDiffFlameGraphResponse | null>;
+  /** The profile's spans from entry/return probes (absent: no spans panel). */
+  spans?(signal: AbortSignal): Promise<GetSpansResponse>;
 }
 
 export interface ProfileViewOptions {
@@ -86,6 +89,7 @@ export class ProfileView {
   private readonly seriesReq = new Latest();
   private readonly diffPanel = new DiffPanel();
   private readonly sandwich: SandwichPanel;
+  private readonly spans: SpansPanel;
 
   constructor(opts: ProfileViewOptions) {
     this.opts = opts;
@@ -191,6 +195,16 @@ export class ProfileView {
         this.sandwich.hide();
       },
     });
+    this.spans = new SpansPanel({
+      onCondition: (spans) => {
+        this.spans.condition(spans);
+        this.setFilter({ ...this._view, spans });
+      },
+      onSlowVsRest: () => {
+        this.update({ ...this._view, cmp: "spans", frame: "" });
+        void this.loadFlame();
+      },
+    });
     this.flame.setCompare(v.cmp, v.base ? `${formatTime(v.base.start)} – ${formatTime(v.base.end)}` : null, v.norm);
     this.el = h(
       "div",
@@ -200,6 +214,7 @@ export class ProfileView {
       this.filter?.el ?? null,
       this.heat.el,
       this.series.el,
+      this.spans.el,
       this.flame.el,
       this.diffPanel.el,
       this.sandwich.el,
@@ -223,6 +238,7 @@ export class ProfileView {
    * slow what the user looks at first. */
   start() {
     void this.loadSeries();
+    void this.loadSpans();
     const heatDone = this.loadHeatmap();
     if (this._view.range) void this.loadFlame();
     else void heatDone.finally(() => !this.ctrl.signal.aborted && this.loadFlame());
@@ -348,9 +364,10 @@ export class ProfileView {
     const v = this._view;
     const t = d.tree ?? { names: [], name: [], valueA: [], valueB: [], depth: [] };
     const dl = diffLayout({ names: t.names, name: t.name, valueA: t.valueA, valueB: t.valueB, depth: t.depth }, d.normalized);
-    const r = v.range!;
-    const sel = `${formatTime(r.start)} – ${formatTime(r.end)}`;
-    const base = v.cmp === "rest" ? "the rest of the profile" : v.base ? `${formatTime(v.base.start)} – ${formatTime(v.base.end)}` : "";
+    const r = v.range;
+    const where = r ? `${formatTime(r.start)} – ${formatTime(r.end)}` : "the whole profile";
+    const sel = v.cmp === "spans" ? `the requests slower than p95, ${where}` : where;
+    const base = v.cmp === "rest" ? "the rest of the profile" : v.cmp === "spans" ? "the requests not slower than p95" : v.base ? `${formatTime(v.base.start)} – ${formatTime(v.base.end)}` : "";
     this.flameTotal = Number(d.totalB);
     this.flame.show(dl.layout, 0, v.search, v.orient, `${sel} against ${base}`, `Nothing ran (that is not idle) in ${sel}.`, dl.colours);
     this.flame.canvas.dataset.totalA = String(d.totalA);
@@ -359,6 +376,17 @@ export class ProfileView {
     this.showTop();
     this.showSandwich();
     this.showSelection();
+  }
+
+  private async loadSpans() {
+    if (!this.src.spans) return;
+    try {
+      const res = await this.src.spans(this.ctrl.signal);
+      if (res.spans > 0n) this.flame.enableSpans();
+      this.spans.show(res, this._view.spans);
+    } catch {
+      this.spans.hide(); // no entry/return probes in this profile
+    }
   }
 
   private async loadSeries() {

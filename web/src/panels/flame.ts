@@ -126,6 +126,7 @@ export class FlamePanel {
         h("option", { value: "" }, "No comparison"),
         h("option", { value: "rest" }, "Selection vs rest of profile"),
         h("option", { value: "base" }, "Selection vs pinned range"),
+        h("option", { value: "spans", hidden: true }, "Slow requests (> p95) vs the rest"),
       );
       this.compareSel.addEventListener("change", () => c.onCompare(this.compareSel!.value as Compare));
       this.pinBtn = h("button", { type: "button", class: "ghost", "data-testid": "pin-baseline", title: "Pin the selected range as the baseline to compare other ranges with", onclick: () => c.onPin() }, "Pin as baseline");
@@ -243,6 +244,11 @@ export class FlamePanel {
     this.pinBtn.dataset.pinned = pinned ?? "";
     this.normBox.checked = norm;
     this.normBox.disabled = cmp === "";
+  }
+
+  /** enableSpans offers "slow requests vs the rest" (the profile has spans). */
+  enableSpans() {
+    if (this.compareSel) (this.compareSel.options[3] as HTMLOptionElement).hidden = false;
   }
 
   /** setSearch puts text in the search box (the owner then searches for it). */
