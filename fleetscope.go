@@ -122,7 +122,8 @@ type AuditEvent struct {
 type ShareLink struct {
 	TenantID   int64
 	ID         string // visible prefix of the token
-	ProfileID  string
+	ProfileID  string          // a profile's link ("" for a fleet's)
+	Fleet      *FleetSelection // a fleet's link: its selection and window; nil for a profile's
 	Event      string
 	Start, End *int64 // relative ns; nil: open
 	CreatedBy  string

@@ -169,8 +169,12 @@ func (h *adminHandler) ListAuditEvents(ctx context.Context, req *connect.Request
 }
 
 func shareProto(l fleetscope.ShareLink) *fsv1.ShareLink {
-	return &fsv1.ShareLink{Id: l.ID, ProfileId: l.ProfileID, Event: l.Event, StartNanos: l.Start, EndNanos: l.End,
+	out := &fsv1.ShareLink{Id: l.ID, ProfileId: l.ProfileID, Event: l.Event, StartNanos: l.Start, EndNanos: l.End,
 		CreatedAt: ts(l.CreatedAt), ExpiresAt: ts(l.ExpiresAt), RevokedAt: ts(l.RevokedAt), CreatedBy: l.CreatedBy}
+	if l.Fleet != nil {
+		out.Fleet = selectionProto(l.Fleet)
+	}
+	return out
 }
 
 // MaxShareTTL bounds a share link's life.
@@ -195,6 +199,19 @@ func (h *adminHandler) CreateShareLink(ctx context.Context, req *connect.Request
 	}
 	l := fleetscope.ShareLink{ProfileID: m.GetProfileId(), Event: m.GetEvent(), Start: m.StartNanos, End: m.EndNanos,
 		CreatedBy: p.KeyID, ExpiresAt: time.Now().Add(ttl)}
+	if m.GetFleet() != nil {
+		if m.GetProfileId() != "" || m.GetEvent() != "" || m.StartNanos != nil || m.EndNanos != nil {
+			return nil, fleetscope.Errorf(fleetscope.EINVALID, "a share link is to a profile or to a fleet selection, not both")
+		}
+		sel, err := selection(m.GetFleet())
+		if err != nil {
+			return nil, err
+		}
+		if sel.Filter.ByThread() || sel.Filter.InSpans != "" {
+			return nil, fleetscope.Errorf(fleetscope.EINVALID, "a fleet link keeps a function filter only")
+		}
+		l.Fleet = &sel
+	}
 	token, l, err := h.store.CreateShareLink(ctx, p.TenantID, l)
 	if err != nil {
 		return nil, err

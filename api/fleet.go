@@ -2,8 +2,10 @@ package api
 
 import (
 	"context"
+	"time"
 
 	"connectrpc.com/connect"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/fleetscope/fleetscope"
 	fsv1 "github.com/fleetscope/fleetscope/api/gen/fleetscope/v1"
@@ -49,6 +51,16 @@ func selection(m *fsv1.FleetSelection) (fleetscope.FleetSelection, error) {
 		sel.Labels = append(sel.Labels, fleetscope.LabelMatch{Name: l.GetName(), Value: l.GetValue(), Not: l.GetNotEqual()})
 	}
 	return sel, sel.Check()
+}
+
+// selectionProto is a selection on the wire.
+func selectionProto(s *fleetscope.FleetSelection) *fsv1.FleetSelection {
+	out := &fsv1.FleetSelection{App: s.App, Hosts: s.Hosts, From: timestamppb.New(time.Unix(0, s.From)), To: timestamppb.New(time.Unix(0, s.To)),
+		Event: s.Event, IncludeIdle: s.IncludeIdle, Filter: FilterProto(s.Filter)}
+	for _, l := range s.Labels {
+		out.Labels = append(out.Labels, &fsv1.LabelMatcher{Name: l.Name, Value: l.Value, NotEqual: l.Not})
+	}
+	return out
 }
 
 func accountingProto(a query.Accounting) *fsv1.Accounting {

@@ -119,6 +119,15 @@ func (h *queryHandler) GetHeatmapSeries(ctx context.Context, req *connect.Reques
 }
 
 // filterOf reads a SampleFilter (nil: keep every sample).
+// FilterProto is a sample filter on the wire (nil for none).
+func FilterProto(f fleetscope.Filter) *fsv1.SampleFilter {
+	if f.IsZero() {
+		return nil
+	}
+	return &fsv1.SampleFilter{Function: f.Function, ExcludeFunction: f.ExcludeFunction, Pids: f.PIDs, Tids: f.TIDs, Cpus: f.CPUs,
+		InSpans: f.InSpans, SpanEntry: f.SpanEntry, SpanReturn: f.SpanReturn}
+}
+
 func filterOf(m *fsv1.SampleFilter) fleetscope.Filter {
 	return fleetscope.Filter{Function: m.GetFunction(), ExcludeFunction: m.GetExcludeFunction(),
 		PIDs: m.GetPids(), TIDs: m.GetTids(), CPUs: m.GetCpus(),

@@ -2,8 +2,10 @@ package api
 
 import (
 	"context"
+	"time"
 
 	"connectrpc.com/connect"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/fleetscope/fleetscope"
 	fsv1 "github.com/fleetscope/fleetscope/api/gen/fleetscope/v1"
@@ -31,14 +33,22 @@ func NewShare(links ShareLinks, q *query.Service) fleetscopev1connect.ShareServi
 	return &shareHandler{links: links, q: q}
 }
 
-// shared resolves a token to its link and profile.
+// shared resolves a token to its link and, for a profile's link, its
+// profile (nil for a fleet's).
 func (h *shareHandler) shared(ctx context.Context, token string) (fleetscope.ShareLink, *fleetscope.ProfileInfo, error) {
 	l, err := h.links.ResolveShareLink(ctx, token)
-	if err != nil {
+	if err != nil || l.Fleet != nil {
 		return l, nil, err
 	}
 	info, err := h.q.Profile(ctx, l.TenantID, l.ProfileID)
 	return l, info, err
+}
+
+// What a fleet's link reveals: its app, window and event, the fleet
+// heatmap and merged flame graph of its selection over the window; not the
+// hosts, labels or filter that chose the profiles.
+func sharedFleet(s *fleetscope.FleetSelection) *fsv1.FleetSelection {
+	return &fsv1.FleetSelection{App: s.App, From: timestamppb.New(time.Unix(0, s.From)), To: timestamppb.New(time.Unix(0, s.To)), Event: s.Event}
 }
 
 // What a link reveals: the profile's app, format, events, time span and
@@ -59,6 +69,9 @@ func (h *shareHandler) GetSharedProfile(ctx context.Context, req *connect.Reques
 	if err != nil {
 		return nil, err
 	}
+	if l.Fleet != nil {
+		return connect.NewResponse(&fsv1.GetSharedProfileResponse{Fleet: sharedFleet(l.Fleet), Event: l.Fleet.Event}), nil
+	}
 	return connect.NewResponse(&fsv1.GetSharedProfileResponse{Profile: sharedProfile(info), Event: l.Event, StartNanos: l.Start, EndNanos: l.End}), nil
 }
 
@@ -68,6 +81,20 @@ func (h *shareHandler) GetSharedHeatmap(ctx context.Context, req *connect.Reques
 	l, info, err := h.shared(ctx, req.Msg.GetToken())
 	if err != nil {
 		return nil, err
+	}
+	if l.Fleet != nil {
+		sel := *l.Fleet
+		sel.IncludeIdle = sel.IncludeIdle || req.Msg.GetIncludeIdle()
+		fh, err := h.q.FleetHeatmap(ctx, l.TenantID, sel, int(req.Msg.GetRows()), 0)
+		if err != nil {
+			return nil, err
+		}
+		out := &fsv1.GetHeatmapResponse{Event: fh.Accounting.Event, StartSecond: fh.StartSecond, SecondsPerColumn: fh.SecondsPerColumn, Rows: int32(fh.Rows),
+			MaxCount: fh.MaxCount, Total: fh.Total, Columns: make([]*fsv1.Column, len(fh.Columns))}
+		for i, col := range fh.Columns {
+			out.Columns[i] = &fsv1.Column{Counts: col}
+		}
+		return connect.NewResponse(&fsv1.GetSharedHeatmapResponse{Heatmap: out}), nil
 	}
 	hm, err := h.q.Heatmap(ctx, l.TenantID, query.HeatmapRequest{ProfileID: info.ID, Event: l.Event, Rows: int(req.Msg.GetRows()), IncludeIdle: req.Msg.GetIncludeIdle()})
 	if err != nil {
@@ -87,6 +114,19 @@ func (h *shareHandler) GetSharedFlameGraph(ctx context.Context, req *connect.Req
 	l, info, err := h.shared(ctx, req.Msg.GetToken())
 	if err != nil {
 		return nil, err
+	}
+	if l.Fleet != nil {
+		sel := *l.Fleet
+		sel.IncludeIdle = sel.IncludeIdle || req.Msg.GetIncludeIdle()
+		g, err := h.q.FleetFlameGraph(ctx, l.TenantID, sel, query.FleetFlameOptions{})
+		if err != nil {
+			return nil, err
+		}
+		fg, err := renderFlame(g.FlameGraph, req.Msg.GetFormat(), query.WindowTitle(sel), false)
+		if err != nil {
+			return nil, err
+		}
+		return connect.NewResponse(&fsv1.GetSharedFlameGraphResponse{FlameGraph: fg}), nil
 	}
 	r := query.FlameRequest{ProfileID: info.ID, Event: l.Event, Range: rangeOf(l.Start, l.End), IncludeIdle: req.Msg.GetIncludeIdle()}
 	fg, err := flameGraph(ctx, h.q, l.TenantID, r, req.Msg.GetFormat(), query.RangeTitle(r.Range))

@@ -13,6 +13,7 @@ import (
 	"connectrpc.com/connect"
 	"github.com/spf13/cobra"
 
+	"github.com/fleetscope/fleetscope/api"
 	fsv1 "github.com/fleetscope/fleetscope/api/gen/fleetscope/v1"
 	"github.com/fleetscope/fleetscope/query"
 	"github.com/fleetscope/fleetscope/query/export"
@@ -142,7 +143,7 @@ func diffSideGraph(c *cobra.Command, arg string, r query.FlameRequest, inputForm
 			return nil, err
 		}
 		req := &fsv1.GetFlameGraphRequest{ProfileId: strings.TrimPrefix(arg, profilePrefix), Event: r.Event, IncludeIdle: r.IncludeIdle,
-			Filter: filterProto(r.Filter), Format: fsv1.FlameGraphFormat_FLAME_GRAPH_FORMAT_FOLDED, Outside: r.Outside}
+			Filter: api.FilterProto(r.Filter), Format: fsv1.FlameGraphFormat_FLAME_GRAPH_FORMAT_FOLDED, Outside: r.Outside}
 		if r.Range != nil {
 			req.StartNanos, req.EndNanos = &r.Range.Start, &r.Range.End
 		}

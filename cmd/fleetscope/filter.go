@@ -6,7 +6,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/fleetscope/fleetscope"
-	fsv1 "github.com/fleetscope/fleetscope/api/gen/fleetscope/v1"
 	"github.com/fleetscope/fleetscope/query/spans"
 )
 
@@ -37,13 +36,4 @@ func (ff *filterFlags) filter() (fleetscope.Filter, error) {
 		}
 	}
 	return ff.f, nil
-}
-
-// filterProto is a filter as the API takes it (nil for none).
-func filterProto(f fleetscope.Filter) *fsv1.SampleFilter {
-	if f.IsZero() {
-		return nil
-	}
-	return &fsv1.SampleFilter{Function: f.Function, ExcludeFunction: f.ExcludeFunction, Pids: f.PIDs, Tids: f.TIDs, Cpus: f.CPUs,
-		InSpans: f.InSpans, SpanEntry: f.SpanEntry, SpanReturn: f.SpanReturn}
 }

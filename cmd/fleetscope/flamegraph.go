@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/fleetscope/fleetscope"
+	"github.com/fleetscope/fleetscope/api"
 	fsv1 "github.com/fleetscope/fleetscope/api/gen/fleetscope/v1"
 	"github.com/fleetscope/fleetscope/query"
 	"github.com/fleetscope/fleetscope/query/flame"
@@ -184,7 +185,7 @@ func remoteFlame(c *cobra.Command, w io.Writer, r query.FlameRequest, format str
 	if err != nil {
 		return err
 	}
-	req := &fsv1.GetFlameGraphRequest{ProfileId: r.ProfileID, Event: r.Event, IncludeIdle: r.IncludeIdle, Filter: filterProto(r.Filter),
+	req := &fsv1.GetFlameGraphRequest{ProfileId: r.ProfileID, Event: r.Event, IncludeIdle: r.IncludeIdle, Filter: api.FilterProto(r.Filter),
 		WeightByPeriod: r.ByPeriod, AnnotateKernel: r.Annotate.Kernel, AnnotateJit: r.Annotate.JIT,
 		Format: formatProto(format), Outside: r.Outside}
 	if r.Range != nil {

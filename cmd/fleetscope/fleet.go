@@ -9,6 +9,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/fleetscope/fleetscope"
+	"github.com/fleetscope/fleetscope/api"
 	fsv1 "github.com/fleetscope/fleetscope/api/gen/fleetscope/v1"
 )
 
@@ -51,7 +52,7 @@ func (f *fleetFlags) selection(event string, idle bool, filter fleetscope.Filter
 			return nil, usageError{fmt.Errorf("--to: %w", err)}
 		}
 	}
-	sel := &fsv1.FleetSelection{App: f.app, Hosts: f.hosts, Event: event, IncludeIdle: idle, Filter: filterProto(filter),
+	sel := &fsv1.FleetSelection{App: f.app, Hosts: f.hosts, Event: event, IncludeIdle: idle, Filter: api.FilterProto(filter),
 		From: timestamppb.New(from), To: timestamppb.New(to)}
 	for _, kv := range f.labels {
 		m := &fsv1.LabelMatcher{}

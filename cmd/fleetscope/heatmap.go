@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/fleetscope/fleetscope"
+	"github.com/fleetscope/fleetscope/api"
 	fsv1 "github.com/fleetscope/fleetscope/api/gen/fleetscope/v1"
 	"github.com/fleetscope/fleetscope/query"
 	"github.com/fleetscope/fleetscope/query/heatmap"
@@ -109,7 +110,7 @@ func heatmapSeries(c *cobra.Command, a []string, inputFormat string, r query.Ser
 			return usageError{fmt.Errorf("--by %q: cpu, thread or process", r.By)}
 		}
 		res, err := cl.query.GetHeatmapSeries(c.Context(), connect.NewRequest(&fsv1.GetHeatmapSeriesRequest{ProfileId: r.ProfileID,
-			Event: r.Event, IncludeIdle: r.IncludeIdle, Filter: filterProto(r.Filter), By: by, Top: int32(r.Top)}))
+			Event: r.Event, IncludeIdle: r.IncludeIdle, Filter: api.FilterProto(r.Filter), By: by, Top: int32(r.Top)}))
 		if err != nil {
 			return remoteErr(err)
 		}
@@ -218,7 +219,7 @@ func remoteHeatmap(c *cobra.Command, r query.HeatmapRequest) (*heatmap.Heatmap, 
 		return nil, err
 	}
 	res, err := cl.query.GetHeatmap(c.Context(), connect.NewRequest(&fsv1.GetHeatmapRequest{ProfileId: r.ProfileID, Event: r.Event,
-		Rows: int32(r.Rows), IncludeIdle: r.IncludeIdle, Filter: filterProto(r.Filter)}))
+		Rows: int32(r.Rows), IncludeIdle: r.IncludeIdle, Filter: api.FilterProto(r.Filter)}))
 	if err != nil {
 		return nil, remoteErr(err)
 	}

@@ -931,16 +931,19 @@ func (x *ListAuditEventsResponse) GetNextPageToken() string {
 }
 
 type ShareLink struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
-	ProfileId     string                 `protobuf:"bytes,2,opt,name=profile_id,json=profileId,proto3" json:"profile_id,omitempty"`
-	Event         string                 `protobuf:"bytes,3,opt,name=event,proto3" json:"event,omitempty"`
-	StartNanos    *int64                 `protobuf:"varint,4,opt,name=start_nanos,json=startNanos,proto3,oneof" json:"start_nanos,omitempty"`
-	EndNanos      *int64                 `protobuf:"varint,5,opt,name=end_nanos,json=endNanos,proto3,oneof" json:"end_nanos,omitempty"`
-	CreatedAt     *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
-	ExpiresAt     *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
-	RevokedAt     *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=revoked_at,json=revokedAt,proto3" json:"revoked_at,omitempty"`
-	CreatedBy     string                 `protobuf:"bytes,9,opt,name=created_by,json=createdBy,proto3" json:"created_by,omitempty"`
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Id         string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	ProfileId  string                 `protobuf:"bytes,2,opt,name=profile_id,json=profileId,proto3" json:"profile_id,omitempty"`
+	Event      string                 `protobuf:"bytes,3,opt,name=event,proto3" json:"event,omitempty"`
+	StartNanos *int64                 `protobuf:"varint,4,opt,name=start_nanos,json=startNanos,proto3,oneof" json:"start_nanos,omitempty"`
+	EndNanos   *int64                 `protobuf:"varint,5,opt,name=end_nanos,json=endNanos,proto3,oneof" json:"end_nanos,omitempty"`
+	CreatedAt  *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	ExpiresAt  *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
+	RevokedAt  *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=revoked_at,json=revokedAt,proto3" json:"revoked_at,omitempty"`
+	CreatedBy  string                 `protobuf:"bytes,9,opt,name=created_by,json=createdBy,proto3" json:"created_by,omitempty"`
+	// A fleet's link: the selection (its window the range shared); then
+	// profile_id is empty.
+	Fleet         *FleetSelection `protobuf:"bytes,10,opt,name=fleet,proto3" json:"fleet,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1038,6 +1041,13 @@ func (x *ShareLink) GetCreatedBy() string {
 	return ""
 }
 
+func (x *ShareLink) GetFleet() *FleetSelection {
+	if x != nil {
+		return x.Fleet
+	}
+	return nil
+}
+
 type CreateShareLinkRequest struct {
 	state      protoimpl.MessageState `protogen:"open.v1"`
 	ProfileId  string                 `protobuf:"bytes,1,opt,name=profile_id,json=profileId,proto3" json:"profile_id,omitempty"`
@@ -1045,7 +1055,11 @@ type CreateShareLinkRequest struct {
 	StartNanos *int64                 `protobuf:"varint,3,opt,name=start_nanos,json=startNanos,proto3,oneof" json:"start_nanos,omitempty"`
 	EndNanos   *int64                 `protobuf:"varint,4,opt,name=end_nanos,json=endNanos,proto3,oneof" json:"end_nanos,omitempty"`
 	// At most 30 days; 0 means 7 days.
-	TtlSeconds    int64 `protobuf:"varint,5,opt,name=ttl_seconds,json=ttlSeconds,proto3" json:"ttl_seconds,omitempty"`
+	TtlSeconds int64 `protobuf:"varint,5,opt,name=ttl_seconds,json=ttlSeconds,proto3" json:"ttl_seconds,omitempty"`
+	// A link to a fleet selection instead of a profile (profile_id, event,
+	// start and end then unset): its app, hosts, labels, window (the range
+	// shared), event, idle and function filter.
+	Fleet         *FleetSelection `protobuf:"bytes,6,opt,name=fleet,proto3" json:"fleet,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1113,6 +1127,13 @@ func (x *CreateShareLinkRequest) GetTtlSeconds() int64 {
 		return x.TtlSeconds
 	}
 	return 0
+}
+
+func (x *CreateShareLinkRequest) GetFleet() *FleetSelection {
+	if x != nil {
+		return x.Fleet
+	}
+	return nil
 }
 
 type CreateShareLinkResponse struct {
@@ -1340,7 +1361,7 @@ var File_fleetscope_v1_admin_proto protoreflect.FileDescriptor
 
 const file_fleetscope_v1_admin_proto_rawDesc = "" +
 	"\n" +
-	"\x19fleetscope/v1/admin.proto\x12\rfleetscope.v1\x1a\x1bfleetscope/v1/profile.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x12\n" +
+	"\x19fleetscope/v1/admin.proto\x12\rfleetscope.v1\x1a\x19fleetscope/v1/fleet.proto\x1a\x1bfleetscope/v1/profile.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x12\n" +
 	"\x10GetTenantRequest\"\xe8\x02\n" +
 	"\x11GetTenantResponse\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x129\n" +
@@ -1413,7 +1434,7 @@ const file_fleetscope_v1_admin_proto_rawDesc = "" +
 	"page_token\x18\x02 \x01(\tR\tpageToken\"t\n" +
 	"\x17ListAuditEventsResponse\x121\n" +
 	"\x06events\x18\x01 \x03(\v2\x19.fleetscope.v1.AuditEventR\x06events\x12&\n" +
-	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\x86\x03\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\xbb\x03\n" +
 	"\tShareLink\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1d\n" +
 	"\n" +
@@ -1429,10 +1450,12 @@ const file_fleetscope_v1_admin_proto_rawDesc = "" +
 	"\n" +
 	"revoked_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\trevokedAt\x12\x1d\n" +
 	"\n" +
-	"created_by\x18\t \x01(\tR\tcreatedByB\x0e\n" +
+	"created_by\x18\t \x01(\tR\tcreatedBy\x123\n" +
+	"\x05fleet\x18\n" +
+	" \x01(\v2\x1d.fleetscope.v1.FleetSelectionR\x05fleetB\x0e\n" +
 	"\f_start_nanosB\f\n" +
 	"\n" +
-	"_end_nanos\"\xd4\x01\n" +
+	"_end_nanos\"\x89\x02\n" +
 	"\x16CreateShareLinkRequest\x12\x1d\n" +
 	"\n" +
 	"profile_id\x18\x01 \x01(\tR\tprofileId\x12\x14\n" +
@@ -1441,7 +1464,8 @@ const file_fleetscope_v1_admin_proto_rawDesc = "" +
 	"startNanos\x88\x01\x01\x12 \n" +
 	"\tend_nanos\x18\x04 \x01(\x03H\x01R\bendNanos\x88\x01\x01\x12\x1f\n" +
 	"\vttl_seconds\x18\x05 \x01(\x03R\n" +
-	"ttlSecondsB\x0e\n" +
+	"ttlSeconds\x123\n" +
+	"\x05fleet\x18\x06 \x01(\v2\x1d.fleetscope.v1.FleetSelectionR\x05fleetB\x0e\n" +
 	"\f_start_nanosB\f\n" +
 	"\n" +
 	"_end_nanos\"o\n" +
@@ -1508,6 +1532,7 @@ var file_fleetscope_v1_admin_proto_goTypes = []any{
 	nil,                             // 24: fleetscope.v1.AuditEvent.DetailEntry
 	(*timestamppb.Timestamp)(nil),   // 25: google.protobuf.Timestamp
 	(*Profile)(nil),                 // 26: fleetscope.v1.Profile
+	(*FleetSelection)(nil),          // 27: fleetscope.v1.FleetSelection
 }
 var file_fleetscope_v1_admin_proto_depIdxs = []int32{
 	25, // 0: fleetscope.v1.GetTenantResponse.created_at:type_name -> google.protobuf.Timestamp
@@ -1526,33 +1551,35 @@ var file_fleetscope_v1_admin_proto_depIdxs = []int32{
 	25, // 13: fleetscope.v1.ShareLink.created_at:type_name -> google.protobuf.Timestamp
 	25, // 14: fleetscope.v1.ShareLink.expires_at:type_name -> google.protobuf.Timestamp
 	25, // 15: fleetscope.v1.ShareLink.revoked_at:type_name -> google.protobuf.Timestamp
-	16, // 16: fleetscope.v1.CreateShareLinkResponse.link:type_name -> fleetscope.v1.ShareLink
-	16, // 17: fleetscope.v1.ListShareLinksResponse.links:type_name -> fleetscope.v1.ShareLink
-	0,  // 18: fleetscope.v1.AdminService.GetTenant:input_type -> fleetscope.v1.GetTenantRequest
-	3,  // 19: fleetscope.v1.AdminService.ListKeys:input_type -> fleetscope.v1.ListKeysRequest
-	5,  // 20: fleetscope.v1.AdminService.CreateKey:input_type -> fleetscope.v1.CreateKeyRequest
-	7,  // 21: fleetscope.v1.AdminService.RevokeKey:input_type -> fleetscope.v1.RevokeKeyRequest
-	9,  // 22: fleetscope.v1.AdminService.DeleteProfile:input_type -> fleetscope.v1.DeleteProfileRequest
-	11, // 23: fleetscope.v1.AdminService.UpdateProfile:input_type -> fleetscope.v1.UpdateProfileRequest
-	14, // 24: fleetscope.v1.AdminService.ListAuditEvents:input_type -> fleetscope.v1.ListAuditEventsRequest
-	17, // 25: fleetscope.v1.AdminService.CreateShareLink:input_type -> fleetscope.v1.CreateShareLinkRequest
-	19, // 26: fleetscope.v1.AdminService.ListShareLinks:input_type -> fleetscope.v1.ListShareLinksRequest
-	21, // 27: fleetscope.v1.AdminService.RevokeShareLink:input_type -> fleetscope.v1.RevokeShareLinkRequest
-	1,  // 28: fleetscope.v1.AdminService.GetTenant:output_type -> fleetscope.v1.GetTenantResponse
-	4,  // 29: fleetscope.v1.AdminService.ListKeys:output_type -> fleetscope.v1.ListKeysResponse
-	6,  // 30: fleetscope.v1.AdminService.CreateKey:output_type -> fleetscope.v1.CreateKeyResponse
-	8,  // 31: fleetscope.v1.AdminService.RevokeKey:output_type -> fleetscope.v1.RevokeKeyResponse
-	10, // 32: fleetscope.v1.AdminService.DeleteProfile:output_type -> fleetscope.v1.DeleteProfileResponse
-	12, // 33: fleetscope.v1.AdminService.UpdateProfile:output_type -> fleetscope.v1.UpdateProfileResponse
-	15, // 34: fleetscope.v1.AdminService.ListAuditEvents:output_type -> fleetscope.v1.ListAuditEventsResponse
-	18, // 35: fleetscope.v1.AdminService.CreateShareLink:output_type -> fleetscope.v1.CreateShareLinkResponse
-	20, // 36: fleetscope.v1.AdminService.ListShareLinks:output_type -> fleetscope.v1.ListShareLinksResponse
-	22, // 37: fleetscope.v1.AdminService.RevokeShareLink:output_type -> fleetscope.v1.RevokeShareLinkResponse
-	28, // [28:38] is the sub-list for method output_type
-	18, // [18:28] is the sub-list for method input_type
-	18, // [18:18] is the sub-list for extension type_name
-	18, // [18:18] is the sub-list for extension extendee
-	0,  // [0:18] is the sub-list for field type_name
+	27, // 16: fleetscope.v1.ShareLink.fleet:type_name -> fleetscope.v1.FleetSelection
+	27, // 17: fleetscope.v1.CreateShareLinkRequest.fleet:type_name -> fleetscope.v1.FleetSelection
+	16, // 18: fleetscope.v1.CreateShareLinkResponse.link:type_name -> fleetscope.v1.ShareLink
+	16, // 19: fleetscope.v1.ListShareLinksResponse.links:type_name -> fleetscope.v1.ShareLink
+	0,  // 20: fleetscope.v1.AdminService.GetTenant:input_type -> fleetscope.v1.GetTenantRequest
+	3,  // 21: fleetscope.v1.AdminService.ListKeys:input_type -> fleetscope.v1.ListKeysRequest
+	5,  // 22: fleetscope.v1.AdminService.CreateKey:input_type -> fleetscope.v1.CreateKeyRequest
+	7,  // 23: fleetscope.v1.AdminService.RevokeKey:input_type -> fleetscope.v1.RevokeKeyRequest
+	9,  // 24: fleetscope.v1.AdminService.DeleteProfile:input_type -> fleetscope.v1.DeleteProfileRequest
+	11, // 25: fleetscope.v1.AdminService.UpdateProfile:input_type -> fleetscope.v1.UpdateProfileRequest
+	14, // 26: fleetscope.v1.AdminService.ListAuditEvents:input_type -> fleetscope.v1.ListAuditEventsRequest
+	17, // 27: fleetscope.v1.AdminService.CreateShareLink:input_type -> fleetscope.v1.CreateShareLinkRequest
+	19, // 28: fleetscope.v1.AdminService.ListShareLinks:input_type -> fleetscope.v1.ListShareLinksRequest
+	21, // 29: fleetscope.v1.AdminService.RevokeShareLink:input_type -> fleetscope.v1.RevokeShareLinkRequest
+	1,  // 30: fleetscope.v1.AdminService.GetTenant:output_type -> fleetscope.v1.GetTenantResponse
+	4,  // 31: fleetscope.v1.AdminService.ListKeys:output_type -> fleetscope.v1.ListKeysResponse
+	6,  // 32: fleetscope.v1.AdminService.CreateKey:output_type -> fleetscope.v1.CreateKeyResponse
+	8,  // 33: fleetscope.v1.AdminService.RevokeKey:output_type -> fleetscope.v1.RevokeKeyResponse
+	10, // 34: fleetscope.v1.AdminService.DeleteProfile:output_type -> fleetscope.v1.DeleteProfileResponse
+	12, // 35: fleetscope.v1.AdminService.UpdateProfile:output_type -> fleetscope.v1.UpdateProfileResponse
+	15, // 36: fleetscope.v1.AdminService.ListAuditEvents:output_type -> fleetscope.v1.ListAuditEventsResponse
+	18, // 37: fleetscope.v1.AdminService.CreateShareLink:output_type -> fleetscope.v1.CreateShareLinkResponse
+	20, // 38: fleetscope.v1.AdminService.ListShareLinks:output_type -> fleetscope.v1.ListShareLinksResponse
+	22, // 39: fleetscope.v1.AdminService.RevokeShareLink:output_type -> fleetscope.v1.RevokeShareLinkResponse
+	30, // [30:40] is the sub-list for method output_type
+	20, // [20:30] is the sub-list for method input_type
+	20, // [20:20] is the sub-list for extension type_name
+	20, // [20:20] is the sub-list for extension extendee
+	0,  // [0:20] is the sub-list for field type_name
 }
 
 func init() { file_fleetscope_v1_admin_proto_init() }
@@ -1560,6 +1587,7 @@ func file_fleetscope_v1_admin_proto_init() {
 	if File_fleetscope_v1_admin_proto != nil {
 		return
 	}
+	file_fleetscope_v1_fleet_proto_init()
 	file_fleetscope_v1_profile_proto_init()
 	file_fleetscope_v1_admin_proto_msgTypes[11].OneofWrappers = []any{}
 	file_fleetscope_v1_admin_proto_msgTypes[16].OneofWrappers = []any{}

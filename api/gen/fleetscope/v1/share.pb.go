@@ -66,11 +66,16 @@ func (x *GetSharedProfileRequest) GetToken() string {
 }
 
 type GetSharedProfileResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Profile       *Profile               `protobuf:"bytes,1,opt,name=profile,proto3" json:"profile,omitempty"`
-	Event         string                 `protobuf:"bytes,2,opt,name=event,proto3" json:"event,omitempty"`
-	StartNanos    *int64                 `protobuf:"varint,3,opt,name=start_nanos,json=startNanos,proto3,oneof" json:"start_nanos,omitempty"`
-	EndNanos      *int64                 `protobuf:"varint,4,opt,name=end_nanos,json=endNanos,proto3,oneof" json:"end_nanos,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// A profile's link: the profile (without host, labels and header facts).
+	Profile    *Profile `protobuf:"bytes,1,opt,name=profile,proto3" json:"profile,omitempty"`
+	Event      string   `protobuf:"bytes,2,opt,name=event,proto3" json:"event,omitempty"`
+	StartNanos *int64   `protobuf:"varint,3,opt,name=start_nanos,json=startNanos,proto3,oneof" json:"start_nanos,omitempty"`
+	EndNanos   *int64   `protobuf:"varint,4,opt,name=end_nanos,json=endNanos,proto3,oneof" json:"end_nanos,omitempty"`
+	// A fleet's link: its app, window and event (not its hosts, labels or
+	// filter); GetSharedHeatmap and GetSharedFlameGraph then answer for the
+	// fleet selection over the window.
+	Fleet         *FleetSelection `protobuf:"bytes,5,opt,name=fleet,proto3" json:"fleet,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -131,6 +136,13 @@ func (x *GetSharedProfileResponse) GetEndNanos() int64 {
 		return *x.EndNanos
 	}
 	return 0
+}
+
+func (x *GetSharedProfileResponse) GetFleet() *FleetSelection {
+	if x != nil {
+		return x.Fleet
+	}
+	return nil
 }
 
 type GetSharedHeatmapRequest struct {
@@ -346,15 +358,16 @@ var File_fleetscope_v1_share_proto protoreflect.FileDescriptor
 
 const file_fleetscope_v1_share_proto_rawDesc = "" +
 	"\n" +
-	"\x19fleetscope/v1/share.proto\x12\rfleetscope.v1\x1a\x1bfleetscope/v1/profile.proto\x1a\x19fleetscope/v1/query.proto\"/\n" +
+	"\x19fleetscope/v1/share.proto\x12\rfleetscope.v1\x1a\x19fleetscope/v1/fleet.proto\x1a\x1bfleetscope/v1/profile.proto\x1a\x19fleetscope/v1/query.proto\"/\n" +
 	"\x17GetSharedProfileRequest\x12\x14\n" +
-	"\x05token\x18\x01 \x01(\tR\x05token\"\xc8\x01\n" +
+	"\x05token\x18\x01 \x01(\tR\x05token\"\xfd\x01\n" +
 	"\x18GetSharedProfileResponse\x120\n" +
 	"\aprofile\x18\x01 \x01(\v2\x16.fleetscope.v1.ProfileR\aprofile\x12\x14\n" +
 	"\x05event\x18\x02 \x01(\tR\x05event\x12$\n" +
 	"\vstart_nanos\x18\x03 \x01(\x03H\x00R\n" +
 	"startNanos\x88\x01\x01\x12 \n" +
-	"\tend_nanos\x18\x04 \x01(\x03H\x01R\bendNanos\x88\x01\x01B\x0e\n" +
+	"\tend_nanos\x18\x04 \x01(\x03H\x01R\bendNanos\x88\x01\x01\x123\n" +
+	"\x05fleet\x18\x05 \x01(\v2\x1d.fleetscope.v1.FleetSelectionR\x05fleetB\x0e\n" +
 	"\f_start_nanosB\f\n" +
 	"\n" +
 	"_end_nanos\"f\n" +
@@ -397,26 +410,28 @@ var file_fleetscope_v1_share_proto_goTypes = []any{
 	(*GetSharedHeatmapResponse)(nil),    // 4: fleetscope.v1.GetSharedHeatmapResponse
 	(*GetSharedFlameGraphResponse)(nil), // 5: fleetscope.v1.GetSharedFlameGraphResponse
 	(*Profile)(nil),                     // 6: fleetscope.v1.Profile
-	(FlameGraphFormat)(0),               // 7: fleetscope.v1.FlameGraphFormat
-	(*GetHeatmapResponse)(nil),          // 8: fleetscope.v1.GetHeatmapResponse
-	(*GetFlameGraphResponse)(nil),       // 9: fleetscope.v1.GetFlameGraphResponse
+	(*FleetSelection)(nil),              // 7: fleetscope.v1.FleetSelection
+	(FlameGraphFormat)(0),               // 8: fleetscope.v1.FlameGraphFormat
+	(*GetHeatmapResponse)(nil),          // 9: fleetscope.v1.GetHeatmapResponse
+	(*GetFlameGraphResponse)(nil),       // 10: fleetscope.v1.GetFlameGraphResponse
 }
 var file_fleetscope_v1_share_proto_depIdxs = []int32{
-	6, // 0: fleetscope.v1.GetSharedProfileResponse.profile:type_name -> fleetscope.v1.Profile
-	7, // 1: fleetscope.v1.GetSharedFlameGraphRequest.format:type_name -> fleetscope.v1.FlameGraphFormat
-	8, // 2: fleetscope.v1.GetSharedHeatmapResponse.heatmap:type_name -> fleetscope.v1.GetHeatmapResponse
-	9, // 3: fleetscope.v1.GetSharedFlameGraphResponse.flame_graph:type_name -> fleetscope.v1.GetFlameGraphResponse
-	0, // 4: fleetscope.v1.ShareService.GetSharedProfile:input_type -> fleetscope.v1.GetSharedProfileRequest
-	2, // 5: fleetscope.v1.ShareService.GetSharedHeatmap:input_type -> fleetscope.v1.GetSharedHeatmapRequest
-	3, // 6: fleetscope.v1.ShareService.GetSharedFlameGraph:input_type -> fleetscope.v1.GetSharedFlameGraphRequest
-	1, // 7: fleetscope.v1.ShareService.GetSharedProfile:output_type -> fleetscope.v1.GetSharedProfileResponse
-	4, // 8: fleetscope.v1.ShareService.GetSharedHeatmap:output_type -> fleetscope.v1.GetSharedHeatmapResponse
-	5, // 9: fleetscope.v1.ShareService.GetSharedFlameGraph:output_type -> fleetscope.v1.GetSharedFlameGraphResponse
-	7, // [7:10] is the sub-list for method output_type
-	4, // [4:7] is the sub-list for method input_type
-	4, // [4:4] is the sub-list for extension type_name
-	4, // [4:4] is the sub-list for extension extendee
-	0, // [0:4] is the sub-list for field type_name
+	6,  // 0: fleetscope.v1.GetSharedProfileResponse.profile:type_name -> fleetscope.v1.Profile
+	7,  // 1: fleetscope.v1.GetSharedProfileResponse.fleet:type_name -> fleetscope.v1.FleetSelection
+	8,  // 2: fleetscope.v1.GetSharedFlameGraphRequest.format:type_name -> fleetscope.v1.FlameGraphFormat
+	9,  // 3: fleetscope.v1.GetSharedHeatmapResponse.heatmap:type_name -> fleetscope.v1.GetHeatmapResponse
+	10, // 4: fleetscope.v1.GetSharedFlameGraphResponse.flame_graph:type_name -> fleetscope.v1.GetFlameGraphResponse
+	0,  // 5: fleetscope.v1.ShareService.GetSharedProfile:input_type -> fleetscope.v1.GetSharedProfileRequest
+	2,  // 6: fleetscope.v1.ShareService.GetSharedHeatmap:input_type -> fleetscope.v1.GetSharedHeatmapRequest
+	3,  // 7: fleetscope.v1.ShareService.GetSharedFlameGraph:input_type -> fleetscope.v1.GetSharedFlameGraphRequest
+	1,  // 8: fleetscope.v1.ShareService.GetSharedProfile:output_type -> fleetscope.v1.GetSharedProfileResponse
+	4,  // 9: fleetscope.v1.ShareService.GetSharedHeatmap:output_type -> fleetscope.v1.GetSharedHeatmapResponse
+	5,  // 10: fleetscope.v1.ShareService.GetSharedFlameGraph:output_type -> fleetscope.v1.GetSharedFlameGraphResponse
+	8,  // [8:11] is the sub-list for method output_type
+	5,  // [5:8] is the sub-list for method input_type
+	5,  // [5:5] is the sub-list for extension type_name
+	5,  // [5:5] is the sub-list for extension extendee
+	0,  // [0:5] is the sub-list for field type_name
 }
 
 func init() { file_fleetscope_v1_share_proto_init() }
@@ -424,6 +439,7 @@ func file_fleetscope_v1_share_proto_init() {
 	if File_fleetscope_v1_share_proto != nil {
 		return
 	}
+	file_fleetscope_v1_fleet_proto_init()
 	file_fleetscope_v1_profile_proto_init()
 	file_fleetscope_v1_query_proto_init()
 	file_fleetscope_v1_share_proto_msgTypes[1].OneofWrappers = []any{}
