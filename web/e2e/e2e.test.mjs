@@ -1627,6 +1627,52 @@ describe("dashboard", () => {
     await screenshot(page, "spans-slow-vs-rest");
   });
 
+
+  test("fleet: share the fleet view; the link opens without a key with the fleet's heatmap and flame graph, is listed, and stops when revoked", async () => {
+    const hostsS = fleetHosts();
+    const all = hostsS.flatMap((x) => x.samples);
+    const first = Math.floor(Math.min(...all.map((s) => s.us)) / 1e6);
+    const last = Math.floor(Math.max(...all.map((s) => s.us)) / 1e6) + 1;
+    const prod = hostsS.filter((x) => x.host !== "fleet-c");
+    const owner = await newContext();
+    const visitor = await newContext();
+    try {
+      await owner.addInitScript((k) => sessionStorage.setItem("fleetscope.apiKey", k), ADMIN_KEY);
+      const o = watch(await owner.newPage());
+      await o.goto(`${URL_}/fleet?app=fleet&from=${first}&to=${last}&label=env=prod`);
+      await fleetReady(o);
+      const ownerHeat = await heatmapData(o);
+      assert.deepEqual(ownerHeat.cells, wallColumns(prod, first, ownerHeat.cols), "the owner's view: the prod hosts");
+      await o.getByTestId("share-open").click();
+      await o.getByTestId("share-create").click();
+      const url = await o.getByTestId("share-url").inputValue();
+      assert.match(url, new RegExp(`^${URL_}/s/fss_[a-z0-9]+$`));
+      const row = o.locator("[data-testid=share-links] tbody tr");
+      await row.first().waitFor();
+      assert.match(await row.first().textContent(), /fleet fleet/);
+      const linkId = await row.first().getAttribute("data-link-id");
+      // A fresh browser, no key: the same heatmap and merged flame graph.
+      const v = watch(await visitor.newPage());
+      await v.goto(url);
+      const f = await flameState(v);
+      await v.waitForFunction(() => document.querySelector("[data-testid=heatmap]")?.dataset.cells);
+      const heat = await heatmapData(v);
+      assert.deepEqual(heat.cells, ownerHeat.cells, "the shared fleet heatmap is the owner's, cell for cell");
+      assert.equal(Number(f.total), wallCount(prod, first * 1e6, last * 1e6), "the merged flame graph of the prod hosts, as their files count");
+      assert.equal(await v.getByTestId("api-key").count(), 0, "no sign-in");
+      assert.doesNotMatch(await v.locator("body").textContent(), /fleet-a|fleet-b|env=prod/, "the hosts and labels stay hidden");
+      await screenshot(v, "fleet-shared");
+      // Revoked: the link stops at once.
+      await o.locator(`[data-testid=share-links] tbody tr[data-link-id="${linkId}"] [data-testid=share-revoke]`).click();
+      await o.locator(`[data-testid=share-links] tbody tr[data-link-id="${linkId}"][data-state=revoked]`).waitFor();
+      await v.reload();
+      await v.getByTestId("link-gone").waitFor();
+    } finally {
+      await owner.close();
+      await visitor.close();
+    }
+  });
+
   test("remember me, a rejected stored key, and sign-out", async () => {
     await page.getByTestId("signout").click();
     await page.getByTestId("api-key").waitFor();

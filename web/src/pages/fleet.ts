@@ -18,7 +18,9 @@
 // re-queries; a range, zoomed frame, search or orientation replaces the
 // current entry. Answers to requests that a newer one replaced are dropped.
 
-import { compare, fleet, getFleetFlameGraph, problem, query, type Problem } from "../api";
+import { timestampDate } from "@bufbuild/protobuf/wkt";
+import { admin, apiKey, compare, fleet, getFleetFlameGraph, problem, query, type Problem } from "../api";
+import { SharePanel } from "../panels/share";
 import { diffLayout } from "../flame/diff";
 import type { GetDiffFlameGraphResponse } from "../gen/fleetscope/v1/compare_pb";
 import { DiffPanel } from "../panels/diffchanges";
@@ -177,6 +179,12 @@ export function fleetPage(params: URLSearchParams): Page {
     },
   });
   const diffPanel = new DiffPanel();
+  const shareBtn = h("button", { type: "button", class: "ghost", "data-testid": "share-open", title: "Make a link to this fleet view that works without an API key" }, "Share…");
+  const shared = new SharePanel({
+    onCreate: (ttl) => void createLink(ttl),
+    onRevoke: (id) => void revokeLink(id),
+    onClose: () => shared.close(),
+  });
   const flame = new FlamePanel({
     search: state.search,
     orient: state.orient,
@@ -215,7 +223,14 @@ export function fleetPage(params: URLSearchParams): Page {
   const back = h("a", { class: "back", href: "/" }, "← Profiles");
   const panels = [filterBar.el, summary, timeline.el, heatPanel.el, hosts.el, flame.el, diffPanel.el, top.el];
   const body = h("div", { class: "fleet-body" }, panels);
-  const el = h("div", { class: "page fleet-page" }, h("header", { class: "profile-head" }, back, h("div", { class: "title-row" }, title)), bar.el, body);
+  const el = h(
+    "div",
+    { class: "page fleet-page" },
+    h("header", { class: "profile-head" }, back, h("div", { class: "title-row" }, title, h("div", { class: "page-actions" }, shareBtn))),
+    bar.el,
+    shared.el,
+    body,
+  );
 
   // ---- state -----------------------------------------------------------------------
 
@@ -504,6 +519,63 @@ export function fleetPage(params: URLSearchParams): Page {
     } catch (err) {
       failed(problem(err), (p) => flame.error(p, () => void loadFlame()));
     }
+  }
+
+  // ---- share links ---------------------------------------------------------------
+
+  /** linkWindow is what a new link shares: the range, or else the window. */
+  function linkWindow(): AbsRange {
+    return state.range ?? { start: state.from, end: state.to };
+  }
+
+  shareBtn.addEventListener("click", () => {
+    if (shared.isOpen) return shared.close();
+    shared.open();
+    const r = linkWindow();
+    shared.setFleetSubject(state.app, formatWallRange(r.start, r.end));
+    void loadLinks();
+  });
+
+  function adminFailed(err: unknown, show: (p: Problem) => void) {
+    if (ctrl.signal.aborted) return;
+    const p = problem(err);
+    if (p.kind === "unauthenticated") onUnauthenticated();
+    else if (p.kind === "forbidden") shared.forbidden((apiKey() ?? "").slice(0, 12));
+    else show(p);
+  }
+
+  async function loadLinks() {
+    try {
+      const res = await admin.listShareLinks({}, { signal: ctrl.signal });
+      shared.showLinks(
+        res.links.filter((l) => l.fleet?.app === state.app),
+        new Date(),
+      );
+    } catch (err) {
+      adminFailed(err, (p) => shared.listError(p));
+    }
+  }
+
+  async function createLink(ttlSeconds: number) {
+    shared.creating();
+    const r = linkWindow();
+    try {
+      const res = await admin.createShareLink({ fleet: selectionOf(counted(), r.start, r.end), ttlSeconds: BigInt(ttlSeconds) }, { signal: ctrl.signal });
+      shared.created(res.url, res.link?.expiresAt ? timestampDate(res.link.expiresAt) : null);
+      void loadLinks();
+    } catch (err) {
+      adminFailed(err, (p) => shared.error(p));
+    }
+  }
+
+  async function revokeLink(id: string) {
+    try {
+      await admin.revokeShareLink({ id }, { signal: ctrl.signal });
+    } catch (err) {
+      adminFailed(err, (p) => shared.listError(p));
+      return;
+    }
+    void loadLinks();
   }
 
   async function downloadFolded() {

@@ -6,7 +6,12 @@
 // view. No upload and no search of other profiles. A revoked, expired or
 // unknown link says so.
 
+import { create } from "@bufbuild/protobuf";
 import { getSharedFlameGraph, problem, share } from "../api";
+import { timestampNanos } from "../fleetstate";
+import { formatWallRange } from "../format";
+import type { FleetSelection } from "../gen/fleetscope/v1/fleet_pb";
+import { ProfileSchema, type Profile } from "../gen/fleetscope/v1/profile_pb";
 import { h, replace } from "../dom";
 import { heatmapOf } from "../heatmap/model";
 import { setQuery } from "../router";
@@ -26,6 +31,25 @@ function linkGone(): HTMLElement {
   );
 }
 
+/** fleetProfile describes a fleet link's selection as the view's profile:
+ * the app's fleet over the link's window (its heatmap starts there). */
+function fleetProfile(f: FleetSelection, event: string): Profile {
+  const from = f.from ? timestampNanos(f.from) : 0n;
+  const to = f.to ? timestampNanos(f.to) : 0n;
+  return create(ProfileSchema, {
+    app: `${f.app} · fleet`,
+    timed: true,
+    timeSource: "realtime",
+    startSecond: from / 1_000_000_000n,
+    startTime: f.from,
+    durationNanos: to - from,
+    format: "fleet",
+    events: event ? [{ name: event }] : [],
+    defaultEvent: event,
+    id: formatWallRange(from, to),
+  });
+}
+
 export function sharedPage(token: string, params: URLSearchParams): Page {
   const ctrl = new AbortController();
   const el = h("div", { class: "page shared-page" }, loadingState("shared profile", 200));
@@ -34,7 +58,7 @@ export function sharedPage(token: string, params: URLSearchParams): Page {
   async function open() {
     try {
       const link = await share.getSharedProfile({ token }, { signal: ctrl.signal });
-      const profile = link.profile!;
+      const profile = link.fleet ? fleetProfile(link.fleet, link.event) : link.profile!;
       pv = new ProfileView({
         view: readSharedView(params, { event: link.event, range: linkRange(link) }),
         readOnly: true,

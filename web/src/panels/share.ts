@@ -8,7 +8,8 @@
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type { Problem } from "../api";
 import { h, replace } from "../dom";
-import { formatDate, formatTime } from "../format";
+import { timestampNanos } from "../fleetstate";
+import { formatDate, formatTime, formatWallRange } from "../format";
 import type { ShareLink } from "../gen/fleetscope/v1/admin_pb";
 import { errorState } from "../pages/states";
 import { linkRange, linkState } from "../viewstate";
@@ -86,6 +87,17 @@ export class SharePanel {
     this.el.hidden = true;
   }
 
+  /** setFleetSubject says what a new link to a fleet view would share. */
+  setFleetSubject(app: string, window: string) {
+    replace(
+      this.subject,
+      "A new link shares ",
+      h("b", null, `${app}'s fleet, ${window}`),
+      ": the fleet heatmap and merged flame graph of this selection (its hosts, labels and function filter choose the profiles), " +
+        "and the app, window and event — not the hosts or labels themselves.",
+    );
+  }
+
   /** setSubject says what a new link would share: the range (null: the
    * whole profile) of an event. */
   setSubject(range: { start: number; end: number } | null, event: string) {
@@ -138,11 +150,16 @@ export class SharePanel {
     const rows = links.map((l) => {
       const state = linkState(l, now);
       const r = linkRange(l);
+      const what = l.fleet
+        ? `fleet ${l.fleet.app}, ${l.fleet.from && l.fleet.to ? formatWallRange(timestampNanos(l.fleet.from), timestampNanos(l.fleet.to)) : ""}`
+        : r
+          ? `${formatTime(r.start)} – ${formatTime(r.end)}`
+          : "whole profile";
       return h(
         "tr",
         { "data-link-id": l.id, "data-state": state },
         h("td", null, h("code", null, l.id)),
-        h("td", null, r ? `${formatTime(r.start)} – ${formatTime(r.end)}` : "whole profile"),
+        h("td", null, what),
         h("td", null, l.event || "default"),
         h("td", null, date(l.createdAt), l.createdBy ? h("span", { class: "muted" }, ` by ${l.createdBy}`) : null),
         h("td", null, date(l.expiresAt)),

@@ -4,6 +4,8 @@
 
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
+import type { FleetSelection } from "./fleet_pb";
+import { file_fleetscope_v1_fleet } from "./fleet_pb";
 import type { Profile } from "./profile_pb";
 import { file_fleetscope_v1_profile } from "./profile_pb";
 import type { FlameGraphFormat, GetFlameGraphResponse, GetHeatmapResponse } from "./query_pb";
@@ -14,7 +16,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file fleetscope/v1/share.proto.
  */
 export const file_fleetscope_v1_share: GenFile = /*@__PURE__*/
-  fileDesc("ChlmbGVldHNjb3BlL3YxL3NoYXJlLnByb3RvEg1mbGVldHNjb3BlLnYxIigKF0dldFNoYXJlZFByb2ZpbGVSZXF1ZXN0Eg0KBXRva2VuGAEgASgJIqIBChhHZXRTaGFyZWRQcm9maWxlUmVzcG9uc2USJwoHcHJvZmlsZRgBIAEoCzIWLmZsZWV0c2NvcGUudjEuUHJvZmlsZRINCgVldmVudBgCIAEoCRIYCgtzdGFydF9uYW5vcxgDIAEoA0gAiAEBEhYKCWVuZF9uYW5vcxgEIAEoA0gBiAEBQg4KDF9zdGFydF9uYW5vc0IMCgpfZW5kX25hbm9zIkwKF0dldFNoYXJlZEhlYXRtYXBSZXF1ZXN0Eg0KBXRva2VuGAEgASgJEgwKBHJvd3MYAiABKAUSFAoMaW5jbHVkZV9pZGxlGAMgASgIInIKGkdldFNoYXJlZEZsYW1lR3JhcGhSZXF1ZXN0Eg0KBXRva2VuGAEgASgJEhQKDGluY2x1ZGVfaWRsZRgCIAEoCBIvCgZmb3JtYXQYAyABKA4yHy5mbGVldHNjb3BlLnYxLkZsYW1lR3JhcGhGb3JtYXQiTgoYR2V0U2hhcmVkSGVhdG1hcFJlc3BvbnNlEjIKB2hlYXRtYXAYASABKAsyIS5mbGVldHNjb3BlLnYxLkdldEhlYXRtYXBSZXNwb25zZSJYChtHZXRTaGFyZWRGbGFtZUdyYXBoUmVzcG9uc2USOQoLZmxhbWVfZ3JhcGgYASABKAsyJC5mbGVldHNjb3BlLnYxLkdldEZsYW1lR3JhcGhSZXNwb25zZTLGAgoMU2hhcmVTZXJ2aWNlEmMKEEdldFNoYXJlZFByb2ZpbGUSJi5mbGVldHNjb3BlLnYxLkdldFNoYXJlZFByb2ZpbGVSZXF1ZXN0GicuZmxlZXRzY29wZS52MS5HZXRTaGFyZWRQcm9maWxlUmVzcG9uc2USYwoQR2V0U2hhcmVkSGVhdG1hcBImLmZsZWV0c2NvcGUudjEuR2V0U2hhcmVkSGVhdG1hcFJlcXVlc3QaJy5mbGVldHNjb3BlLnYxLkdldFNoYXJlZEhlYXRtYXBSZXNwb25zZRJsChNHZXRTaGFyZWRGbGFtZUdyYXBoEikuZmxlZXRzY29wZS52MS5HZXRTaGFyZWRGbGFtZUdyYXBoUmVxdWVzdBoqLmZsZWV0c2NvcGUudjEuR2V0U2hhcmVkRmxhbWVHcmFwaFJlc3BvbnNlQkVaQ2dpdGh1Yi5jb20vZmxlZXRzY29wZS9mbGVldHNjb3BlL2FwaS9nZW4vZmxlZXRzY29wZS92MTtmbGVldHNjb3BldjFiBnByb3RvMw", [file_fleetscope_v1_profile, file_fleetscope_v1_query]);
+  fileDesc("ChlmbGVldHNjb3BlL3YxL3NoYXJlLnByb3RvEg1mbGVldHNjb3BlLnYxIigKF0dldFNoYXJlZFByb2ZpbGVSZXF1ZXN0Eg0KBXRva2VuGAEgASgJItABChhHZXRTaGFyZWRQcm9maWxlUmVzcG9uc2USJwoHcHJvZmlsZRgBIAEoCzIWLmZsZWV0c2NvcGUudjEuUHJvZmlsZRINCgVldmVudBgCIAEoCRIYCgtzdGFydF9uYW5vcxgDIAEoA0gAiAEBEhYKCWVuZF9uYW5vcxgEIAEoA0gBiAEBEiwKBWZsZWV0GAUgASgLMh0uZmxlZXRzY29wZS52MS5GbGVldFNlbGVjdGlvbkIOCgxfc3RhcnRfbmFub3NCDAoKX2VuZF9uYW5vcyJMChdHZXRTaGFyZWRIZWF0bWFwUmVxdWVzdBINCgV0b2tlbhgBIAEoCRIMCgRyb3dzGAIgASgFEhQKDGluY2x1ZGVfaWRsZRgDIAEoCCJyChpHZXRTaGFyZWRGbGFtZUdyYXBoUmVxdWVzdBINCgV0b2tlbhgBIAEoCRIUCgxpbmNsdWRlX2lkbGUYAiABKAgSLwoGZm9ybWF0GAMgASgOMh8uZmxlZXRzY29wZS52MS5GbGFtZUdyYXBoRm9ybWF0Ik4KGEdldFNoYXJlZEhlYXRtYXBSZXNwb25zZRIyCgdoZWF0bWFwGAEgASgLMiEuZmxlZXRzY29wZS52MS5HZXRIZWF0bWFwUmVzcG9uc2UiWAobR2V0U2hhcmVkRmxhbWVHcmFwaFJlc3BvbnNlEjkKC2ZsYW1lX2dyYXBoGAEgASgLMiQuZmxlZXRzY29wZS52MS5HZXRGbGFtZUdyYXBoUmVzcG9uc2UyxgIKDFNoYXJlU2VydmljZRJjChBHZXRTaGFyZWRQcm9maWxlEiYuZmxlZXRzY29wZS52MS5HZXRTaGFyZWRQcm9maWxlUmVxdWVzdBonLmZsZWV0c2NvcGUudjEuR2V0U2hhcmVkUHJvZmlsZVJlc3BvbnNlEmMKEEdldFNoYXJlZEhlYXRtYXASJi5mbGVldHNjb3BlLnYxLkdldFNoYXJlZEhlYXRtYXBSZXF1ZXN0GicuZmxlZXRzY29wZS52MS5HZXRTaGFyZWRIZWF0bWFwUmVzcG9uc2USbAoTR2V0U2hhcmVkRmxhbWVHcmFwaBIpLmZsZWV0c2NvcGUudjEuR2V0U2hhcmVkRmxhbWVHcmFwaFJlcXVlc3QaKi5mbGVldHNjb3BlLnYxLkdldFNoYXJlZEZsYW1lR3JhcGhSZXNwb25zZUJFWkNnaXRodWIuY29tL2ZsZWV0c2NvcGUvZmxlZXRzY29wZS9hcGkvZ2VuL2ZsZWV0c2NvcGUvdjE7ZmxlZXRzY29wZXYxYgZwcm90bzM", [file_fleetscope_v1_fleet, file_fleetscope_v1_profile, file_fleetscope_v1_query]);
 
 /**
  * @generated from message fleetscope.v1.GetSharedProfileRequest
@@ -38,6 +40,8 @@ export const GetSharedProfileRequestSchema: GenMessage<GetSharedProfileRequest> 
  */
 export type GetSharedProfileResponse = Message<"fleetscope.v1.GetSharedProfileResponse"> & {
   /**
+   * A profile's link: the profile (without host, labels and header facts).
+   *
    * @generated from field: fleetscope.v1.Profile profile = 1;
    */
   profile?: Profile | undefined;
@@ -56,6 +60,15 @@ export type GetSharedProfileResponse = Message<"fleetscope.v1.GetSharedProfileRe
    * @generated from field: optional int64 end_nanos = 4;
    */
   endNanos?: bigint | undefined;
+
+  /**
+   * A fleet's link: its app, window and event (not its hosts, labels or
+   * filter); GetSharedHeatmap and GetSharedFlameGraph then answer for the
+   * fleet selection over the window.
+   *
+   * @generated from field: fleetscope.v1.FleetSelection fleet = 5;
+   */
+  fleet?: FleetSelection | undefined;
 };
 
 /**
