@@ -18,16 +18,15 @@
 // re-queries; a range, zoomed frame, search or orientation replaces the
 // current entry. Answers to requests that a newer one replaced are dropped.
 
-import { timestampDate } from "@bufbuild/protobuf/wkt";
-import { admin, apiKey, compare, fleet, getFleetFlameGraph, problem, query, type Problem } from "../api";
-import { SharePanel } from "../panels/share";
+import { compare, fleet, getFleetFlameGraph, problem, query, type Problem } from "../api";
 import { diffLayout } from "../flame/diff";
 import type { GetDiffFlameGraphResponse } from "../gen/fleetscope/v1/compare_pb";
 import { DiffPanel } from "../panels/diffchanges";
 import { FilterPanel } from "../panels/filter";
 import { FleetComparePanel } from "../panels/fleetcompare";
 import { h, replace } from "../dom";
-import { exactSearch, findPath, jsonTree, layout, pathOf, type Layout } from "../flame/model";
+import { saveExport, saveFolded } from "../download";
+import { exactSearch, findPath, layout, pathOf, type Layout } from "../flame/model";
 import { formatCount, formatDuration, formatWallRange } from "../format";
 import {
   absRange,
@@ -71,6 +70,7 @@ import { TopPanel } from "../panels/top";
 import { navigate, setQuery } from "../router";
 import { functionRegex, Latest } from "../viewstate";
 import type { Page } from "./page";
+import { shareLinks } from "./sharelinks";
 import { emptyState, onUnauthenticated } from "./states";
 
 /** accountingWords says what an answer counted: "3 profiles; 1 left out
@@ -179,11 +179,18 @@ export function fleetPage(params: URLSearchParams): Page {
     },
   });
   const diffPanel = new DiffPanel();
-  const shareBtn = h("button", { type: "button", class: "ghost", "data-testid": "share-open", title: "Make a link to this fleet view that works without an API key" }, "Share…");
-  const shared = new SharePanel({
-    onCreate: (ttl) => void createLink(ttl),
-    onRevoke: (id) => void revokeLink(id),
-    onClose: () => shared.close(),
+  const { button: shareBtn, panel: shared } = shareLinks({
+    signal: ctrl.signal,
+    title: "Make a link to this fleet view that works without an API key",
+    mine: (l) => l.fleet?.app === state.app,
+    request: (ttl) => {
+      const r = linkWindow();
+      return { fleet: selectionOf(counted(), r.start, r.end), ttlSeconds: BigInt(ttl) };
+    },
+    subject: (panel) => {
+      const r = linkWindow();
+      panel.setFleetSubject(state.app, formatWallRange(r.start, r.end));
+    },
   });
   const flame = new FlamePanel({
     search: state.search,
@@ -502,24 +509,12 @@ export function fleetPage(params: URLSearchParams): Page {
 
   async function download(format: DownloadFormat) {
     try {
-      let blob: Blob;
-      if (format === "json") {
-        const l = flame.layout;
-        if (!l) return;
-        blob = new Blob([JSON.stringify(jsonTree(l))], { type: "application/json" });
-      } else {
-        const f = { svg: FlameGraphFormat.SVG, pprof: FlameGraphFormat.PPROF, speedscope: FlameGraphFormat.SPEEDSCOPE }[format];
-        const { graph } = await getFleetFlameGraph(flameRequest(counted(), f), ctrl.signal);
-        blob = new Blob([(graph.export ?? new Uint8Array()) as BlobPart], { type: format === "svg" ? "image/svg+xml" : "application/octet-stream" });
-      }
-      const ext = { svg: "svg", pprof: "pb.gz", speedscope: "speedscope.json", json: "json" }[format];
-      const a = h("a", { href: URL.createObjectURL(blob), download: foldedFilename(state).replace(/\.folded$/, `.${ext}`) });
-      a.click();
-      setTimeout(() => URL.revokeObjectURL(a.href), 10_000);
+      await saveExport(format, async (f) => (await getFleetFlameGraph(flameRequest(counted(), f), ctrl.signal)).graph, flame.layout, foldedFilename(state).replace(/\.folded$/, ""));
     } catch (err) {
       failed(problem(err), (p) => flame.error(p, () => void loadFlame()));
     }
   }
+
 
   // ---- share links ---------------------------------------------------------------
 
@@ -528,66 +523,14 @@ export function fleetPage(params: URLSearchParams): Page {
     return state.range ?? { start: state.from, end: state.to };
   }
 
-  shareBtn.addEventListener("click", () => {
-    if (shared.isOpen) return shared.close();
-    shared.open();
-    const r = linkWindow();
-    shared.setFleetSubject(state.app, formatWallRange(r.start, r.end));
-    void loadLinks();
-  });
-
-  function adminFailed(err: unknown, show: (p: Problem) => void) {
-    if (ctrl.signal.aborted) return;
-    const p = problem(err);
-    if (p.kind === "unauthenticated") onUnauthenticated();
-    else if (p.kind === "forbidden") shared.forbidden((apiKey() ?? "").slice(0, 12));
-    else show(p);
-  }
-
-  async function loadLinks() {
-    try {
-      const res = await admin.listShareLinks({}, { signal: ctrl.signal });
-      shared.showLinks(
-        res.links.filter((l) => l.fleet?.app === state.app),
-        new Date(),
-      );
-    } catch (err) {
-      adminFailed(err, (p) => shared.listError(p));
-    }
-  }
-
-  async function createLink(ttlSeconds: number) {
-    shared.creating();
-    const r = linkWindow();
-    try {
-      const res = await admin.createShareLink({ fleet: selectionOf(counted(), r.start, r.end), ttlSeconds: BigInt(ttlSeconds) }, { signal: ctrl.signal });
-      shared.created(res.url, res.link?.expiresAt ? timestampDate(res.link.expiresAt) : null);
-      void loadLinks();
-    } catch (err) {
-      adminFailed(err, (p) => shared.error(p));
-    }
-  }
-
-  async function revokeLink(id: string) {
-    try {
-      await admin.revokeShareLink({ id }, { signal: ctrl.signal });
-    } catch (err) {
-      adminFailed(err, (p) => shared.listError(p));
-      return;
-    }
-    void loadLinks();
-  }
-
   async function downloadFolded() {
     try {
-      const { graph } = await getFleetFlameGraph(flameRequest(counted(), FlameGraphFormat.FOLDED), ctrl.signal);
-      const a = h("a", { href: URL.createObjectURL(new Blob([graph.folded], { type: "text/plain" })), download: foldedFilename(state) });
-      a.click();
-      setTimeout(() => URL.revokeObjectURL(a.href), 10_000);
+      await saveFolded(async (f) => (await getFleetFlameGraph(flameRequest(counted(), f), ctrl.signal)).graph, foldedFilename(state).replace(/\.folded$/, ""));
     } catch (err) {
       failed(problem(err), (p) => flame.error(p, () => void loadFlame()));
     }
   }
+
 
   // ---- a host's profile ------------------------------------------------------------
 

@@ -1,31 +1,30 @@
 // One profile (/p/ID?...): the profile view (pages/profileview.ts) over the
 // owner's API with the user's key, where ranges are chosen on the heatmap
-// and the URL is the permalink; plus the Share action, whose panel
-// (panels/share.ts) creates, lists and revokes the profile's share links
-// through the admin API. This page asks for the profile's facts and the
-// links; the view asks for the rest.
+// and the URL is the permalink; plus the Share action (pages/sharelinks.ts),
+// which creates, lists and revokes the profile's share links. This page asks
+// for the profile's facts; the view asks for the rest.
 
-import { timestampDate } from "@bufbuild/protobuf/wkt";
-import { admin, apiKey, compare, getFlameGraph, problem, query, type Problem } from "../api";
-import { FlameGraphFormat } from "../gen/fleetscope/v1/query_pb";
+import { compare, getFlameGraph, query } from "../api";
 import { h } from "../dom";
+import { FlameGraphFormat } from "../gen/fleetscope/v1/query_pb";
 import { heatmapOf } from "../heatmap/model";
-import { SharePanel } from "../panels/share";
 import { takeHeatmap } from "../prefetch";
 import { setQuery } from "../router";
 import { diffSides, filtered, flameRequest, heatmapRequest, permalink, readView, seriesRequest, shareRequest, shareURL, writeView, type ViewState } from "../viewstate";
 import type { Page } from "./page";
 import { ProfileView } from "./profileview";
-import { onUnauthenticated } from "./states";
+import { shareLinks } from "./sharelinks";
 
 export function profilePage(id: string, params: URLSearchParams): Page {
   const ctrl = new AbortController();
 
-  const shareBtn = h("button", { type: "button", class: "ghost", "data-testid": "share-open", title: "Make a link to this range that works without an API key" }, "Share…");
-  const shared = new SharePanel({
-    onCreate: (ttl) => void createLink(ttl),
-    onRevoke: (linkId) => void revokeLink(linkId),
-    onClose: () => shared.close(),
+  const { button: shareBtn, panel: shared } = shareLinks({
+    signal: ctrl.signal,
+    title: "Make a link to this range that works without an API key",
+    mine: (l) => l.profileId === id,
+    request: (ttl) => shareRequest(id, pv.view, pv.current?.defaultEvent ?? "", ttl),
+    url: (u) => shareURL(u, pv.view),
+    subject: () => subject(pv.view),
   });
   const subject = (v: ViewState) => shared.setSubject(v.range, v.event || pv.current?.defaultEvent || "");
 
@@ -75,57 +74,6 @@ export function profilePage(id: string, params: URLSearchParams): Page {
     } catch (err) {
       pv.profileFailed(err, () => void loadProfile());
     }
-  }
-
-  // ---- share links ---------------------------------------------------------------
-  shareBtn.addEventListener("click", () => {
-    if (shared.isOpen) return shared.close();
-    shared.open();
-    subject(pv.view);
-    void loadLinks();
-  });
-
-  /** adminFailed shows a failed admin call: the sign-in page for a
-   * rejected key, the missing scope in words, else show(p). */
-  function adminFailed(err: unknown, show: (p: Problem) => void) {
-    if (ctrl.signal.aborted) return;
-    const p = problem(err);
-    if (p.kind === "unauthenticated") onUnauthenticated();
-    else if (p.kind === "forbidden") shared.forbidden((apiKey() ?? "").slice(0, 12));
-    else show(p);
-  }
-
-  async function loadLinks() {
-    try {
-      const res = await admin.listShareLinks({}, { signal: ctrl.signal });
-      shared.showLinks(
-        res.links.filter((l) => l.profileId === id),
-        new Date(),
-      );
-    } catch (err) {
-      adminFailed(err, (p) => shared.listError(p));
-    }
-  }
-
-  async function createLink(ttlSeconds: number) {
-    shared.creating();
-    try {
-      const res = await admin.createShareLink(shareRequest(id, pv.view, pv.current?.defaultEvent ?? "", ttlSeconds), { signal: ctrl.signal });
-      shared.created(shareURL(res.url, pv.view), res.link?.expiresAt ? timestampDate(res.link.expiresAt) : null);
-      void loadLinks();
-    } catch (err) {
-      adminFailed(err, (p) => shared.error(p));
-    }
-  }
-
-  async function revokeLink(linkId: string) {
-    try {
-      await admin.revokeShareLink({ id: linkId }, { signal: ctrl.signal });
-    } catch (err) {
-      adminFailed(err, (p) => shared.listError(p));
-      return;
-    }
-    void loadLinks();
   }
 
   performance.mark("fleetscope:requests");

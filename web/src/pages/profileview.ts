@@ -13,7 +13,8 @@
 import { problem, type Problem } from "../api";
 import { h, replace } from "../dom";
 import { diffLayout } from "../flame/diff";
-import { exactSearch, findPath, jsonTree, layout, pathOf, type Layout } from "../flame/model";
+import { saveExport, saveFolded } from "../download";
+import { exactSearch, findPath, layout, pathOf, type Layout } from "../flame/model";
 import type { WireFlameGraph } from "../flame/wire";
 import type { GetDiffFlameGraphResponse } from "../gen/fleetscope/v1/compare_pb";
 import { formatTime } from "../format";
@@ -440,39 +441,23 @@ export class ProfileView {
   }
 
   private async download(format: DownloadFormat) {
-    const v = this._view;
-    const name = foldedFilename(this.profile?.app, v).replace(/\.folded$/, "");
+    const base = foldedFilename(this.profile?.app, this._view).replace(/\.folded$/, "");
     try {
-      let blob: Blob;
-      if (format === "json") {
-        const l = this.flame.layout;
-        if (!l) return;
-        blob = new Blob([JSON.stringify(jsonTree(l))], { type: "application/json" });
-      } else {
-        const f = { svg: FlameGraphFormat.SVG, pprof: FlameGraphFormat.PPROF, speedscope: FlameGraphFormat.SPEEDSCOPE }[format];
-        const res = await this.src.flame(v, f, this.ctrl.signal);
-        const type = { svg: "image/svg+xml", pprof: "application/octet-stream", speedscope: "application/json" }[format];
-        blob = new Blob([(res.export ?? new Uint8Array()) as BlobPart], { type });
-      }
-      const ext = { svg: "svg", pprof: "pb.gz", speedscope: "speedscope.json", json: "json" }[format];
-      const a = h("a", { href: URL.createObjectURL(blob), download: `${name}.${ext}` });
-      a.click();
-      setTimeout(() => URL.revokeObjectURL(a.href), 10_000);
+      await saveExport(format, (f) => this.src.flame(this._view, f, this.ctrl.signal), this.flame.layout, base);
     } catch (err) {
       this.failed(problem(err), (p) => this.flame.error(p, () => void this.loadFlame()));
     }
   }
 
   private async downloadFolded() {
+    const base = foldedFilename(this.profile?.app, this._view).replace(/\.folded$/, "");
     try {
-      const res = await this.src.flame(this._view, FlameGraphFormat.FOLDED, this.ctrl.signal);
-      const a = h("a", { href: URL.createObjectURL(new Blob([res.folded], { type: "text/plain" })), download: foldedFilename(this.profile?.app, this._view) });
-      a.click();
-      setTimeout(() => URL.revokeObjectURL(a.href), 10_000);
+      await saveFolded((f) => this.src.flame(this._view, f, this.ctrl.signal), base);
     } catch (err) {
       this.failed(problem(err), (p) => this.flame.error(p, () => void this.loadFlame()));
     }
   }
+
 
   // ---- changes -------------------------------------------------------------------
 
