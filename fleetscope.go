@@ -132,6 +132,14 @@ type ShareLink struct {
 	RevokedAt  time.Time
 }
 
+// LiveStream is a live recording's progress: the batch it expects next,
+// its segment profiles in order, and once finished the profile they became.
+type LiveStream struct {
+	NextSeq   int64
+	Segments  []string
+	ProfileID string
+}
+
 // ProfileFilter selects profiles in a search.
 type ProfileFilter struct {
 	App, Host    string

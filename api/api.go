@@ -42,6 +42,7 @@ var Scopes = map[string]string{
 	fleetscopev1connect.ShareServiceGetSharedFlameGraphProcedure: Public,
 	fleetscopev1connect.IngestServiceUploadProcedure:             fleetscope.ScopeIngest,
 	fleetscopev1connect.IngestServiceUploadFileProcedure:         fleetscope.ScopeIngest,
+	fleetscopev1connect.IngestServiceAppendLiveProcedure:         fleetscope.ScopeIngest,
 	fleetscopev1connect.QueryServiceSearchProfilesProcedure:      fleetscope.ScopeRead,
 	fleetscopev1connect.QueryServiceGetProfileProcedure:          fleetscope.ScopeRead,
 	fleetscopev1connect.QueryServiceGetHeatmapProcedure:          fleetscope.ScopeRead,

@@ -19,14 +19,38 @@ import (
 // ingestHandler serves IngestService through the ingest service.
 type ingestHandler struct {
 	ingest    *ingest.Service
+	live      *ingest.Live
 	publicURL string
 	log       *slog.Logger
 }
 
 // NewIngest returns the IngestService handler: uploads, streamed or in one
-// message, stored by svc. publicURL is the base of permalinks.
-func NewIngest(svc *ingest.Service, publicURL string, log *slog.Logger) fleetscopev1connect.IngestServiceHandler {
-	return &ingestHandler{ingest: svc, publicURL: publicURL, log: log}
+// message, stored by svc, and live recordings' batches, appended by live.
+// publicURL is the base of permalinks.
+func NewIngest(svc *ingest.Service, live *ingest.Live, publicURL string, log *slog.Logger) fleetscopev1connect.IngestServiceHandler {
+	return &ingestHandler{ingest: svc, live: live, publicURL: publicURL, log: log}
+}
+
+// AppendLive applies one batch of a live recording (ingest.Live).
+func (h *ingestHandler) AppendLive(ctx context.Context, req *connect.Request[fsv1.AppendLiveRequest]) (*connect.Response[fsv1.AppendLiveResponse], error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	m := req.Msg
+	if m.GetMetadata() == nil {
+		return nil, fleetscope.Errorf(fleetscope.EINVALID, "metadata missing")
+	}
+	next, info, err := h.live.Append(ctx, p, m.GetStream(), m.GetSeq(), metaFrom(m.GetMetadata()), m.GetChunk(), m.GetFinal())
+	if err != nil {
+		return nil, err
+	}
+	out := &fsv1.AppendLiveResponse{NextSeq: next}
+	if info != nil {
+		out.Profile = profileProto(info)
+		h.log.Info("live recording stored", "tenant", p.Tenant, "stream", m.GetStream(), "profile", info.ID, "samples", info.Samples, "batches", next)
+	}
+	return connect.NewResponse(out), nil
 }
 
 // permalink is a profile's dashboard URL.

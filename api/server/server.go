@@ -116,7 +116,12 @@ func newServer(ctx context.Context, cfg Config, log *slog.Logger, ln net.Listene
 		fastGzip, api.JSONCodec()}
 	small := append(opts, connect.WithReadMaxBytes(1<<20))
 	mux := http.NewServeMux()
-	mux.Handle(fleetscopev1connect.NewIngestServiceHandler(api.NewIngest(ing, publicURL, log),
+	live := &ingest.Live{Ingest: ing, DB: db, Delete: func(ctx context.Context, tenant int64, id, actor string) error {
+		err := lc.Delete(ctx, tenant, id, actor)
+		q.Forget(tenant, id) // a segment, once it is part of the whole recording
+		return err
+	}}
+	mux.Handle(fleetscopev1connect.NewIngestServiceHandler(api.NewIngest(ing, live, publicURL, log),
 		append(opts, connect.WithReadMaxBytes(int(cfg.BrowserUploadBytes)+64<<10))...))
 	mux.Handle(fleetscopev1connect.NewQueryServiceHandler(api.NewQuery(q), small...))
 	mux.Handle(fleetscopev1connect.NewFleetServiceHandler(api.NewFleet(q), small...))

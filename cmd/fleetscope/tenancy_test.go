@@ -184,6 +184,9 @@ func TestTenantIsolation(t *testing.T) {
 		up, err := stream.CloseAndReceive()
 		try(fleetscopev1connect.IngestServiceUploadProcedure, scope, err == nil && up.Msg.GetProfile().GetId() == idA, err)
 		_ = up
+		// A live batch under a stream name A used: B's own stream (or refused).
+		lv, err := b.ingest.AppendLive(ctx, connect.NewRequest(&fsv1.AppendLiveRequest{Stream: "a-stream", Metadata: &fsv1.UploadMetadata{App: "test"}, Chunk: dataA, Final: true}))
+		try(fleetscopev1connect.IngestServiceAppendLiveProcedure, scope, err == nil && (lv.Msg.GetProfile().GetId() == idA || lv.Msg.GetProfile().GetId() == idA2), err)
 
 		gt, err := b.admin.GetTenant(ctx, connect.NewRequest(&fsv1.GetTenantRequest{}))
 		try(fleetscopev1connect.AdminServiceGetTenantProcedure, scope, err == nil && gt.Msg.GetName() != "intruder", err)

@@ -186,6 +186,9 @@ func TestRowLevelSecurity(t *testing.T) {
 		if _, _, err := db.CreateShareLink(ctx, tenant, fleetscope.ShareLink{ProfileID: p.ID, CreatedBy: "test", ExpiresAt: time.Now().Add(time.Hour)}); err != nil {
 			t.Fatal(err)
 		}
+		if err := db.AppendLiveSegment(ctx, tenant, "stream", 0, p.ID); err != nil {
+			t.Fatal(err)
+		}
 	}
 	c := conn(t, db)
 	rows, err := c.Query(ctx, `SELECT c.relname, c.relrowsecurity, EXISTS (SELECT FROM pg_policy p WHERE p.polrelid = c.oid)

@@ -22,6 +22,144 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+type AppendLiveRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Names the recording within the tenant (1-100 of [A-Za-z0-9._-]); the
+	// agent picks one per recording.
+	Stream string `protobuf:"bytes,1,opt,name=stream,proto3" json:"stream,omitempty"`
+	// The batch's number: 0, 1, 2, ... A batch already applied is
+	// acknowledged again and not re-applied; one past the next is refused.
+	Seq int64 `protobuf:"varint,2,opt,name=seq,proto3" json:"seq,omitempty"`
+	// App, host and labels: the same on every batch of a stream.
+	Metadata *UploadMetadata `protobuf:"bytes,3,opt,name=metadata,proto3" json:"metadata,omitempty"`
+	// Perf script text of whole samples (the first batch may begin with
+	// perf's # header); empty only on a final batch.
+	Chunk []byte `protobuf:"bytes,4,opt,name=chunk,proto3" json:"chunk,omitempty"`
+	// The recording ends with this batch.
+	Final         bool `protobuf:"varint,5,opt,name=final,proto3" json:"final,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AppendLiveRequest) Reset() {
+	*x = AppendLiveRequest{}
+	mi := &file_fleetscope_v1_ingest_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AppendLiveRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AppendLiveRequest) ProtoMessage() {}
+
+func (x *AppendLiveRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_fleetscope_v1_ingest_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AppendLiveRequest.ProtoReflect.Descriptor instead.
+func (*AppendLiveRequest) Descriptor() ([]byte, []int) {
+	return file_fleetscope_v1_ingest_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *AppendLiveRequest) GetStream() string {
+	if x != nil {
+		return x.Stream
+	}
+	return ""
+}
+
+func (x *AppendLiveRequest) GetSeq() int64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+func (x *AppendLiveRequest) GetMetadata() *UploadMetadata {
+	if x != nil {
+		return x.Metadata
+	}
+	return nil
+}
+
+func (x *AppendLiveRequest) GetChunk() []byte {
+	if x != nil {
+		return x.Chunk
+	}
+	return nil
+}
+
+func (x *AppendLiveRequest) GetFinal() bool {
+	if x != nil {
+		return x.Final
+	}
+	return false
+}
+
+type AppendLiveResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The batch number the stream expects next.
+	NextSeq int64 `protobuf:"varint,1,opt,name=next_seq,json=nextSeq,proto3" json:"next_seq,omitempty"`
+	// The final batch's answer: the recording's stored profile.
+	Profile       *Profile `protobuf:"bytes,2,opt,name=profile,proto3" json:"profile,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AppendLiveResponse) Reset() {
+	*x = AppendLiveResponse{}
+	mi := &file_fleetscope_v1_ingest_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AppendLiveResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AppendLiveResponse) ProtoMessage() {}
+
+func (x *AppendLiveResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_fleetscope_v1_ingest_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AppendLiveResponse.ProtoReflect.Descriptor instead.
+func (*AppendLiveResponse) Descriptor() ([]byte, []int) {
+	return file_fleetscope_v1_ingest_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *AppendLiveResponse) GetNextSeq() int64 {
+	if x != nil {
+		return x.NextSeq
+	}
+	return 0
+}
+
+func (x *AppendLiveResponse) GetProfile() *Profile {
+	if x != nil {
+		return x.Profile
+	}
+	return nil
+}
+
 type UploadMetadata struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Application name; required.
@@ -40,7 +178,7 @@ type UploadMetadata struct {
 
 func (x *UploadMetadata) Reset() {
 	*x = UploadMetadata{}
-	mi := &file_fleetscope_v1_ingest_proto_msgTypes[0]
+	mi := &file_fleetscope_v1_ingest_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -52,7 +190,7 @@ func (x *UploadMetadata) String() string {
 func (*UploadMetadata) ProtoMessage() {}
 
 func (x *UploadMetadata) ProtoReflect() protoreflect.Message {
-	mi := &file_fleetscope_v1_ingest_proto_msgTypes[0]
+	mi := &file_fleetscope_v1_ingest_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -65,7 +203,7 @@ func (x *UploadMetadata) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UploadMetadata.ProtoReflect.Descriptor instead.
 func (*UploadMetadata) Descriptor() ([]byte, []int) {
-	return file_fleetscope_v1_ingest_proto_rawDescGZIP(), []int{0}
+	return file_fleetscope_v1_ingest_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *UploadMetadata) GetApp() string {
@@ -121,7 +259,7 @@ type ClockAnchor struct {
 
 func (x *ClockAnchor) Reset() {
 	*x = ClockAnchor{}
-	mi := &file_fleetscope_v1_ingest_proto_msgTypes[1]
+	mi := &file_fleetscope_v1_ingest_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -133,7 +271,7 @@ func (x *ClockAnchor) String() string {
 func (*ClockAnchor) ProtoMessage() {}
 
 func (x *ClockAnchor) ProtoReflect() protoreflect.Message {
-	mi := &file_fleetscope_v1_ingest_proto_msgTypes[1]
+	mi := &file_fleetscope_v1_ingest_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -146,7 +284,7 @@ func (x *ClockAnchor) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClockAnchor.ProtoReflect.Descriptor instead.
 func (*ClockAnchor) Descriptor() ([]byte, []int) {
-	return file_fleetscope_v1_ingest_proto_rawDescGZIP(), []int{1}
+	return file_fleetscope_v1_ingest_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *ClockAnchor) GetClockNanos() int64 {
@@ -176,7 +314,7 @@ type UploadRequest struct {
 
 func (x *UploadRequest) Reset() {
 	*x = UploadRequest{}
-	mi := &file_fleetscope_v1_ingest_proto_msgTypes[2]
+	mi := &file_fleetscope_v1_ingest_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -188,7 +326,7 @@ func (x *UploadRequest) String() string {
 func (*UploadRequest) ProtoMessage() {}
 
 func (x *UploadRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_fleetscope_v1_ingest_proto_msgTypes[2]
+	mi := &file_fleetscope_v1_ingest_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -201,7 +339,7 @@ func (x *UploadRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UploadRequest.ProtoReflect.Descriptor instead.
 func (*UploadRequest) Descriptor() ([]byte, []int) {
-	return file_fleetscope_v1_ingest_proto_rawDescGZIP(), []int{2}
+	return file_fleetscope_v1_ingest_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *UploadRequest) GetMsg() isUploadRequest_Msg {
@@ -255,7 +393,7 @@ type UploadFileRequest struct {
 
 func (x *UploadFileRequest) Reset() {
 	*x = UploadFileRequest{}
-	mi := &file_fleetscope_v1_ingest_proto_msgTypes[3]
+	mi := &file_fleetscope_v1_ingest_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -267,7 +405,7 @@ func (x *UploadFileRequest) String() string {
 func (*UploadFileRequest) ProtoMessage() {}
 
 func (x *UploadFileRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_fleetscope_v1_ingest_proto_msgTypes[3]
+	mi := &file_fleetscope_v1_ingest_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -280,7 +418,7 @@ func (x *UploadFileRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UploadFileRequest.ProtoReflect.Descriptor instead.
 func (*UploadFileRequest) Descriptor() ([]byte, []int) {
-	return file_fleetscope_v1_ingest_proto_rawDescGZIP(), []int{3}
+	return file_fleetscope_v1_ingest_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *UploadFileRequest) GetMetadata() *UploadMetadata {
@@ -314,7 +452,7 @@ type UploadResponse struct {
 
 func (x *UploadResponse) Reset() {
 	*x = UploadResponse{}
-	mi := &file_fleetscope_v1_ingest_proto_msgTypes[4]
+	mi := &file_fleetscope_v1_ingest_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -326,7 +464,7 @@ func (x *UploadResponse) String() string {
 func (*UploadResponse) ProtoMessage() {}
 
 func (x *UploadResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_fleetscope_v1_ingest_proto_msgTypes[4]
+	mi := &file_fleetscope_v1_ingest_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -339,7 +477,7 @@ func (x *UploadResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UploadResponse.ProtoReflect.Descriptor instead.
 func (*UploadResponse) Descriptor() ([]byte, []int) {
-	return file_fleetscope_v1_ingest_proto_rawDescGZIP(), []int{4}
+	return file_fleetscope_v1_ingest_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *UploadResponse) GetProfile() *Profile {
@@ -382,7 +520,7 @@ type UploadFileResponse struct {
 
 func (x *UploadFileResponse) Reset() {
 	*x = UploadFileResponse{}
-	mi := &file_fleetscope_v1_ingest_proto_msgTypes[5]
+	mi := &file_fleetscope_v1_ingest_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -394,7 +532,7 @@ func (x *UploadFileResponse) String() string {
 func (*UploadFileResponse) ProtoMessage() {}
 
 func (x *UploadFileResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_fleetscope_v1_ingest_proto_msgTypes[5]
+	mi := &file_fleetscope_v1_ingest_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -407,7 +545,7 @@ func (x *UploadFileResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UploadFileResponse.ProtoReflect.Descriptor instead.
 func (*UploadFileResponse) Descriptor() ([]byte, []int) {
-	return file_fleetscope_v1_ingest_proto_rawDescGZIP(), []int{5}
+	return file_fleetscope_v1_ingest_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *UploadFileResponse) GetProfile() *Profile {
@@ -458,7 +596,7 @@ type Duplicate struct {
 
 func (x *Duplicate) Reset() {
 	*x = Duplicate{}
-	mi := &file_fleetscope_v1_ingest_proto_msgTypes[6]
+	mi := &file_fleetscope_v1_ingest_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -470,7 +608,7 @@ func (x *Duplicate) String() string {
 func (*Duplicate) ProtoMessage() {}
 
 func (x *Duplicate) ProtoReflect() protoreflect.Message {
-	mi := &file_fleetscope_v1_ingest_proto_msgTypes[6]
+	mi := &file_fleetscope_v1_ingest_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -483,7 +621,7 @@ func (x *Duplicate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Duplicate.ProtoReflect.Descriptor instead.
 func (*Duplicate) Descriptor() ([]byte, []int) {
-	return file_fleetscope_v1_ingest_proto_rawDescGZIP(), []int{6}
+	return file_fleetscope_v1_ingest_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Duplicate) GetProfileId() string {
@@ -525,7 +663,16 @@ var File_fleetscope_v1_ingest_proto protoreflect.FileDescriptor
 
 const file_fleetscope_v1_ingest_proto_rawDesc = "" +
 	"\n" +
-	"\x1afleetscope/v1/ingest.proto\x12\rfleetscope.v1\x1a\x1bfleetscope/v1/profile.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xa7\x02\n" +
+	"\x1afleetscope/v1/ingest.proto\x12\rfleetscope.v1\x1a\x1bfleetscope/v1/profile.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xa4\x01\n" +
+	"\x11AppendLiveRequest\x12\x16\n" +
+	"\x06stream\x18\x01 \x01(\tR\x06stream\x12\x10\n" +
+	"\x03seq\x18\x02 \x01(\x03R\x03seq\x129\n" +
+	"\bmetadata\x18\x03 \x01(\v2\x1d.fleetscope.v1.UploadMetadataR\bmetadata\x12\x14\n" +
+	"\x05chunk\x18\x04 \x01(\fR\x05chunk\x12\x14\n" +
+	"\x05final\x18\x05 \x01(\bR\x05final\"a\n" +
+	"\x12AppendLiveResponse\x12\x19\n" +
+	"\bnext_seq\x18\x01 \x01(\x03R\anextSeq\x120\n" +
+	"\aprofile\x18\x02 \x01(\v2\x16.fleetscope.v1.ProfileR\aprofile\"\xa7\x02\n" +
 	"\x0eUploadMetadata\x12\x10\n" +
 	"\x03app\x18\x01 \x01(\tR\x03app\x12\x12\n" +
 	"\x04host\x18\x02 \x01(\tR\x04host\x12A\n" +
@@ -566,11 +713,13 @@ const file_fleetscope_v1_ingest_proto_rawDesc = "" +
 	"\aignored\x18\x05 \x03(\tR\aignored\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x012\xab\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x012\xfe\x01\n" +
 	"\rIngestService\x12G\n" +
 	"\x06Upload\x12\x1c.fleetscope.v1.UploadRequest\x1a\x1d.fleetscope.v1.UploadResponse(\x01\x12Q\n" +
 	"\n" +
-	"UploadFile\x12 .fleetscope.v1.UploadFileRequest\x1a!.fleetscope.v1.UploadFileResponseBEZCgithub.com/fleetscope/fleetscope/api/gen/fleetscope/v1;fleetscopev1b\x06proto3"
+	"UploadFile\x12 .fleetscope.v1.UploadFileRequest\x1a!.fleetscope.v1.UploadFileResponse\x12Q\n" +
+	"\n" +
+	"AppendLive\x12 .fleetscope.v1.AppendLiveRequest\x1a!.fleetscope.v1.AppendLiveResponseBEZCgithub.com/fleetscope/fleetscope/api/gen/fleetscope/v1;fleetscopev1b\x06proto3"
 
 var (
 	file_fleetscope_v1_ingest_proto_rawDescOnce sync.Once
@@ -584,40 +733,46 @@ func file_fleetscope_v1_ingest_proto_rawDescGZIP() []byte {
 	return file_fleetscope_v1_ingest_proto_rawDescData
 }
 
-var file_fleetscope_v1_ingest_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
+var file_fleetscope_v1_ingest_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
 var file_fleetscope_v1_ingest_proto_goTypes = []any{
-	(*UploadMetadata)(nil),        // 0: fleetscope.v1.UploadMetadata
-	(*ClockAnchor)(nil),           // 1: fleetscope.v1.ClockAnchor
-	(*UploadRequest)(nil),         // 2: fleetscope.v1.UploadRequest
-	(*UploadFileRequest)(nil),     // 3: fleetscope.v1.UploadFileRequest
-	(*UploadResponse)(nil),        // 4: fleetscope.v1.UploadResponse
-	(*UploadFileResponse)(nil),    // 5: fleetscope.v1.UploadFileResponse
-	(*Duplicate)(nil),             // 6: fleetscope.v1.Duplicate
-	nil,                           // 7: fleetscope.v1.UploadMetadata.LabelsEntry
-	nil,                           // 8: fleetscope.v1.Duplicate.LabelsEntry
-	(*timestamppb.Timestamp)(nil), // 9: google.protobuf.Timestamp
-	(*Profile)(nil),               // 10: fleetscope.v1.Profile
+	(*AppendLiveRequest)(nil),     // 0: fleetscope.v1.AppendLiveRequest
+	(*AppendLiveResponse)(nil),    // 1: fleetscope.v1.AppendLiveResponse
+	(*UploadMetadata)(nil),        // 2: fleetscope.v1.UploadMetadata
+	(*ClockAnchor)(nil),           // 3: fleetscope.v1.ClockAnchor
+	(*UploadRequest)(nil),         // 4: fleetscope.v1.UploadRequest
+	(*UploadFileRequest)(nil),     // 5: fleetscope.v1.UploadFileRequest
+	(*UploadResponse)(nil),        // 6: fleetscope.v1.UploadResponse
+	(*UploadFileResponse)(nil),    // 7: fleetscope.v1.UploadFileResponse
+	(*Duplicate)(nil),             // 8: fleetscope.v1.Duplicate
+	nil,                           // 9: fleetscope.v1.UploadMetadata.LabelsEntry
+	nil,                           // 10: fleetscope.v1.Duplicate.LabelsEntry
+	(*Profile)(nil),               // 11: fleetscope.v1.Profile
+	(*timestamppb.Timestamp)(nil), // 12: google.protobuf.Timestamp
 }
 var file_fleetscope_v1_ingest_proto_depIdxs = []int32{
-	7,  // 0: fleetscope.v1.UploadMetadata.labels:type_name -> fleetscope.v1.UploadMetadata.LabelsEntry
-	1,  // 1: fleetscope.v1.UploadMetadata.anchor:type_name -> fleetscope.v1.ClockAnchor
-	9,  // 2: fleetscope.v1.ClockAnchor.wall_time:type_name -> google.protobuf.Timestamp
-	0,  // 3: fleetscope.v1.UploadRequest.metadata:type_name -> fleetscope.v1.UploadMetadata
-	0,  // 4: fleetscope.v1.UploadFileRequest.metadata:type_name -> fleetscope.v1.UploadMetadata
-	10, // 5: fleetscope.v1.UploadResponse.profile:type_name -> fleetscope.v1.Profile
-	6,  // 6: fleetscope.v1.UploadResponse.duplicate:type_name -> fleetscope.v1.Duplicate
-	10, // 7: fleetscope.v1.UploadFileResponse.profile:type_name -> fleetscope.v1.Profile
-	6,  // 8: fleetscope.v1.UploadFileResponse.duplicate:type_name -> fleetscope.v1.Duplicate
-	8,  // 9: fleetscope.v1.Duplicate.labels:type_name -> fleetscope.v1.Duplicate.LabelsEntry
-	2,  // 10: fleetscope.v1.IngestService.Upload:input_type -> fleetscope.v1.UploadRequest
-	3,  // 11: fleetscope.v1.IngestService.UploadFile:input_type -> fleetscope.v1.UploadFileRequest
-	4,  // 12: fleetscope.v1.IngestService.Upload:output_type -> fleetscope.v1.UploadResponse
-	5,  // 13: fleetscope.v1.IngestService.UploadFile:output_type -> fleetscope.v1.UploadFileResponse
-	12, // [12:14] is the sub-list for method output_type
-	10, // [10:12] is the sub-list for method input_type
-	10, // [10:10] is the sub-list for extension type_name
-	10, // [10:10] is the sub-list for extension extendee
-	0,  // [0:10] is the sub-list for field type_name
+	2,  // 0: fleetscope.v1.AppendLiveRequest.metadata:type_name -> fleetscope.v1.UploadMetadata
+	11, // 1: fleetscope.v1.AppendLiveResponse.profile:type_name -> fleetscope.v1.Profile
+	9,  // 2: fleetscope.v1.UploadMetadata.labels:type_name -> fleetscope.v1.UploadMetadata.LabelsEntry
+	3,  // 3: fleetscope.v1.UploadMetadata.anchor:type_name -> fleetscope.v1.ClockAnchor
+	12, // 4: fleetscope.v1.ClockAnchor.wall_time:type_name -> google.protobuf.Timestamp
+	2,  // 5: fleetscope.v1.UploadRequest.metadata:type_name -> fleetscope.v1.UploadMetadata
+	2,  // 6: fleetscope.v1.UploadFileRequest.metadata:type_name -> fleetscope.v1.UploadMetadata
+	11, // 7: fleetscope.v1.UploadResponse.profile:type_name -> fleetscope.v1.Profile
+	8,  // 8: fleetscope.v1.UploadResponse.duplicate:type_name -> fleetscope.v1.Duplicate
+	11, // 9: fleetscope.v1.UploadFileResponse.profile:type_name -> fleetscope.v1.Profile
+	8,  // 10: fleetscope.v1.UploadFileResponse.duplicate:type_name -> fleetscope.v1.Duplicate
+	10, // 11: fleetscope.v1.Duplicate.labels:type_name -> fleetscope.v1.Duplicate.LabelsEntry
+	4,  // 12: fleetscope.v1.IngestService.Upload:input_type -> fleetscope.v1.UploadRequest
+	5,  // 13: fleetscope.v1.IngestService.UploadFile:input_type -> fleetscope.v1.UploadFileRequest
+	0,  // 14: fleetscope.v1.IngestService.AppendLive:input_type -> fleetscope.v1.AppendLiveRequest
+	6,  // 15: fleetscope.v1.IngestService.Upload:output_type -> fleetscope.v1.UploadResponse
+	7,  // 16: fleetscope.v1.IngestService.UploadFile:output_type -> fleetscope.v1.UploadFileResponse
+	1,  // 17: fleetscope.v1.IngestService.AppendLive:output_type -> fleetscope.v1.AppendLiveResponse
+	15, // [15:18] is the sub-list for method output_type
+	12, // [12:15] is the sub-list for method input_type
+	12, // [12:12] is the sub-list for extension type_name
+	12, // [12:12] is the sub-list for extension extendee
+	0,  // [0:12] is the sub-list for field type_name
 }
 
 func init() { file_fleetscope_v1_ingest_proto_init() }
@@ -626,7 +781,7 @@ func file_fleetscope_v1_ingest_proto_init() {
 		return
 	}
 	file_fleetscope_v1_profile_proto_init()
-	file_fleetscope_v1_ingest_proto_msgTypes[2].OneofWrappers = []any{
+	file_fleetscope_v1_ingest_proto_msgTypes[4].OneofWrappers = []any{
 		(*UploadRequest_Metadata)(nil),
 		(*UploadRequest_Chunk)(nil),
 	}
@@ -636,7 +791,7 @@ func file_fleetscope_v1_ingest_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_fleetscope_v1_ingest_proto_rawDesc), len(file_fleetscope_v1_ingest_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   9,
+			NumMessages:   11,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -38,6 +38,9 @@ const (
 	// IngestServiceUploadFileProcedure is the fully-qualified name of the IngestService's UploadFile
 	// RPC.
 	IngestServiceUploadFileProcedure = "/fleetscope.v1.IngestService/UploadFile"
+	// IngestServiceAppendLiveProcedure is the fully-qualified name of the IngestService's AppendLive
+	// RPC.
+	IngestServiceAppendLiveProcedure = "/fleetscope.v1.IngestService/AppendLive"
 )
 
 // IngestServiceClient is a client for the fleetscope.v1.IngestService service.
@@ -48,6 +51,12 @@ type IngestServiceClient interface {
 	// UploadFile takes a whole file in one message, for browsers; it is
 	// limited in size (the server's configured browser upload limit).
 	UploadFile(context.Context, *connect.Request[v1.UploadFileRequest]) (*connect.Response[v1.UploadFileResponse], error)
+	// AppendLive appends one batch of a live recording (fleetscope agent
+	// --live): perf script text of whole samples, stored at once so queries
+	// see it; batches count once each, in order, across reconnects. The
+	// final batch turns the recording into one stored profile, as a batch
+	// upload of the same text would store it.
+	AppendLive(context.Context, *connect.Request[v1.AppendLiveRequest]) (*connect.Response[v1.AppendLiveResponse], error)
 }
 
 // NewIngestServiceClient constructs a client for the fleetscope.v1.IngestService service. By
@@ -73,6 +82,12 @@ func NewIngestServiceClient(httpClient connect.HTTPClient, baseURL string, opts 
 			connect.WithSchema(ingestServiceMethods.ByName("UploadFile")),
 			connect.WithClientOptions(opts...),
 		),
+		appendLive: connect.NewClient[v1.AppendLiveRequest, v1.AppendLiveResponse](
+			httpClient,
+			baseURL+IngestServiceAppendLiveProcedure,
+			connect.WithSchema(ingestServiceMethods.ByName("AppendLive")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
@@ -80,6 +95,7 @@ func NewIngestServiceClient(httpClient connect.HTTPClient, baseURL string, opts 
 type ingestServiceClient struct {
 	upload     *connect.Client[v1.UploadRequest, v1.UploadResponse]
 	uploadFile *connect.Client[v1.UploadFileRequest, v1.UploadFileResponse]
+	appendLive *connect.Client[v1.AppendLiveRequest, v1.AppendLiveResponse]
 }
 
 // Upload calls fleetscope.v1.IngestService.Upload.
@@ -92,6 +108,11 @@ func (c *ingestServiceClient) UploadFile(ctx context.Context, req *connect.Reque
 	return c.uploadFile.CallUnary(ctx, req)
 }
 
+// AppendLive calls fleetscope.v1.IngestService.AppendLive.
+func (c *ingestServiceClient) AppendLive(ctx context.Context, req *connect.Request[v1.AppendLiveRequest]) (*connect.Response[v1.AppendLiveResponse], error) {
+	return c.appendLive.CallUnary(ctx, req)
+}
+
 // IngestServiceHandler is an implementation of the fleetscope.v1.IngestService service.
 type IngestServiceHandler interface {
 	// Upload streams a profile of any size: first a message with the
@@ -100,6 +121,12 @@ type IngestServiceHandler interface {
 	// UploadFile takes a whole file in one message, for browsers; it is
 	// limited in size (the server's configured browser upload limit).
 	UploadFile(context.Context, *connect.Request[v1.UploadFileRequest]) (*connect.Response[v1.UploadFileResponse], error)
+	// AppendLive appends one batch of a live recording (fleetscope agent
+	// --live): perf script text of whole samples, stored at once so queries
+	// see it; batches count once each, in order, across reconnects. The
+	// final batch turns the recording into one stored profile, as a batch
+	// upload of the same text would store it.
+	AppendLive(context.Context, *connect.Request[v1.AppendLiveRequest]) (*connect.Response[v1.AppendLiveResponse], error)
 }
 
 // NewIngestServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -121,12 +148,20 @@ func NewIngestServiceHandler(svc IngestServiceHandler, opts ...connect.HandlerOp
 		connect.WithSchema(ingestServiceMethods.ByName("UploadFile")),
 		connect.WithHandlerOptions(opts...),
 	)
+	ingestServiceAppendLiveHandler := connect.NewUnaryHandler(
+		IngestServiceAppendLiveProcedure,
+		svc.AppendLive,
+		connect.WithSchema(ingestServiceMethods.ByName("AppendLive")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/fleetscope.v1.IngestService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case IngestServiceUploadProcedure:
 			ingestServiceUploadHandler.ServeHTTP(w, r)
 		case IngestServiceUploadFileProcedure:
 			ingestServiceUploadFileHandler.ServeHTTP(w, r)
+		case IngestServiceAppendLiveProcedure:
+			ingestServiceAppendLiveHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -142,4 +177,8 @@ func (UnimplementedIngestServiceHandler) Upload(context.Context, *connect.Client
 
 func (UnimplementedIngestServiceHandler) UploadFile(context.Context, *connect.Request[v1.UploadFileRequest]) (*connect.Response[v1.UploadFileResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("fleetscope.v1.IngestService.UploadFile is not implemented"))
+}
+
+func (UnimplementedIngestServiceHandler) AppendLive(context.Context, *connect.Request[v1.AppendLiveRequest]) (*connect.Response[v1.AppendLiveResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("fleetscope.v1.IngestService.AppendLive is not implemented"))
 }
