@@ -121,7 +121,7 @@ type AuditEvent struct {
 // ShareLink grants read access to one profile range without a key.
 type ShareLink struct {
 	TenantID   int64
-	ID         string // visible prefix of the token
+	ID         string          // visible prefix of the token
 	ProfileID  string          // a profile's link ("" for a fleet's)
 	Fleet      *FleetSelection // a fleet's link: its selection and window; nil for a profile's
 	Event      string
