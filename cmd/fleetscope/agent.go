@@ -26,6 +26,9 @@ import (
 // FLEETSCOPE_* variables named in their help.
 func agentCmd() *cobra.Command {
 	var (
+		live                              bool
+		liveSource, liveStream            string
+		liveBatch                         time.Duration
 		cfg                      agent.Config
 		labels, events           []string
 		maxSpool, keyFile, level string
@@ -116,6 +119,9 @@ FLEETSCOPE_API_KEY_FILE); the key needs the ingest scope.`,
 			cfg.Metrics = agent.NewMetrics(reg)
 			cfg.Uploader = agent.NewConnectUploader(base, key)
 			cfg.Log = log.With("app", cfg.App)
+			if live {
+				return runLive(c.Context(), cfg, liveSource, liveBatch, liveStream)
+			}
 
 			a, err := agent.New(cfg)
 			if err != nil {
@@ -176,5 +182,9 @@ FLEETSCOPE_API_KEY_FILE); the key needs the ingest scope.`,
 	f.StringVar(&keyFile, "api-key-file", "", "read the API key from this file (FLEETSCOPE_API_KEY_FILE), e.g. a systemd credential")
 	f.StringVar(&metricsAddr, "metrics-addr", "", "serve Prometheus /metrics on this address (e.g. 127.0.0.1:9465)")
 	f.StringVar(&level, "log-level", "info", "debug, info, warn or error (JSON logs on stderr)")
+	f.BoolVar(&live, "live", false, "stream samples as perf writes them, in batches of --live-batch, instead of whole recordings; ends when the source ends or on SIGTERM")
+	f.StringVar(&liveSource, "live-source", "", "with --live: a shell command writing perf script text (default: perf record -k CLOCK_REALTIME -o - ... | perf script -i -)")
+	f.DurationVar(&liveBatch, "live-batch", time.Second, "with --live: the longest a sample waits before it is sent")
+	f.StringVar(&liveStream, "live-stream", "", "with --live: the recording's name (default: a new one)")
 	return c
 }

@@ -52,6 +52,23 @@ func (p *Perf) bin() string {
 	return p.Bin
 }
 
+// LiveCommands are the two processes of a live recording: perf record on
+// the wall clock (so batches stored apart line up), unbuffered, writing to
+// a pipe, and perf script turning it into text as it comes (line-buffered
+// through stdbuf where coreutils has it). Stop perf record alone (SIGINT):
+// perf script then drains the pipe and ends.
+func (p *Perf) LiveCommands() (record, script *exec.Cmd) {
+	args := p.recordArgs("-", "realtime")
+	args = append([]string{args[0], "--no-buffering"}, args[1:]...)
+	record = exec.Command(p.bin(), args...)
+	if sb, err := exec.LookPath("stdbuf"); err == nil {
+		script = exec.Command(sb, "-oL", p.bin(), "script", "-i", "-")
+	} else {
+		script = exec.Command(p.bin(), "script", "-i", "-")
+	}
+	return record, script
+}
+
 // recordArgs builds the perf record command line writing to out, with the
 // clock -k clock ("" for perf's default).
 func (p *Perf) recordArgs(out, clock string) []string {
