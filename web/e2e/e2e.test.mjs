@@ -1673,6 +1673,45 @@ describe("dashboard", () => {
     }
   });
 
+
+  test("fleet: live — batches appended while the page follows now appear without a reload; a selection pauses the sliding", async () => {
+    // Perf script text stamped with the wall clock, as agent --live sends it.
+    const batch = (n, offsetMs) => {
+      const t0 = Date.now() / 1000 - 2 + offsetMs / 1000;
+      let text = "";
+      for (let i = 0; i < n; i++) text += `app 1 [000] ${(t0 + i * 0.01).toFixed(6)}: 1 cpu-clock:\n\t    1 main (/bin/app)\n\t    2 f${i % 3} (/bin/app)\n\n`;
+      return Buffer.from(text).toString("base64");
+    };
+    const stream = `e2e-${Date.now()}`;
+    const append = (seq, n, offsetMs, final = false) =>
+      rpc(URL_, KEY, "fleetscope.v1.IngestService/AppendLive", { stream, seq, metadata: { app: "liveapp", host: "live-1" }, chunk: batch(n, offsetMs), final });
+    await append(0, 30, 0);
+    await page.goto(`${URL_}/fleet?app=liveapp&live=1`);
+    await fleetReady(page);
+    assert.equal(await page.getByTestId("fleet-live").getAttribute("data-state"), "following");
+    await page.waitForFunction(() => Number(document.querySelector("[data-testid=heatmap]")?.dataset.total) === 30);
+    const url0 = page.url();
+    // A second batch: the heatmap counts it within a few seconds, no reload.
+    await append(1, 40, 500);
+    await page.waitForFunction(() => Number(document.querySelector("[data-testid=heatmap]")?.dataset.total) === 70, null, { timeout: 10_000 });
+    await page.waitForFunction((u) => location.href !== u, url0, { timeout: 10_000 }); // the window slid
+    assert.equal(query(page).get("live"), "1");
+    await screenshot(page, "fleet-live");
+    // A selection pauses the sliding; its flame graph counts what arrives in it.
+    const d = await heatmapData(page);
+    const lastCol = d.cols - 1;
+    await drag(page, [lastCol - 4, 0], [lastCol, 49]);
+    await page.waitForFunction(() => document.querySelector("[data-testid=fleet-live]")?.dataset.state === "paused");
+    const before = Number((await flameState(page)).total);
+    await append(2, 10, -10_000, true); // the last batch, stamped 12 s ago (inside the range): the recording is stored whole
+    await page.waitForFunction((n) => Number(document.querySelector("[data-testid=flamegraph]")?.dataset.total) === n, before + 10, { timeout: 10_000 });
+    await page.getByTestId("clear-selection").click();
+    await page.waitForFunction(() => document.querySelector("[data-testid=fleet-live]")?.dataset.state === "following");
+    await page.waitForFunction(() => Number(document.querySelector("[data-testid=heatmap]")?.dataset.total) === 80, null, { timeout: 10_000 });
+    await page.getByTestId("fleet-live").click();
+    await page.waitForFunction(() => !new URL(location.href).searchParams.has("live"));
+  });
+
   test("remember me, a rejected stored key, and sign-out", async () => {
     await page.getByTestId("signout").click();
     await page.getByTestId("api-key").waitFor();

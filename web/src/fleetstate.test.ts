@@ -1,6 +1,7 @@
 import { create } from "@bufbuild/protobuf";
 import { expect, test } from "vitest";
 import {
+  follow,
   fleetDiffSides,
   absRange,
   ceilSecond,
@@ -129,6 +130,7 @@ function full(): FleetState {
     la: "version=1",
     lb: "version!=1",
     norm: true,
+    live: true,
   };
 }
 
@@ -398,4 +400,13 @@ test("event base names, as the server strips perf's modifiers", () => {
   expect(eventBase("sched:sched_switch")).toBe("sched:sched_switch");
   expect(eventBase("probe_libc:malloc:u")).toBe("probe_libc:malloc");
   expect(eventBase(":u")).toBe(":u");
+});
+
+test("a live view follows now, keeping its window's length", () => {
+  const s = { ...full(), range: null, zooms: [] };
+  const len = s.to - s.from;
+  const next = follow(s, new Date(1795000100_250));
+  expect(next.to).toBe(S(1795000101));
+  expect(next.to - next.from).toBe(len);
+  expect(follow(next, new Date(1795000100_900))).toBe(next); // the same second: no change
 });

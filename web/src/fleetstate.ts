@@ -83,6 +83,8 @@ export interface FleetState {
   la: string;
   lb: string;
   norm: boolean;
+  /** Follow now: the window slides to end at the present second. */
+  live: boolean;
 }
 
 export type FleetCompare = "" | "host" | "labels";
@@ -230,6 +232,7 @@ export function readFleet(p: URLSearchParams, now: Date): { state: FleetState; d
       la: p.get("la") ?? "",
       lb: p.get("lb") ?? "",
       norm: p.get("norm") === "1",
+      live: p.get("live") === "1",
     },
     defaulted,
   };
@@ -261,6 +264,7 @@ export function writeFleet(s: FleetState): URLSearchParams {
   if (s.la) p.set("la", s.la);
   if (s.lb) p.set("lb", s.lb);
   if (s.norm) p.set("norm", "1");
+  if (s.live) p.set("live", "1");
   return p;
 }
 
@@ -292,6 +296,7 @@ export function newFleet(app: string, from: bigint, to: bigint): FleetState {
     la: "",
     lb: "",
     norm: false,
+    live: false,
   };
 }
 
@@ -342,6 +347,14 @@ export function nested(zooms: Window[], w: Window): Window[] {
 export function withWindow(s: FleetState, from: bigint, to: bigint): FleetState {
   const keep = s.range !== null && s.range.start >= from && s.range.end <= to;
   return { ...s, from, to, zooms: nested(s.zooms, { from, to }), range: keep ? s.range : null, frame: keep ? s.frame : "" };
+}
+
+/** follow slides view s's window to end at the second after now, keeping
+ * its length (a live view); the zoom stack is left behind. */
+export function follow(s: FleetState, now: Date): FleetState {
+  const to = ceilSecond(dateNanos(now));
+  const from = to - (s.to - s.from);
+  return from === s.from ? s : withWindow({ ...s, zooms: [] }, from, to);
 }
 
 /** zoomTo zooms view s in to the window [from, to): the current window goes

@@ -11,7 +11,10 @@
 // keeps the samples with (or without) a function; the comparison switch
 // draws a differential flame graph of the range: a host against the rest
 // of the fleet, or label against label; the flame graph downloads as svg,
-// pprof, speedscope or json.
+// pprof, speedscope or json. "Live" follows now: every second the window
+// slides to end at the present (new columns come in on the right, the
+// other panels follow); a selected range pauses the sliding, and its flame
+// graph keeps counting what arrives in it; clearing the range resumes.
 //
 // The state lives in the URL (fleetstate.ts): a change of the selection
 // (window, hosts, labels, event, idle, rows) is a new history entry and
@@ -36,6 +39,7 @@ import {
   flameRequest,
   fleetPath,
   fleetDiffSides,
+  follow,
   foldedFilename,
   heatmapRequest,
   hostProfile,
@@ -179,6 +183,36 @@ export function fleetPage(params: URLSearchParams): Page {
     },
   });
   const diffPanel = new DiffPanel();
+  const liveBtn = h("button", { type: "button", class: "ghost", "data-testid": "fleet-live", "aria-pressed": "false", title: "Follow now: the window slides to the present every second" }, "Live");
+  liveBtn.addEventListener("click", () => {
+    record({ ...state, live: !state.live });
+    showLive();
+    if (state.live) tick();
+  });
+  let liveTimer = 0;
+  /** showLive says whether the view follows now, or is paused on a range. */
+  function showLive() {
+    liveBtn.setAttribute("aria-pressed", String(state.live));
+    liveBtn.dataset.state = !state.live ? "off" : state.range ? "paused" : "following";
+    liveBtn.textContent = !state.live ? "Live" : state.range ? "Live · paused on the selection" : "Live ●";
+    window.clearInterval(liveTimer);
+    if (state.live) liveTimer = window.setInterval(tick, 1000);
+  }
+  /** tick moves a live view to now: the whole view without a range; with
+   * one, only the range's flame graph (and heatmap), the window kept. */
+  function tick() {
+    if (!state.live || ctrl.signal.aborted) return;
+    if (state.range) {
+      void loadHeatmap();
+      void loadFlame();
+      return;
+    }
+    const next = follow(state, new Date());
+    if (next === state) return;
+    state = next;
+    setQuery(writeFleet(state));
+    start();
+  }
   const { button: shareBtn, panel: shared } = shareLinks({
     signal: ctrl.signal,
     title: "Make a link to this fleet view that works without an API key",
@@ -233,7 +267,7 @@ export function fleetPage(params: URLSearchParams): Page {
   const el = h(
     "div",
     { class: "page fleet-page" },
-    h("header", { class: "profile-head" }, back, h("div", { class: "title-row" }, title, h("div", { class: "page-actions" }, shareBtn))),
+    h("header", { class: "profile-head" }, back, h("div", { class: "title-row" }, title, h("div", { class: "page-actions" }, liveBtn, shareBtn))),
     bar.el,
     shared.el,
     body,
@@ -262,6 +296,7 @@ export function fleetPage(params: URLSearchParams): Page {
 
   function select(r: AbsRange | null) {
     record({ ...state, range: r });
+    if (state.live) showLive();
     timeline.setSelection(r);
     hosts.setSelection(r);
     showSelection();
@@ -614,12 +649,14 @@ export function fleetPage(params: URLSearchParams): Page {
   window.addEventListener("keydown", onKey);
 
   start();
+  if (state.live) showLive(); // a live permalink follows now from the start
 
   return {
     el,
     title: state.app ? `${state.app} · fleet` : "Fleet",
     destroy() {
       ctrl.abort();
+      window.clearInterval(liveTimer);
       heatPanel.destroy();
       flame.destroy();
       timeline.destroy();

@@ -14,7 +14,83 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file fleetscope/v1/ingest.proto.
  */
 export const file_fleetscope_v1_ingest: GenFile = /*@__PURE__*/
-  fileDesc("ChpmbGVldHNjb3BlL3YxL2luZ2VzdC5wcm90bxINZmxlZXRzY29wZS52MSLpAQoOVXBsb2FkTWV0YWRhdGESCwoDYXBwGAEgASgJEgwKBGhvc3QYAiABKAkSOQoGbGFiZWxzGAMgAygLMikuZmxlZXRzY29wZS52MS5VcGxvYWRNZXRhZGF0YS5MYWJlbHNFbnRyeRIUCgxpbnB1dF9mb3JtYXQYBCABKAkSKgoGYW5jaG9yGAUgASgLMhouZmxlZXRzY29wZS52MS5DbG9ja0FuY2hvchIQCghmaWxlbmFtZRgGIAEoCRotCgtMYWJlbHNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIlEKC0Nsb2NrQW5jaG9yEhMKC2Nsb2NrX25hbm9zGAEgASgDEi0KCXdhbGxfdGltZRgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiWgoNVXBsb2FkUmVxdWVzdBIxCghtZXRhZGF0YRgBIAEoCzIdLmZsZWV0c2NvcGUudjEuVXBsb2FkTWV0YWRhdGFIABIPCgVjaHVuaxgCIAEoDEgAQgUKA21zZyJSChFVcGxvYWRGaWxlUmVxdWVzdBIvCghtZXRhZGF0YRgBIAEoCzIdLmZsZWV0c2NvcGUudjEuVXBsb2FkTWV0YWRhdGESDAoEZGF0YRgCIAEoDCKKAQoOVXBsb2FkUmVzcG9uc2USJwoHcHJvZmlsZRgBIAEoCzIWLmZsZWV0c2NvcGUudjEuUHJvZmlsZRIPCgdjcmVhdGVkGAIgASgIEhEKCXBlcm1hbGluaxgDIAEoCRIrCglkdXBsaWNhdGUYBCABKAsyGC5mbGVldHNjb3BlLnYxLkR1cGxpY2F0ZSKOAQoSVXBsb2FkRmlsZVJlc3BvbnNlEicKB3Byb2ZpbGUYASABKAsyFi5mbGVldHNjb3BlLnYxLlByb2ZpbGUSDwoHY3JlYXRlZBgCIAEoCBIRCglwZXJtYWxpbmsYAyABKAkSKwoJZHVwbGljYXRlGAQgASgLMhguZmxlZXRzY29wZS52MS5EdXBsaWNhdGUisAEKCUR1cGxpY2F0ZRISCgpwcm9maWxlX2lkGAEgASgJEgsKA2FwcBgCIAEoCRIMCgRob3N0GAMgASgJEjQKBmxhYmVscxgEIAMoCzIkLmZsZWV0c2NvcGUudjEuRHVwbGljYXRlLkxhYmVsc0VudHJ5Eg8KB2lnbm9yZWQYBSADKAkaLQoLTGFiZWxzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ATKrAQoNSW5nZXN0U2VydmljZRJHCgZVcGxvYWQSHC5mbGVldHNjb3BlLnYxLlVwbG9hZFJlcXVlc3QaHS5mbGVldHNjb3BlLnYxLlVwbG9hZFJlc3BvbnNlKAESUQoKVXBsb2FkRmlsZRIgLmZsZWV0c2NvcGUudjEuVXBsb2FkRmlsZVJlcXVlc3QaIS5mbGVldHNjb3BlLnYxLlVwbG9hZEZpbGVSZXNwb25zZUJFWkNnaXRodWIuY29tL2ZsZWV0c2NvcGUvZmxlZXRzY29wZS9hcGkvZ2VuL2ZsZWV0c2NvcGUvdjE7ZmxlZXRzY29wZXYxYgZwcm90bzM", [file_fleetscope_v1_profile, file_google_protobuf_timestamp]);
+  fileDesc("ChpmbGVldHNjb3BlL3YxL2luZ2VzdC5wcm90bxINZmxlZXRzY29wZS52MSJ/ChFBcHBlbmRMaXZlUmVxdWVzdBIOCgZzdHJlYW0YASABKAkSCwoDc2VxGAIgASgDEi8KCG1ldGFkYXRhGAMgASgLMh0uZmxlZXRzY29wZS52MS5VcGxvYWRNZXRhZGF0YRINCgVjaHVuaxgEIAEoDBINCgVmaW5hbBgFIAEoCCJPChJBcHBlbmRMaXZlUmVzcG9uc2USEAoIbmV4dF9zZXEYASABKAMSJwoHcHJvZmlsZRgCIAEoCzIWLmZsZWV0c2NvcGUudjEuUHJvZmlsZSLpAQoOVXBsb2FkTWV0YWRhdGESCwoDYXBwGAEgASgJEgwKBGhvc3QYAiABKAkSOQoGbGFiZWxzGAMgAygLMikuZmxlZXRzY29wZS52MS5VcGxvYWRNZXRhZGF0YS5MYWJlbHNFbnRyeRIUCgxpbnB1dF9mb3JtYXQYBCABKAkSKgoGYW5jaG9yGAUgASgLMhouZmxlZXRzY29wZS52MS5DbG9ja0FuY2hvchIQCghmaWxlbmFtZRgGIAEoCRotCgtMYWJlbHNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIlEKC0Nsb2NrQW5jaG9yEhMKC2Nsb2NrX25hbm9zGAEgASgDEi0KCXdhbGxfdGltZRgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiWgoNVXBsb2FkUmVxdWVzdBIxCghtZXRhZGF0YRgBIAEoCzIdLmZsZWV0c2NvcGUudjEuVXBsb2FkTWV0YWRhdGFIABIPCgVjaHVuaxgCIAEoDEgAQgUKA21zZyJSChFVcGxvYWRGaWxlUmVxdWVzdBIvCghtZXRhZGF0YRgBIAEoCzIdLmZsZWV0c2NvcGUudjEuVXBsb2FkTWV0YWRhdGESDAoEZGF0YRgCIAEoDCKKAQoOVXBsb2FkUmVzcG9uc2USJwoHcHJvZmlsZRgBIAEoCzIWLmZsZWV0c2NvcGUudjEuUHJvZmlsZRIPCgdjcmVhdGVkGAIgASgIEhEKCXBlcm1hbGluaxgDIAEoCRIrCglkdXBsaWNhdGUYBCABKAsyGC5mbGVldHNjb3BlLnYxLkR1cGxpY2F0ZSKOAQoSVXBsb2FkRmlsZVJlc3BvbnNlEicKB3Byb2ZpbGUYASABKAsyFi5mbGVldHNjb3BlLnYxLlByb2ZpbGUSDwoHY3JlYXRlZBgCIAEoCBIRCglwZXJtYWxpbmsYAyABKAkSKwoJZHVwbGljYXRlGAQgASgLMhguZmxlZXRzY29wZS52MS5EdXBsaWNhdGUisAEKCUR1cGxpY2F0ZRISCgpwcm9maWxlX2lkGAEgASgJEgsKA2FwcBgCIAEoCRIMCgRob3N0GAMgASgJEjQKBmxhYmVscxgEIAMoCzIkLmZsZWV0c2NvcGUudjEuRHVwbGljYXRlLkxhYmVsc0VudHJ5Eg8KB2lnbm9yZWQYBSADKAkaLQoLTGFiZWxzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ATL+AQoNSW5nZXN0U2VydmljZRJHCgZVcGxvYWQSHC5mbGVldHNjb3BlLnYxLlVwbG9hZFJlcXVlc3QaHS5mbGVldHNjb3BlLnYxLlVwbG9hZFJlc3BvbnNlKAESUQoKVXBsb2FkRmlsZRIgLmZsZWV0c2NvcGUudjEuVXBsb2FkRmlsZVJlcXVlc3QaIS5mbGVldHNjb3BlLnYxLlVwbG9hZEZpbGVSZXNwb25zZRJRCgpBcHBlbmRMaXZlEiAuZmxlZXRzY29wZS52MS5BcHBlbmRMaXZlUmVxdWVzdBohLmZsZWV0c2NvcGUudjEuQXBwZW5kTGl2ZVJlc3BvbnNlQkVaQ2dpdGh1Yi5jb20vZmxlZXRzY29wZS9mbGVldHNjb3BlL2FwaS9nZW4vZmxlZXRzY29wZS92MTtmbGVldHNjb3BldjFiBnByb3RvMw", [file_fleetscope_v1_profile, file_google_protobuf_timestamp]);
+
+/**
+ * @generated from message fleetscope.v1.AppendLiveRequest
+ */
+export type AppendLiveRequest = Message<"fleetscope.v1.AppendLiveRequest"> & {
+  /**
+   * Names the recording within the tenant (1-100 of [A-Za-z0-9._-]); the
+   * agent picks one per recording.
+   *
+   * @generated from field: string stream = 1;
+   */
+  stream: string;
+
+  /**
+   * The batch's number: 0, 1, 2, ... A batch already applied is
+   * acknowledged again and not re-applied; one past the next is refused.
+   *
+   * @generated from field: int64 seq = 2;
+   */
+  seq: bigint;
+
+  /**
+   * App, host and labels: the same on every batch of a stream.
+   *
+   * @generated from field: fleetscope.v1.UploadMetadata metadata = 3;
+   */
+  metadata?: UploadMetadata | undefined;
+
+  /**
+   * Perf script text of whole samples (the first batch may begin with
+   * perf's # header); empty only on a final batch.
+   *
+   * @generated from field: bytes chunk = 4;
+   */
+  chunk: Uint8Array;
+
+  /**
+   * The recording ends with this batch.
+   *
+   * @generated from field: bool final = 5;
+   */
+  final: boolean;
+};
+
+/**
+ * Describes the message fleetscope.v1.AppendLiveRequest.
+ * Use `create(AppendLiveRequestSchema)` to create a new message.
+ */
+export const AppendLiveRequestSchema: GenMessage<AppendLiveRequest> = /*@__PURE__*/
+  messageDesc(file_fleetscope_v1_ingest, 0);
+
+/**
+ * @generated from message fleetscope.v1.AppendLiveResponse
+ */
+export type AppendLiveResponse = Message<"fleetscope.v1.AppendLiveResponse"> & {
+  /**
+   * The batch number the stream expects next.
+   *
+   * @generated from field: int64 next_seq = 1;
+   */
+  nextSeq: bigint;
+
+  /**
+   * The final batch's answer: the recording's stored profile.
+   *
+   * @generated from field: fleetscope.v1.Profile profile = 2;
+   */
+  profile?: Profile | undefined;
+};
+
+/**
+ * Describes the message fleetscope.v1.AppendLiveResponse.
+ * Use `create(AppendLiveResponseSchema)` to create a new message.
+ */
+export const AppendLiveResponseSchema: GenMessage<AppendLiveResponse> = /*@__PURE__*/
+  messageDesc(file_fleetscope_v1_ingest, 1);
 
 /**
  * @generated from message fleetscope.v1.UploadMetadata
@@ -64,7 +140,7 @@ export type UploadMetadata = Message<"fleetscope.v1.UploadMetadata"> & {
  * Use `create(UploadMetadataSchema)` to create a new message.
  */
 export const UploadMetadataSchema: GenMessage<UploadMetadata> = /*@__PURE__*/
-  messageDesc(file_fleetscope_v1_ingest, 0);
+  messageDesc(file_fleetscope_v1_ingest, 2);
 
 /**
  * ClockAnchor says that the profile clock read clock_nanos at wall_time.
@@ -88,7 +164,7 @@ export type ClockAnchor = Message<"fleetscope.v1.ClockAnchor"> & {
  * Use `create(ClockAnchorSchema)` to create a new message.
  */
 export const ClockAnchorSchema: GenMessage<ClockAnchor> = /*@__PURE__*/
-  messageDesc(file_fleetscope_v1_ingest, 1);
+  messageDesc(file_fleetscope_v1_ingest, 3);
 
 /**
  * @generated from message fleetscope.v1.UploadRequest
@@ -117,7 +193,7 @@ export type UploadRequest = Message<"fleetscope.v1.UploadRequest"> & {
  * Use `create(UploadRequestSchema)` to create a new message.
  */
 export const UploadRequestSchema: GenMessage<UploadRequest> = /*@__PURE__*/
-  messageDesc(file_fleetscope_v1_ingest, 2);
+  messageDesc(file_fleetscope_v1_ingest, 4);
 
 /**
  * @generated from message fleetscope.v1.UploadFileRequest
@@ -139,7 +215,7 @@ export type UploadFileRequest = Message<"fleetscope.v1.UploadFileRequest"> & {
  * Use `create(UploadFileRequestSchema)` to create a new message.
  */
 export const UploadFileRequestSchema: GenMessage<UploadFileRequest> = /*@__PURE__*/
-  messageDesc(file_fleetscope_v1_ingest, 3);
+  messageDesc(file_fleetscope_v1_ingest, 5);
 
 /**
  * @generated from message fleetscope.v1.UploadResponse
@@ -180,7 +256,7 @@ export type UploadResponse = Message<"fleetscope.v1.UploadResponse"> & {
  * Use `create(UploadResponseSchema)` to create a new message.
  */
 export const UploadResponseSchema: GenMessage<UploadResponse> = /*@__PURE__*/
-  messageDesc(file_fleetscope_v1_ingest, 4);
+  messageDesc(file_fleetscope_v1_ingest, 6);
 
 /**
  * @generated from message fleetscope.v1.UploadFileResponse
@@ -212,7 +288,7 @@ export type UploadFileResponse = Message<"fleetscope.v1.UploadFileResponse"> & {
  * Use `create(UploadFileResponseSchema)` to create a new message.
  */
 export const UploadFileResponseSchema: GenMessage<UploadFileResponse> = /*@__PURE__*/
-  messageDesc(file_fleetscope_v1_ingest, 5);
+  messageDesc(file_fleetscope_v1_ingest, 7);
 
 /**
  * Duplicate says that an upload's bytes were already stored: nothing was
@@ -259,7 +335,7 @@ export type Duplicate = Message<"fleetscope.v1.Duplicate"> & {
  * Use `create(DuplicateSchema)` to create a new message.
  */
 export const DuplicateSchema: GenMessage<Duplicate> = /*@__PURE__*/
-  messageDesc(file_fleetscope_v1_ingest, 6);
+  messageDesc(file_fleetscope_v1_ingest, 8);
 
 /**
  * IngestService takes profiles in. Uploads are idempotent: the same bytes
@@ -292,6 +368,20 @@ export const IngestService: GenService<{
     methodKind: "unary";
     input: typeof UploadFileRequestSchema;
     output: typeof UploadFileResponseSchema;
+  },
+  /**
+   * AppendLive appends one batch of a live recording (fleetscope agent
+   * --live): perf script text of whole samples, stored at once so queries
+   * see it; batches count once each, in order, across reconnects. The
+   * final batch turns the recording into one stored profile, as a batch
+   * upload of the same text would store it.
+   *
+   * @generated from rpc fleetscope.v1.IngestService.AppendLive
+   */
+  appendLive: {
+    methodKind: "unary";
+    input: typeof AppendLiveRequestSchema;
+    output: typeof AppendLiveResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_fleetscope_v1_ingest, 0);
