@@ -3,6 +3,7 @@ package fleetscope
 import (
 	"fmt"
 	"regexp"
+	"regexp/syntax"
 	"slices"
 	"strings"
 )
@@ -80,7 +81,7 @@ func (f *Filter) Compile() (*Matcher, error) {
 	return m, nil
 }
 
-func compile(what, pattern string) (*regexp.Regexp, error) {
+func compile(what, pattern string) (*nameMatcher, error) {
 	if pattern == "" {
 		return nil, nil
 	}
@@ -91,7 +92,55 @@ func compile(what, pattern string) (*regexp.Regexp, error) {
 	if err != nil {
 		return nil, Errorf(EINVALID, "%s pattern %q: %v", what, pattern, err)
 	}
-	return re, nil
+	return &nameMatcher{re: re, literals: literals(pattern)}, nil
+}
+
+// nameMatcher matches frame names against a pattern: by substring when
+// the pattern is only literal text or alternatives of it (a function's
+// name, "GC|malloc"), the usual case and many times faster, else by the
+// regular expression.
+type nameMatcher struct {
+	re       *regexp.Regexp
+	literals []string // the alternatives, when the pattern is just those
+}
+
+func (n *nameMatcher) match(name string) bool {
+	if n.literals == nil {
+		return n.re.MatchString(name)
+	}
+	for _, l := range n.literals {
+		if strings.Contains(name, l) {
+			return true
+		}
+	}
+	return false
+}
+
+// literals returns the texts a pattern is an alternation of (nil when it
+// is anything else: classes, repeats, anchors, flags).
+func literals(pattern string) []string {
+	re, err := syntax.Parse(pattern, syntax.Perl)
+	if err != nil {
+		return nil
+	}
+	lit := func(r *syntax.Regexp) (string, bool) {
+		return string(r.Rune), r.Op == syntax.OpLiteral && r.Flags&syntax.FoldCase == 0 && len(r.Rune) > 0
+	}
+	if s, ok := lit(re); ok {
+		return []string{s}
+	}
+	if re.Op != syntax.OpAlternate {
+		return nil
+	}
+	out := make([]string, 0, len(re.Sub))
+	for _, sub := range re.Sub {
+		s, ok := lit(sub)
+		if !ok {
+			return nil
+		}
+		out = append(out, s)
+	}
+	return out
 }
 
 func idSet(ids []int32) map[int32]bool {
@@ -107,7 +156,7 @@ func idSet(ids []int32) map[int32]bool {
 
 // Matcher is a compiled Filter.
 type Matcher struct {
-	function, exclude *regexp.Regexp
+	function, exclude *nameMatcher
 	pids, tids, cpus  map[int32]bool
 }
 
@@ -142,10 +191,10 @@ func (m *Matcher) Stacks(d *Dict) []bool {
 		yes
 	)
 	in, out := make([]uint8, d.NumFrames()), make([]uint8, d.NumFrames())
-	match := func(re *regexp.Regexp, memo []uint8, f FrameID) bool {
+	match := func(nm *nameMatcher, memo []uint8, f FrameID) bool {
 		if memo[f] == unknown {
 			memo[f] = no
-			if re.MatchString(d.FrameAt(f).Name) {
+			if nm.match(d.FrameAt(f).Name) {
 				memo[f] = yes
 			}
 		}
