@@ -46,6 +46,24 @@ type Server struct {
 	query     *query.Service
 	ln        net.Listener
 	http      *http.Server
+	routes    []string // the patterns the server mounts
+}
+
+// routeMux is the server's mux, remembering the patterns mounted: the
+// "serving" log line lists them, so that the isolation tests attack every
+// endpoint the server actually serves.
+type routeMux struct {
+	*http.ServeMux
+	patterns []string
+}
+
+func (m *routeMux) Handle(pattern string, h http.Handler) {
+	m.patterns = append(m.patterns, pattern)
+	m.ServeMux.Handle(pattern, h)
+}
+
+func (m *routeMux) HandleFunc(pattern string, h func(http.ResponseWriter, *http.Request)) {
+	m.Handle(pattern, http.HandlerFunc(h))
 }
 
 // New binds the listen address (so port 0 picks a free port, and Addr
@@ -115,7 +133,7 @@ func newServer(ctx context.Context, cfg Config, log *slog.Logger, ln net.Listene
 		connect.WithCompressMinBytes(16 << 10), // small answers: not worth gzip's CPU
 		fastGzip, api.JSONCodec()}
 	small := append(opts, connect.WithReadMaxBytes(1<<20))
-	mux := http.NewServeMux()
+	mux := &routeMux{ServeMux: http.NewServeMux()}
 	live := &ingest.Live{Ingest: ing, DB: db, Delete: func(ctx context.Context, tenant int64, id, actor string) error {
 		err := lc.Delete(ctx, tenant, id, actor)
 		q.Forget(tenant, id) // a segment, once it is part of the whole recording
@@ -165,7 +183,7 @@ func newServer(ctx context.Context, cfg Config, log *slog.Logger, ln net.Listene
 	gate.Uploads, gate.UploadsPerKey = int(cfg.MaxUploads), int(cfg.MaxUploadsPerKey)
 	gate.BodyIdle, _ = time.ParseDuration(cfg.BodyIdleTimeout) // checked by FromEnv
 	gate.Log = log
-	s := &Server{cfg: cfg, log: log, db: db, lifecycle: lc, auth: auth, query: q, ln: ln, http: &http.Server{
+	s := &Server{cfg: cfg, log: log, db: db, lifecycle: lc, auth: auth, query: q, ln: ln, routes: mux.patterns, http: &http.Server{
 		Addr:              cfg.Addr,
 		Handler:           auth.Gate(mux, gate),
 		HTTP2:             &http.HTTP2Config{MaxConcurrentStreams: 100},
@@ -205,7 +223,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, grace time.Duration
 			return err
 		}
 	}
-	s.log.Info("serving", "addr", ln.Addr().String(), "blobs", s.cfg.BlobURL)
+	s.log.Info("serving", "addr", ln.Addr().String(), "blobs", s.cfg.BlobURL, "routes", s.routes)
 	select {
 	case err := <-errc:
 		return err

@@ -5,6 +5,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"net/http"
 	"os"
@@ -23,6 +24,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/reflect/protoregistry"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/fleetscope/fleetscope/api"
@@ -284,6 +286,43 @@ func TestTenantIsolation(t *testing.T) {
 	for _, p := range procedures() {
 		if !covered[p] {
 			t.Errorf("procedure %s has no attack in the isolation suite", p)
+		}
+	}
+	// And every endpoint the server mounts, as its own mux lists them (the
+	// "serving" log line): each procedure of a mounted service, the
+	// Pyroscope ingest path; the rest serve no tenant's data, said why.
+	noTenantData := map[string]string{
+		"GET /healthz": "says whether the database answers, nothing else",
+		"GET /metrics": "process and RPC counters by procedure and code, no tenant or profile",
+		"/":            "the dashboard's static files",
+	}
+	line, _, _ := s.log.find(0, msg("serving"))
+	routes, _ := line["routes"].([]any)
+	if len(routes) < 10 {
+		t.Fatalf("the server lists %d routes in its serving line: %v", len(routes), line)
+	}
+	for _, r := range routes {
+		route := fmt.Sprint(r)
+		if why, ok := noTenantData[route]; ok {
+			t.Logf("route %s: not attacked: %s", route, why)
+			continue
+		}
+		if route == api.PyroscopePath {
+			if !covered[route] {
+				t.Errorf("route %s has no attack", route)
+			}
+			continue
+		}
+		d, err := protoregistry.GlobalFiles.FindDescriptorByName(protoreflect.FullName(strings.Trim(route, "/")))
+		svc, ok := d.(protoreflect.ServiceDescriptor)
+		if err != nil || !ok {
+			t.Errorf("route %s is neither a known service nor a known tenant-free endpoint: the isolation suite must attack it", route)
+			continue
+		}
+		for j := 0; j < svc.Methods().Len(); j++ {
+			if p := route + string(svc.Methods().Get(j).Name()); !covered[p] {
+				t.Errorf("mounted procedure %s has no attack in the isolation suite", p)
+			}
 		}
 	}
 	// A's data is intact, its key and link still work.
