@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -154,4 +155,23 @@ func TestAgentLive(t *testing.T) {
 		t.Fatalf("a batch upload of the replayed text made %s, want the live profile %s", again, id)
 	}
 	t.Logf("%d live batches, %d retries; stored as %s, the same bytes as the file", a.count("live batch sent"), a.count("live batch not sent: retrying"), id)
+}
+
+// TestAgentLiveRealPerf: `agent --live` with real perf (perf record -a
+// | perf script, as root here) streams batches while it records and, on
+// SIGTERM, stores the recording: perf record stops, perf script drains.
+func TestAgentLiveRealPerf(t *testing.T) {
+	realPerf(t)
+	s := startService(t, serviceOpts{})
+	a := startAgent(t, s.agentEnv(s.url), "--app", "liveperf", "--live", "--live-batch", "200ms")
+	a.await("batches while perf records", 60*time.Second, func() bool { return a.count("live batch sent") >= 2 })
+	a.cmd.Process.Signal(syscall.SIGTERM)
+	if code := a.wait(60 * time.Second); code != 0 {
+		t.Fatalf("agent exit %d:\n%s", code, a.log())
+	}
+	ps := s.search("liveperf")
+	if len(ps) != 1 || ps[0].GetSamples() == 0 || ps[0].GetTimeSource() != "realtime" {
+		t.Fatalf("after SIGTERM: %v, want one profile of wall-clock samples", ps)
+	}
+	t.Logf("real perf, live: %d batches, %d samples, %s", a.count("live batch sent"), ps[0].GetSamples(), ps[0].GetTimeSource())
 }
