@@ -4,7 +4,7 @@
 // as for someone who uses the dashboard); the first, cold load is shown too.
 
 import { loadavg, cpus } from "node:os";
-import { env, launch } from "./lib.mjs";
+import { env, launch, rpc } from "./lib.mjs";
 
 const URL_ = env("BENCH_URL");
 const KEY = env("BENCH_KEY");
@@ -90,6 +90,31 @@ try {
   console.log(`    first render                                   median ${f(sm("firstRenderMs"))}   (target ≤ 100 ms)`);
   console.log(`    redraw (hover, zoom, orientation)              median ${f(sm("redrawMs"))}`);
   console.log(`    search + redraw                                median ${f(sm("searchRenderMs"))}`);
+
+  // 4. Live: a fleet view following now; each round appends a live batch
+  // whose last sample is stamped now (as agent --live sends them) and
+  // times it from that stamp to the heatmap drawn counting it.
+  {
+    const page = await ctx.newPage();
+    const stream = `bench-${Date.now()}`;
+    let total = 0;
+    const lat = [];
+    for (let seq = 0; seq < RUNS + 1; seq++) {
+      const stamp = Date.now() / 1000;
+      let text = "";
+      for (let i = 9; i >= 0; i--) text += `app 1 [000] ${(stamp - i * 0.01).toFixed(6)}: 1 cpu-clock:\n\t    1 main (/bin/app)\n\n`;
+      await rpc(URL_, KEY, "fleetscope.v1.IngestService/AppendLive", { stream, seq, metadata: { app: "bench-live" }, chunk: Buffer.from(text).toString("base64") });
+      total += 10;
+      if (seq === 0) {
+        await page.goto(`${URL_}/fleet?app=bench-live&live=1`);
+      }
+      await page.waitForFunction((n) => Number(document.querySelector("[data-testid=heatmap]")?.dataset.total) >= n, total, { timeout: 30_000, polling: 10 });
+      if (seq > 0) lat.push(Date.now() - stamp * 1000); // the first round measures the page's load too
+      await page.waitForTimeout(300);
+    }
+    console.log(`live: a sample's timestamp → the fleet view's heatmap drawn counting it (following now, 1-s refresh): median ${f(median(lat))}   max ${f(Math.max(...lat))}   (target ≤ 2 s)`);
+    await page.close();
+  }
 } finally {
   await browser.close();
 }

@@ -6,6 +6,7 @@
 #   - flame graph of the whole benchmark profile (../shared/bench/
 #     perf-mixed-60s.txt.gz): server + transfer + decode, layout, drawing
 #   - a synthetic 100k-node flame graph: layout and drawing
+#   - live: a live batch's sample timestamp to the fleet heatmap drawn
 # Target: <= 100 ms each. RUNS (default 7) page loads per figure, median.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd -P)
