@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -31,9 +32,10 @@ func (db *DB) AppendLiveSegment(ctx context.Context, tenant int64, stream string
 		return err
 	}
 	err = db.inTenant(ctx, tenant, func(tx pgx.Tx) error {
-		_, err := tx.Exec(ctx, `INSERT INTO live_streams (tenant_id, stream, next_seq, segments) VALUES ($1, $2, $3 + 1, ARRAY[$4::uuid])
-			ON CONFLICT (tenant_id, stream) DO UPDATE SET next_seq = $3 + 1, segments = live_streams.segments || $4::uuid, updated_at = now()
-			WHERE live_streams.next_seq = $3 AND live_streams.profile_id IS NULL`, tenant, stream, seq, u)
+		// The time is a parameter: Citus takes no now() in an upsert's update.
+		_, err := tx.Exec(ctx, `INSERT INTO live_streams (tenant_id, stream, next_seq, segments, updated_at) VALUES ($1, $2, $3 + 1, ARRAY[$4::uuid], $5)
+			ON CONFLICT (tenant_id, stream) DO UPDATE SET next_seq = $3 + 1, segments = live_streams.segments || $4::uuid, updated_at = $5
+			WHERE live_streams.next_seq = $3 AND live_streams.profile_id IS NULL`, tenant, stream, seq, u, time.Now())
 		return err
 	})
 	return translate(err, "live stream")
@@ -42,9 +44,9 @@ func (db *DB) AppendLiveSegment(ctx context.Context, tenant int64, stream string
 // AdvanceLiveStream records an empty batch seq (a final one) as applied.
 func (db *DB) AdvanceLiveStream(ctx context.Context, tenant int64, stream string, seq int64) error {
 	err := db.inTenant(ctx, tenant, func(tx pgx.Tx) error {
-		_, err := tx.Exec(ctx, `INSERT INTO live_streams (tenant_id, stream, next_seq) VALUES ($1, $2, $3 + 1)
-			ON CONFLICT (tenant_id, stream) DO UPDATE SET next_seq = $3 + 1, updated_at = now()
-			WHERE live_streams.next_seq = $3 AND live_streams.profile_id IS NULL`, tenant, stream, seq)
+		_, err := tx.Exec(ctx, `INSERT INTO live_streams (tenant_id, stream, next_seq, updated_at) VALUES ($1, $2, $3 + 1, $4)
+			ON CONFLICT (tenant_id, stream) DO UPDATE SET next_seq = $3 + 1, updated_at = $4
+			WHERE live_streams.next_seq = $3 AND live_streams.profile_id IS NULL`, tenant, stream, seq, time.Now())
 		return err
 	})
 	return translate(err, "live stream")
@@ -58,11 +60,11 @@ func (db *DB) FinishLiveStream(ctx context.Context, tenant int64, stream, profil
 		return err
 	}
 	err = db.inTenant(ctx, tenant, func(tx pgx.Tx) error {
-		q := `UPDATE live_streams SET profile_id = $3, updated_at = now() WHERE tenant_id = $1 AND stream = $2`
+		q := `UPDATE live_streams SET profile_id = $3, updated_at = $4 WHERE tenant_id = $1 AND stream = $2`
 		if clear {
-			q = `UPDATE live_streams SET profile_id = $3, segments = '{}', updated_at = now() WHERE tenant_id = $1 AND stream = $2`
+			q = `UPDATE live_streams SET profile_id = $3, segments = '{}', updated_at = $4 WHERE tenant_id = $1 AND stream = $2`
 		}
-		_, err := tx.Exec(ctx, q, tenant, stream, u)
+		_, err := tx.Exec(ctx, q, tenant, stream, u, time.Now())
 		return err
 	})
 	return translate(err, "live stream")
