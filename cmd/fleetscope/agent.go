@@ -26,9 +26,9 @@ import (
 // FLEETSCOPE_* variables named in their help.
 func agentCmd() *cobra.Command {
 	var (
-		live                              bool
-		liveSource, liveStream            string
-		liveBatch                         time.Duration
+		live                     bool
+		liveSource, liveStream   string
+		liveBatch                time.Duration
 		cfg                      agent.Config
 		labels, events           []string
 		maxSpool, keyFile, level string
