@@ -2,10 +2,8 @@ package api
 
 import (
 	"context"
-	"time"
 
 	"connectrpc.com/connect"
-	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/fleetscope/fleetscope"
 	fsv1 "github.com/fleetscope/fleetscope/api/gen/fleetscope/v1"
@@ -48,7 +46,7 @@ func (h *shareHandler) shared(ctx context.Context, token string) (fleetscope.Sha
 // heatmap and merged flame graph of its selection over the window; not the
 // hosts, labels or filter that chose the profiles.
 func sharedFleet(s *fleetscope.FleetSelection) *fsv1.FleetSelection {
-	return &fsv1.FleetSelection{App: s.App, From: timestamppb.New(time.Unix(0, s.From)), To: timestamppb.New(time.Unix(0, s.To)), Event: s.Event}
+	return selectionProto(&fleetscope.FleetSelection{App: s.App, From: s.From, To: s.To, Event: s.Event})
 }
 
 // What a link reveals: the profile's app, format, events, time span and
@@ -89,12 +87,7 @@ func (h *shareHandler) GetSharedHeatmap(ctx context.Context, req *connect.Reques
 		if err != nil {
 			return nil, err
 		}
-		out := &fsv1.GetHeatmapResponse{Event: fh.Accounting.Event, StartSecond: fh.StartSecond, SecondsPerColumn: fh.SecondsPerColumn, Rows: int32(fh.Rows),
-			MaxCount: fh.MaxCount, Total: fh.Total, Columns: make([]*fsv1.Column, len(fh.Columns))}
-		for i, col := range fh.Columns {
-			out.Columns[i] = &fsv1.Column{Counts: col}
-		}
-		return connect.NewResponse(&fsv1.GetSharedHeatmapResponse{Heatmap: out}), nil
+		return connect.NewResponse(&fsv1.GetSharedHeatmapResponse{Heatmap: heatmapProto(fh.Heatmap)}), nil
 	}
 	hm, err := h.q.Heatmap(ctx, l.TenantID, query.HeatmapRequest{ProfileID: info.ID, Event: l.Event, Rows: int(req.Msg.GetRows()), IncludeIdle: req.Msg.GetIncludeIdle()})
 	if err != nil {
