@@ -43,11 +43,9 @@ for i in range(400):
 	fleetClient := s.as(s.key).fleet
 	sel := &fsv1.FleetSelection{App: "livebench", From: timestamppb.New(start.Add(-time.Minute)), To: timestamppb.New(start.Add(time.Hour))}
 	var seen []time.Time // seen[k]: when an answer first counted k+1 samples
-	done := make(chan struct{})
-	go func() { a.wait(120 * time.Second); close(done) }()
 	for polling := true; polling; {
 		select {
-		case <-done:
+		case <-a.exited: // the source ended and the agent stored the recording
 			polling = false
 		case <-time.After(25 * time.Millisecond):
 		}
@@ -59,6 +57,9 @@ for i in range(400):
 		for int64(len(seen)) < res.Msg.GetTotal() {
 			seen = append(seen, now)
 		}
+	}
+	if code := a.wait(time.Second); code != 0 {
+		b.Fatalf("agent exit %d:\n%s", code, a.log())
 	}
 	raw, err := os.ReadFile(stamps)
 	if err != nil {

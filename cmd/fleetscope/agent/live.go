@@ -104,7 +104,7 @@ func (l *Live) Run(ctx context.Context) (string, error) {
 				}
 			}
 		case <-tick.C:
-			if batch.Len() > 0 && strings.Contains(batch.String(), "\n\n") {
+			if batch.Len() > 0 { // whole samples: a partial one only comes at the end
 				if _, err := send(false); err != nil {
 					return "", err
 				}
