@@ -59,23 +59,15 @@ type Diff struct {
 }
 
 // Diff compares B with A: each side's flame graph exactly as the flame
-// graph queries answer it (the two computed at once), merged stack by
-// stack.
+// graph queries answer it, merged stack by stack.
 func (s *Service) Diff(ctx context.Context, tenant int64, a, b DiffSide) (*Diff, error) {
-	var gb *FlameGraph
-	var errB error
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		gb, errB = s.side(ctx, tenant, b)
-	}()
 	ga, err := s.side(ctx, tenant, a)
-	<-done
 	if err != nil {
 		return nil, err
 	}
-	if errB != nil {
-		return nil, errB
+	gb, err := s.side(ctx, tenant, b)
+	if err != nil {
+		return nil, err
 	}
 	return DiffOf(ga, gb), nil
 }
