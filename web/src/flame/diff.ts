@@ -25,8 +25,12 @@ export interface DiffLayout {
   colours: string[];
 }
 
-/** diffLayout lays out B's shape and colours each node by B − A. */
-export function diffLayout(t: DiffTree, normalize: boolean): DiffLayout {
+const EMPTY: DiffTree = { names: [], name: [], valueA: [], valueB: [], depth: [] };
+
+/** diffLayout lays out B's shape and colours each node by B − A (no tree:
+ * an empty graph). */
+export function diffLayout(tree: DiffTree | undefined, normalize: boolean): DiffLayout {
+  const t = tree ?? EMPTY;
   const n = t.valueB.length;
   const b = Float64Array.from({ length: n }, (_, i) => Number(t.valueB[i]));
   const a = Float64Array.from({ length: n }, (_, i) => Number(t.valueA[i]));

@@ -528,8 +528,7 @@ export function fleetPage(params: URLSearchParams): Page {
   /** showDiff draws a comparison of the range: B's shape coloured by the
    * change, and the largest changes. */
   function showDiff(d: GetDiffFlameGraphResponse) {
-    const t = d.tree ?? { names: [], name: [], valueA: [], valueB: [], depth: [] };
-    const dl = diffLayout({ names: t.names, name: t.name, valueA: t.valueA, valueB: t.valueB, depth: t.depth }, d.normalized);
+    const dl = diffLayout(d.tree, d.normalized);
     const r = state.range ?? { start: state.from, end: state.to };
     const [a, b] = state.cmp === "host" ? ["the rest of the fleet", state.chost] : [state.la, state.lb];
     flameTotal = null; // B is part of the selection: its total is not the cells'

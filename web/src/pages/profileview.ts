@@ -363,8 +363,7 @@ export class ProfileView {
    * the largest changes. */
   private showDiff(d: GetDiffFlameGraphResponse) {
     const v = this._view;
-    const t = d.tree ?? { names: [], name: [], valueA: [], valueB: [], depth: [] };
-    const dl = diffLayout({ names: t.names, name: t.name, valueA: t.valueA, valueB: t.valueB, depth: t.depth }, d.normalized);
+    const dl = diffLayout(d.tree, d.normalized);
     const r = v.range;
     const where = r ? `${formatTime(r.start)} – ${formatTime(r.end)}` : "the whole profile";
     const sel = v.cmp === "spans" ? `the requests slower than p95, ${where}` : where;
