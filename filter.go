@@ -92,7 +92,11 @@ func compile(what, pattern string) (*nameMatcher, error) {
 	if err != nil {
 		return nil, Errorf(EINVALID, "%s pattern %q: %v", what, pattern, err)
 	}
-	return &nameMatcher{re: re, literals: literals(pattern)}, nil
+	n := &nameMatcher{re: re, literals: literals(pattern)}
+	for _, l := range n.literals {
+		n.masks = append(n.masks, byteMask(l))
+	}
+	return n, nil
 }
 
 // nameMatcher matches frame names against a pattern: by substring when
@@ -102,18 +106,31 @@ func compile(what, pattern string) (*nameMatcher, error) {
 type nameMatcher struct {
 	re       *regexp.Regexp
 	literals []string // the alternatives, when the pattern is just those
+	masks    []uint64 // their byteMasks
 }
 
-func (n *nameMatcher) match(name string) bool {
+// match reports whether the pattern matches name, whose byteMask is mask:
+// a literal whose bytes are not all in the name cannot be in it, and most
+// names are ruled out so, without a search.
+func (n *nameMatcher) match(name string, mask uint64) bool {
 	if n.literals == nil {
 		return n.re.MatchString(name)
 	}
-	for _, l := range n.literals {
-		if strings.Contains(name, l) {
+	for i, l := range n.literals {
+		if mask&n.masks[i] == n.masks[i] && strings.Contains(name, l) {
 			return true
 		}
 	}
 	return false
+}
+
+// byteMask summarises the bytes of s: bit b&63 is set for each byte b.
+func byteMask(s string) uint64 {
+	var m uint64
+	for i := 0; i < len(s); i++ {
+		m |= 1 << (s[i] & 63)
+	}
+	return m
 }
 
 // literals returns the texts a pattern is an alternation of (nil when it
@@ -180,40 +197,79 @@ func (m *Matcher) Threads(threads []Thread) []bool {
 }
 
 // Stacks returns which of d's stacks pass the function conditions (nil
-// when the filter has none). Each frame is matched once.
-func (m *Matcher) Stacks(d *Dict) []bool {
+// when the filter has none), with x the dictionary's FrameIndex: each
+// frame name is matched once (most ruled out by their byteMask), and only
+// the stacks of matching frames are visited.
+func (m *Matcher) Stacks(d *Dict, x *FrameIndex) []bool {
 	if m.function == nil && m.exclude == nil {
 		return nil
 	}
-	const (
-		unknown = iota
-		no
-		yes
-	)
-	in, out := make([]uint8, d.NumFrames()), make([]uint8, d.NumFrames())
-	match := func(nm *nameMatcher, memo []uint8, f FrameID) bool {
-		if memo[f] == unknown {
-			memo[f] = no
-			if nm.match(d.FrameAt(f).Name) {
-				memo[f] = yes
-			}
+	keep := make([]bool, len(d.stacks))
+	if m.function == nil {
+		for i := range keep {
+			keep[i] = true
 		}
-		return memo[f] == yes
 	}
-	keep := make([]bool, d.NumStacks())
-	for i := range keep {
-		frames := d.StackFrames(StackID(i))
-		ok := m.function == nil
-		for _, f := range frames {
-			if m.function != nil && !ok && match(m.function, in, f) {
-				ok = true
-			}
-			if m.exclude != nil && match(m.exclude, out, f) {
-				ok = false
-				break
+	for f := range d.frames {
+		if m.function != nil && m.function.match(d.frames[f].Name, x.masks[f]) {
+			for _, st := range x.of(FrameID(f)) {
+				keep[st] = true
 			}
 		}
-		keep[i] = ok
+	}
+	if m.exclude != nil { // after the function's marks: exclusion wins
+		for f := range d.frames {
+			if m.exclude.match(d.frames[f].Name, x.masks[f]) {
+				for _, st := range x.of(FrameID(f)) {
+					keep[st] = false
+				}
+			}
+		}
 	}
 	return keep
 }
+
+// FrameIndex is what function filters need of a dictionary, built once:
+// its stacks inverted (for each frame, the stacks that hold it, each once
+// however often it recurs there) and each frame name's byteMask.
+type FrameIndex struct {
+	off    []uint32 // frame f's stacks are stacks[off[f]:off[f+1]]
+	stacks []StackID
+	masks  []uint64
+}
+
+// NewFrameIndex builds d's FrameIndex.
+func NewFrameIndex(d *Dict) *FrameIndex {
+	x := &FrameIndex{off: make([]uint32, len(d.frames)+1), masks: make([]uint64, len(d.frames))}
+	for f := range d.frames {
+		x.masks[f] = byteMask(d.frames[f].Name)
+	}
+	last := make([]int32, len(d.frames)) // the stack that last counted the frame, +1
+	count := func(visit func(f FrameID, st int)) {
+		clear(last)
+		for i, st := range d.stacks {
+			for _, f := range d.stackFrame[st.off : st.off+st.n] {
+				if last[f] != int32(i+1) {
+					last[f] = int32(i + 1)
+					visit(f, i)
+				}
+			}
+		}
+	}
+	count(func(f FrameID, _ int) { x.off[f+1]++ })
+	for f := range d.frames {
+		x.off[f+1] += x.off[f]
+	}
+	x.stacks = make([]StackID, x.off[len(d.frames)])
+	next := slices.Clone(x.off[:len(d.frames)])
+	count(func(f FrameID, st int) {
+		x.stacks[next[f]] = StackID(st)
+		next[f]++
+	})
+	return x
+}
+
+func (x *FrameIndex) of(f FrameID) []StackID { return x.stacks[x.off[f]:x.off[f+1]] }
+
+// SizeBytes is the memory x holds.
+func (x *FrameIndex) SizeBytes() int64 { return 64 + 4*int64(len(x.off)+len(x.stacks)) + 8*int64(len(x.masks)) }

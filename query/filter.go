@@ -114,7 +114,12 @@ func (s *Service) keepStacks(d *fleetscope.Dict, f filter) []bool {
 	if v, ok := s.keeps.Get(k); ok {
 		return v
 	}
-	v := f.m.Stacks(d)
+	x, ok := s.inverted.Get(d)
+	if !ok {
+		x = fleetscope.NewFrameIndex(d)
+		s.inverted.Put(d, x)
+	}
+	v := f.m.Stacks(d, x)
 	s.keeps.Put(k, v)
 	return v
 }

@@ -41,10 +41,14 @@ func TestFunctionFilterMatchesReferenceLines(t *testing.T) {
 				}
 				continue
 			}
-			var with, without uint64
+			var with, without, withNotGC uint64 // the last: with pat, without a GC frame
 			for stack, n := range ref {
-				if slicesAny(strings.Split(stack, ";"), re.MatchString) {
+				frames := strings.Split(stack, ";")
+				if slicesAny(frames, re.MatchString) {
 					with += n
+					if !slicesAny(frames, func(f string) bool { return strings.Contains(f, "GC") }) {
+						withNotGC += n
+					}
 				} else {
 					without += n
 				}
@@ -52,7 +56,8 @@ func TestFunctionFilterMatchesReferenceLines(t *testing.T) {
 			for _, tc := range []struct {
 				f    fleetscope.Filter
 				want uint64
-			}{{fleetscope.Filter{Function: pat}, with}, {fleetscope.Filter{ExcludeFunction: pat}, without}} {
+			}{{fleetscope.Filter{Function: pat}, with}, {fleetscope.Filter{ExcludeFunction: pat}, without},
+				{fleetscope.Filter{Function: pat, ExcludeFunction: "GC"}, withNotGC}} {
 				g, err := p.q.FlameGraph(ctx, 0, query.FlameRequest{ProfileID: p.id, IncludeIdle: true, Filter: tc.f, ByPeriod: true})
 				if err != nil {
 					t.Fatal(err)

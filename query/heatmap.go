@@ -3,6 +3,7 @@ package query
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/fleetscope/fleetscope"
 	"github.com/fleetscope/fleetscope/query/heatmap"
@@ -58,7 +59,11 @@ func (s *Service) Heatmap(ctx context.Context, tenant int64, r HeatmapRequest) (
 				h.AddCells(info.StartSecond+sec.Second, sec.IdleCells)
 			}
 		}
-	} else {
+	} else if f.spans == nil {
+		if err := s.countCells(ctx, tenant, info, ev, r.IncludeIdle, f, h); err != nil {
+			return nil, err
+		}
+	} else { // which samples count depends on their times and threads: decode them
 		var keep []bool
 		spanSel, err := s.selector(ctx, tenant, info, f)
 		if err != nil {
@@ -81,4 +86,61 @@ func (s *Service) Heatmap(ctx context.Context, tenant int64, r HeatmapRequest) (
 	h.Finish()
 	s.heatmaps.Put(key, h)
 	return h, nil
+}
+
+// countCells counts an event's stored samples that idle and the filter
+// (by function and thread, no spans) keep into h: at the stored row count
+// from the profile's cached stackCells, else (or for a profile too large
+// to cache them) from the stored rows without decoding samples.
+func (s *Service) countCells(ctx context.Context, tenant int64, info *fleetscope.ProfileInfo, ev int, idle bool, f filter, h *heatmap.Heatmap) error {
+	d, err := s.dict(ctx, tenant, info)
+	if err != nil {
+		return err
+	}
+	threads, err := s.keepThreads(ctx, tenant, info.ID, f)
+	if err != nil {
+		return err
+	}
+	keep := s.keepStacks(d, f)
+	if h.Rows == index.Rows {
+		sc, err := s.stackCells(ctx, tenant, info, ev, d)
+		if err != nil {
+			return err
+		}
+		if sc != nil {
+			if err := sc.count(h, info.StartSecond, keep, threads, idle); err != nil {
+				return fleetscope.Wrap(err, fleetscope.EINTERNAL, "profile "+info.ID)
+			}
+			return nil
+		}
+	}
+	if !idle {
+		if keep == nil {
+			keep = make([]bool, d.NumStacks())
+			for i := range keep {
+				keep[i] = true
+			}
+		} else {
+			keep = slices.Clone(keep) // the cached answer stays as it is
+		}
+		for i := range keep {
+			keep[i] = keep[i] && !d.Idle(fleetscope.StackID(i))
+		}
+	}
+	secs, err := s.src.Seconds(ctx, tenant, info.ID, ev, 0, -1)
+	if err != nil {
+		return err
+	}
+	c := index.Counter{UnitNanos: info.TimeUnitNanos, Timed: true, Period: info.Events[ev].Period,
+		ByPeriod: info.Events[ev].Weighted, Threads: threads}
+	for i := range secs {
+		col := h.Column(info.StartSecond + secs[i].Second)
+		if col == nil {
+			return fmt.Errorf("profile %s: stored second %d outside its span", info.ID, secs[i].Second)
+		}
+		if err := c.Cells(&secs[i], h.Rows, keep, col); err != nil {
+			return fleetscope.Wrap(err, fleetscope.EINTERNAL, "profile "+info.ID+": corrupt index row")
+		}
+	}
+	return nil
 }

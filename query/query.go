@@ -118,7 +118,10 @@ type Service struct {
 	merged   *cache.LRU[mergedKey, *mergedDict] // fleet dictionaries
 	threads  *cache.LRU[profileKey, []fleetscope.Thread]
 	keeps    *cache.LRU[keepKey, []bool] // stacks a function filter keeps
+	inverted *cache.LRU[*fleetscope.Dict, *fleetscope.FrameIndex]
 	spanSets *cache.LRU[spanKey, *spans.Set]
+	// what filtered heatmaps count, per profile event
+	cellTables *cache.LRU[cellsKey, *stackCells]
 }
 
 type profileKey struct {
@@ -152,16 +155,18 @@ func New(src Source, o Options) *Service {
 		profiles: cache.New(b/32, o.ProfileTTL, func(_ profileKey, p *fleetscope.ProfileInfo) int64 {
 			return 1024 + int64(len(p.Labels)+len(p.Meta)+len(p.Events))*64
 		}),
-		dicts:    cache.New(b/4, 0, func(_ profileKey, d *fleetscope.Dict) int64 { return d.SizeBytes() }),
-		heatmaps: cache.New(b/8, 0, func(_ heatmapKey, h *heatmap.Heatmap) int64 { return h.SizeBytes() }),
-		layouts:  cache.New(b/8, 0, func(_ layoutKey, l *flame.Layout) int64 { return l.SizeBytes() }),
-		stacks:   cache.New(b/32, 0, func(_ profileKey, ids []int64) int64 { return 64 + 8*int64(len(ids)) }),
-		merged:   cache.New(b/4, 0, func(_ mergedKey, m *mergedDict) int64 { return m.sizeBytes() }),
-		trans:    cache.New(b/8, 0, func(_ profileKey, t translated) int64 { return 64 + 4*int64(len(t.ids)) }),
-		dense:    map[int64]*denseIDs{},
-		threads:  cache.New(b/64, 0, func(_ profileKey, t []fleetscope.Thread) int64 { return 64 + 12*int64(len(t)) }),
-		keeps:    cache.New(b/64, 0, func(k keepKey, v []bool) int64 { return 64 + int64(len(k.filter)+len(v)) }),
-		spanSets: cache.New(b/64, 0, func(_ spanKey, v *spans.Set) int64 { return 64 + 48*int64(len(v.Spans)) }),
+		dicts:      cache.New(b/4, 0, func(_ profileKey, d *fleetscope.Dict) int64 { return d.SizeBytes() }),
+		heatmaps:   cache.New(b/8, 0, func(_ heatmapKey, h *heatmap.Heatmap) int64 { return h.SizeBytes() }),
+		layouts:    cache.New(b/8, 0, func(_ layoutKey, l *flame.Layout) int64 { return l.SizeBytes() }),
+		stacks:     cache.New(b/32, 0, func(_ profileKey, ids []int64) int64 { return 64 + 8*int64(len(ids)) }),
+		merged:     cache.New(b/4, 0, func(_ mergedKey, m *mergedDict) int64 { return m.sizeBytes() }),
+		trans:      cache.New(b/8, 0, func(_ profileKey, t translated) int64 { return 64 + 4*int64(len(t.ids)) }),
+		dense:      map[int64]*denseIDs{},
+		threads:    cache.New(b/64, 0, func(_ profileKey, t []fleetscope.Thread) int64 { return 64 + 12*int64(len(t)) }),
+		keeps:      cache.New(b/64, 0, func(k keepKey, v []bool) int64 { return 64 + int64(len(k.filter)+len(v)) }),
+		inverted:   cache.New(b/16, 0, func(_ *fleetscope.Dict, x *fleetscope.FrameIndex) int64 { return x.SizeBytes() }),
+		spanSets:   cache.New(b/64, 0, func(_ spanKey, v *spans.Set) int64 { return 64 + 48*int64(len(v.Spans)) }),
+		cellTables: cache.New(b/8, 0, func(_ cellsKey, c *stackCells) int64 { return c.sizeBytes() }),
 	}
 }
 
@@ -204,7 +209,9 @@ func (s *Service) Flush() {
 	s.merged.Drop(func(mergedKey) bool { return true })
 	s.threads.Drop(all)
 	s.keeps.Drop(func(keepKey) bool { return true })
+	s.inverted.Drop(func(*fleetscope.Dict) bool { return true })
 	s.spanSets.Drop(func(spanKey) bool { return true })
+	s.cellTables.Drop(func(cellsKey) bool { return true })
 	s.denseMu.Lock()
 	s.dense = map[int64]*denseIDs{}
 	s.denseMu.Unlock()
@@ -220,6 +227,7 @@ func (s *Service) Forget(tenant int64, id string) {
 	s.stacks.Drop(func(x profileKey) bool { return x == k })
 	s.threads.Drop(func(x profileKey) bool { return x == k })
 	s.spanSets.Drop(func(x spanKey) bool { return x.profileKey == k })
+	s.cellTables.Drop(func(x cellsKey) bool { return x.profileKey == k })
 }
 
 // dict returns a profile's dictionary, cached.

@@ -67,6 +67,15 @@ func (h *Heatmap) AddCells(sec int64, cells []int32) {
 	}
 }
 
+// Column returns the cells of absolute second sec's column (nil outside
+// the heatmap), to count into.
+func (h *Heatmap) Column(sec int64) []int64 {
+	if i := h.column(sec); i >= 0 {
+		return h.Columns[i]
+	}
+	return nil
+}
+
 // Finish computes Total and MaxCount.
 func (h *Heatmap) Finish() *Heatmap {
 	h.Total, h.MaxCount = 0, 0

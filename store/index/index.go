@@ -542,3 +542,103 @@ type SecondsRange struct {
 	Event     int
 	From, To  int64
 }
+
+// Cells adds the value of each sample of row s the counter keeps (Range and
+// Outside aside: a heatmap takes whole seconds) to cells[r], r the sample's
+// row of rows within its second; stacks, when set, keeps only the samples
+// of the stacks it marks true. It is the heatmap's count without decoding
+// samples. The row must be of a timed profile; a corrupt row is an error.
+func (c *Counter) Cells(s *Second, rows int, stacks []bool, cells []int64) error {
+	offs, sts, periods, ths := s.Offsets, s.Stacks, s.Periods, s.Threads
+	keepAll := c.Threads == nil
+	if !keepAll && ths == nil { // one thread: all or nothing
+		if len(c.Threads) == 0 || !c.Threads[0] {
+			return nil
+		}
+		keepAll = true
+	}
+	var u uint64
+	for i := int32(0); i < s.Samples; i++ {
+		d, n := binary.Uvarint(offs)
+		if n <= 0 {
+			return errCorrupt
+		}
+		offs = offs[n:]
+		u += d
+		var st uint64
+		if b := sts; len(b) > 0 && b[0] < 0x80 { // one-byte uvarint: most stacks of a profile
+			st, sts = uint64(b[0]), b[1:]
+		} else if st, n = binary.Uvarint(sts); n > 0 {
+			sts = sts[n:]
+		} else {
+			return errCorrupt
+		}
+		v := uint64(1)
+		if c.ByPeriod {
+			v = c.Period
+			if periods != nil {
+				if v, n = binary.Uvarint(periods); n <= 0 {
+					return errCorrupt
+				}
+				periods = periods[n:]
+			}
+		}
+		in := true
+		if !keepAll {
+			th, n := binary.Uvarint(ths)
+			if n <= 0 || th >= uint64(len(c.Threads)) {
+				return errCorrupt
+			}
+			ths = ths[n:]
+			in = c.Threads[th]
+		}
+		if stacks != nil {
+			if st >= uint64(len(stacks)) {
+				return errCorrupt
+			}
+			in = in && stacks[st]
+		}
+		off := int64(u) * c.UnitNanos
+		if off < 0 || off >= 1e9 {
+			return errCorrupt
+		}
+		if in {
+			cells[fleetscope.Row(off, rows)] += int64(min(v, math.MaxInt64))
+		}
+	}
+	return nil
+}
+
+// Walk calls fn with each sample of row s, in stored order: its offset
+// within the second in the profile's time unit, stack, thread (an index of
+// Index.Threads; 0 when the row stores none) and period (the event's,
+// period, when the row stores none). A corrupt row is an error.
+func (s *Second) Walk(period uint64, fn func(offset, stack, thread, period uint64)) error {
+	offs, sts, periods, ths := s.Offsets, s.Stacks, s.Periods, s.Threads
+	var u uint64
+	for i := int32(0); i < s.Samples; i++ {
+		d, n1 := binary.Uvarint(offs)
+		st, n2 := binary.Uvarint(sts)
+		if n1 <= 0 || n2 <= 0 {
+			return errCorrupt
+		}
+		offs, sts, u = offs[n1:], sts[n2:], u+d
+		p, th := period, uint64(0)
+		if periods != nil {
+			var n int
+			if p, n = binary.Uvarint(periods); n <= 0 {
+				return errCorrupt
+			}
+			periods = periods[n:]
+		}
+		if ths != nil {
+			var n int
+			if th, n = binary.Uvarint(ths); n <= 0 {
+				return errCorrupt
+			}
+			ths = ths[n:]
+		}
+		fn(u, st, th, p)
+	}
+	return nil
+}
