@@ -156,7 +156,12 @@ type Layout struct {
 	names []string // distinct names, sorted
 	rank  []uint32 // by frame id
 	order []fleetscope.StackID
-	nodes atomic.Int64 // the last tree's node count: the next one's capacity
+	// The stacks in order as name ranks, back to back: order[i]'s are
+	// seq[seqOff[i]:seqOff[i+1]], and its first lcp[i] are order[i-1]'s
+	// (lcp[0] = 0). Two stacks of the order share the least lcp between
+	// them, so a tree takes only each stack's new frames.
+	seq, seqOff, lcp []uint32
+	nodes            atomic.Int64 // the last tree's node count: the next one's capacity
 }
 
 // NewLayout prepares d's stacks for flame graphs with annotations a.
@@ -174,6 +179,7 @@ func NewLayout(d *fleetscope.Dict, a Annotate) *Layout {
 	// print the same) end up next to each other and merge.
 	seqs := make([][]uint32, d.NumStacks())
 	l.order = make([]fleetscope.StackID, d.NumStacks())
+	total := 0
 	for i := range seqs {
 		fs := d.StackFrames(fleetscope.StackID(i))
 		seq := make([]uint32, len(fs))
@@ -182,14 +188,30 @@ func NewLayout(d *fleetscope.Dict, a Annotate) *Layout {
 		}
 		seqs[i] = seq
 		l.order[i] = fleetscope.StackID(i)
+		total += len(seq)
 	}
 	slices.SortFunc(l.order, func(x, y fleetscope.StackID) int { return slices.Compare(seqs[x], seqs[y]) })
+	l.seq = make([]uint32, 0, total)
+	l.seqOff = make([]uint32, 1, len(l.order)+1)
+	l.lcp = make([]uint32, len(l.order))
+	var prev []uint32
+	for i, id := range l.order {
+		cur := seqs[id]
+		common := 0
+		for common < len(cur) && common < len(prev) && cur[common] == prev[common] {
+			common++
+		}
+		l.lcp[i] = uint32(common)
+		l.seq = append(l.seq, cur...)
+		l.seqOff = append(l.seqOff, uint32(len(l.seq)))
+		prev = cur
+	}
 	return l
 }
 
 // SizeBytes estimates the memory the layout holds (for caches).
 func (l *Layout) SizeBytes() int64 {
-	n := int64(len(l.rank))*4 + int64(len(l.order))*4
+	n := int64(len(l.rank))*4 + int64(len(l.order))*12 + int64(len(l.seq))*4
 	for _, s := range l.names {
 		n += int64(len(s)) + 16
 	}
@@ -207,15 +229,13 @@ func FlatTree(d *fleetscope.Dict, c *Counts, a Annotate) *Flat {
 // over the stacks in name order, each sharing the prefix it has with the
 // one before: no per-node maps, and nodes come out in pre-order.
 func (l *Layout) Flat(d *fleetscope.Dict, c *Counts) *Flat {
-	n := l.nodes.Load() + 1
-	out := &Flat{Names: []string{"all"}, Name: append(make([]uint32, 0, n), 0), Value: append(make([]uint64, 0, n), 0), Depth: append(make([]uint32, 0, n), 0)}
-	parent := l.walk(d, func(id fleetscope.StackID) bool { return c.value(id) != 0 },
-		func(name, depth uint32) {
-			out.Name, out.Value, out.Depth = append(out.Name, name), append(out.Value, 0), append(out.Depth, depth)
-		},
-		func(id fleetscope.StackID, leaf int) { out.Value[leaf] += c.value(id) }, &out.Names)
-	sumUp(out.Value, parent)
-	return out
+	t := l.walk(c, nil)
+	value := make([]uint64, len(t.name))
+	for k, id := range t.stacks {
+		value[t.leaf[k]] += c.value(id)
+	}
+	sumUp(value, t.parent)
+	return &Flat{Names: t.names, Name: t.name, Value: value, Depth: t.depth}
 }
 
 // sumUp adds each node's value to its parent's, leaves first (pre-order
@@ -239,60 +259,89 @@ type DiffFlat struct {
 // FlatDiff builds the merged flame graph of counts a and b over l's
 // dictionary d, as Flat does: a stack of either side is in it.
 func (l *Layout) FlatDiff(d *fleetscope.Dict, a, b *Counts) *DiffFlat {
-	n := l.nodes.Load() + 1
-	out := &DiffFlat{Names: []string{"all"}, Name: append(make([]uint32, 0, n), 0), A: append(make([]uint64, 0, n), 0),
-		B: append(make([]uint64, 0, n), 0), Depth: append(make([]uint32, 0, n), 0)}
-	parent := l.walk(d, func(id fleetscope.StackID) bool { return a.value(id) != 0 || b.value(id) != 0 },
-		func(name, depth uint32) {
-			out.Name, out.Depth = append(out.Name, name), append(out.Depth, depth)
-			out.A, out.B = append(out.A, 0), append(out.B, 0)
-		},
-		func(id fleetscope.StackID, leaf int) {
-			out.A[leaf] += a.value(id)
-			out.B[leaf] += b.value(id)
-		}, &out.Names)
-	sumUp(out.A, parent)
-	sumUp(out.B, parent)
+	t := l.walk(a, b)
+	va, vb := make([]uint64, len(t.name)), make([]uint64, len(t.name))
+	for k, id := range t.stacks {
+		va[t.leaf[k]] += a.value(id)
+		vb[t.leaf[k]] += b.value(id)
+	}
+	sumUp(va, t.parent)
+	sumUp(vb, t.parent)
+	return &DiffFlat{Names: t.names, Name: t.name, A: va, B: vb, Depth: t.depth}
+}
+
+// ShapeOfB returns the tree as a differential flame graph draws it, in
+// B's shape: the nodes with samples in B (and the root), each with both
+// values as they are. A node's A still counts every A sample under it,
+// those of pruned subtrees included. Names not used any more are dropped.
+func (t *DiffFlat) ShapeOfB() *DiffFlat {
+	n := 0
+	for i, b := range t.B {
+		if b > 0 || i == 0 {
+			n++
+		}
+	}
+	out := &DiffFlat{Name: make([]uint32, 0, n), A: make([]uint64, 0, n), B: make([]uint64, 0, n), Depth: make([]uint32, 0, n)}
+	index := make([]int32, len(t.Names)) // old name -> 1 + new
+	for i, b := range t.B {
+		if b == 0 && i > 0 {
+			continue
+		}
+		nm := t.Name[i]
+		if index[nm] == 0 {
+			out.Names = append(out.Names, t.Names[nm])
+			index[nm] = int32(len(out.Names))
+		}
+		out.Name = append(out.Name, uint32(index[nm]-1))
+		out.A, out.B, out.Depth = append(out.A, t.A[i]), append(out.B, b), append(out.Depth, t.Depth[i])
+	}
 	return out
 }
 
-// walk visits the stacks keep selects in name order: node appends a node
-// (its name's index in names, its depth) in pre-order, the first time a
-// stack's path needs it; visit gets each stack with the node its path ends
-// at (stacks that print the same share it). It returns each node's parent.
-func (l *Layout) walk(d *fleetscope.Dict, keep func(fleetscope.StackID) bool, node func(name, depth uint32),
-	visit func(id fleetscope.StackID, leaf int), names *[]string) []int32 {
+// skeleton is a tree without values: its nodes in pre-order (name, an
+// index in names; depth; parent) and, for each stack it holds, the node
+// the stack's path ends at (stacks that print the same share it).
+type skeleton struct {
+	names       []string
+	name, depth []uint32
+	parent      []int32
+	stacks      []fleetscope.StackID
+	leaf        []int32
+}
+
+// walk builds the skeleton of the stacks with a value in a or in b (nil:
+// none), visiting them in name order and adding only the frames each does
+// not share with the one before.
+func (l *Layout) walk(a, b *Counts) *skeleton {
+	n := l.nodes.Load() + 1
+	t := &skeleton{names: []string{"all"}, name: append(make([]uint32, 0, n), 0), depth: append(make([]uint32, 0, n), 0),
+		parent: append(make([]int32, 0, n), 0)}
 	used := make([]int32, len(l.names)) // rank -> 1 + index in names
-	path := []int{0}
-	parent := make([]int32, 1, l.nodes.Load()+1)
-	var prev, cur []uint32
-	for _, id := range l.order {
-		if !keep(id) {
+	path := []int32{0}
+	shared := uint32(0) // what the stack shares with the last one kept
+	for i, id := range l.order {
+		shared = min(shared, l.lcp[i])
+		if a.value(id) == 0 && (b == nil || b.value(id) == 0) {
 			continue
 		}
-		cur = cur[:0]
-		for _, f := range d.StackFrames(id) {
-			cur = append(cur, l.rank[f])
-		}
-		common := 0
-		for common < len(cur) && common < len(prev) && cur[common] == prev[common] {
-			common++
-		}
-		path = path[:common+1]
-		for i, r := range cur[common:] {
+		cur := l.seq[l.seqOff[i]:l.seqOff[i+1]]
+		path = path[:shared+1]
+		for j, r := range cur[shared:] {
 			if used[r] == 0 {
-				*names = append(*names, l.names[r])
-				used[r] = int32(len(*names))
+				t.names = append(t.names, l.names[r])
+				used[r] = int32(len(t.names))
 			}
-			node(uint32(used[r]-1), uint32(common+i+1))
-			parent = append(parent, int32(path[len(path)-1]))
-			path = append(path, len(parent)-1)
+			t.name = append(t.name, uint32(used[r]-1))
+			t.depth = append(t.depth, shared+uint32(j)+1)
+			t.parent = append(t.parent, path[len(path)-1])
+			path = append(path, int32(len(t.parent)-1))
 		}
-		visit(id, path[len(path)-1])
-		prev, cur = cur, prev
+		t.stacks = append(t.stacks, id)
+		t.leaf = append(t.leaf, path[len(path)-1])
+		shared = uint32(len(cur))
 	}
-	l.nodes.Store(int64(len(parent)))
-	return parent
+	l.nodes.Store(int64(len(t.parent)))
+	return t
 }
 
 // Tree merges the stacks into a nested tree rooted at "all" (see FlatTree).

@@ -52,3 +52,17 @@ func BenchmarkFoldedFull(b *testing.B) {
 		flame.Folded(p.Dict, &c, flame.Annotate{})
 	}
 }
+
+// BenchmarkFlatCached builds the whole profile's flat tree from a cached
+// layout, as the server does for every range.
+func BenchmarkFlatCached(b *testing.B) {
+	p, samples := loadBench(b)
+	sel := fleetscope.Selection{Range: fleetscope.All}
+	var c flame.Counts
+	c.Add(p.Dict, &sel, samples, false)
+	l := flame.NewLayout(p.Dict, flame.Annotate{})
+	b.ResetTimer()
+	for b.Loop() {
+		l.Flat(p.Dict, &c)
+	}
+}
