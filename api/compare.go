@@ -89,7 +89,8 @@ func (h *compareHandler) GetDiffFlameGraph(ctx context.Context, req *connect.Req
 		out.TotalA = t.A[0]
 	}
 	if format == fsv1.FlameGraphFormat_FLAME_GRAPH_FORMAT_UNSPECIFIED || format == fsv1.FlameGraphFormat_FLAME_GRAPH_FORMAT_TREE {
-		out.Tree = &fsv1.DiffTree{Names: t.Names, Name: t.Name, ValueA: t.A, ValueB: t.B, Depth: t.Depth}
+		b := t.ShapeOfB() // what is drawn; the changes below are read off the whole tree
+		out.Tree = &fsv1.DiffTree{Names: b.Names, Name: b.Name, ValueA: b.A, ValueB: b.B, Depth: b.Depth}
 	}
 	bySelf, byTotal := query.Changes(t, top)
 	out.ChangesBySelf, out.ChangesByTotal = changesProto(bySelf), changesProto(byTotal)

@@ -3,6 +3,7 @@ package query_test
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/fleetscope/fleetscope"
@@ -74,4 +75,56 @@ func BenchmarkDiff(b *testing.B) {
 			query.Changes(d.Tree(false), 20)
 		}
 	})
+}
+
+// TestDiffShapeOfB: B's shape keeps exactly the merged tree's nodes with
+// samples in B, each with both of its values (A's counting the subtrees
+// only A has), under the same path of names.
+func TestDiffShapeOfB(t *testing.T) {
+	p := parseFile(t, corpus.Path(t, "bench/perf-mixed-60s.txt.gz"))
+	ctx := context.Background()
+	ra, rb := fleetscope.Range{Start: 10e9, End: 20e9}, fleetscope.Range{Start: 30e9, End: 40e9}
+	side := func(r fleetscope.Range) query.DiffSide {
+		return query.DiffSide{Profile: &query.FlameRequest{ProfileID: p.id, Range: &r}}
+	}
+	d, err := p.q.Diff(ctx, 0, side(ra), side(rb))
+	if err != nil {
+		t.Fatal(err)
+	}
+	paths := func(names []string, name, depth []uint32) []string {
+		out := make([]string, len(name))
+		var path []string
+		for i := range name {
+			path = append(path[:depth[i]], names[name[i]])
+			out[i] = strings.Join(path, ";")
+		}
+		return out
+	}
+	full := d.Tree(false)
+	shape := full.ShapeOfB()
+	type ab struct{ a, b uint64 }
+	want := map[string]ab{}
+	aOnly := 0
+	for i, path := range paths(full.Names, full.Name, full.Depth) {
+		if full.B[i] > 0 || i == 0 {
+			want[path] = ab{full.A[i], full.B[i]}
+		} else {
+			aOnly++
+		}
+	}
+	if aOnly == 0 {
+		t.Fatal("no node only A has: the test tests nothing")
+	}
+	got := paths(shape.Names, shape.Name, shape.Depth)
+	if len(got) != len(want) {
+		t.Fatalf("B's shape has %d nodes, the merged tree %d with samples in B", len(got), len(want))
+	}
+	for i, path := range got {
+		if w, ok := want[path]; !ok || w != (ab{shape.A[i], shape.B[i]}) {
+			t.Fatalf("node %q: A %d B %d, merged tree %+v (found %v)", path, shape.A[i], shape.B[i], w, ok)
+		}
+	}
+	if shape.A[0] != d.TotalA || shape.B[0] != d.TotalB {
+		t.Fatalf("root %d/%d, totals %d/%d", shape.A[0], shape.B[0], d.TotalA, d.TotalB)
+	}
 }

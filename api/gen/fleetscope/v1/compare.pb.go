@@ -295,7 +295,11 @@ func (x *GetDiffFlameGraphResponse) GetChangesByTotal() []*FunctionChange {
 }
 
 // DiffTree is the merged tree of both sides in pre-order (as FlameTree),
-// with each node's value in A and in B.
+// with each node's value in A and in B, in B's shape: the nodes with
+// samples in B (what Gregg's differential flame graph draws). A node's
+// value_a counts every A sample under it, also those of stacks B lacks
+// (subtrees only A has are left out of the tree, not out of the counts);
+// the folded lines and the change tables hold every stack of both sides.
 type DiffTree struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Names         []string               `protobuf:"bytes,1,rep,name=names,proto3" json:"names,omitempty"`
