@@ -8,6 +8,7 @@ package flame
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -407,7 +408,154 @@ func WriteJSON(w io.Writer, root *Node) error {
 // one line per stack text (a node that ends stacks contributes its value
 // less its children's; nodes that print the same text add up), sorted
 // bytewise: the same lines as WriteFolded of the counts it was built from.
+// Pre-order with children in name order is that order but where a name
+// begins a later sibling's and the sibling goes on with a byte below ';'
+// ("f" and "f.func1": "f;..." sorts after "f.func1"): there the children's
+// lines are ordered by key (a child's own line by its name, the lines
+// below it by its name and ';'). A name holding ';' breaks that (its lines
+// can interleave with another's), and so do siblings out of name order (a
+// tree from elsewhere): such a tree is written by sorting its lines.
 func (f *Flat) WriteFolded(w io.Writer) error {
+	for _, name := range f.Names {
+		if strings.IndexByte(name, ';') >= 0 {
+			return f.writeFoldedSorted(w)
+		}
+	}
+	n := len(f.Name)
+	if n == 0 {
+		return nil
+	}
+	name := func(i int32) string { return f.Names[f.Name[i]] }
+	// Each node's own value, where its subtree ends (end[i]: the next node
+	// not under it) and whether its children need ordering by key.
+	self := slices.Clone(f.Value)
+	end := make([]int32, n)
+	reorder := make([]bool, n)
+	last := make([]int32, 0, 64) // last[d]: the latest node at depth d
+	maxDepth := 0
+	for i := range int32(n) {
+		dep := int(f.Depth[i])
+		if dep > len(last) {
+			return errors.New("flame: malformed tree")
+		}
+		for _, j := range last[dep:] { // their subtrees end here
+			end[j] = i
+		}
+		if dep > 0 {
+			p := last[dep-1]
+			self[p] -= f.Value[i]
+			if prev := len(last) > dep; prev { // a sibling before i
+				a, b := name(last[dep]), name(i)
+				if a >= b {
+					return f.writeFoldedSorted(w) // not in name order: not a tree this package built
+				}
+				if len(a) < len(b) && b[:len(a)] == a && b[len(a)] < ';' {
+					reorder[p] = true
+				}
+			}
+		}
+		last = append(last[:dep], i)
+		maxDepth = max(maxDepth, dep)
+	}
+	for _, j := range last {
+		end[j] = int32(n)
+	}
+	bw := bufio.NewWriterSize(w, 1<<20)
+	var prefix, num []byte
+	ends := make([]int, maxDepth+1) // the prefix's length at each depth
+	enter := func(i int32) {        // the prefix of node i's lines
+		dep := int(f.Depth[i])
+		if dep > 1 {
+			prefix = append(prefix[:ends[dep-1]], ';')
+		} else {
+			prefix = prefix[:0]
+		}
+		prefix = append(prefix, name(i)...)
+		ends[dep] = len(prefix)
+	}
+	line := func(i int32) {
+		bw.Write(prefix)
+		num = append(strconv.AppendUint(append(num[:0], ' '), self[i], 10), '\n')
+		bw.Write(num)
+	}
+	// An item of a reordered node: a child's own line (below = false) or
+	// the lines below it.
+	type item struct {
+		node  int32
+		below bool
+	}
+	less := func(x, y item) int {
+		a, b := name(x.node), name(y.node)
+		m := min(len(a), len(b))
+		if c := strings.Compare(a[:m], b[:m]); c != 0 {
+			return c
+		}
+		switch {
+		case len(a) == len(b): // one child: its own line first
+			return cmp.Compare(b2i(x.below), b2i(y.below))
+		case len(a) < len(b): // a's key goes on with ';' or ends
+			if !x.below {
+				return -1
+			}
+			return cmp.Compare(';', b[m])
+		default:
+			if !y.below {
+				return 1
+			}
+			return cmp.Compare(a[m], ';')
+		}
+	}
+	// below writes the lines below node p: in pre-order, but for the
+	// children of a node to reorder.
+	var below func(p int32)
+	below = func(p int32) {
+		if !reorder[p] {
+			for i := p + 1; i < end[p]; {
+				enter(i)
+				if self[i] != 0 {
+					line(i)
+				}
+				if reorder[i] {
+					below(i)
+					i = end[i]
+				} else {
+					i++
+				}
+			}
+			return
+		}
+		var items []item
+		for c := p + 1; c < end[p]; c = end[c] {
+			if self[c] != 0 {
+				items = append(items, item{c, false})
+			}
+			if end[c] > c+1 {
+				items = append(items, item{c, true})
+			}
+		}
+		slices.SortFunc(items, less)
+		for _, x := range items {
+			enter(x.node)
+			if x.below {
+				below(x.node)
+			} else {
+				line(x.node)
+			}
+		}
+	}
+	below(0)
+	return bw.Flush()
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// writeFoldedSorted writes the folded lines by sorting their text.
+func (f *Flat) writeFoldedSorted(w io.Writer) error {
 	n := len(f.Name)
 	self := slices.Clone(f.Value)
 	plen := make([]int, n) // each node's stack text length

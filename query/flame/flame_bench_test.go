@@ -2,6 +2,7 @@ package flame_test
 
 import (
 	"compress/gzip"
+	"io"
 	"os"
 	"testing"
 
@@ -64,5 +65,19 @@ func BenchmarkFlatCached(b *testing.B) {
 	b.ResetTimer()
 	for b.Loop() {
 		l.Flat(p.Dict, &c)
+	}
+}
+
+// BenchmarkFlatWriteFolded writes the whole profile's tree as folded
+// lines (what the CLI does with the server's tree).
+func BenchmarkFlatWriteFolded(b *testing.B) {
+	p, samples := loadBench(b)
+	sel := fleetscope.Selection{Range: fleetscope.All}
+	var c flame.Counts
+	c.Add(p.Dict, &sel, samples, false)
+	t := flame.NewLayout(p.Dict, flame.Annotate{}).Flat(p.Dict, &c)
+	b.ResetTimer()
+	for b.Loop() {
+		t.WriteFolded(io.Discard)
 	}
 }

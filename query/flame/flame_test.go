@@ -40,6 +40,16 @@ func TestTreeAgreesWithFolded(t *testing.T) {
 				sel := fleetscope.Selection{Event: fleetscope.EventID(e), IncludeIdle: true, Range: fleetscope.All}
 				c.Add(p.Dict, &sel, samples, true)
 			}
+			var wantText, gotText strings.Builder
+			if err := flame.WriteFolded(&wantText, p.Dict, &c, ann); err != nil {
+				t.Fatal(err)
+			}
+			if err := flame.FlatTree(p.Dict, &c, ann).WriteFolded(&gotText); err != nil {
+				t.Fatal(err)
+			}
+			if gotText.String() != wantText.String() {
+				t.Fatalf("%s %+v: the tree's folded lines differ from the counts'", path, ann)
+			}
 			want := flame.Folded(p.Dict, &c, ann)
 			got := map[string]uint64{}
 			root := flame.Tree(p.Dict, &c, ann)
@@ -106,6 +116,29 @@ func TestFlatWriteFolded(t *testing.T) {
 	add(6, "x", "k:sys")
 	add(7, "x", "sys")
 	add(1, "a")
+	check(t, d, counts) // with a name holding ';': sorted
+	d, counts = fleetscope.NewDict(), &flame.Counts{}
+	add(3, "a", "b")
+	add(2, "a", "b", "c")
+	add(1, "a", "b\tx")
+	add(4, "a", "b!x")
+	add(4, "a", "b:x", "y")
+	add(4, "a", "b:x")
+	add(4, "a", "b x")
+	add(4, "a", "b", "x y")
+	add(4, "a", "b", "x")
+	add(4, "a", "b", "x", "z")
+	add(4, "a", "b1")
+	add(4, "a", "b<", "q")
+	add(4, "a", "b\x7f")
+	add(6, "x", "k:sys")
+	add(7, "x", "sys")
+	add(1, "a")
+	check(t, d, counts) // no ';' in names: in the tree's order
+}
+
+func check(t *testing.T, d *fleetscope.Dict, counts *flame.Counts) {
+	t.Helper()
 	for _, ann := range []flame.Annotate{{}, {Kernel: true}} {
 		var want, got strings.Builder
 		if err := flame.WriteFolded(&want, d, counts, ann); err != nil {
