@@ -461,90 +461,121 @@ func (f *Flat) WriteFolded(w io.Writer) error {
 		end[j] = int32(n)
 	}
 	bw := bufio.NewWriterSize(w, 1<<20)
-	var prefix, num []byte
-	ends := make([]int, maxDepth+1) // the prefix's length at each depth
-	enter := func(i int32) {        // the prefix of node i's lines
-		dep := int(f.Depth[i])
-		if dep > 1 {
-			prefix = append(prefix[:ends[dep-1]], ';')
-		} else {
-			prefix = prefix[:0]
-		}
-		prefix = append(prefix, name(i)...)
-		ends[dep] = len(prefix)
-	}
-	line := func(i int32) {
-		bw.Write(prefix)
-		num = append(strconv.AppendUint(append(num[:0], ' '), self[i], 10), '\n')
-		bw.Write(num)
-	}
-	// An item of a reordered node: a child's own line (below = false) or
-	// the lines below it.
-	type item struct {
-		node  int32
-		below bool
-	}
-	less := func(x, y item) int {
-		a, b := name(x.node), name(y.node)
-		m := min(len(a), len(b))
-		if c := strings.Compare(a[:m], b[:m]); c != 0 {
-			return c
-		}
-		switch {
-		case len(a) == len(b): // one child: its own line first
-			return cmp.Compare(b2i(x.below), b2i(y.below))
-		case len(a) < len(b): // a's key goes on with ';' or ends
-			if !x.below {
-				return -1
-			}
-			return cmp.Compare(';', b[m])
-		default:
-			if !y.below {
-				return 1
-			}
-			return cmp.Compare(a[m], ';')
-		}
-	}
-	// below writes the lines below node p: in pre-order, but for the
-	// children of a node to reorder.
-	var below func(p int32)
-	below = func(p int32) {
-		if !reorder[p] {
-			for i := p + 1; i < end[p]; {
-				enter(i)
-				if self[i] != 0 {
-					line(i)
-				}
-				if reorder[i] {
-					below(i)
-					i = end[i]
-				} else {
-					i++
-				}
-			}
-			return
-		}
-		var items []item
-		for c := p + 1; c < end[p]; c = end[c] {
-			if self[c] != 0 {
-				items = append(items, item{c, false})
-			}
-			if end[c] > c+1 {
-				items = append(items, item{c, true})
-			}
-		}
-		slices.SortFunc(items, less)
-		for _, x := range items {
-			enter(x.node)
-			if x.below {
-				below(x.node)
-			} else {
-				line(x.node)
-			}
-		}
-	}
-	below(0)
+	fw := &foldedWriter{f: f, self: self, end: end, reorder: reorder, ends: make([]int, maxDepth+1), w: bw}
+	fw.below(0)
 	return bw.Flush()
+}
+
+// foldedWriter writes a tree's folded lines (Flat.WriteFolded).
+type foldedWriter struct {
+	f       *Flat
+	self    []uint64 // each node's own value
+	end     []int32  // where each node's subtree ends
+	reorder []bool   // whose children need ordering by key
+	prefix  []byte
+	num     []byte
+	ends    []int // the prefix's length at each depth
+	w       *bufio.Writer
+}
+
+// foldedItem is a child's own line (below = false) or the lines below it.
+type foldedItem struct {
+	node  int32
+	below bool
+}
+
+func (fw *foldedWriter) name(i int32) string { return fw.f.Names[fw.f.Name[i]] }
+
+// enter makes the prefix node i's lines start with.
+func (fw *foldedWriter) enter(i int32) {
+	dep := int(fw.f.Depth[i])
+	if dep > 1 {
+		fw.prefix = append(fw.prefix[:fw.ends[dep-1]], ';')
+	} else {
+		fw.prefix = fw.prefix[:0]
+	}
+	fw.prefix = append(fw.prefix, fw.name(i)...)
+	fw.ends[dep] = len(fw.prefix)
+}
+
+func (fw *foldedWriter) line(i int32) {
+	fw.w.Write(fw.prefix)
+	fw.num = append(strconv.AppendUint(append(fw.num[:0], ' '), fw.self[i], 10), '\n')
+	fw.w.Write(fw.num)
+}
+
+// items returns node p's children's items in line order.
+func (fw *foldedWriter) items(p int32) []foldedItem {
+	var items []foldedItem
+	for c := p + 1; c < fw.end[p]; c = fw.end[c] {
+		if fw.self[c] != 0 {
+			items = append(items, foldedItem{c, false})
+		}
+		if fw.end[c] > c+1 {
+			items = append(items, foldedItem{c, true})
+		}
+	}
+	if fw.reorder[p] {
+		slices.SortFunc(items, fw.less)
+	}
+	return items
+}
+
+// less orders items by key: a child's own line by its name, the lines
+// below it by its name and ';'.
+func (fw *foldedWriter) less(x, y foldedItem) int {
+	a, b := fw.name(x.node), fw.name(y.node)
+	m := min(len(a), len(b))
+	if c := strings.Compare(a[:m], b[:m]); c != 0 {
+		return c
+	}
+	switch {
+	case len(a) == len(b): // one child: its own line first
+		return cmp.Compare(b2i(x.below), b2i(y.below))
+	case len(a) < len(b): // a's key goes on with ';' or ends
+		if !x.below {
+			return -1
+		}
+		return cmp.Compare(';', b[m])
+	default:
+		if !y.below {
+			return 1
+		}
+		return cmp.Compare(a[m], ';')
+	}
+}
+
+// write writes the lines of items, in order.
+func (fw *foldedWriter) write(items []foldedItem) {
+	for _, x := range items {
+		fw.enter(x.node)
+		if x.below {
+			fw.below(x.node)
+		} else {
+			fw.line(x.node)
+		}
+	}
+}
+
+// below writes the lines below node p: in pre-order, but for the children
+// of a node to reorder.
+func (fw *foldedWriter) below(p int32) {
+	if fw.reorder[p] {
+		fw.write(fw.items(p))
+		return
+	}
+	for i := p + 1; i < fw.end[p]; {
+		fw.enter(i)
+		if fw.self[i] != 0 {
+			fw.line(i)
+		}
+		if fw.reorder[i] {
+			fw.below(i)
+			i = fw.end[i]
+		} else {
+			i++
+		}
+	}
 }
 
 func b2i(b bool) int {
