@@ -272,4 +272,6 @@ func NewFrameIndex(d *Dict) *FrameIndex {
 func (x *FrameIndex) of(f FrameID) []StackID { return x.stacks[x.off[f]:x.off[f+1]] }
 
 // SizeBytes is the memory x holds.
-func (x *FrameIndex) SizeBytes() int64 { return 64 + 4*int64(len(x.off)+len(x.stacks)) + 8*int64(len(x.masks)) }
+func (x *FrameIndex) SizeBytes() int64 {
+	return 64 + 4*int64(len(x.off)+len(x.stacks)) + 8*int64(len(x.masks))
+}
