@@ -16,7 +16,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync/atomic"
 
 	"github.com/fleetscope/fleetscope"
 )
@@ -162,7 +161,6 @@ type Layout struct {
 	// (lcp[0] = 0). Two stacks of the order share the least lcp between
 	// them, so a tree takes only each stack's new frames.
 	seq, seqOff, lcp []uint32
-	nodes            atomic.Int64 // the last tree's node count: the next one's capacity
 }
 
 // NewLayout prepares d's stacks for flame graphs with annotations a.
@@ -314,15 +312,25 @@ type skeleton struct {
 // none), visiting them in name order and adding only the frames each does
 // not share with the one before.
 func (l *Layout) walk(a, b *Counts) *skeleton {
-	n := l.nodes.Load() + 1
-	t := &skeleton{names: []string{"all"}, name: append(make([]uint32, 0, n), 0), depth: append(make([]uint32, 0, n), 0),
-		parent: append(make([]int32, 0, n), 0)}
-	used := make([]int32, len(l.names)) // rank -> 1 + index in names
-	path := []int32{0}
-	shared := uint32(0) // what the stack shares with the last one kept
+	keep := func(id fleetscope.StackID) bool { return a.value(id) != 0 || b != nil && b.value(id) != 0 }
+	n, stacks, shared := 1, 0, uint32(0) // first the sizes, so that nothing grows
 	for i, id := range l.order {
 		shared = min(shared, l.lcp[i])
-		if a.value(id) == 0 && (b == nil || b.value(id) == 0) {
+		if keep(id) {
+			length := l.seqOff[i+1] - l.seqOff[i]
+			n += int(length - shared)
+			stacks++
+			shared = length
+		}
+	}
+	t := &skeleton{names: []string{"all"}, name: append(make([]uint32, 0, n), 0), depth: append(make([]uint32, 0, n), 0),
+		parent: append(make([]int32, 0, n), 0), stacks: make([]fleetscope.StackID, 0, stacks), leaf: make([]int32, 0, stacks)}
+	used := make([]int32, len(l.names)) // rank -> 1 + index in names
+	path := []int32{0}
+	shared = 0 // what the stack shares with the last one kept
+	for i, id := range l.order {
+		shared = min(shared, l.lcp[i])
+		if !keep(id) {
 			continue
 		}
 		cur := l.seq[l.seqOff[i]:l.seqOff[i+1]]
@@ -341,7 +349,6 @@ func (l *Layout) walk(a, b *Counts) *skeleton {
 		t.leaf = append(t.leaf, path[len(path)-1])
 		shared = uint32(len(cur))
 	}
-	l.nodes.Store(int64(len(t.parent)))
 	return t
 }
 
