@@ -15,9 +15,10 @@ import { AdminService } from "./gen/fleetscope/v1/admin_pb";
 import { CompareService } from "./gen/fleetscope/v1/compare_pb";
 import { AccountingSchema, FleetService, GetFleetFlameGraphRequestSchema, type Accounting } from "./gen/fleetscope/v1/fleet_pb";
 import { IngestService, UploadFileRequestSchema, UploadFileResponseSchema, type UploadFileResponse } from "./gen/fleetscope/v1/ingest_pb";
-import { GetFlameGraphRequestSchema, QueryService } from "./gen/fleetscope/v1/query_pb";
+import { GetFlameGraphRequestSchema, GetHeatmapRequestSchema, QueryService } from "./gen/fleetscope/v1/query_pb";
 import { GetSharedFlameGraphRequestSchema, ShareService } from "./gen/fleetscope/v1/share_pb";
 import { decodeFlameGraph, decodeFleetFlameGraph, decodeSharedFlameGraph, type WireFlameGraph } from "./flame/wire";
+import { decodeHeatmap, type WireHeatmap } from "./heatmap/wire";
 
 export const KEY_NAME = "fleetscope.apiKey";
 
@@ -122,6 +123,13 @@ export function problem(err: unknown): Problem {
 export async function getFlameGraph(req: MessageInitShape<typeof GetFlameGraphRequestSchema>, signal?: AbortSignal): Promise<WireFlameGraph> {
   const body = toBinary(GetFlameGraphRequestSchema, create(GetFlameGraphRequestSchema, req));
   return decodeFlameGraph(await postProto(`${QueryService.typeName}/${QueryService.method.getFlameGraph.name}`, body, true, signal));
+}
+
+/** getHeatmap calls QueryService.GetHeatmap as getFlameGraph does, with the
+ * decoder in heatmap/wire.ts (numbers, not a bigint per cell). */
+export async function getHeatmap(req: MessageInitShape<typeof GetHeatmapRequestSchema>, signal?: AbortSignal): Promise<WireHeatmap> {
+  const body = toBinary(GetHeatmapRequestSchema, create(GetHeatmapRequestSchema, req));
+  return decodeHeatmap(await postProto(`${QueryService.typeName}/${QueryService.method.getHeatmap.name}`, body, true, signal));
 }
 
 /** getSharedFlameGraph is getFlameGraph through a share link (no key). */

@@ -4,8 +4,7 @@
 // such as a rejected key) the app asks again the usual way, which reports
 // errors properly.
 
-import { fromBinary } from "@bufbuild/protobuf";
-import { GetHeatmapResponseSchema, type GetHeatmapResponse } from "./gen/fleetscope/v1/query_pb";
+import { decodeHeatmap, type WireHeatmap } from "./heatmap/wire";
 
 interface Prefetch {
   request: string;
@@ -23,14 +22,14 @@ export function prefetchKey(id: string, event: string, rows: number, idle: boole
   return JSON.stringify([id, event, rows, idle]);
 }
 
-export async function takeHeatmap(id: string, event: string, rows: number, idle: boolean): Promise<GetHeatmapResponse | null> {
+export async function takeHeatmap(id: string, event: string, rows: number, idle: boolean): Promise<WireHeatmap | null> {
   const p = window.__fleetscopePrefetch;
   delete window.__fleetscopePrefetch;
   if (!p || p.request !== prefetchKey(id, event, rows, idle)) return null;
   try {
     const res = await p.response;
     if (res.status !== 200 || !res.headers.get("Content-Type")?.startsWith("application/proto")) return null;
-    return fromBinary(GetHeatmapResponseSchema, new Uint8Array(await res.arrayBuffer()));
+    return decodeHeatmap(new Uint8Array(await res.arrayBuffer()));
   } catch {
     return null;
   }

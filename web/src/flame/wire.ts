@@ -10,6 +10,8 @@
 //   GetSharedFlameGraphResponse: 1 flame_graph (GetFlameGraphResponse)
 //   GetFleetFlameGraphResponse:  1 flame_graph (GetFlameGraphResponse), 2 accounting (Accounting)
 
+import { Reader, utf8 } from "../protowire";
+
 export interface WireFlameTree {
   names: string[];
   name: Uint32Array;
@@ -26,60 +28,6 @@ export interface WireFlameGraph {
   export?: Uint8Array;
 }
 
-class Reader {
-  pos: number;
-  constructor(
-    readonly buf: Uint8Array,
-    start = 0,
-    readonly end = buf.length,
-  ) {
-    this.pos = start;
-  }
-
-  varint(): number {
-    const b = this.buf;
-    let x = 0;
-    let mul = 1;
-    for (let i = 0; i < 10; i++) {
-      if (this.pos >= this.end) throw new Error("flame graph: truncated varint");
-      const c = b[this.pos++];
-      x += (c & 0x7f) * mul;
-      if (c < 0x80) return x;
-      mul *= 128;
-    }
-    throw new Error("flame graph: varint too long");
-  }
-
-  bytes(): [number, number] {
-    const n = this.varint();
-    const s = this.pos;
-    if (s + n > this.end) throw new Error("flame graph: truncated field");
-    this.pos += n;
-    return [s, s + n];
-  }
-
-  skip(wire: number) {
-    switch (wire) {
-      case 0:
-        this.varint();
-        return;
-      case 1:
-        this.pos += 8;
-        break;
-      case 2:
-        this.bytes();
-        return;
-      case 5:
-        this.pos += 4;
-        break;
-      default:
-        throw new Error(`flame graph: wire type ${wire}`);
-    }
-    if (this.pos > this.end) throw new Error("flame graph: truncated field");
-  }
-}
-
-const utf8 = new TextDecoder("utf-8", { fatal: false });
 
 // Growable numeric column: packed runs are counted first, so usually one
 // allocation of the right size.

@@ -17,7 +17,6 @@
 
 import { NS_PER_SEC } from "../format";
 import type { GetFleetHeatmapResponse } from "../gen/fleetscope/v1/fleet_pb";
-import type { GetHeatmapResponse } from "../gen/fleetscope/v1/query_pb";
 
 /** Heatmap holds counts[col][row] (row 0 at the bottom) as numbers; column
  * c covers the secondsPerColumn seconds from (firstColumn + c)·secondsPerColumn. */
@@ -40,12 +39,24 @@ export interface Range {
   end: number;
 }
 
+/** HeatmapAnswer is a GetHeatmapResponse, from the generic decoder
+ * (bigints) or heatmap/wire.ts (numbers). */
+export interface HeatmapAnswer {
+  event: string;
+  startSecond: bigint | number;
+  rows: number;
+  columns: { counts: (bigint | number)[] }[];
+  maxCount: bigint | number;
+  total: bigint | number;
+  secondsPerColumn: bigint | number;
+}
+
 /** heatmapOf reads a GetHeatmapResponse of a profile whose start second
  * is profileStartSecond (a slice starts later). A server older than
  * seconds_per_column sends 0: one second. */
-export function heatmapOf(r: GetHeatmapResponse, profileStartSecond: bigint): Heatmap {
+export function heatmapOf(r: HeatmapAnswer, profileStartSecond: bigint | number): Heatmap {
   const spc = Math.max(Number(r.secondsPerColumn), 1);
-  const offset = Number(r.startSecond - profileStartSecond);
+  const offset = Number(r.startSecond) - Number(profileStartSecond);
   if (offset < 0 || offset % spc !== 0) throw new Error(`heatmap: starts at second ${r.startSecond}, ${offset} s into a profile of ${spc}-s columns`);
   return {
     event: r.event,

@@ -4,7 +4,7 @@
 // which creates, lists and revokes the profile's share links. This page asks
 // for the profile's facts; the view asks for the rest.
 
-import { compare, getFlameGraph, query } from "../api";
+import { compare, getFlameGraph, getHeatmap, query } from "../api";
 import { h } from "../dom";
 import { FlameGraphFormat } from "../gen/fleetscope/v1/query_pb";
 import { heatmapOf } from "../heatmap/model";
@@ -37,7 +37,7 @@ export function profilePage(id: string, params: URLSearchParams): Page {
     source: {
       heatmap: async (v, signal) => {
         const pre = filtered(v) ? undefined : await takeHeatmap(id, v.event, v.rows, v.idle);
-        const res = pre ?? (await query.getHeatmap(heatmapRequest(id, v), { signal }));
+        const res = pre ?? (await getHeatmap(heatmapRequest(id, v), signal));
         return heatmapOf(res, res.startSecond); // the owner's heatmap starts at the profile's first second
       },
       flame: (v, format, signal) => getFlameGraph(flameRequest(id, v, format), signal),

@@ -1,0 +1,35 @@
+import { create, toBinary } from "@bufbuild/protobuf";
+import { expect, test } from "vitest";
+import { GetHeatmapResponseSchema } from "../gen/fleetscope/v1/query_pb";
+import { decodeHeatmap } from "./wire";
+
+test("decodes what protobuf-es encodes, numbers for int64s", () => {
+  for (const [cols, rows, start] of [
+    [0, 50, 0n],
+    [1, 1, 1n],
+    [600, 50, 1_795_000_000n],
+    [7, 1000, -3n],
+  ] as const) {
+    const columns = Array.from({ length: cols }, (_, c) => ({
+      counts: Array.from({ length: rows }, (_, r) => BigInt((c * 7919 + r * 104729) % 1000 === 0 ? 2 ** 52 + c : (c * r) % 97)),
+    }));
+    const msg = create(GetHeatmapResponseSchema, { event: "cpu-clock:pppH ✓", startSecond: start, rows, columns, maxCount: 96n, total: 123_456n, secondsPerColumn: 4n });
+    const got = decodeHeatmap(toBinary(GetHeatmapResponseSchema, msg));
+    expect(got.event).toBe("cpu-clock:pppH ✓");
+    expect(got.startSecond).toBe(Number(start));
+    expect(got.rows).toBe(rows);
+    expect(got.columns.map((c) => c.counts)).toEqual(columns.map((c) => c.counts.map(Number)));
+    expect([got.maxCount, got.total, got.secondsPerColumn]).toEqual([96, 123_456, 4]);
+  }
+});
+
+test("unpacked counts, unknown fields and truncated input", () => {
+  // Column with unpacked counts 3 and 300, an unknown varint field 9, in a
+  // response with an unknown fixed64 field 11.
+  const col = [0x08, 3, 0x08, 0xac, 0x02, 0x48, 5];
+  const msg = new Uint8Array([0x59, 1, 2, 3, 4, 5, 6, 7, 8, 0x22, col.length, ...col, 0x18, 2]);
+  const got = decodeHeatmap(msg);
+  expect(got.columns).toEqual([{ counts: [3, 300] }]);
+  expect(got.rows).toBe(2);
+  expect(() => decodeHeatmap(msg.subarray(0, msg.length - 4))).toThrow(/truncated/);
+});

@@ -1,0 +1,61 @@
+// A hand-written decoder for GetHeatmapResponse: a heatmap is cols × rows
+// int64 counts (30,000 for ten minutes at 50 rows), which the generic
+// decoder turns into as many bigints, ~10 ms here before the first paint.
+// This reads them straight into numbers (exact up to 2^53).
+//
+//   GetHeatmapResponse: 1 event (string), 2 start_second (int64), 3 rows (int32),
+//                       4 columns (repeated Column), 5 max_count, 6 total,
+//                       7 seconds_per_column (int64)
+//   Column:             1 counts (repeated int64, packed or not)
+
+import { Reader, utf8 } from "../protowire";
+
+/** WireHeatmap is a GetHeatmapResponse with numbers for its int64s. */
+export interface WireHeatmap {
+  event: string;
+  startSecond: number;
+  rows: number;
+  columns: { counts: number[] }[];
+  maxCount: number;
+  total: number;
+  secondsPerColumn: number;
+}
+
+function decodeColumn(buf: Uint8Array, s: number, e: number): number[] {
+  const r = new Reader(buf, s, e);
+  const counts: number[] = [];
+  while (r.pos < e) {
+    const tag = r.varint();
+    if (tag === (1 << 3)) counts.push(r.int64());
+    else if (tag === ((1 << 3) | 2)) {
+      const [a, b] = r.bytes();
+      const sub = new Reader(buf, a, b);
+      while (sub.pos < b) counts.push(sub.int64());
+    } else r.skip(tag & 7);
+  }
+  return counts;
+}
+
+/** decodeHeatmap reads a GetHeatmapResponse in protobuf binary. */
+export function decodeHeatmap(buf: Uint8Array): WireHeatmap {
+  const r = new Reader(buf);
+  const out: WireHeatmap = { event: "", startSecond: 0, rows: 0, columns: [], maxCount: 0, total: 0, secondsPerColumn: 0 };
+  while (r.pos < buf.length) {
+    const tag = r.varint();
+    const field = Math.floor(tag / 8);
+    const wire = tag & 7;
+    if (field === 1 && wire === 2) {
+      const [a, b] = r.bytes();
+      out.event = utf8.decode(buf.subarray(a, b));
+    } else if (field === 2 && wire === 0) out.startSecond = r.int64();
+    else if (field === 3 && wire === 0) out.rows = r.int64();
+    else if (field === 4 && wire === 2) {
+      const [a, b] = r.bytes();
+      out.columns.push({ counts: decodeColumn(buf, a, b) });
+    } else if (field === 5 && wire === 0) out.maxCount = r.int64();
+    else if (field === 6 && wire === 0) out.total = r.int64();
+    else if (field === 7 && wire === 0) out.secondsPerColumn = r.int64();
+    else r.skip(wire);
+  }
+  return out;
+}
