@@ -80,7 +80,7 @@ async function heatmapData(p) {
     secondsPerColumn: Number(c.dataset.secondsPerColumn),
     startSecond: Number(c.dataset.startSecond),
     total: Number(c.dataset.total),
-    cells: JSON.parse(c.dataset.cells),
+    cells: c.heatmapCells(),
     cellWidth: Number(c.dataset.cellWidth),
     cellHeight: Number(c.dataset.cellHeight),
     plotLeft: Number(c.dataset.plotLeft),
@@ -303,7 +303,7 @@ async function fleetReady(p) {
       return b && !b.classList.contains("stale") && !b.querySelector("[data-testid=loading]");
     };
     return (
-      document.querySelector("[data-testid=heatmap]")?.dataset.cells &&
+      document.querySelector("[data-testid=heatmap]")?.heatmapCells &&
       document.querySelector("[data-testid=fleet-total]") &&
       document.querySelector("[data-testid=flamegraph]")?.dataset.total !== undefined &&
       [".heatmap-box", ".hosts-box", ".timeline-box", ".flame-box"].every(done)
@@ -402,7 +402,7 @@ describe("dashboard", () => {
   test("open a planted profile: heatmap cells equal the server's and truth.json", async () => {
     await page.locator(`[data-testid=results] tbody tr[data-profile-id="${PROFILE}"] a`).click();
     await page.waitForURL(`**/p/${PROFILE}`);
-    await page.waitForFunction(() => document.querySelector("[data-testid=heatmap]")?.dataset.cells);
+    await page.waitForFunction(() => document.querySelector("[data-testid=heatmap]")?.heatmapCells);
     const ui = await heatmapData(page);
     const server = await serverHeatmap(URL_, KEY, PROFILE, 50);
     assert.equal(ui.rows, 50);
@@ -594,7 +594,7 @@ describe("dashboard", () => {
       await p2.goto(link);
       await p2.getByTestId("api-key").waitFor();
       await signIn(p2, KEY);
-      await p2.waitForFunction(() => document.querySelector("[data-testid=heatmap]")?.dataset.cells);
+      await p2.waitForFunction(() => document.querySelector("[data-testid=heatmap]")?.heatmapCells);
       const flame = await flameState(p2);
       const heat = await heatmapData(p2);
       assert.equal(p2.url(), link, "the URL survives sign-in");
@@ -643,7 +643,7 @@ describe("dashboard", () => {
   test("a two-event profile: the event selector switches heatmap and flame graph", async () => {
     const id = env("E2E_TWO_EVENTS");
     await page.goto(`${URL_}/p/${id}`);
-    await page.waitForFunction(() => document.querySelector("[data-testid=heatmap]")?.dataset.cells);
+    await page.waitForFunction(() => document.querySelector("[data-testid=heatmap]")?.heatmapCells);
     const sel = page.getByTestId("event");
     assert.equal(await sel.isEnabled(), true);
     const options = await sel.locator("option").evaluateAll((os) => os.map((o) => o.value));
@@ -813,7 +813,7 @@ describe("dashboard", () => {
     const NS = 1e9;
 
     await page.goto(`${URL_}/p/${id}`);
-    await page.waitForFunction(() => document.querySelector("[data-testid=heatmap]")?.dataset.cells);
+    await page.waitForFunction(() => document.querySelector("[data-testid=heatmap]")?.heatmapCells);
     let d = await heatmapData(page);
     assert.equal(d.secondsPerColumn, spc);
     assert.equal(d.startSecond, exact.startSecond);
@@ -960,7 +960,7 @@ describe("dashboard", () => {
     await page.waitForFunction((pid) => [...document.querySelectorAll("[data-testid=results] tbody tr")].some((r) => r.dataset.profileId === pid), id);
     await page.getByTestId("upload-link").click();
     await page.waitForURL(`**/p/${id}`);
-    await page.waitForFunction(() => document.querySelector("[data-testid=heatmap]")?.dataset.cells);
+    await page.waitForFunction(() => document.querySelector("[data-testid=heatmap]")?.heatmapCells);
     const d = await heatmapData(page);
     const server = await serverHeatmap(URL_, KEY, id, 50);
     assert.deepEqual(d.cells, server.columns);
@@ -1353,7 +1353,7 @@ describe("dashboard", () => {
 
   test("filter by function: the heatmap re-colours to the samples in it, cell for cell, and a selection's flame graph totals its cells", async () => {
     await page.goto(`${URL_}/p/${PROFILE}`);
-    await page.waitForFunction(() => document.querySelector("[data-testid=heatmap]")?.dataset.cells);
+    await page.waitForFunction(() => document.querySelector("[data-testid=heatmap]")?.heatmapCells);
     const all = await heatmapData(page);
     await page.getByTestId("filter-function").fill("GCTaskThread::run");
     await page.getByTestId("filter-function").press("Enter");
@@ -1398,7 +1398,7 @@ describe("dashboard", () => {
 
   test("thread view: a row per thread, summing to the heatmap's columns; a thread picked filters the heatmap to it", async () => {
     await page.goto(`${URL_}/p/${PROFILE}`);
-    await page.waitForFunction(() => document.querySelector("[data-testid=heatmap]")?.dataset.cells);
+    await page.waitForFunction(() => document.querySelector("[data-testid=heatmap]")?.heatmapCells);
     const d = await heatmapData(page);
     for (const [axis, keyOf] of [
       ["cpu", (s) => String(s.cpu)],
@@ -1436,7 +1436,7 @@ describe("dashboard", () => {
 
   test("compare: a range against the rest of the profile, then against a pinned range; the permalink keeps it", async () => {
     await page.goto(`${URL_}/p/${PROFILE}`);
-    await page.waitForFunction(() => document.querySelector("[data-testid=heatmap]")?.dataset.cells);
+    await page.waitForFunction(() => document.querySelector("[data-testid=heatmap]")?.heatmapCells);
     const d = await heatmapData(page);
     await drag(page, [2, 20], [2, 23]);
     await page.waitForFunction(() => new URL(location.href).searchParams.get("start") === "2.4");
@@ -1591,7 +1591,7 @@ describe("dashboard", () => {
       const got = Number(await page.getByTestId(`spans-${p}`).getAttribute("data-micros"));
       assert.ok(Math.abs(got - want) <= 0.02 * want, `${p} ${got} µs, the recording's ${want} µs`);
     }
-    await page.waitForFunction(() => document.querySelector("[data-testid=heatmap]")?.dataset.cells);
+    await page.waitForFunction(() => document.querySelector("[data-testid=heatmap]")?.heatmapCells);
     const all = await heatmapData(page);
     await page.getByTestId("spans-slow").click();
     await page.waitForFunction(() => new URL(location.href).searchParams.get("spans") === "slower:p95");
@@ -1655,7 +1655,7 @@ describe("dashboard", () => {
       const v = watch(await visitor.newPage());
       await v.goto(url);
       const f = await flameState(v);
-      await v.waitForFunction(() => document.querySelector("[data-testid=heatmap]")?.dataset.cells);
+      await v.waitForFunction(() => document.querySelector("[data-testid=heatmap]")?.heatmapCells);
       const heat = await heatmapData(v);
       assert.deepEqual(heat.cells, ownerHeat.cells, "the shared fleet heatmap is the owner's, cell for cell");
       assert.equal(Number(f.total), wallCount(prod, first * 1e6, last * 1e6), "the merged flame graph of the prod hosts, as their files count");
@@ -1722,7 +1722,7 @@ describe("dashboard", () => {
     // A new tab of the same browser profile is signed in through localStorage.
     const p2 = watch(await ctx.newPage());
     await p2.goto(`${URL_}/p/${PROFILE}`);
-    await p2.waitForFunction(() => document.querySelector("[data-testid=heatmap]")?.dataset.cells);
+    await p2.waitForFunction(() => document.querySelector("[data-testid=heatmap]")?.heatmapCells);
     await p2.close();
     await page.getByTestId("signout").click();
     assert.equal(await page.evaluate(() => localStorage.getItem("fleetscope.apiKey")), null);

@@ -172,7 +172,9 @@ export class HeatmapView {
     ds.event = d.event;
     ds.total = String(d.total);
     ds.maxCount = String(d.maxCount);
-    ds.cells = JSON.stringify(d.columns);
+    // The counts themselves, for tests and tools, without serialising
+    // cols × rows numbers into an attribute on every paint.
+    (this.canvas as HTMLCanvasElement & { heatmapCells?: () => number[][] }).heatmapCells = () => d.columns;
     this.renderLegend();
     if (!this.tableBox.hidden) this.renderTable();
     performance.mark("fleetscope:heatmap-data");
