@@ -51,12 +51,8 @@ func TestDiffTreeAndChanges(t *testing.T) {
 // BenchmarkDiff: two 10-s ranges of the benchmark profile compared, with
 // the merged tree and the change tables, against one range's flame graph.
 func BenchmarkDiff(b *testing.B) {
-	p := parseFile(b, corpus.Path(b, "bench/perf-mixed-60s.txt.gz"))
+	p, ra, a, bb := benchRanges(b)
 	ctx := context.Background()
-	ra, rb := fleetscope.Range{Start: 10e9, End: 20e9}, fleetscope.Range{Start: 30e9, End: 40e9}
-	side := func(r fleetscope.Range) query.DiffSide {
-		return query.DiffSide{Profile: &query.FlameRequest{ProfileID: p.id, Range: &r}}
-	}
 	b.Run("range", func(b *testing.B) {
 		for range b.N {
 			g, err := p.q.FlameGraph(ctx, 0, query.FlameRequest{ProfileID: p.id, Range: &ra})
@@ -68,7 +64,7 @@ func BenchmarkDiff(b *testing.B) {
 	})
 	b.Run("diff", func(b *testing.B) {
 		for range b.N {
-			d, err := p.q.Diff(ctx, 0, side(ra), side(rb))
+			d, err := p.q.Diff(ctx, 0, a, bb)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -81,13 +77,8 @@ func BenchmarkDiff(b *testing.B) {
 // samples in B, each with both of its values (A's counting the subtrees
 // only A has), under the same path of names.
 func TestDiffShapeOfB(t *testing.T) {
-	p := parseFile(t, corpus.Path(t, "bench/perf-mixed-60s.txt.gz"))
-	ctx := context.Background()
-	ra, rb := fleetscope.Range{Start: 10e9, End: 20e9}, fleetscope.Range{Start: 30e9, End: 40e9}
-	side := func(r fleetscope.Range) query.DiffSide {
-		return query.DiffSide{Profile: &query.FlameRequest{ProfileID: p.id, Range: &r}}
-	}
-	d, err := p.q.Diff(ctx, 0, side(ra), side(rb))
+	p, _, a, b := benchRanges(t)
+	d, err := p.q.Diff(context.Background(), 0, a, b)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,4 +118,15 @@ func TestDiffShapeOfB(t *testing.T) {
 	if shape.A[0] != d.TotalA || shape.B[0] != d.TotalB {
 		t.Fatalf("root %d/%d, totals %d/%d", shape.A[0], shape.B[0], d.TotalA, d.TotalB)
 	}
+}
+
+// benchRanges parses the benchmark profile and names two of its 10-s
+// ranges, [10, 20) (also as a range) and [30, 40), as diff sides.
+func benchRanges(tb testing.TB) (p *parsed, ra fleetscope.Range, a, b query.DiffSide) {
+	p = parseFile(tb, corpus.Path(tb, "bench/perf-mixed-60s.txt.gz"))
+	ra, rb := fleetscope.Range{Start: 10e9, End: 20e9}, fleetscope.Range{Start: 30e9, End: 40e9}
+	side := func(r fleetscope.Range) query.DiffSide {
+		return query.DiffSide{Profile: &query.FlameRequest{ProfileID: p.id, Range: &r}}
+	}
+	return p, ra, side(ra), side(rb)
 }

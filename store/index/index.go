@@ -477,12 +477,9 @@ func (c *Counter) Count(s *Second, counts []uint64) error {
 	}
 	whole := !c.Timed || inside && !c.Outside || outside && c.Outside
 	offs, stacks, periods, ths := s.Offsets, s.Stacks, s.Periods, s.Threads
-	keepAll := c.Threads == nil
-	if !keepAll && ths == nil { // one thread: all or nothing
-		if len(c.Threads) == 0 || !c.Threads[0] {
-			return nil
-		}
-		keepAll = true
+	keepAll, none := c.threadsOf(ths)
+	if none {
+		return nil
 	}
 	var u uint64
 	for i := int32(0); i < s.Samples; i++ {
@@ -543,6 +540,21 @@ type SecondsRange struct {
 	From, To  int64
 }
 
+// threadsOf says how the counter's thread filter applies to a row whose
+// stored threads are ths: it keeps every sample (all), none, or looks each
+// one's thread up. A row of a one-thread profile stores no threads: the
+// filter keeps all of it or nothing.
+func (c *Counter) threadsOf(ths []byte) (all, none bool) {
+	switch {
+	case c.Threads == nil:
+		return true, false
+	case ths == nil:
+		one := len(c.Threads) > 0 && c.Threads[0]
+		return one, !one
+	}
+	return false, false
+}
+
 // Cells adds the value of each sample of row s the counter keeps (Range and
 // Outside aside: a heatmap takes whole seconds) to cells[r], r the sample's
 // row of rows within its second; stacks, when set, keeps only the samples
@@ -550,12 +562,9 @@ type SecondsRange struct {
 // samples. The row must be of a timed profile; a corrupt row is an error.
 func (c *Counter) Cells(s *Second, rows int, stacks []bool, cells []int64) error {
 	offs, sts, periods, ths := s.Offsets, s.Stacks, s.Periods, s.Threads
-	keepAll := c.Threads == nil
-	if !keepAll && ths == nil { // one thread: all or nothing
-		if len(c.Threads) == 0 || !c.Threads[0] {
-			return nil
-		}
-		keepAll = true
+	keepAll, none := c.threadsOf(ths)
+	if none {
+		return nil
 	}
 	var u uint64
 	for i := int32(0); i < s.Samples; i++ {

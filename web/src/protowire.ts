@@ -37,6 +37,12 @@ export class Reader {
     return Number(BigInt.asIntN(64, v));
   }
 
+  /** string reads a length-delimited field as UTF-8. */
+  string(): string {
+    const [a, b] = this.bytes();
+    return utf8.decode(this.buf.subarray(a, b));
+  }
+
   bytes(): [number, number] {
     const n = this.varint();
     const s = this.pos;

@@ -10,7 +10,7 @@
 //   GetSharedFlameGraphResponse: 1 flame_graph (GetFlameGraphResponse)
 //   GetFleetFlameGraphResponse:  1 flame_graph (GetFlameGraphResponse), 2 accounting (Accounting)
 
-import { Reader, utf8 } from "../protowire";
+import { Reader } from "../protowire";
 
 export interface WireFlameTree {
   names: string[];
@@ -80,10 +80,8 @@ function decodeTree(buf: Uint8Array, s: number, e: number): WireFlameTree {
     const tag = r.varint();
     const field = Math.floor(tag / 8);
     const wire = tag & 7;
-    if (field === 1 && wire === 2) {
-      const [a, b] = r.bytes();
-      names.push(utf8.decode(buf.subarray(a, b)));
-    } else if (field === 2) readNumbers(r, wire, name);
+    if (field === 1 && wire === 2) names.push(r.string());
+    else if (field === 2) readNumbers(r, wire, name);
     else if (field === 3) readNumbers(r, wire, value);
     else if (field === 4) readNumbers(r, wire, depth);
     else r.skip(wire);
@@ -99,14 +97,10 @@ export function decodeFlameGraph(buf: Uint8Array): WireFlameGraph {
     const tag = r.varint();
     const field = Math.floor(tag / 8);
     const wire = tag & 7;
-    if (field === 1 && wire === 2) {
-      const [a, b] = r.bytes();
-      out.event = utf8.decode(buf.subarray(a, b));
-    } else if (field === 2 && wire === 0) out.total = r.varint();
-    else if (field === 3 && wire === 2) {
-      const [a, b] = r.bytes();
-      out.folded = utf8.decode(buf.subarray(a, b));
-    } else if (field === 4 && wire === 2) {
+    if (field === 1 && wire === 2) out.event = r.string();
+    else if (field === 2 && wire === 0) out.total = r.varint();
+    else if (field === 3 && wire === 2) out.folded = r.string();
+    else if (field === 4 && wire === 2) {
       const [a, b] = r.bytes();
       out.tree = decodeTree(buf, a, b); // protobuf would merge a second tree; the server sends one
     } else if (field === 5 && wire === 2) {

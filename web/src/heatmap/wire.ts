@@ -8,7 +8,7 @@
 //                       7 seconds_per_column (int64)
 //   Column:             1 counts (repeated int64, packed or not)
 
-import { Reader, utf8 } from "../protowire";
+import { Reader } from "../protowire";
 
 /** WireHeatmap is a GetHeatmapResponse with numbers for its int64s. */
 export interface WireHeatmap {
@@ -44,10 +44,8 @@ export function decodeHeatmap(buf: Uint8Array): WireHeatmap {
     const tag = r.varint();
     const field = Math.floor(tag / 8);
     const wire = tag & 7;
-    if (field === 1 && wire === 2) {
-      const [a, b] = r.bytes();
-      out.event = utf8.decode(buf.subarray(a, b));
-    } else if (field === 2 && wire === 0) out.startSecond = r.int64();
+    if (field === 1 && wire === 2) out.event = r.string();
+    else if (field === 2 && wire === 0) out.startSecond = r.int64();
     else if (field === 3 && wire === 0) out.rows = r.int64();
     else if (field === 4 && wire === 2) {
       const [a, b] = r.bytes();
