@@ -29,8 +29,20 @@ function decodeColumn(buf: Uint8Array, s: number, e: number): number[] {
     if (tag === (1 << 3)) counts.push(r.int64());
     else if (tag === ((1 << 3) | 2)) {
       const [a, b] = r.bytes();
-      const sub = new Reader(buf, a, b);
-      while (sub.pos < b) counts.push(sub.int64());
+      for (let pos = a; pos < b; ) {
+        // one loop over locals for the usual short varint (fast before the
+        // engine warms up: a page's first heatmap); a long one (negative,
+        // never a count) through Reader.int64
+        const c = buf[pos];
+        if (c < 0x80) {
+          counts.push(c);
+          pos++;
+          continue;
+        }
+        const sub = new Reader(buf, pos, b);
+        counts.push(sub.int64());
+        pos = sub.pos;
+      }
     } else r.skip(tag & 7);
   }
   return counts;
