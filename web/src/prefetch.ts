@@ -9,6 +9,8 @@ import { decodeHeatmap, type WireHeatmap } from "./heatmap/wire";
 interface Prefetch {
   request: string;
   response: Promise<Response>;
+  /** The response's body, read as soon as it came (null: it could not be). */
+  body?: Promise<ArrayBuffer | null>;
 }
 
 declare global {
@@ -29,7 +31,8 @@ export async function takeHeatmap(id: string, event: string, rows: number, idle:
   try {
     const res = await p.response;
     if (res.status !== 200 || !res.headers.get("Content-Type")?.startsWith("application/proto")) return null;
-    return decodeHeatmap(new Uint8Array(await res.arrayBuffer()));
+    const body = p.body ? await p.body : await res.arrayBuffer();
+    return body ? decodeHeatmap(new Uint8Array(body)) : null;
   } catch {
     return null;
   }
