@@ -22,10 +22,8 @@ const maxCellSamples = 1 << 19
 // CPU counts, without reading or decoding the stored rows again. Entry i
 // adds values[i] to cell cells[i] (relative second × index.Rows + row) for
 // a sample of its stack on thread threads[i] (threads is nil for a profile
-// of one thread); stack st's entries are [stackOff[st], stackOff[st+1]),
-// and idle[st] says whether it is an idle stack.
+// of one thread); stack st's entries are [stackOff[st], stackOff[st+1]).
 type stackCells struct {
-	idle           []bool
 	stackOff       []uint32
 	threads, cells []uint32
 	values         []int64
@@ -98,10 +96,6 @@ func (s *Service) stackCells(ctx context.Context, tenant int64, info *fleetscope
 			return nil, fleetscope.Errorf(fleetscope.EINTERNAL, "profile %s: corrupt index row", info.ID)
 		}
 		c.stackOff = make([]uint32, es[len(es)-1].stack+2)
-		c.idle = make([]bool, len(c.stackOff)-1)
-		for st := range c.idle {
-			c.idle[st] = d.Idle(fleetscope.StackID(st))
-		}
 	}
 	for i, e := range es {
 		c.stackOff[e.stack+1] = uint32(i + 1)
@@ -120,24 +114,25 @@ func (s *Service) stackCells(ctx context.Context, tenant int64, info *fleetscope
 var errCorruptCells = errors.New("a stored stack, thread or second out of the profile's bounds")
 
 // count adds into h (index.Rows rows) the entries of the stacks keep
-// marks (nil: all), idle ones only with idle, on the threads threads marks
-// (nil: all); startSecond is the profile's. A stack, thread or second out
-// of bounds is corrupt.
-func (c *stackCells) count(h *heatmap.Heatmap, startSecond int64, keep, threads []bool, idle bool) error {
-	if threads != nil && c.threads == nil { // one thread: all or nothing
-		if len(threads) == 0 || !threads[0] {
-			return nil
-		}
+// marks (nil: all), idle ones (by d, the profile's dictionary) only with
+// idle, on the threads threads marks (nil: all); startSecond is the
+// profile's. A stack, thread or second out of bounds is corrupt.
+func (c *stackCells) count(h *heatmap.Heatmap, d *fleetscope.Dict, startSecond int64, keep, threads []bool, idle bool) error {
+	all, none := index.ThreadsKept(threads, c.threads != nil)
+	if none {
+		return nil
+	}
+	if all {
 		threads = nil
 	}
-	stacks := len(c.idle)
-	if keep != nil && len(keep) < stacks {
+	stacks := max(len(c.stackOff)-1, 0)
+	if keep != nil && len(keep) < stacks { // (d holds them all: checked when built)
 		return errCorruptCells
 	}
 	var col []int64
 	colSec := int64(math.MinInt64)
 	for st := range stacks {
-		if keep != nil && !keep[st] || !idle && c.idle[st] {
+		if keep != nil && !keep[st] || !idle && d.Idle(fleetscope.StackID(st)) {
 			continue
 		}
 		for i := c.stackOff[st]; i < c.stackOff[st+1]; i++ {

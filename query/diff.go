@@ -136,7 +136,7 @@ func (d *Diff) frames(id fleetscope.StackID) []string {
 // name; with normalize, A is scaled to B's total stack by stack as
 // difffolded.pl -n scales it (export.Normalize).
 func (d *Diff) Tree(normalize bool) *flame.DiffFlat {
-	t := d.layout().FlatDiff(d.Dict, d.A, d.B)
+	t := d.layout().FlatDiff(d.A, d.B)
 	if normalize && d.TotalA != d.TotalB && d.TotalA != 0 {
 		normalizeTree(t, d.TotalA, d.TotalB)
 	}

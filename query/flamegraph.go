@@ -41,7 +41,7 @@ type FlameGraph struct {
 func (g *FlameGraph) WriteFolded(w io.Writer) error { return g.Flat().WriteFolded(w) }
 
 // Flat returns the merged tree in pre-order.
-func (g *FlameGraph) Flat() *flame.Flat { return g.layout().Flat(g.Dict, g.Counts) }
+func (g *FlameGraph) Flat() *flame.Flat { return g.layout().Flat(g.Counts) }
 
 // FlameGraph returns the flame graph of exactly the samples of a profile's
 // event in the requested range, read from the stored samples of the

@@ -108,7 +108,7 @@ func (s *Service) countCells(ctx context.Context, tenant int64, info *fleetscope
 			return err
 		}
 		if sc != nil {
-			if err := sc.count(h, info.StartSecond, keep, threads, idle); err != nil {
+			if err := sc.count(h, d, info.StartSecond, keep, threads, idle); err != nil {
 				return fleetscope.Wrap(err, fleetscope.EINTERNAL, "profile "+info.ID)
 			}
 			return nil

@@ -221,13 +221,13 @@ func (l *Layout) SizeBytes() int64 {
 // sorted by name; frames that print the same (with or without annotations)
 // merge.
 func FlatTree(d *fleetscope.Dict, c *Counts, a Annotate) *Flat {
-	return NewLayout(d, a).Flat(d, c)
+	return NewLayout(d, a).Flat(c)
 }
 
-// Flat builds the flame graph of counts c over l's dictionary d in one pass
+// Flat builds the flame graph of counts c over l's dictionary in one pass
 // over the stacks in name order, each sharing the prefix it has with the
 // one before: no per-node maps, and nodes come out in pre-order.
-func (l *Layout) Flat(d *fleetscope.Dict, c *Counts) *Flat {
+func (l *Layout) Flat(c *Counts) *Flat {
 	t := l.walk(c, nil)
 	value := make([]uint64, len(t.name))
 	for k, id := range t.stacks {
@@ -256,8 +256,8 @@ type DiffFlat struct {
 }
 
 // FlatDiff builds the merged flame graph of counts a and b over l's
-// dictionary d, as Flat does: a stack of either side is in it.
-func (l *Layout) FlatDiff(d *fleetscope.Dict, a, b *Counts) *DiffFlat {
+// dictionary, as Flat does: a stack of either side is in it.
+func (l *Layout) FlatDiff(a, b *Counts) *DiffFlat {
 	t := l.walk(a, b)
 	va, vb := make([]uint64, len(t.name)), make([]uint64, len(t.name))
 	for k, id := range t.stacks {

@@ -64,7 +64,7 @@ func BenchmarkFlatCached(b *testing.B) {
 	l := flame.NewLayout(p.Dict, flame.Annotate{})
 	b.ResetTimer()
 	for b.Loop() {
-		l.Flat(p.Dict, &c)
+		l.Flat(&c)
 	}
 }
 
@@ -75,7 +75,7 @@ func BenchmarkFlatWriteFolded(b *testing.B) {
 	sel := fleetscope.Selection{Range: fleetscope.All}
 	var c flame.Counts
 	c.Add(p.Dict, &sel, samples, false)
-	t := flame.NewLayout(p.Dict, flame.Annotate{}).Flat(p.Dict, &c)
+	t := flame.NewLayout(p.Dict, flame.Annotate{}).Flat(&c)
 	b.ResetTimer()
 	for b.Loop() {
 		t.WriteFolded(io.Discard)

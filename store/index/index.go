@@ -477,7 +477,7 @@ func (c *Counter) Count(s *Second, counts []uint64) error {
 	}
 	whole := !c.Timed || inside && !c.Outside || outside && c.Outside
 	offs, stacks, periods, ths := s.Offsets, s.Stacks, s.Periods, s.Threads
-	keepAll, none := c.threadsOf(ths)
+	keepAll, none := ThreadsKept(c.Threads, ths != nil)
 	if none {
 		return nil
 	}
@@ -540,16 +540,17 @@ type SecondsRange struct {
 	From, To  int64
 }
 
-// threadsOf says how the counter's thread filter applies to a row whose
-// stored threads are ths: it keeps every sample (all), none, or looks each
-// one's thread up. A row of a one-thread profile stores no threads: the
-// filter keeps all of it or nothing.
-func (c *Counter) threadsOf(ths []byte) (all, none bool) {
+// ThreadsKept says how a thread filter (keep marks the kept threads, by
+// index of Index.Threads; nil keeps all) applies to samples whose threads
+// are stored or not: it keeps every sample (all), none, or looks each
+// one's thread up. A one-thread profile stores no threads: the filter
+// keeps all of it or nothing.
+func ThreadsKept(keep []bool, stored bool) (all, none bool) {
 	switch {
-	case c.Threads == nil:
+	case keep == nil:
 		return true, false
-	case ths == nil:
-		one := len(c.Threads) > 0 && c.Threads[0]
+	case !stored:
+		one := len(keep) > 0 && keep[0]
 		return one, !one
 	}
 	return false, false
@@ -562,7 +563,7 @@ func (c *Counter) threadsOf(ths []byte) (all, none bool) {
 // samples. The row must be of a timed profile; a corrupt row is an error.
 func (c *Counter) Cells(s *Second, rows int, stacks []bool, cells []int64) error {
 	offs, sts, periods, ths := s.Offsets, s.Stacks, s.Periods, s.Threads
-	keepAll, none := c.threadsOf(ths)
+	keepAll, none := ThreadsKept(c.Threads, ths != nil)
 	if none {
 		return nil
 	}
