@@ -10,7 +10,7 @@ interface Prefetch {
   request: string;
   response: Promise<Response>;
   /** The response's body, read as soon as it came (null: it could not be). */
-  body?: Promise<ArrayBuffer | null>;
+  body: Promise<ArrayBuffer | null>;
 }
 
 declare global {
@@ -31,7 +31,7 @@ export async function takeHeatmap(id: string, event: string, rows: number, idle:
   try {
     const res = await p.response;
     if (res.status !== 200 || !res.headers.get("Content-Type")?.startsWith("application/proto")) return null;
-    const body = p.body ? await p.body : await res.arrayBuffer();
+    const body = await p.body;
     return body ? decodeHeatmap(new Uint8Array(body)) : null;
   } catch {
     return null;
