@@ -1,81 +1,55 @@
 // The app's one way to the server: the Connect clients (binary protobuf over
-// fetch, the API key as a bearer token on every call but the share
-// service's, whose credential is the link's token), the key's storage,
-// errors sorted into what the UI says about them, and browser uploads with
-// progress.
-//
-// The key lives under "fleetscope.apiKey" in sessionStorage, or in
-// localStorage when the user ticks "remember me"; it is read from either (a
-// contract that tests rely on to preset it).
+// fetch; src/rpc.ts, loaded on the first call so that the generated code
+// does not delay the first paint), errors sorted into what the UI says
+// about them, the calls whose answers are decoded by hand (flame graphs,
+// heatmaps; the profile page's two requests encoded by hand too, in
+// requests.ts), and browser uploads with progress. The key's storage is
+// src/auth.ts.
 
-import { create, fromBinary, toBinary, type MessageInitShape } from "@bufbuild/protobuf";
-import { Code, ConnectError, createClient, type Interceptor } from "@connectrpc/connect";
-import { createConnectTransport } from "@connectrpc/connect-web";
-import { AdminService } from "./gen/fleetscope/v1/admin_pb";
-import { CompareService } from "./gen/fleetscope/v1/compare_pb";
-import { AccountingSchema, FleetService, GetFleetFlameGraphRequestSchema, type Accounting } from "./gen/fleetscope/v1/fleet_pb";
-import { IngestService, UploadFileRequestSchema, UploadFileResponseSchema, type UploadFileResponse } from "./gen/fleetscope/v1/ingest_pb";
-import { GetFlameGraphRequestSchema, GetHeatmapRequestSchema, QueryService } from "./gen/fleetscope/v1/query_pb";
-import { GetSharedFlameGraphRequestSchema, ShareService } from "./gen/fleetscope/v1/share_pb";
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import { Code } from "@connectrpc/connect";
+import { apiKey } from "./auth";
 import { decodeFlameGraph, decodeFleetFlameGraph, decodeSharedFlameGraph, type WireFlameGraph } from "./flame/wire";
+import type { Accounting, GetFleetFlameGraphRequestSchema } from "./gen/fleetscope/v1/fleet_pb";
+import type { UploadFileResponse } from "./gen/fleetscope/v1/ingest_pb";
+import type { GetFlameGraphRequestSchema, GetHeatmapRequestSchema } from "./gen/fleetscope/v1/query_pb";
+import type { GetSharedFlameGraphRequestSchema } from "./gen/fleetscope/v1/share_pb";
 import { decodeHeatmap, type WireHeatmap } from "./heatmap/wire";
+import { encodeFlameGraphRequest, encodeHeatmapRequest, GET_FLAME_GRAPH, GET_HEATMAP } from "./requests";
+import type { Clients } from "./rpc";
 
-export const KEY_NAME = "fleetscope.apiKey";
+export { apiKey, clearKey, saveKey } from "./auth";
 
-/** apiKey is the stored key, from sessionStorage or else localStorage. */
-export function apiKey(): string | null {
-  try {
-    return sessionStorage.getItem(KEY_NAME) || localStorage.getItem(KEY_NAME) || null;
-  } catch {
-    return null;
-  }
+let loading: Promise<typeof import("./rpc")> | null = null;
+
+/** rpc loads src/rpc.ts once. */
+export function rpc(): Promise<typeof import("./rpc")> {
+  return (loading ??= import("./rpc"));
 }
 
-/** saveKey keeps the key for this tab, or on this device when remember. */
-export function saveKey(key: string, remember: boolean) {
-  clearKey();
-  (remember ? localStorage : sessionStorage).setItem(KEY_NAME, key);
-}
-
-export function clearKey() {
-  sessionStorage.removeItem(KEY_NAME);
-  localStorage.removeItem(KEY_NAME);
-}
-
-const auth: Interceptor = (next) => async (req) => {
-  const key = apiKey();
-  if (key) req.header.set("Authorization", `Bearer ${key}`);
-  return next(req);
-};
-
-const transport = createConnectTransport({
-  baseUrl: location.origin,
-  useBinaryFormat: true,
-  interceptors: [auth],
-});
-
-export const query = createClient(QueryService, transport);
-export const ingest = createClient(IngestService, transport);
-export const admin = createClient(AdminService, transport);
-export const fleet = createClient(FleetService, transport);
-export const compare = createClient(CompareService, transport);
-
-/** share reads through a share link: no key is sent, the token is the credential. */
-export const share = createClient(ShareService, createConnectTransport({ baseUrl: location.origin, useBinaryFormat: true }));
-
-/** A key tried before it is saved (sign-in). */
-export function clientsWithKey(key: string) {
-  const t = createConnectTransport({
-    baseUrl: location.origin,
-    useBinaryFormat: true,
-    interceptors: [
-      (next) => async (req) => {
-        req.header.set("Authorization", `Bearer ${key}`);
-        return next(req);
+/** lazy is the client named name, which loads src/rpc.ts on its first call
+ * (every method the app calls is unary: it returns a promise). */
+function lazy<K extends keyof Clients>(name: K): Clients[K] {
+  return new Proxy({} as Clients[K], {
+    get: (_, method) =>
+      async (...args: unknown[]) => {
+        const c = (await rpc()).clients[name] as unknown as Record<string | symbol, (...a: unknown[]) => unknown>;
+        return c[method](...args);
       },
-    ],
   });
-  return { query: createClient(QueryService, t) };
+}
+
+export const query = lazy("query");
+export const ingest = lazy("ingest");
+export const admin = lazy("admin");
+export const fleet = lazy("fleet");
+export const compare = lazy("compare");
+/** share reads through a share link: no key is sent, the token is the credential. */
+export const share = lazy("share");
+
+/** clientsWithKey are clients that send a key tried before it is saved (sign-in). */
+export async function clientsWithKey(key: string) {
+  return (await rpc()).withKey(key);
 }
 
 /** Problem is an error sorted for the UI. */
@@ -86,9 +60,12 @@ export interface Problem {
   message: string;
 }
 
-/** problem sorts any error from a call. */
+/** problem sorts any error from a call: a ConnectError (from the clients)
+ * or a CallError (from the calls here) by its code, anything else as
+ * ConnectError.from would (an abort is Canceled; a dynamic import that
+ * failed, like fetch, is a network error). */
 export function problem(err: unknown): Problem {
-  const ce = ConnectError.from(err);
+  const ce = asConnectError(err);
   const msg = ce.rawMessage;
   const network = ce.cause instanceof TypeError || /failed to fetch|networkerror|load failed|network error/i.test(msg);
   if (network || ce.code === Code.Unavailable) {
@@ -114,6 +91,32 @@ export function problem(err: unknown): Problem {
   }
 }
 
+interface ConnectErrorLike {
+  code: Code;
+  rawMessage: string;
+  cause?: unknown;
+}
+
+/** CallError is a failed call made here rather than through a client: a
+ * ConnectError's code and message, without ConnectError's class, which
+ * would bring protobuf-es's runtime into the first page's code. */
+export class CallError extends Error implements ConnectErrorLike {
+  override name = "CallError";
+  constructor(
+    readonly rawMessage: string,
+    readonly code: Code,
+    override readonly cause?: unknown,
+  ) {
+    super(`[${Code[code]}] ${rawMessage}`);
+  }
+}
+
+function asConnectError(err: unknown): ConnectErrorLike {
+  if (err instanceof CallError || (err instanceof Error && err.name === "ConnectError" && "code" in err && "rawMessage" in err)) return err as unknown as ConnectErrorLike;
+  if (err instanceof Error) return { code: err.name === "AbortError" ? Code.Canceled : Code.Unknown, rawMessage: err.message, cause: err };
+  return { code: Code.Unknown, rawMessage: String(err), cause: err };
+}
+
 // ---- flame graphs -------------------------------------------------------------
 
 /** getFlameGraph calls QueryService.GetFlameGraph (Connect unary, binary)
@@ -121,21 +124,19 @@ export function problem(err: unknown): Problem {
  * rather than the generic one: the tree can be ~10^5 nodes. Errors are
  * ConnectErrors, as from the generated client. */
 export async function getFlameGraph(req: MessageInitShape<typeof GetFlameGraphRequestSchema>, signal?: AbortSignal): Promise<WireFlameGraph> {
-  const body = toBinary(GetFlameGraphRequestSchema, create(GetFlameGraphRequestSchema, req));
-  return decodeFlameGraph(await postProto(`${QueryService.typeName}/${QueryService.method.getFlameGraph.name}`, body, true, signal));
+  return decodeFlameGraph(await post(GET_FLAME_GRAPH, encodeFlameGraphRequest(req), true, signal));
 }
 
 /** getHeatmap calls QueryService.GetHeatmap as getFlameGraph does, with the
  * decoder in heatmap/wire.ts (numbers, not a bigint per cell). */
 export async function getHeatmap(req: MessageInitShape<typeof GetHeatmapRequestSchema>, signal?: AbortSignal): Promise<WireHeatmap> {
-  const body = toBinary(GetHeatmapRequestSchema, create(GetHeatmapRequestSchema, req));
-  return decodeHeatmap(await postProto(`${QueryService.typeName}/${QueryService.method.getHeatmap.name}`, body, true, signal));
+  return decodeHeatmap(await post(GET_HEATMAP, encodeHeatmapRequest(req), true, signal));
 }
 
 /** getSharedFlameGraph is getFlameGraph through a share link (no key). */
 export async function getSharedFlameGraph(req: MessageInitShape<typeof GetSharedFlameGraphRequestSchema>, signal?: AbortSignal): Promise<WireFlameGraph> {
-  const body = toBinary(GetSharedFlameGraphRequestSchema, create(GetSharedFlameGraphRequestSchema, req));
-  return decodeSharedFlameGraph(await postProto(`${ShareService.typeName}/${ShareService.method.getSharedFlameGraph.name}`, body, false, signal));
+  const { sharedFlameGraph: c } = (await rpc()).calls;
+  return decodeSharedFlameGraph(await post(c.path, c.encode(req), false, signal));
 }
 
 /** getFleetFlameGraph is getFlameGraph for a fleet selection: the merged
@@ -144,14 +145,15 @@ export async function getFleetFlameGraph(
   req: MessageInitShape<typeof GetFleetFlameGraphRequestSchema>,
   signal?: AbortSignal,
 ): Promise<{ graph: WireFlameGraph; accounting: Accounting }> {
-  const body = toBinary(GetFleetFlameGraphRequestSchema, create(GetFleetFlameGraphRequestSchema, req));
-  const res = decodeFleetFlameGraph(await postProto(`${FleetService.typeName}/${FleetService.method.getFleetFlameGraph.name}`, body, true, signal));
-  return { graph: res.graph, accounting: fromBinary(AccountingSchema, res.accounting) };
+  const r = await rpc();
+  const c = r.calls.fleetFlameGraph;
+  const res = decodeFleetFlameGraph(await post(c.path, c.encode(req), true, signal));
+  return { graph: res.graph, accounting: r.decodeAccounting(res.accounting) };
 }
 
-// postProto makes a Connect unary call in protobuf binary with fetch and
+// post makes a Connect unary call in protobuf binary with fetch and
 // returns the answer's bytes.
-async function postProto(procedure: string, body: Uint8Array, withKey: boolean, signal?: AbortSignal): Promise<Uint8Array> {
+async function post(procedure: string, body: Uint8Array, withKey: boolean, signal?: AbortSignal): Promise<Uint8Array> {
   const headers: Record<string, string> = { "Content-Type": "application/proto", "Connect-Protocol-Version": "1" };
   const key = apiKey();
   if (withKey && key) headers.Authorization = `Bearer ${key}`;
@@ -161,10 +163,10 @@ async function postProto(procedure: string, body: Uint8Array, withKey: boolean, 
     res = await fetch(`${location.origin}/${procedure}`, { method: "POST", headers, body: body as BlobPart, signal });
     bytes = new Uint8Array(await res.arrayBuffer());
   } catch (e) {
-    if (signal?.aborted) throw new ConnectError("cancelled", Code.Canceled);
-    throw new ConnectError("Failed to fetch", Code.Unavailable, undefined, undefined, e);
+    if (signal?.aborted) throw new CallError("cancelled", Code.Canceled);
+    throw new CallError("Failed to fetch", Code.Unavailable, e);
   }
-  if (res.status !== 200) throw connectErrorFrom(res.status, bytes);
+  if (res.status !== 200) throw callErrorFrom(res.status, bytes);
   return bytes;
 }
 
@@ -210,13 +212,11 @@ export async function uploadFile(
     onProgress("compressing", 0);
     data = await gzip(data);
   }
-  const body = toBinary(
-    UploadFileRequestSchema,
-    create(UploadFileRequestSchema, { metadata: { app: meta.app, host: meta.host, labels: meta.labels, filename: meta.filename }, data }),
-  );
+  const r = await rpc();
+  const body = r.calls.uploadFile.encode({ metadata: { app: meta.app, host: meta.host, labels: meta.labels, filename: meta.filename }, data });
   return new Promise((resolve, reject) => {
     const xhr = new XMLHttpRequest();
-    xhr.open("POST", `${location.origin}/${IngestService.typeName}/${IngestService.method.uploadFile.name}`);
+    xhr.open("POST", `${location.origin}/${r.calls.uploadFile.path}`);
     xhr.responseType = "arraybuffer";
     xhr.setRequestHeader("Content-Type", "application/proto");
     xhr.setRequestHeader("Connect-Protocol-Version", "1");
@@ -226,19 +226,19 @@ export async function uploadFile(
       if (e.lengthComputable) onProgress("sending", e.loaded / e.total);
     };
     xhr.upload.onload = () => onProgress("processing", 1);
-    xhr.onerror = () => reject(new ConnectError("Failed to fetch", Code.Unavailable, undefined, undefined, new TypeError("network error")));
-    xhr.onabort = () => reject(new ConnectError("upload cancelled", Code.Canceled));
+    xhr.onerror = () => reject(new CallError("Failed to fetch", Code.Unavailable, new TypeError("network error")));
+    xhr.onabort = () => reject(new CallError("upload cancelled", Code.Canceled));
     xhr.onload = () => {
       const bytes = new Uint8Array(xhr.response as ArrayBuffer);
       if (xhr.status === 200) {
         try {
-          resolve(fromBinary(UploadFileResponseSchema, bytes));
+          resolve(r.decodeUploadFileResponse(bytes));
         } catch (e) {
-          reject(ConnectError.from(e));
+          reject(e);
         }
         return;
       }
-      reject(connectErrorFrom(xhr.status, bytes));
+      reject(callErrorFrom(xhr.status, bytes));
     };
     signal?.addEventListener("abort", () => xhr.abort());
     xhr.send(new Blob([body as BlobPart]));
@@ -247,7 +247,7 @@ export async function uploadFile(
 
 // The Connect protocol's error body is JSON {"code": "not_found", "message": ...};
 // without one, the HTTP status decides (as connect-web does).
-function connectErrorFrom(status: number, body: Uint8Array): ConnectError {
+function callErrorFrom(status: number, body: Uint8Array): CallError {
   const codes: Record<string, Code> = {
     canceled: Code.Canceled,
     unknown: Code.Unknown,
@@ -268,10 +268,11 @@ function connectErrorFrom(status: number, body: Uint8Array): ConnectError {
   };
   try {
     const j = JSON.parse(new TextDecoder().decode(body)) as { code?: string; message?: string };
-    if (j.code && j.code in codes) return new ConnectError(j.message ?? j.code, codes[j.code]);
+    if (j.code && j.code in codes) return new CallError(j.message ?? j.code, codes[j.code]);
   } catch {
     // not JSON: fall through to the status
   }
   const byStatus: Record<number, Code> = { 400: Code.Internal, 401: Code.Unauthenticated, 403: Code.PermissionDenied, 404: Code.Unimplemented, 413: Code.ResourceExhausted, 429: Code.Unavailable, 502: Code.Unavailable, 503: Code.Unavailable, 504: Code.Unavailable };
-  return new ConnectError(`HTTP ${status}`, byStatus[status] ?? Code.Unknown);
+  return new CallError(`HTTP ${status}`, byStatus[status] ?? Code.Unknown);
 }
+

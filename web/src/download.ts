@@ -5,7 +5,7 @@
 import { h } from "./dom";
 import { jsonTree, type Layout } from "./flame/model";
 import type { WireFlameGraph } from "./flame/wire";
-import { FlameGraphFormat } from "./gen/fleetscope/v1/query_pb";
+import { FlameGraphFormat } from "./enums";
 import type { DownloadFormat } from "./panels/flame";
 
 /** EXPORTS are the server's export formats of the download menu. */

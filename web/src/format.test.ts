@@ -40,6 +40,11 @@ describe("display", () => {
   });
   test("counts and percentages", () => {
     expect(formatCount(1234567)).toBe("1,234,567");
+    // as Intl.NumberFormat("en-US") writes them, without creating one
+    const intl = new Intl.NumberFormat("en-US");
+    const values: (number | bigint)[] = [0, 1, -1, 12, 999, 1000, -1000, 99_999, 100_000, 123_456_789, Number.MAX_SAFE_INTEGER, -Number.MAX_SAFE_INTEGER, 2.5, 1e21, 0n, 7n, 1000n, -1234n, 12_345_678_901_234_567_890n];
+    for (let x = 1; x < 1e16; x = x * 7 + 3) values.push(x, -x, BigInt(x));
+    for (const v of values) expect(formatCount(v), String(v)).toBe(intl.format(v));
     expect(formatPercent(1, 3)).toBe("33.3%");
     expect(formatPercent(1, 1)).toBe("100%");
     expect(formatPercent(0, 0)).toBe("0%");

@@ -1,6 +1,8 @@
 // Timings the benchmark script reads (window.__fleetscopePerf): when the
-// first heatmap was drawn, in ms since navigation started, and what each
-// flame graph cost (server and transfer, decode and layout, drawing).
+// first heatmap was drawn into its canvas, and when the frame holding it
+// had been painted (the first task after that frame's rendering), in ms
+// since navigation started; and what each flame graph cost (server and
+// transfer, decode and layout, drawing).
 
 export interface FlameTiming {
   nodes: number;
@@ -11,11 +13,12 @@ export interface FlameTiming {
 
 interface PerfRecord {
   heatmapDrawnMs: number | null;
+  heatmapPaintedMs: number | null;
   flames: FlameTiming[];
   flameRenders: number[];
 }
 
-const rec: PerfRecord = { heatmapDrawnMs: null, flames: [], flameRenders: [] };
+const rec: PerfRecord = { heatmapDrawnMs: null, heatmapPaintedMs: null, flames: [], flameRenders: [] };
 (window as unknown as { __fleetscopePerf: PerfRecord }).__fleetscopePerf = rec;
 
 export const perf = {
@@ -27,6 +30,7 @@ export const perf = {
     if (rec.heatmapDrawnMs === null) {
       rec.heatmapDrawnMs = ms;
       performance.mark("fleetscope:heatmap-drawn");
+      requestAnimationFrame(() => setTimeout(() => (rec.heatmapPaintedMs = performance.now())));
     }
   },
   flameRendered(ms: number) {

@@ -24,6 +24,24 @@ export function prefetchKey(id: string, event: string, rows: number, idle: boole
   return JSON.stringify([id, event, rows, idle]);
 }
 
+/** arrived resolves once index.html's request has been answered (or has
+ * failed), or after ms if it has not by then; at once if there is none.
+ * The app builds a permalink's page then, so that its heatmap is drawn
+ * with the page in one task: built earlier, the page's first frame and the
+ * tasks that read the answer's body compete, and the heatmap comes a frame
+ * or more later. */
+export function arrived(ms: number): Promise<void> {
+  const p = window.__fleetscopePrefetch;
+  if (!p) return Promise.resolve();
+  return Promise.race([p.body.then(() => undefined), new Promise<void>((r) => setTimeout(r, ms))]);
+}
+
+/** prefetched says whether index.html's request is this one and is still
+ * waiting to be taken. */
+export function prefetched(id: string, event: string, rows: number, idle: boolean): boolean {
+  return window.__fleetscopePrefetch?.request === prefetchKey(id, event, rows, idle);
+}
+
 export async function takeHeatmap(id: string, event: string, rows: number, idle: boolean): Promise<WireHeatmap | null> {
   const p = window.__fleetscopePrefetch;
   delete window.__fleetscopePrefetch;

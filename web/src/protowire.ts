@@ -1,6 +1,8 @@
-// Reading protobuf's binary wire format by hand, for the large answers the
-// dashboard decodes without the generic decoder: flame graph trees
-// (flame/wire.ts) and heatmaps (heatmap/wire.ts).
+// Protobuf's binary wire format by hand: reading the large answers the
+// dashboard decodes without the generic decoder (flame graph trees in
+// flame/wire.ts, heatmaps in heatmap/wire.ts), and writing the requests a
+// profile page makes first (requests.ts), so that neither waits for the
+// generated code and protobuf-es's runtime (src/rpc.ts, loaded later).
 
 export class Reader {
   pos: number;
@@ -73,3 +75,83 @@ export class Reader {
 }
 
 export const utf8 = new TextDecoder("utf-8", { fatal: false });
+
+/** Writer writes protobuf's binary wire format, fields in the order they
+ * are written; a field with its default value is left out (proto3 implicit
+ * presence) unless the caller writes it on purpose. */
+export class Writer {
+  private out: number[] = [];
+
+  private varint(n: number) {
+    while (n > 127) {
+      this.out.push((n % 128) | 128);
+      n = Math.floor(n / 128);
+    }
+    this.out.push(n);
+  }
+
+  private tag(field: number, wire: number) {
+    this.varint(field * 8 + wire);
+  }
+
+  /** int writes an int32/int64/enum value (a negative one takes ten bytes,
+   * two's complement) even when it is zero. */
+  int(field: number, v: number | bigint) {
+    this.tag(field, 0);
+    this.int64Value(v);
+  }
+
+  private int64Value(v: number | bigint) {
+    if (typeof v === "number" && v >= 0 && Number.isSafeInteger(v)) return this.varint(v);
+    let u = BigInt.asUintN(64, BigInt(v));
+    while (u > 127n) {
+      this.out.push(Number(u & 127n) | 128);
+      u >>= 7n;
+    }
+    this.out.push(Number(u));
+  }
+
+  /** intIfSet writes an integer unless it is zero. */
+  intIfSet(field: number, v: number | bigint | undefined) {
+    if (v !== undefined && v != 0) this.int(field, v);
+  }
+
+  bool(field: number, v: boolean | undefined) {
+    if (v) this.int(field, 1);
+  }
+
+  string(field: number, s: string | undefined) {
+    if (!s) return;
+    const b = utf8Encoder.encode(s);
+    this.tag(field, 2);
+    this.varint(b.length);
+    for (let i = 0; i < b.length; i++) this.out.push(b[i]);
+  }
+
+  /** packed writes a repeated integer field (packed, as proto3 does) unless it is empty. */
+  packed(field: number, vs: readonly number[] | undefined) {
+    if (!vs?.length) return;
+    const w = new Writer();
+    for (const v of vs) w.int64Value(v);
+    this.bytesField(field, w.out);
+  }
+
+  /** message writes a nested message (present, even if empty). */
+  message(field: number, write: (w: Writer) => void) {
+    const w = new Writer();
+    write(w);
+    this.bytesField(field, w.out);
+  }
+
+  private bytesField(field: number, b: number[]) {
+    this.tag(field, 2);
+    this.varint(b.length);
+    for (const x of b) this.out.push(x);
+  }
+
+  finish(): Uint8Array {
+    return new Uint8Array(this.out);
+  }
+}
+
+const utf8Encoder = new TextEncoder();

@@ -22,11 +22,12 @@
 // the same state but for the event and range, which are the link's.
 
 import type { MessageInitShape } from "@bufbuild/protobuf";
-import { timestampDate, type Timestamp } from "@bufbuild/protobuf/wkt";
+import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import type { Orientation } from "./flame/view";
-import { formatSeconds, parseSeconds } from "./format";
+import { SeriesKey, type FlameGraphFormat } from "./enums";
+import { dateOf, formatSeconds, parseSeconds } from "./format";
 import type { CreateShareLinkRequestSchema } from "./gen/fleetscope/v1/admin_pb";
-import { SeriesKey, type FlameGraphFormat, type GetFlameGraphRequestSchema, type GetHeatmapRequestSchema, type GetHeatmapSeriesRequestSchema, type SampleFilterSchema } from "./gen/fleetscope/v1/query_pb";
+import type { GetFlameGraphRequestSchema, GetHeatmapRequestSchema, GetHeatmapSeriesRequestSchema, SampleFilterSchema } from "./gen/fleetscope/v1/query_pb";
 import type { GetSharedFlameGraphRequestSchema, GetSharedHeatmapRequestSchema } from "./gen/fleetscope/v1/share_pb";
 import type { Range } from "./heatmap/model";
 
@@ -208,7 +209,7 @@ export function linkRange(l: { startNanos?: bigint; endNanos?: bigint }): Range 
  * server sends revoked_at only for a revoked link). */
 export function linkState(l: { expiresAt?: Timestamp; revokedAt?: Timestamp }, now: Date): "live" | "expired" | "revoked" {
   if (l.revokedAt) return "revoked";
-  if (l.expiresAt && timestampDate(l.expiresAt) <= now) return "expired";
+  if (l.expiresAt && dateOf(l.expiresAt) <= now) return "expired";
   return "live";
 }
 

@@ -63,7 +63,7 @@ import {
   type ListedProfile,
 } from "../fleetstate";
 import type { Accounting } from "../gen/fleetscope/v1/fleet_pb";
-import { FlameGraphFormat } from "../gen/fleetscope/v1/query_pb";
+import { FlameGraphFormat } from "../enums";
 import { cellsOfRange, fleetHeatmapOf, gridOf, sumCells, type Heatmap } from "../heatmap/model";
 import { FleetBar } from "../panels/fleetbar";
 import { FlamePanel, type DownloadFormat } from "../panels/flame";

@@ -6,9 +6,9 @@
 
 import { compare, getFlameGraph, getHeatmap, query } from "../api";
 import { h } from "../dom";
-import { FlameGraphFormat } from "../gen/fleetscope/v1/query_pb";
+import { FlameGraphFormat } from "../enums";
 import { heatmapOf } from "../heatmap/model";
-import { takeHeatmap } from "../prefetch";
+import { prefetched, takeHeatmap } from "../prefetch";
 import { setQuery } from "../router";
 import { diffSides, filtered, flameRequest, heatmapRequest, permalink, readView, seriesRequest, shareRequest, shareURL, writeView, type ViewState } from "../viewstate";
 import type { Page } from "./page";
@@ -40,6 +40,7 @@ export function profilePage(id: string, params: URLSearchParams): Page {
         const res = pre ?? (await getHeatmap(heatmapRequest(id, v), signal));
         return heatmapOf(res, res.startSecond); // the owner's heatmap starts at the profile's first second
       },
+      prefetched: (v) => !filtered(v) && prefetched(id, v.event, v.rows, v.idle),
       flame: (v, format, signal) => getFlameGraph(flameRequest(id, v, format), signal),
       series: (v, signal) => query.getHeatmapSeries(seriesRequest(id, v), { signal }),
       spans: (signal) => query.getSpans({ profileId: id }, { signal }),
@@ -77,8 +78,10 @@ export function profilePage(id: string, params: URLSearchParams): Page {
   }
 
   performance.mark("fleetscope:requests");
-  pv.start(); // the heatmap and the profile's facts are asked for at once
-  void loadProfile();
+  // The profile's facts: with the heatmap, or once a prefetched one is drawn.
+  void pv.start().then(() => {
+    if (!ctrl.signal.aborted) void loadProfile();
+  });
 
   return {
     el: pv.el,

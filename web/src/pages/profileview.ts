@@ -17,8 +17,9 @@ import { saveExport, saveFolded } from "../download";
 import { exactSearch, findPath, layout, pathOf, type Layout } from "../flame/model";
 import type { WireFlameGraph } from "../flame/wire";
 import type { GetDiffFlameGraphResponse } from "../gen/fleetscope/v1/compare_pb";
+import { FlameGraphFormat } from "../enums";
 import { formatTime } from "../format";
-import { FlameGraphFormat, type GetHeatmapSeriesResponse, type GetSpansResponse } from "../gen/fleetscope/v1/query_pb";
+import type { GetHeatmapSeriesResponse, GetSpansResponse } from "../gen/fleetscope/v1/query_pb";
 import type { Profile } from "../gen/fleetscope/v1/profile_pb";
 import type { Heatmap } from "../heatmap/model";
 import { DiffPanel } from "../panels/diffchanges";
@@ -37,6 +38,9 @@ import { onUnauthenticated } from "./states";
 /** Source is where a view's data comes from. */
 export interface Source {
   heatmap(v: ViewState, signal: AbortSignal): Promise<Heatmap>;
+  /** Whether view v's heatmap is already on its way (index.html's
+   * prefetch): then the view asks for the rest once it is drawn. */
+  prefetched?(v: ViewState): boolean;
   flame(v: ViewState, format: FlameGraphFormat, signal: AbortSignal): Promise<WireFlameGraph>;
   /** The URL that opens view v (the permalink). */
   permalink(v: ViewState): string;
@@ -91,6 +95,8 @@ export class ProfileView {
   private readonly diffPanel = new DiffPanel();
   private readonly sandwich: SandwichPanel;
   private readonly spans: SpansPanel;
+  /** The panels under the heatmap, not yet in the page (start adds them). */
+  private below: HTMLElement[];
 
   constructor(opts: ProfileViewOptions) {
     this.opts = opts;
@@ -207,20 +213,8 @@ export class ProfileView {
       },
     });
     this.flame.setCompare(v.cmp, v.base ? `${formatTime(v.base.start)} – ${formatTime(v.base.end)}` : null, v.norm);
-    this.el = h(
-      "div",
-      { class: "page profile-page" },
-      this.header.el,
-      opts.extras ?? [],
-      this.filter?.el ?? null,
-      this.heat.el,
-      this.series.el,
-      this.spans.el,
-      this.flame.el,
-      this.diffPanel.el,
-      this.sandwich.el,
-      this.top.el,
-    );
+    this.el = h("div", { class: "page profile-page" }, this.header.el, opts.extras ?? [], this.filter?.el ?? null, this.heat.el);
+    this.below = [this.series.el, this.spans.el, this.flame.el, this.diffPanel.el, this.sandwich.el, this.top.el];
     window.addEventListener("keydown", this.onKey);
   }
 
@@ -233,17 +227,30 @@ export class ProfileView {
     return this.profile;
   }
 
-  /** start asks for the heatmap and the flame graph. The flame graph of a
-   * range is cheap and comes along; the whole profile's costs the server a
-   * pass over every sample, so it waits until the heatmap is up, not to
-   * slow what the user looks at first. */
-  start() {
-    void this.loadSeries();
-    void this.loadSpans();
+  /** start asks for the heatmap, the flame graph, the thread view and the
+   * spans. The flame graph of a range is cheap and comes along; the whole
+   * profile's costs the server a pass over every sample, so it waits until
+   * the heatmap is up, not to slow what the user looks at first. When the
+   * heatmap was prefetched, everything else waits for it: the other
+   * requests load the RPC code (src/rpc.ts), whose evaluation would hold
+   * the heatmap back. The promise settles when the rest may be asked for. */
+  start(): Promise<void> {
+    const first = this.src.prefetched?.(this._view) ?? false;
     const heatDone = this.loadHeatmap();
-    if (this._view.range) void this.loadFlame();
-    else void heatDone.finally(() => !this.ctrl.signal.aborted && this.loadFlame());
+    const live = () => !this.ctrl.signal.aborted;
+    const rest = () => {
+      if (!live()) return; // (a profile not found shows only that)
+      this.el.append(...this.below.splice(0)); // under the heatmap: nothing above it moves
+      void this.loadSeries();
+      void this.loadSpans();
+      if (this._view.range) void this.loadFlame();
+    };
+    // After a prefetched heatmap, the rest waits for the frame that shows it.
+    if (first) void heatDone.finally(() => requestAnimationFrame(() => setTimeout(rest)));
+    else rest();
+    if (!this._view.range) void heatDone.finally(() => live() && this.loadFlame());
     this.showSelection();
+    return first ? heatDone.then(() => new Promise((r) => requestAnimationFrame(() => setTimeout(r)))) : Promise.resolve();
   }
 
   destroy() {

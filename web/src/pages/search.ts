@@ -6,10 +6,10 @@
 // with the search's host and labels, over the search's time range or else
 // the span of the app's profiles listed.
 
-import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { problem, query } from "../api";
 import { h, replace } from "../dom";
-import { formatCount, formatDate, profileDuration, toLocalInput } from "../format";
+import { dateOf, formatCount, formatDate, profileDuration, toLocalInput } from "../format";
 import type { Profile } from "../gen/fleetscope/v1/profile_pb";
 import { navigate, setQuery } from "../router";
 import { ceilSecond, dateNanos, floorSecond, fleetPath, MAX_WINDOW_SECONDS, newFleet, NS, windowOfProfiles } from "../fleetstate";
@@ -267,7 +267,7 @@ export function searchPage(params: URLSearchParams): Page {
       h("th", { scope: "col" }, "Labels"),
     );
     const body = rows.map((p) => {
-      const start = p.startTime ? timestampDate(p.startTime) : null;
+      const start = p.startTime ? dateOf(p.startTime) : null;
       const href = `/p/${encodeURIComponent(p.id)}`;
       return h(
         "tr",

@@ -5,9 +5,9 @@
 // scope is told so in the panel; a rejected key goes to sign-in.
 
 import type { MessageInitShape } from "@bufbuild/protobuf";
-import { timestampDate } from "@bufbuild/protobuf/wkt";
 import { admin, apiKey, problem, type Problem } from "../api";
 import { h } from "../dom";
+import { dateOf } from "../format";
 import type { CreateShareLinkRequestSchema, ShareLink } from "../gen/fleetscope/v1/admin_pb";
 import { SharePanel } from "../panels/share";
 import { onUnauthenticated } from "./states";
@@ -63,7 +63,7 @@ export function shareLinks(o: ShareLinksOptions): { button: HTMLButtonElement; p
     panel.creating();
     try {
       const res = await admin.createShareLink(o.request(ttlSeconds), { signal: o.signal });
-      panel.created(o.url ? o.url(res.url) : res.url, res.link?.expiresAt ? timestampDate(res.link.expiresAt) : null);
+      panel.created(o.url ? o.url(res.url) : res.url, res.link?.expiresAt ? dateOf(res.link.expiresAt) : null);
       void load();
     } catch (err) {
       failed(err, (p) => panel.error(p));

@@ -45,7 +45,7 @@ export function signInPage(onSignedIn: () => void, message?: string): Page {
         submit.textContent = "Checking…";
         error.textContent = "";
         try {
-          await clientsWithKey(k).query.searchProfiles({ pageSize: 1 }, { signal: ctrl.signal });
+          await (await clientsWithKey(k)).query.searchProfiles({ pageSize: 1 }, { signal: ctrl.signal });
           saveKey(k, remember.checked);
           onSignedIn();
         } catch (err) {

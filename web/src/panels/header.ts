@@ -5,10 +5,9 @@
 // hides (host, labels) the server leaves out. It shows a loading state
 // until show() and an error state on error(); it asks for nothing itself.
 
-import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type { Problem } from "../api";
 import { h, replace } from "../dom";
-import { formatBytes, formatCount, formatDate, profileDuration } from "../format";
+import { dateOf, formatBytes, formatCount, formatDate, profileDuration } from "../format";
 import type { Profile } from "../gen/fleetscope/v1/profile_pb";
 import { errorState, loadingState } from "../pages/states";
 
@@ -29,7 +28,7 @@ export class HeaderPanel {
 
   /** show draws profile p's facts. */
   show(p: Profile) {
-    const start = p.startTime ? timestampDate(p.startTime) : null;
+    const start = p.startTime ? dateOf(p.startTime) : null;
     const fact = (k: string, v: string | Node, title?: string) => h("div", { class: "fact", title }, h("dt", null, k), h("dd", null, v));
     replace(
       this.el,

@@ -5,11 +5,10 @@
 // panel says so instead of its form. It asks for nothing itself: create,
 // revoke and close go to callbacks, and the owner hands back the results.
 
-import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type { Problem } from "../api";
 import { h, replace } from "../dom";
 import { timestampNanos } from "../fleetstate";
-import { formatDate, formatTime, formatWallRange } from "../format";
+import { dateOf, formatDate, formatTime, formatWallRange } from "../format";
 import type { ShareLink } from "../gen/fleetscope/v1/admin_pb";
 import { errorState } from "../pages/states";
 import { linkRange, linkState } from "../viewstate";
@@ -146,7 +145,7 @@ export class SharePanel {
       replace(this.list, h("p", { class: "muted", "data-testid": "share-none" }, "No links to this profile yet."));
       return;
     }
-    const date = (t: ShareLink["createdAt"]) => (t ? formatDate(timestampDate(t)) : "—");
+    const date = (t: ShareLink["createdAt"]) => (t ? formatDate(dateOf(t)) : "—");
     const rows = links.map((l) => {
       const state = linkState(l, now);
       const r = linkRange(l);
