@@ -71,6 +71,10 @@ export interface ProfileViewOptions {
   onChange?: (v: ViewState) => void;
 }
 
+/** nextFrame resolves in the first task after the next frame is painted. */
+const nextFrame = () => new Promise<void>((r) => requestAnimationFrame(() => setTimeout(r)));
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
 function toLayout(r: WireFlameGraph): Layout {
   return layout(r.tree ?? { names: [], name: [], value: [], depth: [] });
 }
@@ -95,8 +99,10 @@ export class ProfileView {
   private readonly diffPanel = new DiffPanel();
   private readonly sandwich: SandwichPanel;
   private readonly spans: SpansPanel;
-  /** The panels under the heatmap, not yet in the page (start adds them). */
+  /** The panels under the heatmap, not yet in the page (start adds them),
+   * and when they will be. */
   private below: HTMLElement[];
+  private attached: Promise<void> = Promise.resolve();
 
   constructor(opts: ProfileViewOptions) {
     this.opts = opts;
@@ -230,27 +236,34 @@ export class ProfileView {
   /** start asks for the heatmap, the flame graph, the thread view and the
    * spans. The flame graph of a range is cheap and comes along; the whole
    * profile's costs the server a pass over every sample, so it waits until
-   * the heatmap is up, not to slow what the user looks at first. When the
-   * heatmap was prefetched, everything else waits for it: the other
-   * requests load the RPC code (src/rpc.ts), whose evaluation would hold
-   * the heatmap back. The promise settles when the rest may be asked for. */
+   * the heatmap is up, not to slow what the user looks at first.
+   *
+   * When the heatmap was prefetched (a permalink opened), the first page
+   * is only the heatmap and what is above it: the panels under it are
+   * added once the frame that shows it is painted (a flame graph that
+   * arrives before waits for them). The other requests (the thread view, the spans, and
+   * the profile's facts, which the caller asks for when the promise
+   * settles) wait for the flame graph too, for at most half a second: they
+   * load the RPC code (src/rpc.ts), whose evaluation holds the main thread
+   * for tens of milliseconds and would delay reading the flame graph. */
   start(): Promise<void> {
     const first = this.src.prefetched?.(this._view) ?? false;
     const heatDone = this.loadHeatmap();
     const live = () => !this.ctrl.signal.aborted;
-    const rest = () => {
-      if (!live()) return; // (a profile not found shows only that)
-      this.el.append(...this.below.splice(0)); // under the heatmap: nothing above it moves
+    const painted = first ? heatDone.then(nextFrame) : Promise.resolve();
+    const below = painted.then(() => {
+      if (live()) this.el.append(...this.below.splice(0)); // under the heatmap: nothing above it moves (a profile not found shows only that)
+    });
+    this.attached = below;
+    const flameDone = this._view.range && !first ? this.loadFlame() : heatDone.then(() => (live() ? this.loadFlame() : undefined));
+    const rest = first ? Promise.race([flameDone, below.then(() => sleep(500))]) : Promise.resolve();
+    void rest.then(() => {
+      if (!live()) return;
       void this.loadSeries();
       void this.loadSpans();
-      if (this._view.range) void this.loadFlame();
-    };
-    // After a prefetched heatmap, the rest waits for the frame that shows it.
-    if (first) void heatDone.finally(() => requestAnimationFrame(() => setTimeout(rest)));
-    else rest();
-    if (!this._view.range) void heatDone.finally(() => live() && this.loadFlame());
+    });
     this.showSelection();
-    return first ? heatDone.then(() => new Promise((r) => requestAnimationFrame(() => setTimeout(r)))) : Promise.resolve();
+    return rest;
   }
 
   destroy() {
@@ -320,11 +333,17 @@ export class ProfileView {
     try {
       const d = this.src.diff ? await this.src.diff(v0, this.ctrl.signal) : null;
       if (!current()) return;
-      if (d) return this.showDiff(d);
+      if (d) {
+        await this.attached;
+        return current() ? this.showDiff(d) : undefined;
+      }
       this.diffPanel.hide();
       const res = await this.src.flame(this._view, FlameGraphFormat.TREE, this.ctrl.signal);
       if (!current()) return;
       const t1 = performance.now();
+      await this.attached; // (the panels under the heatmap, when it came first)
+      if (!current()) return;
+      const tl = performance.now();
       const l = toLayout(res);
       const t2 = performance.now();
       this.flameTotal = Number(res.total);
@@ -349,7 +368,7 @@ export class ProfileView {
       );
       this.showTop();
       this.showSandwich();
-      perf.flameLoaded({ nodes: l.n, fetchMs: t1 - t0, decodeMs: t2 - t1, renderMs: Number(this.flame.canvas.dataset.renderMs) });
+      perf.flameLoaded({ nodes: l.n, fetchMs: t1 - t0, decodeMs: t2 - tl, renderMs: Number(this.flame.canvas.dataset.renderMs) });
       this.showSelection();
     } catch (err) {
       if (this.ctrl.signal.aborted || !current()) return;
