@@ -101,7 +101,9 @@ func (s *Service) Ingest(ctx context.Context, p fleetscope.Principal, m Meta, bo
 	copied := make(chan error, 1)
 	var size int64
 	go func() {
-		n, err := io.Copy(io.MultiWriter(spoolWriter{spool}, hash, pw), sent)
+		// 1 MB at a time (io.Copy's 32 KB made ~2,300 spool writes of a
+		// 74 MB profile, ~40 ms of syscalls).
+		n, err := io.CopyBuffer(io.MultiWriter(spoolWriter{spool}, hash, pw), sent, make([]byte, 1<<20))
 		size = n
 		pw.CloseWithError(err)
 		copied <- err

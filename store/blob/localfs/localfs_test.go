@@ -174,3 +174,64 @@ func TestPartials(t *testing.T) {
 		t.Fatalf("a finished object went with the partials: %v", err)
 	}
 }
+
+// TestPutFromFile: a file read from its start is stored by a hard link
+// (the same inode, when on the same file system); removing the file
+// afterwards leaves the blob whole. A file read from elsewhere, or of
+// another size than declared, is copied or refused as any reader is.
+func TestPutFromFile(t *testing.T) {
+	dir := t.TempDir()
+	s := newStore(t, dir)
+	src := filepath.Join(dir, "..", filepath.Base(dir)+"-spool")
+	t.Cleanup(func() { os.Remove(src) })
+	content := strings.Repeat("spooled bytes\n", 1000)
+	if err := os.WriteFile(src, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	open := func() *os.File {
+		f, err := os.Open(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { f.Close() })
+		return f
+	}
+	read := func(key string) string {
+		rc, err := s.Get(t.Context(), key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rc.Close()
+		b, _ := io.ReadAll(rc)
+		return string(b)
+	}
+
+	if err := s.Put(t.Context(), "t/linked", open(), int64(len(content))); err != nil {
+		t.Fatal(err)
+	}
+	a, _ := os.Stat(src)
+	b, _ := os.Stat(filepath.Join(dir, "t", "linked"))
+	if !os.SameFile(a, b) {
+		t.Error("a file from its start on the same file system was copied, not linked")
+	}
+
+	f := open()
+	f.Seek(5, io.SeekStart)
+	if err := s.Put(t.Context(), "t/rest", f, int64(len(content)-5)); err != nil {
+		t.Fatal(err)
+	}
+	if got := read("t/rest"); got != content[5:] {
+		t.Errorf("a file read from offset 5 stored %d bytes, want the %d after the offset", len(got), len(content)-5)
+	}
+	if err := s.Put(t.Context(), "t/wrong", open(), 3); fleetscope.ErrorCode(err) != fleetscope.EINVALID {
+		t.Errorf("Put of a %d-byte file declared as 3 bytes = %v, want EINVALID", len(content), err)
+	}
+	if _, err := s.Get(t.Context(), "t/wrong"); fleetscope.ErrorCode(err) != fleetscope.ENOTFOUND {
+		t.Errorf("a refused Put left a blob: %v", err)
+	}
+
+	os.Remove(src)
+	if got := read("t/linked"); got != content {
+		t.Errorf("after the file was removed the blob holds %d bytes, want %d", len(got), len(content))
+	}
+}
