@@ -1,4 +1,6 @@
-// Timings the benchmark script reads (window.__fleetscopePerf): when the
+// Timings the benchmark script reads (window.__fleetscopePerf, and a
+// "fleetscope:perf" event on window each time one is added, so that it need
+// not poll the page while it loads): when the
 // first heatmap was drawn into its canvas, and when the frame holding it
 // had been painted (the first task after that frame's rendering), in ms
 // since navigation started; and what each flame graph cost (server and
@@ -20,6 +22,7 @@ interface PerfRecord {
 
 const rec: PerfRecord = { heatmapDrawnMs: null, heatmapPaintedMs: null, flames: [], flameRenders: [] };
 (window as unknown as { __fleetscopePerf: PerfRecord }).__fleetscopePerf = rec;
+const added = (what: string) => window.dispatchEvent(new CustomEvent("fleetscope:perf", { detail: what }));
 
 export const perf = {
   /** mark records a named moment once per page (performance.mark). */
@@ -30,13 +33,21 @@ export const perf = {
     if (rec.heatmapDrawnMs === null) {
       rec.heatmapDrawnMs = ms;
       performance.mark("fleetscope:heatmap-drawn");
-      requestAnimationFrame(() => setTimeout(() => (rec.heatmapPaintedMs = performance.now())));
+      added("heatmapDrawn");
+      requestAnimationFrame(() =>
+        setTimeout(() => {
+          rec.heatmapPaintedMs = performance.now();
+          added("heatmapPainted");
+        }),
+      );
     }
   },
   flameRendered(ms: number) {
     rec.flameRenders.push(ms);
+    added("flameRendered");
   },
   flameLoaded(t: FlameTiming) {
     rec.flames.push(t);
+    added("flameLoaded");
   },
 };
