@@ -645,7 +645,8 @@ describe("dashboard", () => {
     await page.goto(`${URL_}/p/${id}`);
     await page.waitForFunction(() => document.querySelector("[data-testid=heatmap]")?.heatmapCells);
     const sel = page.getByTestId("event");
-    assert.equal(await sel.isEnabled(), true);
+    // enabled once the profile's facts (its events) have come, after the heatmap and flame graph
+    await page.waitForFunction(() => document.querySelector("[data-testid=event]")?.disabled === false);
     const options = await sel.locator("option").evaluateAll((os) => os.map((o) => o.value));
     assert.equal(options.length, 2);
     const first = await page.getByTestId("heatmap").getAttribute("data-event");
