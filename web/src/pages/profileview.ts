@@ -99,8 +99,8 @@ export class ProfileView {
   private readonly diffPanel = new DiffPanel();
   private readonly sandwich: SandwichPanel;
   private readonly spans: SpansPanel;
-  /** The panels under the heatmap, not yet in the page (start adds them),
-   * and when they will be. */
+  /** The panels under the heatmap, until they join the page
+   * (attachBelow), and the frame a flame graph waits for (start). */
   private below: HTMLElement[];
   private attached: Promise<void> = Promise.resolve();
 
@@ -233,15 +233,21 @@ export class ProfileView {
     return this.profile;
   }
 
+  /** attachBelow adds the panels under the heatmap to the page, once (not
+   * after the view ended: a profile not found shows only that). */
+  private attachBelow() {
+    if (!this.ctrl.signal.aborted && this.below.length) this.el.append(...this.below.splice(0));
+  }
+
   /** start asks for the heatmap, the flame graph, the thread view and the
    * spans. The flame graph of a range is cheap and comes along; the whole
    * profile's costs the server a pass over every sample, so it waits until
    * the heatmap is up, not to slow what the user looks at first.
    *
    * When the heatmap was prefetched (a permalink opened), the first page
-   * is only the heatmap and what is above it: the panels under it are
-   * added once the frame that shows it is painted (a flame graph that
-   * arrives before waits for them). The other requests (the thread view, the spans, and
+   * is only the heatmap and what is above it; the flame graph is asked for
+   * at once and shown after the frame that shows the heatmap, with the
+   * panels under it. The other requests (the thread view, the spans, and
    * the profile's facts, which the caller asks for when the promise
    * settles) wait for the flame graph too, for at most half a second: they
    * load the RPC code (src/rpc.ts), whose evaluation holds the main thread
@@ -251,12 +257,14 @@ export class ProfileView {
     const heatDone = this.loadHeatmap();
     const live = () => !this.ctrl.signal.aborted;
     const painted = first ? heatDone.then(nextFrame) : Promise.resolve();
-    const below = painted.then(() => {
-      if (live()) this.el.append(...this.below.splice(0)); // under the heatmap: nothing above it moves (a profile not found shows only that)
-    });
-    this.attached = below;
+    // The panels under the heatmap (nothing above it moves) join the page
+    // with the flame graph (or its error), or 0.4 s after the heatmap's
+    // frame if it is slower: one layout for both, and none while the flame
+    // graph's answer is read.
+    void (first ? painted.then(() => sleep(400)) : painted).then(() => this.attachBelow());
+    this.attached = painted;
     const flameDone = this._view.range && !first ? this.loadFlame() : heatDone.then(() => (live() ? this.loadFlame() : undefined));
-    const rest = first ? Promise.race([flameDone, below.then(() => sleep(500))]) : Promise.resolve();
+    const rest = first ? Promise.race([flameDone, painted.then(() => sleep(500))]) : Promise.resolve();
     void rest.then(() => {
       if (!live()) return;
       void this.loadSeries();
@@ -335,14 +343,17 @@ export class ProfileView {
       if (!current()) return;
       if (d) {
         await this.attached;
-        return current() ? this.showDiff(d) : undefined;
+        if (!current()) return;
+        this.attachBelow();
+        return this.showDiff(d);
       }
       this.diffPanel.hide();
       const res = await this.src.flame(this._view, FlameGraphFormat.TREE, this.ctrl.signal);
       if (!current()) return;
       const t1 = performance.now();
-      await this.attached; // (the panels under the heatmap, when it came first)
+      await this.attached; // (the heatmap's frame, when it came first)
       if (!current()) return;
+      this.attachBelow();
       const tl = performance.now();
       const l = toLayout(res);
       const t2 = performance.now();
@@ -372,6 +383,7 @@ export class ProfileView {
       this.showSelection();
     } catch (err) {
       if (this.ctrl.signal.aborted || !current()) return;
+      this.attachBelow();
       const p = problem(err);
       if (p.kind === "notfound") return this.notFound();
       if (p.kind === "invalid" && this._view.range && !this.opts.readOnly) {
