@@ -11,6 +11,8 @@ export interface FlameTiming {
   fetchMs: number;
   decodeMs: number;
   renderMs: number;
+  /** When it was drawn, in ms since navigation started. */
+  drawnAtMs: number;
 }
 
 interface PerfRecord {

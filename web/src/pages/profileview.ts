@@ -379,7 +379,7 @@ export class ProfileView {
       );
       this.showTop();
       this.showSandwich();
-      perf.flameLoaded({ nodes: l.n, fetchMs: t1 - t0, decodeMs: t2 - tl, renderMs: Number(this.flame.canvas.dataset.renderMs) });
+      perf.flameLoaded({ nodes: l.n, fetchMs: t1 - t0, decodeMs: t2 - tl, renderMs: Number(this.flame.canvas.dataset.renderMs), drawnAtMs: performance.now() });
       this.showSelection();
     } catch (err) {
       if (this.ctrl.signal.aborted || !current()) return;
