@@ -511,7 +511,7 @@ func (fw *foldedWriter) line(i int32) {
 	fw.w.Write(fw.num)
 }
 
-// items returns node p's children's items in line order.
+// items returns node p's children's items ordered by key.
 func (fw *foldedWriter) items(p int32) []foldedItem {
 	var items []foldedItem
 	for c := p + 1; c < fw.end[p]; c = fw.end[c] {
@@ -522,9 +522,7 @@ func (fw *foldedWriter) items(p int32) []foldedItem {
 			items = append(items, foldedItem{c, true})
 		}
 	}
-	if fw.reorder[p] {
-		slices.SortFunc(items, fw.less)
-	}
+	slices.SortFunc(items, fw.less)
 	return items
 }
 
