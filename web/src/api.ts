@@ -23,7 +23,7 @@ export { apiKey, clearKey, saveKey } from "./auth";
 let loading: Promise<typeof import("./rpc")> | null = null;
 
 /** rpc loads src/rpc.ts once. */
-export function rpc(): Promise<typeof import("./rpc")> {
+function rpc(): Promise<typeof import("./rpc")> {
   return (loading ??= import("./rpc"));
 }
 
@@ -122,7 +122,7 @@ function asConnectError(err: unknown): ConnectErrorLike {
 /** getFlameGraph calls QueryService.GetFlameGraph (Connect unary, binary)
  * with fetch and decodes the answer with the fast decoder in flame/wire.ts
  * rather than the generic one: the tree can be ~10^5 nodes. Errors are
- * ConnectErrors, as from the generated client. */
+ * CallErrors, which problem() sorts as it does the clients' ConnectErrors. */
 export async function getFlameGraph(req: MessageInitShape<typeof GetFlameGraphRequestSchema>, signal?: AbortSignal): Promise<WireFlameGraph> {
   return decodeFlameGraph(await post(GET_FLAME_GRAPH, encodeFlameGraphRequest(req), true, signal));
 }

@@ -74,7 +74,7 @@ export class Reader {
   }
 }
 
-export const utf8 = new TextDecoder("utf-8", { fatal: false });
+const utf8 = new TextDecoder("utf-8", { fatal: false });
 
 /** Writer writes protobuf's binary wire format, fields in the order they
  * are written; a field with its default value is left out (proto3 implicit

@@ -383,9 +383,9 @@ export class ProfileView {
       this.showSelection();
     } catch (err) {
       if (this.ctrl.signal.aborted || !current()) return;
-      this.attachBelow();
       const p = problem(err);
       if (p.kind === "notfound") return this.notFound();
+      this.attachBelow(); // the error shows in the flame panel
       if (p.kind === "invalid" && this._view.range && !this.opts.readOnly) {
         this.flame.badRange(p, () => {
           this.heat.clearSelection();
