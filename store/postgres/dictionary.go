@@ -2,9 +2,7 @@ package postgres
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
-	"hash/fnv"
 	"slices"
 	"sync"
 
@@ -66,23 +64,36 @@ func (k *known) forget() {
 // frameCheck and stackCheck hash content independently of index.FrameKey
 // and index.StackKey (FNV-1a, not SHA-256).
 func frameCheck(f fleetscope.Frame) uint64 {
-	h := fnv.New64a()
-	h.Write([]byte{byte(f.Kind)})
-	h.Write([]byte(f.Name))
-	return h.Sum64()
+	return fnv1a(fnv1aByte(fnvOffset, byte(f.Kind)), f.Name)
 }
 
 func stackCheck(frames []int64, idle bool) uint64 {
-	h := fnv.New64a()
-	var b [8]byte
+	h := uint64(fnvOffset)
 	for _, f := range frames {
-		binary.LittleEndian.PutUint64(b[:], uint64(f))
-		h.Write(b[:])
+		for i := range 8 {
+			h = fnv1aByte(h, byte(uint64(f)>>(8*i)))
+		}
 	}
 	if idle {
-		h.Write([]byte{1})
+		h = fnv1aByte(h, 1)
 	}
-	return h.Sum64()
+	return h
+}
+
+// FNV-1a, 64 bits (hash/fnv's New64a, without its allocation and
+// interface calls per part).
+const (
+	fnvOffset = 14695981039346656037
+	fnvPrime  = 1099511628211
+)
+
+func fnv1aByte(h uint64, b byte) uint64 { return (h ^ uint64(b)) * fnvPrime }
+
+func fnv1a(h uint64, s string) uint64 {
+	for i := 0; i < len(s); i++ {
+		h = fnv1aByte(h, s[i])
+	}
+	return h
 }
 
 // writeDictionary adds the profile's frames and stacks to the tenant
@@ -95,12 +106,13 @@ func (db *DB) writeDictionary(ctx context.Context, tx pgx.Tx, tenant int64, dict
 	collision := func(n int) error {
 		return fleetscope.Errorf(fleetscope.ECONFLICT, "%d dictionary hash collisions: profile not stored", n)
 	}
+	var keys index.Keyer
 	frameIDs := make([]int64, dict.NumFrames())
 	newFrames := map[int64]uint64{}
 	var frameRows [][]any
 	for i := range frameIDs {
 		f := dict.FrameAt(fleetscope.FrameID(i))
-		frameIDs[i] = index.FrameKey(f)
+		frameIDs[i] = keys.Frame(f)
 		check := frameCheck(f)
 		if c, ok := db.known.lookup(tenant, frameIDs[i], false); ok {
 			if c != check {
@@ -120,7 +132,7 @@ func (db *DB) writeDictionary(ctx context.Context, tx pgx.Tx, tenant int64, dict
 		for _, f := range dict.StackFrames(fleetscope.StackID(i)) {
 			ids = append(ids, frameIDs[f])
 		}
-		stackIDs[i] = index.StackKey(ids)
+		stackIDs[i] = keys.Stack(ids)
 		idle := dict.Idle(fleetscope.StackID(i))
 		check := stackCheck(ids, idle)
 		if c, ok := db.known.lookup(tenant, stackIDs[i], true); ok {

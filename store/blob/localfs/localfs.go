@@ -111,8 +111,9 @@ func (s *Store) Put(ctx context.Context, key string, r io.Reader, size int64) er
 	return nil
 }
 
-// stage puts r's bytes in a new temporary file in dir, synced to disk, and
-// returns its name (also on error, when there is a file to remove). A file
+// stage puts r's bytes in a new temporary file in dir, synced to disk and
+// out of the page cache (evict), and returns its name (also on error, when
+// there is a file to remove). A file
 // read from its start (an upload's spool) is hard-linked there if it is on
 // the same file system: its bytes are written once, not twice.
 func stage(ctx context.Context, dir string, r io.Reader, size int64) (string, error) {
@@ -146,6 +147,7 @@ func link(dir string, f *os.File, size int64) (string, bool) {
 		os.Remove(name)
 		return "", false
 	}
+	evict(f)
 	return name, true
 }
 
@@ -180,6 +182,9 @@ func write(ctx context.Context, f *os.File, r io.Reader, size int64) error {
 	}
 	if err == nil {
 		err = f.Sync()
+	}
+	if err == nil {
+		evict(f)
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr

@@ -1,0 +1,7 @@
+//go:build !linux
+
+package localfs
+
+import "os"
+
+func evict(f *os.File) {}

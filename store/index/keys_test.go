@@ -1,0 +1,49 @@
+package index
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/fleetscope/fleetscope"
+)
+
+// The keys are stored: they must stay the digests of their definition,
+// written part by part to a sha256.New().
+func TestKeysAreTheirDefinition(t *testing.T) {
+	streamed := func(parts ...[]byte) int64 {
+		h := sha256.New()
+		for _, p := range parts {
+			h.Write(p)
+		}
+		return int64(binary.LittleEndian.Uint64(h.Sum(nil)))
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	var k Keyer // reused: a long key must not leak into a shorter one
+	for i := range 2000 {
+		name := strings.Repeat(string(rune('a'+i%26)), rng.IntN(300))
+		f := fleetscope.Frame{Name: name, Kind: fleetscope.FrameKind(rng.IntN(4))}
+		want := streamed([]byte{byte(f.Kind)}, []byte(f.Name))
+		if got := k.Frame(f); got != want {
+			t.Fatalf("frame %q: key %d, want %d", name, got, want)
+		}
+		if got := FrameKey(f); got != want {
+			t.Fatalf("FrameKey %q: %d, want %d", name, got, want)
+		}
+		frames := make([]int64, rng.IntN(200))
+		var parts [][]byte
+		for j := range frames {
+			frames[j] = int64(rng.Uint64())
+			parts = append(parts, binary.LittleEndian.AppendUint64(nil, uint64(frames[j])))
+		}
+		want = streamed(parts...)
+		if got := k.Stack(frames); got != want {
+			t.Fatalf("stack of %d frames: key %d, want %d", len(frames), got, want)
+		}
+		if got := StackKey(frames); got != want {
+			t.Fatalf("StackKey of %d frames: %d, want %d", len(frames), got, want)
+		}
+	}
+}
