@@ -103,7 +103,7 @@ func (s *Service) Ingest(ctx context.Context, p fleetscope.Principal, m Meta, bo
 	go func() {
 		// 1 MB at a time (io.Copy's 32 KB made ~2,300 spool writes of a
 		// 74 MB profile, ~40 ms of syscalls).
-		n, err := io.CopyBuffer(io.MultiWriter(&spoolWriter{f: spool}, hash, pw), sent, make([]byte, 1<<20))
+		n, err := io.CopyBuffer(io.MultiWriter(spoolWriter{spool}, hash, pw), sent, make([]byte, 1<<20))
 		size = n
 		pw.CloseWithError(err)
 		copied <- err
@@ -187,28 +187,16 @@ func (s *Service) Ingest(ctx context.Context, p fleetscope.Principal, m Meta, bo
 
 var errParseDone = errors.New("parse finished")
 
-// spoolWriter writes the spool, reporting a failed write as the server's
-// trouble, never as a problem with the upload. Every writebackStep bytes it
-// starts their writeback, so that the blob's fsync, after the parse, does
-// not wait for all of them (74 MB: ~50 ms).
-type spoolWriter struct {
-	f               *os.File
-	written, synced int64
-}
+// spoolWriter reports a failed spool write as the server's trouble, never
+// as a problem with the upload.
+type spoolWriter struct{ f *os.File }
 
-const writebackStep = 8 << 20
-
-func (w *spoolWriter) Write(p []byte) (int, error) {
+func (w spoolWriter) Write(p []byte) (int, error) {
 	n, err := w.f.Write(p)
 	if err != nil {
-		return n, spoolError(err)
+		err = spoolError(err)
 	}
-	w.written += int64(n)
-	if w.written-w.synced >= writebackStep {
-		startWriteback(w.f, w.synced, w.written-w.synced)
-		w.synced = w.written
-	}
-	return n, nil
+	return n, err
 }
 
 func spoolError(err error) error {
