@@ -2,7 +2,7 @@ package api
 
 import (
 	"bytes"
-	"strconv"
+	"slices"
 	"unicode/utf8"
 
 	"connectrpc.com/connect"
@@ -121,45 +121,118 @@ func appendNames(b []byte, names []string) []byte {
 }
 
 // appendString writes s as a JSON string (valid UTF-8: only quotes,
-// backslashes and control characters need escaping).
+// backslashes and control characters need escaping), the runs between
+// them copied whole.
 func appendString(b []byte, s string) []byte {
 	const hex = "0123456789abcdef"
 	b = append(b, '"')
+	start := 0
 	for i := 0; i < len(s); i++ {
 		c := s[i]
-		switch {
-		case c == '"' || c == '\\':
-			b = append(b, '\\', c)
-		case c < 0x20:
-			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-		default:
-			b = append(b, c)
+		if c >= 0x20 && c != '"' && c != '\\' {
+			continue
 		}
+		b = append(b, s[start:i]...)
+		if c < 0x20 {
+			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+		} else {
+			b = append(b, '\\', c)
+		}
+		start = i + 1
 	}
+	b = append(b, s[start:]...)
 	return append(b, '"')
 }
 
+// appendUint32s and appendUint64s write arrays of up to millions of
+// numbers (a whole profile's tree), so they write into room made once,
+// two digits at a time, rather than through an append per number
+// (strconv.AppendUint: a third of a whole flame graph's encoding).
 func appendUint32s(b []byte, v []uint32) []byte {
-	b = append(b, '[')
+	b, n := room(b, len(v), decimalLen(uint64(largest(v))))
 	for i, x := range v {
 		if i > 0 {
-			b = append(b, ',')
+			b[n] = ','
+			n++
 		}
-		b = strconv.AppendUint(b, uint64(x), 10)
+		n = putDecimal(b, n, uint64(x))
 	}
-	return append(b, ']')
+	b[n] = ']'
+	return b[:n+1]
 }
 
 // appendUint64s writes uint64s as proto3 JSON does: quoted.
 func appendUint64s(b []byte, v []uint64) []byte {
-	b = append(b, '[')
+	b, n := room(b, len(v), 2+decimalLen(largest(v)))
 	for i, x := range v {
 		if i > 0 {
-			b = append(b, ',')
+			b[n] = ','
+			n++
 		}
-		b = append(b, '"')
-		b = strconv.AppendUint(b, x, 10)
-		b = append(b, '"')
+		b[n] = '"'
+		n = putDecimal(b, n+1, x)
+		b[n] = '"'
+		n++
 	}
-	return append(b, ']')
+	b[n] = ']'
+	return b[:n+1]
+}
+
+// room grows b for an array of count numbers of at most width bytes each
+// (the widest's: room is cleared when made),
+// writes its '[' and returns b at full length and where to write next.
+func room(b []byte, count, width int) ([]byte, int) {
+	n := len(b)
+	b = slices.Grow(b, 2+count*(width+1))
+	b = b[:cap(b)]
+	b[n] = '['
+	return b, n + 1
+}
+
+func largest[T uint32 | uint64](v []T) T {
+	if len(v) == 0 {
+		return 0
+	}
+	return slices.Max(v)
+}
+
+const digitPairs = "00010203040506070809" +
+	"10111213141516171819" +
+	"20212223242526272829" +
+	"30313233343536373839" +
+	"40414243444546474849" +
+	"50515253545556575859" +
+	"60616263646566676869" +
+	"70717273747576777879" +
+	"80818283848586878889" +
+	"90919293949596979899"
+
+// putDecimal writes x in decimal at b[n:] (room made) and returns its end.
+func putDecimal(b []byte, n int, x uint64) int {
+	end := n + decimalLen(x)
+	i := end
+	for x >= 100 {
+		q := x / 100
+		r := (x - q*100) * 2
+		i -= 2
+		b[i], b[i+1] = digitPairs[r], digitPairs[r+1]
+		x = q
+	}
+	if x >= 10 {
+		b[i-2], b[i-1] = digitPairs[2*x], digitPairs[2*x+1]
+	} else {
+		b[i-1] = byte('0' + x)
+	}
+	return end
+}
+
+// decimalLen is how many digits x has: from its bit length, an estimate
+// of log10 that is exact or one too large.
+func decimalLen(x uint64) int {
+	n := 1
+	for x >= 10 {
+		x /= 10
+		n++
+	}
+	return n
 }

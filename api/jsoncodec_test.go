@@ -1,8 +1,13 @@
 package api
 
 import (
+	"bytes"
 	"encoding/json"
+	"math"
+	"math/rand/v2"
+	"os"
 	"reflect"
+	"strconv"
 	"testing"
 
 	"google.golang.org/protobuf/encoding/protojson"
@@ -50,4 +55,68 @@ func TestJSONCodec(t *testing.T) {
 			t.Fatalf("%T: JSON values differ from protojson's:\n%s\n%s", m, got, want)
 		}
 	}
+}
+
+// TestJSONNumbers: the arrays of numbers are strconv's digits, at every
+// length (powers of ten and their neighbours, the largest values, random).
+func TestJSONNumbers(t *testing.T) {
+	var u64 []uint64
+	for p := uint64(1); ; p *= 10 {
+		u64 = append(u64, p-1, p, p+1)
+		if p > math.MaxUint64/10 {
+			break
+		}
+	}
+	u64 = append(u64, 0, math.MaxUint32, math.MaxUint32+1, math.MaxUint64-1, math.MaxUint64)
+	rng := rand.New(rand.NewPCG(5, 6))
+	for range 1000 {
+		u64 = append(u64, rng.Uint64()>>rng.IntN(64))
+	}
+	var u32 []uint32
+	for _, x := range u64 {
+		u32 = append(u32, uint32(x))
+	}
+	want64, want32 := []byte("xs:["), []byte("xs:[")
+	for i := range u64 {
+		if i > 0 {
+			want64, want32 = append(want64, ','), append(want32, ',')
+		}
+		want64 = append(strconv.AppendUint(append(want64, '"'), u64[i], 10), '"')
+		want32 = strconv.AppendUint(want32, uint64(u32[i]), 10)
+	}
+	want64, want32 = append(want64, ']'), append(want32, ']')
+	if got := appendUint64s([]byte("xs:"), u64); !bytes.Equal(got, want64) {
+		t.Errorf("appendUint64s:\n%s\nwant\n%s", got, want64)
+	}
+	if got := appendUint32s([]byte("xs:"), u32); !bytes.Equal(got, want32) {
+		t.Errorf("appendUint32s:\n%s\nwant\n%s", got, want32)
+	}
+	if got := string(appendUint32s(nil, nil)) + string(appendUint64s(nil, nil)); got != "[][]" {
+		t.Errorf("empty arrays: %s", got)
+	}
+}
+
+// BenchmarkJSONTree writes a whole-profile-sized tree's arrays.
+func BenchmarkJSONTree(b *testing.B) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	name, depth, value := make([]uint32, 141_500), make([]uint32, 141_500), make([]uint64, 141_500)
+	for i := range name {
+		name[i], depth[i], value[i] = uint32(rng.IntN(15000)), uint32(rng.IntN(60)), uint64(rng.IntN(1000)+1)
+	}
+	var buf []byte
+	for b.Loop() {
+		buf = appendUint32s(fresh(buf), name)
+		buf = appendUint64s(buf, value)
+		buf = appendUint32s(buf, depth)
+	}
+	b.SetBytes(int64(len(buf)))
+}
+
+// fresh is buf emptied, or a new buffer when JSON_FRESH is set (as a
+// server's answer may start from a small pooled one).
+func fresh(buf []byte) []byte {
+	if os.Getenv("JSON_FRESH") != "" {
+		return make([]byte, 0, 512)
+	}
+	return buf[:0]
 }
