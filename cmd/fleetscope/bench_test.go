@@ -41,10 +41,12 @@ func BenchmarkService(b *testing.B) {
 	ing, q := s.clients()
 
 	// Upload (raw, 74 MB) -> heatmap queryable. Each round a distinct file
-	// (one comment line differs) so idempotency does not short-cut it.
+	// (one comment line differs) so idempotency does not short-cut it; the
+	// first also writes the tenant's dictionary. Seven rounds: this shared
+	// machine's speed drifts, and three made a median of noise.
 	var ups []time.Duration
 	var id string
-	for i := range 3 {
+	for i := range 7 {
 		body := append([]byte(fmt.Sprintf("# round %d\n", i)), data...)
 		start := time.Now()
 		stream := ing.Upload(ctx)
@@ -65,7 +67,7 @@ func BenchmarkService(b *testing.B) {
 			indexSize(b, s, id, gz)
 		}
 	}
-	report(b, "upload 74 MB -> heatmap queryable", ups, "target <= 0.45 s")
+	report(b, "upload 74 MB -> heatmap queryable", ups, "target <= 0.3 s")
 
 	// Heatmap, 50 concurrent clients.
 	var mu sync.Mutex

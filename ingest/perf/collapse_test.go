@@ -3,6 +3,7 @@ package perf_test
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -62,19 +63,26 @@ func inputFor(t testing.TB, name string) string {
 	return ""
 }
 
-func collapse(t testing.TB, path string, opts perf.Options) []byte {
+// openInput opens the file at path, decompressed; it is closed when the
+// test ends.
+func openInput(t testing.TB, path string) io.Reader {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	t.Cleanup(func() { f.Close() })
 	r, err := ingest.Decompress(f)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return r
+}
+
+func collapse(t testing.TB, path string, opts perf.Options) []byte {
+	t.Helper()
 	var out bytes.Buffer
-	if _, err := perf.Collapse(r, &out, opts); err != nil {
+	if _, err := perf.Collapse(openInput(t, path), &out, opts); err != nil {
 		t.Fatalf("collapse %s: %v", path, err)
 	}
 	return out.Bytes()

@@ -10,29 +10,19 @@ import (
 	"testing"
 
 	"github.com/fleetscope/fleetscope"
-	"github.com/fleetscope/fleetscope/ingest"
 	"github.com/fleetscope/fleetscope/ingest/corpus"
 	"github.com/fleetscope/fleetscope/ingest/perf"
 )
 
 // foldParsed folds what Parse finds in the file at path as
 // stackcollapse-perf.pl does without options: the first event's samples,
-// counted by stack, sorted.
+// their periods summed by stack, sorted.
 func foldParsed(t testing.TB, path string) ([]byte, *fleetscope.Profile) {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	r, err := ingest.Decompress(f)
-	if err != nil {
-		t.Fatal(err)
-	}
 	counts := map[string]uint64{}
 	first, seen := fleetscope.EventID(0), false
 	var names []string
-	p, err := perf.Parse(r, func(p *fleetscope.Profile, batch []fleetscope.Sample) error {
+	p, err := perf.Parse(openInput(t, path), func(p *fleetscope.Profile, batch []fleetscope.Sample) error {
 		for _, s := range batch {
 			if !seen {
 				first, seen = s.Event, true

@@ -6,9 +6,10 @@
 // temporary file (".fleetscope-tmp-*") in the target directory, fsyncs it
 // and renames it into place, so a reader sees the old object or the whole
 // new one, never a part. Keys whose last segment starts with that prefix are
-// reserved (EINVALID). Unlike S3, a key cannot also be a directory of other
-// keys ("a" and "a/b"): Put returns ECONFLICT. Delete leaves empty
-// directories behind.
+// reserved (EINVALID). A stored file leaves the page cache once synced
+// (it is read again rarely). Unlike S3, a key cannot also be a directory
+// of other keys ("a" and "a/b"): Put returns ECONFLICT. Delete leaves
+// empty directories behind.
 //
 // It knows nothing about profiles or tenants.
 package localfs
