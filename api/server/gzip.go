@@ -108,10 +108,11 @@ func (z *parallelGzip) compress(p []byte) {
 
 func (z *parallelGzip) deflate(out *bytes.Buffer, p []byte) {
 	fw := flateWriters.Get().(*flate.Writer)
-	defer flateWriters.Put(fw)
 	fw.Reset(out)
 	fw.Write(p) // into a bytes.Buffer: cannot fail
 	fw.Flush()
+	fw.Reset(io.Discard) // not holding out while pooled
+	flateWriters.Put(fw)
 }
 
 func (z *parallelGzip) write(b []byte) {

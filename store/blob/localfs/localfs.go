@@ -114,9 +114,9 @@ func (s *Store) Put(ctx context.Context, key string, r io.Reader, size int64) er
 
 // stage puts r's bytes in a new temporary file in dir, synced to disk and
 // out of the page cache (evict), and returns its name (also on error, when
-// there is a file to remove). A file
-// read from its start (an upload's spool) is hard-linked there if it is on
-// the same file system: its bytes are written once, not twice.
+// there is a file to remove). A file read from its start (an upload's
+// spool) is hard-linked there if it is on the same file system: its bytes
+// are written once, not twice.
 func stage(ctx context.Context, dir string, r io.Reader, size int64) (string, error) {
 	if f, ok := r.(*os.File); ok {
 		if name, ok := link(dir, f, size); ok {
