@@ -79,27 +79,18 @@ func (z *parallelGzip) compress(p []byte) {
 		z.started = true
 		z.write([]byte{0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 4, 0xff}) // gzip, deflate, fastest, OS unknown
 	}
-	pieces := min(runtime.GOMAXPROCS(0), len(p)/gzipPiece)
-	if pieces < 2 {
-		z.crc = crc32.Update(z.crc, crc32.IEEETable, p)
-		z.size += uint32(len(p))
-		var out bytes.Buffer
-		z.deflate(&out, p)
-		z.write(out.Bytes())
-		return
-	}
+	// The first piece on this goroutine, after the checksum; the others
+	// meanwhile on their own.
+	pieces := max(1, min(runtime.GOMAXPROCS(0), len(p)/gzipPiece))
 	outs := make([]bytes.Buffer, pieces)
 	each := (len(p) + pieces - 1) / pieces
 	var wg sync.WaitGroup
-	for i := range pieces {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			z.deflate(&outs[i], p[i*each:min((i+1)*each, len(p))])
-		}()
+	for i := 1; i < pieces; i++ {
+		wg.Go(func() { z.deflate(&outs[i], p[i*each:min((i+1)*each, len(p))]) })
 	}
-	z.crc = crc32.Update(z.crc, crc32.IEEETable, p) // meanwhile
+	z.crc = crc32.Update(z.crc, crc32.IEEETable, p)
 	z.size += uint32(len(p))
+	z.deflate(&outs[0], p[:min(each, len(p))])
 	wg.Wait()
 	for i := range outs {
 		z.write(outs[i].Bytes())
