@@ -179,8 +179,8 @@ func appendUint64s(b []byte, v []uint64) []byte {
 }
 
 // room grows b for an array of count numbers of at most width bytes each
-// (the widest's: room is cleared when made),
-// writes its '[' and returns b at full length and where to write next.
+// (the widest's: room is cleared when made), writes its '[' and returns b
+// at full length and where to write next.
 func room(b []byte, count, width int) ([]byte, int) {
 	n := len(b)
 	b = slices.Grow(b, 2+count*(width+1))
@@ -226,8 +226,8 @@ func putDecimal(b []byte, n int, x uint64) int {
 	return end
 }
 
-// decimalLen is how many digits x has: from its bit length, an estimate
-// of log10 that is exact or one too large.
+// decimalLen is how many decimal digits x has (dividing measured faster
+// than an estimate from its bit length).
 func decimalLen(x uint64) int {
 	n := 1
 	for x >= 10 {

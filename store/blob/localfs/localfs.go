@@ -78,9 +78,10 @@ func openURL(_ context.Context, u *url.URL, _, _ string) (blob.Store, error) {
 }
 
 // Put writes r to a temporary file next to key's file (or links it there:
-// stage), fsyncs it, renames it into place and fsyncs the directory. Returns EINVALID if r does not hold
-// exactly size bytes (when size is not -1), ECONFLICT if key's path is
-// taken by a directory or a file is in the way of its directories.
+// stage), fsyncs it, renames it into place and fsyncs the directory.
+// Returns EINVALID if r does not hold exactly size bytes (when size is not
+// -1), ECONFLICT if key's path is taken by a directory or a file is in the
+// way of its directories.
 func (s *Store) Put(ctx context.Context, key string, r io.Reader, size int64) error {
 	name, err := s.path(key)
 	if err != nil {
