@@ -1699,10 +1699,29 @@ describe("dashboard", () => {
     assert.equal(query(page).get("live"), "1");
     await screenshot(page, "fleet-live");
     // A selection pauses the sliding; its flame graph counts what arrives in it.
+    // Each slide asks for the next heatmap and keeps the last on screen until
+    // it comes: a drag made meanwhile is on the one shown, and must not be
+    // dropped. Hold the heatmap's answers back to drag in that moment.
+    const heatRoute = "**/fleetscope.v1.FleetService/GetFleetHeatmap";
+    let release, held;
+    const released = new Promise((r) => (release = r));
+    const holding = new Promise((r) => (held = r));
+    await page.route(heatRoute, async (r) => {
+      held();
+      await released;
+      await r.continue().catch(() => {}); // a newer slide's request may have replaced it
+    });
+    await holding;
+    assert.ok(await page.locator(".heatmap-box.stale").count(), "the last heatmap stays, dimmed, while the next loads");
     const d = await heatmapData(page);
     const lastCol = d.cols - 1;
     await drag(page, [lastCol - 4, 0], [lastCol, 49]);
     await page.waitForFunction(() => document.querySelector("[data-testid=fleet-live]")?.dataset.state === "paused");
+    const sel = query(page); // the columns' seconds, of the heatmap on screen
+    const spc = d.secondsPerColumn;
+    assert.deepEqual([sel.get("start"), sel.get("end")], [String(d.startSecond + (lastCol - 4) * spc), String(d.startSecond + (lastCol + 1) * spc)]);
+    release();
+    await page.unroute(heatRoute);
     const before = Number((await flameState(page)).total);
     await append(2, 10, -10_000, true); // the last batch, stamped 12 s ago (inside the range): the recording is stored whole
     await page.waitForFunction((n) => Number(document.querySelector("[data-testid=flamegraph]")?.dataset.total) === n, before + 10, { timeout: 10_000 });

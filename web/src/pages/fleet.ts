@@ -155,7 +155,12 @@ export function fleetPage(params: URLSearchParams): Page {
         "Zoom to selection",
       ),
     ],
-    onSelect: (r) => select(r && heat ? absRange(r, heat.startSecond) : null),
+    // r is of the heatmap on screen, which stays while the next loads (a
+    // live view asks for one every second): not of `heat`, null meanwhile
+    onSelect: (r) => {
+      const on = heatPanel.shown;
+      select(r && on ? absRange(r, on.startSecond) : null);
+    },
     onClear: () => {
       heatPanel.clearSelection();
       select(null);

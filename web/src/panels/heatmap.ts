@@ -122,6 +122,13 @@ export class HeatmapPanel {
     this.eventSel.disabled = events.length < 2 || !!this.opts.readOnly;
   }
 
+  /** shown is the heatmap on screen, null before the first: while the next
+   * one loads, the last stays (dimmed) and a selection made on it is a
+   * range of its seconds. */
+  get shown(): Heatmap | null {
+    return this.data;
+  }
+
   /** loading says a heatmap is on its way: a placeholder the first time,
    * the current one greyed out after. */
   loading() {
