@@ -217,52 +217,6 @@ func frameKey(line []byte, withPC bool) (key []byte, ok bool) {
 	return line[skipSpace(line, w):], true
 }
 
-// lineCache remembers what stack lines fold to, keyed by frameKey's key and
-// whether the process is java (Java frames are tidied differently). Most
-// lines repeat, so most never reach matchFrame and tidy.
-type lineCache[V any] struct {
-	m       [2]map[string]V
-	scratch []tidyFrame
-}
-
-// maxCachedLines bounds a cache (entries are a few hundred bytes each).
-const maxCachedLines = 1 << 18
-
-func newLineCache[V any]() *lineCache[V] {
-	return &lineCache[V]{m: [2]map[string]V{make(map[string]V), make(map[string]V)}}
-}
-
-// fold returns what line folds to, computing it with build from its tidied
-// frames (skip: the line names a process, and contributes nothing). ok is
-// false when line is not a stack line.
-func (c *lineCache[V]) fold(line []byte, java bool, opts Options, annotate bool, build func(frames []tidyFrame, skip bool) V) (v V, ok bool) {
-	key, ok := frameKey(line, opts.Addrs)
-	if !ok {
-		return v, false
-	}
-	j := 0
-	if java {
-		j = 1
-	}
-	if v, hit := c.m[j][string(key)]; hit {
-		return v, true
-	}
-	f, ok := matchFrame(line)
-	if !ok {
-		return v, false
-	}
-	frames, skip := tidy(f, java, opts, annotate, c.scratch[:0])
-	c.scratch = frames
-	v = build(frames, skip)
-	if f.keyed {
-		if len(c.m[j]) >= maxCachedLines {
-			clear(c.m[j])
-		}
-		c.m[j][string(key)] = v
-	}
-	return v, true
-}
-
 // Options select stackcollapse-perf.pl's flags.
 type Options struct {
 	PID    bool // --pid: process name becomes comm-pid
