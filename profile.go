@@ -53,16 +53,23 @@ func (s *Sample) Thread() Thread { return Thread{s.PID, s.TID, s.CPU} }
 // Dict holds a profile's deduplicated frames, stacks and event names. A
 // stack is a sequence of frames from the root (the process) to the leaf.
 // It is not safe for concurrent mutation.
+//
+// Its lookup indexes are built when first needed: entries added with
+// AddFrame and AddStack are indexed by the next Frame or Stack call, so a
+// parser that knows its entries are new (the perf parser's own dictionary
+// made them unique) pays no hashing for a profile nothing looks up in.
 type Dict struct {
 	frames     []Frame
-	frameIndex map[Frame]FrameID
-	stackFrame []FrameID // all stacks' frames, back to back
+	frameIndex map[Frame]FrameID // frames[:framesIndexed]
+	stackFrame []FrameID         // all stacks' frames, back to back
 	stacks     []stackEntry
-	stackIndex map[string]StackID
+	stackIndex map[string]StackID // stacks[:stacksIndexed], by stackKey
 	events     []string
 	eventIndex map[string]EventID
 	eventsFull bool
 	key        []byte
+
+	framesIndexed, stacksIndexed int
 }
 
 type stackEntry struct {
@@ -81,30 +88,58 @@ func NewDict() *Dict {
 
 // Frame interns f and returns its id.
 func (d *Dict) Frame(f Frame) FrameID {
+	for ; d.framesIndexed < len(d.frames); d.framesIndexed++ {
+		d.frameIndex[d.frames[d.framesIndexed]] = FrameID(d.framesIndexed)
+	}
 	if id, ok := d.frameIndex[f]; ok {
 		return id
 	}
-	id := FrameID(len(d.frames))
-	d.frames = append(d.frames, f)
+	id := d.AddFrame(f)
 	d.frameIndex[f] = id
+	d.framesIndexed++
 	return id
+}
+
+// AddFrame adds f, which the caller knows is not in d, without looking it
+// up, and returns its id. (A frame added twice would have two ids.)
+func (d *Dict) AddFrame(f Frame) FrameID {
+	d.frames = append(d.frames, f)
+	return FrameID(len(d.frames) - 1)
 }
 
 // Stack interns the stack made of frames (root first) and returns its id.
 func (d *Dict) Stack(frames []FrameID) StackID {
+	for ; d.stacksIndexed < len(d.stacks); d.stacksIndexed++ {
+		d.stackIndex[string(d.stackKey(d.StackFrames(StackID(d.stacksIndexed))))] = StackID(d.stacksIndexed)
+	}
+	key := d.stackKey(frames)
+	if id, ok := d.stackIndex[string(key)]; ok {
+		return id
+	}
+	id := d.AddStack(frames)
+	d.stackIndex[string(key)] = id
+	d.stacksIndexed++
+	return id
+}
+
+// AddStack adds the stack made of frames, which the caller knows is not in
+// d, without looking it up, and returns its id. (A stack added twice would
+// have two ids.)
+func (d *Dict) AddStack(frames []FrameID) StackID {
+	id := StackID(len(d.stacks))
+	d.stacks = append(d.stacks, stackEntry{off: uint32(len(d.stackFrame)), n: uint32(len(frames)), idle: d.idle(frames)})
+	d.stackFrame = append(d.stackFrame, frames...)
+	return id
+}
+
+// stackKey writes frames' ids into d.key: a stack's key in stackIndex.
+func (d *Dict) stackKey(frames []FrameID) []byte {
 	key := d.key[:0]
 	for _, f := range frames {
 		key = binary.LittleEndian.AppendUint32(key, uint32(f))
 	}
 	d.key = key
-	if id, ok := d.stackIndex[string(key)]; ok {
-		return id
-	}
-	id := StackID(len(d.stacks))
-	d.stacks = append(d.stacks, stackEntry{off: uint32(len(d.stackFrame)), n: uint32(len(frames)), idle: d.idle(frames)})
-	d.stackFrame = append(d.stackFrame, frames...)
-	d.stackIndex[string(key)] = id
-	return id
+	return key
 }
 
 // MaxEvents is how many event names a dictionary holds: EventID's range.
@@ -237,6 +272,10 @@ func (d *Dict) SizeBytes() int64 {
 	}
 	// Index maps: an entry, its key and bucket overhead, about 48 bytes
 	// beyond the key's own bytes (a stack's key is 4 bytes per frame).
-	n += int64(len(d.frameIndex))*48 + int64(len(d.stacks))*48 + int64(len(d.stackFrame))*4
+	n += int64(len(d.frameIndex))*48 + int64(len(d.stackIndex))*48
+	if d.stacksIndexed > 0 {
+		last := d.stacks[d.stacksIndexed-1]
+		n += int64(last.off+last.n) * 4
+	}
 	return n
 }
