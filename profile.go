@@ -195,12 +195,7 @@ func (d *Dict) idle(frames []FrameID) bool {
 	if len(frames) == 0 {
 		return false
 	}
-	root := d.frames[frames[0]].Name
-	names := make([]string, 0, len(frames)-1)
-	for _, f := range frames[1:] {
-		names = append(names, d.frames[f].Name)
-	}
-	return IsIdleStack(root, names)
+	return isIdle(d.frames[frames[0]].Name, len(frames)-1, func(i int) string { return d.frames[frames[1+i]].Name })
 }
 
 // IsIdleStack reports whether a sample is idle: its process is the kernel's
@@ -209,14 +204,20 @@ func (d *Dict) idle(frames []FrameID) bool {
 // acpi_idle*, xen_hypercall_sched_op); or, for V8 and Chrome profiles, its
 // leaf is the (idle) or (program) pseudo-frame.
 func IsIdleStack(process string, frames []string) bool {
+	return isIdle(process, len(frames), func(i int) string { return frames[i] })
+}
+
+// isIdle is IsIdleStack over n frames named by frame(i), root first.
+func isIdle(process string, n int, frame func(i int) string) bool {
 	if process != "swapper" {
-		if n := len(frames); n > 0 && (frames[n-1] == "(idle)" || frames[n-1] == "(program)") {
-			return true
+		leaf := ""
+		if n > 0 {
+			leaf = frame(n - 1)
 		}
-		return false
+		return leaf == "(idle)" || leaf == "(program)"
 	}
-	for _, f := range frames {
-		if isIdleFrame(f) {
+	for i := range n {
+		if isIdleFrame(frame(i)) {
 			return true
 		}
 	}

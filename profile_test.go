@@ -45,3 +45,35 @@ func TestDictIndexCatchesUp(t *testing.T) {
 		t.Fatalf("idle: %v %v, want false true", d.Idle(a), d.Idle(c))
 	}
 }
+
+// TestIdle: the idle stacks IsIdleStack names, and a dictionary's stacks
+// marked the same.
+func TestIdle(t *testing.T) {
+	for _, c := range []struct {
+		process string
+		frames  []string
+		want    bool
+	}{
+		{"swapper", []string{"secondary_startup_64", "cpu_startup_entry", "do_idle", "default_idle_call"}, true},
+		{"swapper", []string{"start_kernel", "intel_idle_irq"}, true},
+		{"swapper", []string{"irq_exit", "__do_softirq"}, false},
+		{"swapper", nil, false},
+		{"java", []string{"start_thread", "do_idle"}, false}, // an idle loop's name outside the kernel's swapper
+		{"node", []string{"(root)", "(idle)"}, true},
+		{"chrome", []string{"(program)"}, true},
+		{"node", []string{"(idle)", "main"}, false}, // (idle) only as the leaf
+		{"node", nil, false},
+	} {
+		if got := IsIdleStack(c.process, c.frames); got != c.want {
+			t.Errorf("IsIdleStack(%q, %q) = %v, want %v", c.process, c.frames, got, c.want)
+		}
+		d := NewDict()
+		ids := []FrameID{d.Frame(Frame{Name: c.process})}
+		for _, f := range c.frames {
+			ids = append(ids, d.Frame(Frame{Name: f}))
+		}
+		if got := d.Idle(d.Stack(ids)); got != c.want {
+			t.Errorf("Dict: stack %q %q idle %v, want %v", c.process, c.frames, got, c.want)
+		}
+	}
+}

@@ -117,7 +117,7 @@ type globalMap struct {
 // extend maps res's new entries into the profile's dictionary d. fresh:
 // this worker alone has filled d, so its ids are d's and its new entries
 // are new to d, added without a lookup (with one worker, as the server
-// parses, d is never hashed: its stacks cost a fifth of a parse).
+// parses, d is not hashed at all).
 func (m *globalMap) extend(d *fleetscope.Dict, res *sampled, fresh bool) {
 	for _, f := range res.newFrames {
 		if fresh {
