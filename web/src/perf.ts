@@ -11,7 +11,8 @@ export interface FlameTiming {
   fetchMs: number;
   decodeMs: number;
   renderMs: number;
-  /** When it was drawn, in ms since navigation started. */
+  /** When it was asked for and when drawn, in ms since navigation started. */
+  askedAtMs: number;
   drawnAtMs: number;
 }
 

@@ -378,7 +378,7 @@ export class ProfileView {
             ? `Nothing ran (that is not idle) in ${formatTime(r.start)} – ${formatTime(r.end)}.${v.idle ? "" : " Tick “Include idle” to see idle samples."}`
             : `Nothing ran (that is not idle) in ${formatTime(r.start)} – ${formatTime(r.end)}. Choose other cells in the heatmap${v.idle ? "" : ", or include idle samples"}.`,
       );
-      perf.flameLoaded({ nodes: l.n, fetchMs: t1 - t0, decodeMs: t2 - tl, renderMs: Number(this.flame.canvas.dataset.renderMs), drawnAtMs: performance.now() });
+      perf.flameLoaded({ nodes: l.n, fetchMs: t1 - t0, decodeMs: t2 - tl, renderMs: Number(this.flame.canvas.dataset.renderMs), askedAtMs: t0, drawnAtMs: performance.now() });
       this.showSelection();
       if (firstGraph) {
         // The page's first graph goes out in its own frame; the tables
