@@ -117,7 +117,8 @@ type Service struct {
 	trans    *cache.LRU[profileKey, translated] // profiles' stacks as dense ids
 	merged   *cache.LRU[mergedKey, *mergedDict] // fleet dictionaries
 	threads  *cache.LRU[profileKey, []fleetscope.Thread]
-	keeps    *cache.LRU[keepKey, []bool] // stacks a function filter keeps
+	seconds  *cache.LRU[secondsKey, []index.Second] // rows of ranges asked for
+	keeps    *cache.LRU[keepKey, []bool]            // stacks a function filter keeps
 	inverted *cache.LRU[*fleetscope.Dict, *fleetscope.FrameIndex]
 	spanSets *cache.LRU[spanKey, *spans.Set]
 	// what filtered heatmaps count, per profile event
@@ -136,6 +137,12 @@ type heatmapKey struct {
 	filter      string // Filter.Key
 }
 
+type secondsKey struct {
+	profileKey
+	event    int
+	from, to int64 // 0, -1: all
+}
+
 type layoutKey struct {
 	profileKey
 	ann flame.Annotate
@@ -149,24 +156,26 @@ func New(src Source, o Options) *Service {
 	if o.ProfileTTL <= 0 {
 		o.ProfileTTL = 5 * time.Second
 	}
-	b := o.CacheBytes
+	// Each cache's share of CacheBytes, in parts of 79 (they add up to it).
+	part := func(n int64) int64 { return o.CacheBytes * n / 79 }
 	return &Service{
 		src: src,
-		profiles: cache.New(b/32, o.ProfileTTL, func(_ profileKey, p *fleetscope.ProfileInfo) int64 {
+		profiles: cache.New(part(2), o.ProfileTTL, func(_ profileKey, p *fleetscope.ProfileInfo) int64 {
 			return 1024 + int64(len(p.Labels)+len(p.Meta)+len(p.Events))*64
 		}),
-		dicts:      cache.New(b/4, 0, func(_ profileKey, d *fleetscope.Dict) int64 { return d.SizeBytes() }),
-		heatmaps:   cache.New(b/8, 0, func(_ heatmapKey, h *heatmap.Heatmap) int64 { return h.SizeBytes() }),
-		layouts:    cache.New(b/8, 0, func(_ layoutKey, l *flame.Layout) int64 { return l.SizeBytes() }),
-		stacks:     cache.New(b/32, 0, func(_ profileKey, ids []int64) int64 { return 64 + 8*int64(len(ids)) }),
-		merged:     cache.New(b/4, 0, func(_ mergedKey, m *mergedDict) int64 { return m.sizeBytes() }),
-		trans:      cache.New(b/8, 0, func(_ profileKey, t translated) int64 { return 64 + 4*int64(len(t.ids)) }),
+		dicts:      cache.New(part(16), 0, func(_ profileKey, d *fleetscope.Dict) int64 { return d.SizeBytes() }),
+		heatmaps:   cache.New(part(8), 0, func(_ heatmapKey, h *heatmap.Heatmap) int64 { return h.SizeBytes() }),
+		layouts:    cache.New(part(8), 0, func(_ layoutKey, l *flame.Layout) int64 { return l.SizeBytes() }),
+		stacks:     cache.New(part(2), 0, func(_ profileKey, ids []int64) int64 { return 64 + 8*int64(len(ids)) }),
+		merged:     cache.New(part(16), 0, func(_ mergedKey, m *mergedDict) int64 { return m.sizeBytes() }),
+		trans:      cache.New(part(8), 0, func(_ profileKey, t translated) int64 { return 64 + 4*int64(len(t.ids)) }),
 		dense:      map[int64]*denseIDs{},
-		threads:    cache.New(b/64, 0, func(_ profileKey, t []fleetscope.Thread) int64 { return 64 + 12*int64(len(t)) }),
-		keeps:      cache.New(b/64, 0, func(k keepKey, v []bool) int64 { return 64 + int64(len(k.filter)+len(v)) }),
-		inverted:   cache.New(b/16, 0, func(_ *fleetscope.Dict, x *fleetscope.FrameIndex) int64 { return x.SizeBytes() }),
-		spanSets:   cache.New(b/64, 0, func(_ spanKey, v *spans.Set) int64 { return 64 + 48*int64(len(v.Spans)) }),
-		cellTables: cache.New(b/8, 0, func(_ cellsKey, c *stackCells) int64 { return c.sizeBytes() }),
+		threads:    cache.New(part(1), 0, func(_ profileKey, t []fleetscope.Thread) int64 { return 64 + 12*int64(len(t)) }),
+		seconds:    cache.New(part(4), 0, func(_ secondsKey, rows []index.Second) int64 { return index.SecondsBytes(rows) }),
+		keeps:      cache.New(part(1), 0, func(k keepKey, v []bool) int64 { return 64 + int64(len(k.filter)+len(v)) }),
+		inverted:   cache.New(part(4), 0, func(_ *fleetscope.Dict, x *fleetscope.FrameIndex) int64 { return x.SizeBytes() }),
+		spanSets:   cache.New(part(1), 0, func(_ spanKey, v *spans.Set) int64 { return 64 + 48*int64(len(v.Spans)) }),
+		cellTables: cache.New(part(8), 0, func(_ cellsKey, c *stackCells) int64 { return c.sizeBytes() }),
 	}
 }
 
@@ -208,6 +217,7 @@ func (s *Service) Flush() {
 	s.trans.Drop(all)
 	s.merged.Drop(func(mergedKey) bool { return true })
 	s.threads.Drop(all)
+	s.seconds.Drop(func(secondsKey) bool { return true })
 	s.keeps.Drop(func(keepKey) bool { return true })
 	s.inverted.Drop(func(*fleetscope.Dict) bool { return true })
 	s.spanSets.Drop(func(spanKey) bool { return true })
@@ -226,6 +236,7 @@ func (s *Service) Forget(tenant int64, id string) {
 	s.layouts.Drop(func(x layoutKey) bool { return x.profileKey == k })
 	s.stacks.Drop(func(x profileKey) bool { return x == k })
 	s.threads.Drop(func(x profileKey) bool { return x == k })
+	s.seconds.Drop(func(x secondsKey) bool { return x.profileKey == k })
 	s.spanSets.Drop(func(x spanKey) bool { return x.profileKey == k })
 	s.cellTables.Drop(func(x cellsKey) bool { return x.profileKey == k })
 }
@@ -299,6 +310,27 @@ func weight(p *fleetscope.ProfileInfo, s *fleetscope.Sample) int64 {
 	return 1
 }
 
+// rangeSeconds reads the rows, with their samples, of event ev's seconds
+// [from, to] of a profile (all if from > to), from the cache when the same
+// range was asked for before: a range shown in the dashboard is asked for
+// by its flame graph, its tables and its downloads, and a profile's rows
+// never change once stored. The rows are shared: read them only.
+func (s *Service) rangeSeconds(ctx context.Context, tenant int64, id string, ev int, from, to int64) ([]index.Second, error) {
+	if from > to {
+		from, to = 0, -1
+	}
+	k := secondsKey{profileKey{tenant, id}, ev, from, to}
+	if rows, ok := s.seconds.Get(k); ok {
+		return rows, nil
+	}
+	rows, err := s.src.Seconds(ctx, tenant, id, ev, from, to)
+	if err != nil {
+		return nil, err
+	}
+	s.seconds.Put(k, rows)
+	return rows, nil
+}
+
 // samples decodes the stored samples of event in relative seconds
 // [from, to] (all if from > to) and hands them to fn with the dictionary.
 func (s *Service) samples(ctx context.Context, tenant int64, info *fleetscope.ProfileInfo, ev int, from, to int64, fn func(*fleetscope.Dict, []fleetscope.Sample)) error {
@@ -306,7 +338,7 @@ func (s *Service) samples(ctx context.Context, tenant int64, info *fleetscope.Pr
 	if err != nil {
 		return err
 	}
-	secs, err := s.src.Seconds(ctx, tenant, info.ID, ev, from, to)
+	secs, err := s.rangeSeconds(ctx, tenant, info.ID, ev, from, to)
 	if err != nil {
 		return err
 	}

@@ -40,6 +40,16 @@ type Second struct {
 	Threads   []byte // nil when the profile has one thread (Index.Threads)
 }
 
+// SecondsBytes is the memory rows hold (for caches).
+func SecondsBytes(rows []Second) int64 {
+	n := int64(64 + 120*len(rows))
+	for i := range rows {
+		r := &rows[i]
+		n += int64(4*(len(r.Cells)+len(r.IdleCells)) + len(r.Offsets) + len(r.Stacks) + len(r.Periods) + len(r.Threads))
+	}
+	return n
+}
+
 // Event is one event's summary.
 type Event struct {
 	Name     string `json:"name"`
