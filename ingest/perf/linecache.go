@@ -11,14 +11,16 @@ import (
 // 85 bytes on average), so most never reach matchFrame and tidy.
 //
 // It is a table of its own rather than a map[string]V: open addressing
-// with linear probing, each slot holding the key's hash, where the key lies
-// in one arena, and the value. A lookup reads one slot and compares one
-// key; a Go map read its control word, then the slot, then the key's own
-// allocation, and was a third of the parse's time.
+// with linear probing over 8-byte slots (an entry's number and 32 bits of
+// its key's hash), the entries (hash, value, where the key lies) in the
+// order they came, and the keys back to back in one arena. The slots stay
+// small enough for the processor's cache, and growing rewrites only them;
+// a Go map read its control word, its slot and the key's own allocation
+// for each line, and was a third of the parse's time.
 type lineCache[V any] struct {
 	seed    maphash.Seed
-	slots   []lineSlot[V] // a power of two long; hash 0: empty
-	used    int
+	slots   []uint64 // a power of two long: 0 empty, else hash>>32<<32 | entry+1
+	entries []lineEntry[V]
 	keys    []byte // the keys, one after another
 	scratch []tidyFrame
 	// The table is emptied when it would hold more keys or key bytes than
@@ -27,20 +29,20 @@ type lineCache[V any] struct {
 	maxLines, maxBytes int
 }
 
-type lineSlot[V any] struct {
+type lineEntry[V any] struct {
 	hash     uint64
 	off, len uint32 // the key is keys[off : off+len]
 	v        V
 }
 
-// A cache's bounds (a slot is ~40 bytes, so the table stays under 64 MB).
+// A cache's bounds.
 const (
 	maxCachedLines = 1 << 18
 	maxCachedBytes = 32 << 20
 )
 
 func newLineCache[V any]() *lineCache[V] {
-	return &lineCache[V]{seed: maphash.MakeSeed(), slots: make([]lineSlot[V], 1<<12), maxLines: maxCachedLines, maxBytes: maxCachedBytes}
+	return &lineCache[V]{seed: maphash.MakeSeed(), slots: make([]uint64, 1<<12), maxLines: maxCachedLines, maxBytes: maxCachedBytes}
 }
 
 // fold returns what line folds to, computing it with build from its tidied
@@ -55,13 +57,14 @@ func (c *lineCache[V]) fold(line []byte, java bool, opts Options, annotate bool,
 	if java {
 		h = ^h // java lines fold differently: another key
 	}
-	h |= 1 // never 0, the empty slot's
+	tag := h >> 32 << 32
 	mask := uint64(len(c.slots) - 1)
-	i := h & mask
-	for ; c.slots[i].hash != 0; i = (i + 1) & mask {
-		s := &c.slots[i]
-		if s.hash == h && bytes.Equal(c.keys[s.off:s.off+s.len], key) {
-			return s.v, true
+	for i := h & mask; c.slots[i] != 0; i = (i + 1) & mask {
+		if s := c.slots[i]; s&^0xffffffff == tag {
+			e := &c.entries[uint32(s)-1]
+			if e.hash == h && bytes.Equal(c.keys[e.off:e.off+e.len], key) {
+				return e.v, true
+			}
 		}
 	}
 	f, ok := matchFrame(line)
@@ -74,34 +77,27 @@ func (c *lineCache[V]) fold(line []byte, java bool, opts Options, annotate bool,
 	if !f.keyed {
 		return v, true
 	}
-	if c.used >= c.maxLines || len(c.keys)+len(key) > c.maxBytes {
+	if len(c.entries) >= c.maxLines || len(c.keys)+len(key) > c.maxBytes {
 		clear(c.slots)
-		c.used, c.keys = 0, c.keys[:0]
-	} else if 2*(c.used+1) > len(c.slots) {
-		c.grow()
+		c.entries, c.keys = c.entries[:0], c.keys[:0]
+	} else if 2*(len(c.entries)+1) > len(c.slots) {
+		c.slots = make([]uint64, 2*len(c.slots))
+		for n, e := range c.entries {
+			c.place(e.hash, n)
+		}
 	}
-	mask = uint64(len(c.slots) - 1)
-	for i = h & mask; c.slots[i].hash != 0; i = (i + 1) & mask {
-	}
-	c.slots[i] = lineSlot[V]{hash: h, off: uint32(len(c.keys)), len: uint32(len(key)), v: v}
+	c.place(h, len(c.entries))
+	c.entries = append(c.entries, lineEntry[V]{hash: h, off: uint32(len(c.keys)), len: uint32(len(key)), v: v})
 	c.keys = append(c.keys, key...)
-	c.used++
 	return v, true
 }
 
-// grow doubles the table, placing each slot by its kept hash.
-func (c *lineCache[V]) grow() {
-	old := c.slots
-	c.slots = make([]lineSlot[V], 2*len(old))
+// place puts entry n, of hash h, in the first free slot from h's.
+func (c *lineCache[V]) place(h uint64, n int) {
 	mask := uint64(len(c.slots) - 1)
-	for _, s := range old {
-		if s.hash == 0 {
-			continue
-		}
-		i := s.hash & mask
-		for c.slots[i].hash != 0 {
-			i = (i + 1) & mask
-		}
-		c.slots[i] = s
+	i := h & mask
+	for c.slots[i] != 0 {
+		i = (i + 1) & mask
 	}
+	c.slots[i] = h>>32<<32 | uint64(n+1)
 }

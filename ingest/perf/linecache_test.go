@@ -31,8 +31,8 @@ func TestLineCache(t *testing.T) {
 			t.Fatalf("round %d: %d builds, want %d (one per line and java flag)", round, builds, 2*n)
 		}
 	}
-	if c.used != 2*n || len(c.slots) < 2*c.used {
-		t.Fatalf("%d keys in %d slots", c.used, len(c.slots))
+	if len(c.entries) != 2*n || len(c.slots) < 2*len(c.entries) {
+		t.Fatalf("%d keys in %d slots", len(c.entries), len(c.slots))
 	}
 	// A java line is tidied as java: the same text, another key.
 	jv, _ := c.fold([]byte("\t    1 Ljava/lang/Thread;::run (/tmp/perf-1.map)"), true, Options{}, false, build)
@@ -50,8 +50,8 @@ func TestLineCache(t *testing.T) {
 		builds = 0
 		for i := range 5000 {
 			c.fold(line(i), false, Options{}, false, build)
-			if c.used > bound.maxLines || len(c.keys) > bound.maxBytes {
-				t.Fatalf("%s: %d keys, %d bytes held, bounds %d and %d", bound.name, c.used, len(c.keys), bound.maxLines, bound.maxBytes)
+			if len(c.entries) > bound.maxLines || len(c.keys) > bound.maxBytes {
+				t.Fatalf("%s: %d keys, %d bytes held, bounds %d and %d", bound.name, len(c.entries), len(c.keys), bound.maxLines, bound.maxBytes)
 			}
 		}
 		if v, _ := c.fold(line(0), false, Options{}, false, build); v != "f0" || builds != 5001 {
