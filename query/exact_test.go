@@ -66,6 +66,14 @@ type parsed struct {
 
 func parseFile(t testing.TB, path string) *parsed {
 	t.Helper()
+	st, pr, id := storeFile(t, path)
+	return &parsed{t: t, p: pr.Profile, q: query.New(st, query.Options{}), id: id}
+}
+
+// storeFile parses and indexes the file at path as an upload is, into a
+// new in-memory store, and returns the store and the profile's id.
+func storeFile(t testing.TB, path string) (*memory.Store, *ingest.Parsed, string) {
+	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
@@ -80,7 +88,7 @@ func parseFile(t testing.TB, path string) *parsed {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &parsed{t: t, p: pr.Profile, q: query.New(st, query.Options{}), id: id}
+	return st, pr, id
 }
 
 func (p *parsed) heatmap(t testing.TB, rows int) *heatmap.Heatmap {

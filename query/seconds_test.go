@@ -2,17 +2,13 @@ package query_test
 
 import (
 	"context"
-	"os"
 	"reflect"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/fleetscope/fleetscope"
-	"github.com/fleetscope/fleetscope/ingest"
 	"github.com/fleetscope/fleetscope/query"
 	"github.com/fleetscope/fleetscope/store/index"
-	"github.com/fleetscope/fleetscope/store/memory"
 )
 
 // countingSource counts the reads of seconds rows it passes on.
@@ -31,20 +27,7 @@ func (c *countingSource) Seconds(ctx context.Context, tenant int64, id string, e
 // new range, or the profile forgotten, reads them again.
 func TestRangeRowsCached(t *testing.T) {
 	path, _ := plant(t, "--seed", "3", "--seconds", "12", "--cpus", "4", "--hz", "99")
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	pr, err := ingest.ParseIndex(f, "", 0, ingest.Shape{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	st := memory.New()
-	id, err := st.Add(ingest.Describe(ingest.Meta{}, pr, time.Now()), pr.Profile.Dict, pr.Index)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, _, id := storeFile(t, path)
 	src := &countingSource{Source: st}
 	q := query.New(src, query.Options{})
 	ctx := context.Background()
