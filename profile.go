@@ -52,7 +52,10 @@ func (s *Sample) Thread() Thread { return Thread{s.PID, s.TID, s.CPU} }
 
 // Dict holds a profile's deduplicated frames, stacks and event names. A
 // stack is a sequence of frames from the root (the process) to the leaf.
-// It is not safe for concurrent mutation.
+// It is not safe for concurrent mutation, and Frame and Stack may mutate
+// it even when they find what they look up (they index what AddFrame and
+// AddStack added): goroutines sharing a Dict read it with FrameAt,
+// StackFrames, Idle and the other accessors.
 //
 // Its lookup indexes are built when first needed: entries added with
 // AddFrame and AddStack are indexed by the next Frame or Stack call, so a
