@@ -34,7 +34,6 @@ func Parse(r io.Reader, fn func(p *fleetscope.Profile, batch []fleetscope.Sample
 	}
 	var (
 		batch        []fleetscope.Sample
-		only         = -1 // the worker whose ids the profile's are, while one is
 		unrecognized int
 		firstBad     string
 		truncated    string
@@ -59,14 +58,8 @@ func Parse(r io.Reader, fn func(p *fleetscope.Profile, batch []fleetscope.Sample
 			if res.truncated != "" {
 				truncated = res.truncated
 			}
-			if only < 0 {
-				only = res.worker
-			}
 			m := &maps[res.worker]
-			m.extend(p.Dict, res, res.worker == only)
-			if res.worker != only && (len(res.newFrames) > 0 || len(res.newStacks) > 0) {
-				only = len(workers) // no longer one worker's dictionary
-			}
+			m.extend(p.Dict, res)
 			batch = batch[:0]
 			for _, s := range res.samples {
 				s.Stack = m.stacks[s.Stack]
@@ -114,11 +107,12 @@ type globalMap struct {
 	buf    []fleetscope.FrameID
 }
 
-// extend maps res's new entries into the profile's dictionary d. fresh:
-// this worker alone has filled d, so its ids are d's and its new entries
-// are new to d, added without a lookup (with one worker, as the server
-// parses, d is not hashed at all).
-func (m *globalMap) extend(d *fleetscope.Dict, res *sampled, fresh bool) {
+// extend maps res's new entries into the profile's dictionary d. While d
+// holds no more than the entries this worker has mapped into it (always,
+// with one worker, as the server parses), the worker's new entries are new
+// to d too: they are added without a lookup, and d is not hashed at all.
+func (m *globalMap) extend(d *fleetscope.Dict, res *sampled) {
+	fresh := d.NumFrames() == len(m.frames) && d.NumStacks() == len(m.stacks)
 	for _, f := range res.newFrames {
 		if fresh {
 			m.frames = append(m.frames, d.AddFrame(f))
