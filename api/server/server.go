@@ -130,7 +130,7 @@ func newServer(ctx context.Context, cfg Config, log *slog.Logger, ln net.Listene
 	// logged and mapped once; then authentication.
 	opts := []connect.HandlerOption{connect.WithInterceptors(m, api.ErrorInterceptor(log), auth.Interceptor()),
 		connect.WithCompressMinBytes(16 << 10), // small answers: not worth gzip's CPU
-		fastGzip, api.JSONCodec()}
+		fastGzip, api.JSONCodec(), api.ProtoCodec()}
 	small := append(opts, connect.WithReadMaxBytes(1<<20))
 	mux := &routeMux{ServeMux: http.NewServeMux()}
 	live := &ingest.Live{Ingest: ing, DB: db, Delete: func(ctx context.Context, tenant int64, id, actor string) error {

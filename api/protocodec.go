@@ -1,0 +1,453 @@
+package api
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math/bits"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"connectrpc.com/connect"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+
+	fsv1 "github.com/fleetscope/fleetscope/api/gen/fleetscope/v1"
+)
+
+// ProtoCodec is Connect's protobuf binary codec with a fast path for the
+// flame graph answers, for servers and clients. protobuf-go writes a packed
+// field of numbers in three passes through function tables (its size, then
+// its size again for the length prefix, then its bytes) and reads one into
+// a slice grown as it goes, a string allocated per name: most of a whole
+// profile's answer (141k nodes: 5.5 of 9 ms on the server, 2.9 ms to read
+// in the CLI). Here a tree's columns are sized in one pass and written in
+// another, and read into slices made to size with the names in one string.
+// The bytes written are proto.Marshal's (fields in number order); what is
+// read is what proto.Unmarshal reads, and anything unusual in a tree
+// (unknown fields, invalid UTF-8, malformed varints) is read by
+// proto.Unmarshal, which says what is wrong.
+func ProtoCodec() connect.Option { return connect.WithCodec(protoCodec{}) }
+
+type protoCodec struct{}
+
+func (protoCodec) Name() string { return "proto" }
+
+func (c protoCodec) Marshal(m any) ([]byte, error) { return c.MarshalAppend(nil, m) }
+
+func (protoCodec) MarshalAppend(dst []byte, m any) ([]byte, error) {
+	switch m := m.(type) {
+	case *fsv1.GetFlameGraphResponse:
+		if fastFlame(m) {
+			return appendFlameProto(dst, m)
+		}
+	case *fsv1.GetSharedFlameGraphResponse:
+		if fastFlame(m.GetFlameGraph()) {
+			g := m.FlameGraph
+			m.FlameGraph = nil
+			defer func() { m.FlameGraph = g }()
+			return appendWrapped(dst, g, m)
+		}
+	case *fsv1.GetFleetFlameGraphResponse:
+		if fastFlame(m.GetFlameGraph()) {
+			g := m.FlameGraph
+			m.FlameGraph = nil
+			defer func() { m.FlameGraph = g }()
+			return appendWrapped(dst, g, m)
+		}
+	case *fsv1.GetDiffFlameGraphResponse:
+		if t := m.GetTree(); t != nil && validNames(t.GetNames()) {
+			return appendDiffProto(dst, m)
+		}
+	}
+	pm, ok := m.(proto.Message)
+	if !ok {
+		return nil, fmt.Errorf("proto codec: %T is not a protobuf message", m)
+	}
+	return proto.MarshalOptions{}.MarshalAppend(dst, pm)
+}
+
+// MarshalStable and IsBinary make it a stable codec (Connect's GET
+// requests), as Connect's own.
+func (protoCodec) MarshalStable(m any) ([]byte, error) {
+	pm, ok := m.(proto.Message)
+	if !ok {
+		return nil, fmt.Errorf("proto codec: %T is not a protobuf message", m)
+	}
+	return proto.MarshalOptions{Deterministic: true}.Marshal(pm)
+}
+
+func (protoCodec) IsBinary() bool { return true }
+
+func (protoCodec) Unmarshal(b []byte, m any) error {
+	var err error
+	switch m := m.(type) {
+	case *fsv1.GetFlameGraphResponse:
+		err = readFlame(b, m)
+	case *fsv1.GetSharedFlameGraphResponse:
+		err = readWrapped(b, m, func() *fsv1.GetFlameGraphResponse {
+			if m.FlameGraph == nil {
+				m.FlameGraph = new(fsv1.GetFlameGraphResponse)
+			}
+			return m.FlameGraph
+		})
+	case *fsv1.GetFleetFlameGraphResponse:
+		err = readWrapped(b, m, func() *fsv1.GetFlameGraphResponse {
+			if m.FlameGraph == nil {
+				m.FlameGraph = new(fsv1.GetFlameGraphResponse)
+			}
+			return m.FlameGraph
+		})
+	default:
+		pm, ok := m.(proto.Message)
+		if !ok {
+			return fmt.Errorf("proto codec: %T is not a protobuf message", m)
+		}
+		err = proto.Unmarshal(b, pm)
+	}
+	if err != nil {
+		return fmt.Errorf("unmarshal into %T: %w", m, err)
+	}
+	return nil
+}
+
+// fastFlame reports whether a flame graph answer takes the fast path: it
+// has a tree, and its names are valid UTF-8 (proto.Marshal refuses
+// others: let it say so).
+func fastFlame(m *fsv1.GetFlameGraphResponse) bool {
+	return m.GetTree() != nil && validNames(m.GetTree().GetNames())
+}
+
+// Field numbers of the messages written and read by hand (query.proto,
+// compare.proto).
+const (
+	flameTree   protowire.Number = 4 // GetFlameGraphResponse.tree
+	flameExport protowire.Number = 5 // GetFlameGraphResponse.export
+	wrappedBody protowire.Number = 1 // flame_graph of the shared and fleet answers
+	diffTree    protowire.Number = 5 // GetDiffFlameGraphResponse.tree
+	diffExport  protowire.Number = 6 // GetDiffFlameGraphResponse.export
+)
+
+// appendFlameProto writes a flame graph answer as proto.Marshal does:
+// fields 1-3 by proto.Marshal, then the tree by hand, then the export.
+func appendFlameProto(dst []byte, m *fsv1.GetFlameGraphResponse) ([]byte, error) {
+	t, export := m.Tree, m.Export
+	m.Tree, m.Export = nil, nil
+	defer func() { m.Tree, m.Export = t, export }()
+	dst, err := proto.MarshalOptions{}.MarshalAppend(dst, m)
+	if err != nil {
+		return nil, err
+	}
+	at := openField(&dst)
+	dst = appendNameFields(dst, t.Names)
+	dst = appendPacked(dst, 2, t.Name)
+	dst = appendPacked(dst, 3, t.Value)
+	dst = appendPacked(dst, 4, t.Depth)
+	dst = closeField(dst, at, flameTree)
+	return appendBytesField(dst, flameExport, export), nil
+}
+
+// appendWrapped writes a message whose field 1 is flame graph g (taken out
+// of m, which holds the rest, written after it as proto.Marshal would).
+func appendWrapped(dst []byte, g *fsv1.GetFlameGraphResponse, m proto.Message) ([]byte, error) {
+	at := openField(&dst)
+	dst, err := appendFlameProto(dst, g)
+	if err != nil {
+		return nil, err
+	}
+	dst = closeField(dst, at, wrappedBody)
+	return proto.MarshalOptions{}.MarshalAppend(dst, m)
+}
+
+// appendDiffProto writes a diff answer as proto.Marshal does: fields 1-4,
+// the tree, the export, then fields 7 and 8.
+func appendDiffProto(dst []byte, m *fsv1.GetDiffFlameGraphResponse) ([]byte, error) {
+	t, export, bySelf, byTotal := m.Tree, m.Export, m.ChangesBySelf, m.ChangesByTotal
+	m.Tree, m.Export, m.ChangesBySelf, m.ChangesByTotal = nil, nil, nil, nil
+	defer func() { m.Tree, m.Export, m.ChangesBySelf, m.ChangesByTotal = t, export, bySelf, byTotal }()
+	dst, err := proto.MarshalOptions{}.MarshalAppend(dst, m)
+	if err != nil {
+		return nil, err
+	}
+	at := openField(&dst)
+	dst = appendNameFields(dst, t.Names)
+	dst = appendPacked(dst, 2, t.Name)
+	dst = appendPacked(dst, 3, t.ValueA)
+	dst = appendPacked(dst, 4, t.ValueB)
+	dst = appendPacked(dst, 5, t.Depth)
+	dst = closeField(dst, at, diffTree)
+	dst = appendBytesField(dst, diffExport, export)
+	return proto.MarshalOptions{}.MarshalAppend(dst, &fsv1.GetDiffFlameGraphResponse{ChangesBySelf: bySelf, ChangesByTotal: byTotal})
+}
+
+// A length-delimited field is written in one pass: openField leaves room
+// for its tag and the longest length, the contents are appended, and
+// closeField writes the tag and the actual length and moves the contents
+// up against them (a copy: cheaper than sizing the contents first, a pass
+// over every number).
+const fieldHead = 1 + binary.MaxVarintLen64 // field numbers below 16: a one-byte tag
+
+func openField(b *[]byte) int {
+	at := len(*b)
+	*b = append(*b, make([]byte, fieldHead)...)
+	return at
+}
+
+func closeField(b []byte, at int, field protowire.Number) []byte {
+	body := b[at+fieldHead:]
+	var head [fieldHead]byte
+	h := protowire.AppendVarint(protowire.AppendTag(head[:0], field, protowire.BytesType), uint64(len(body)))
+	n := copy(b[at:], h)
+	n += copy(b[at+n:], body)
+	return b[:at+n]
+}
+
+// appendPacked writes v as packed field f (nothing when empty).
+func appendPacked[T uint32 | uint64](b []byte, f protowire.Number, v []T) []byte {
+	if len(v) == 0 {
+		return b
+	}
+	at := openField(&b)
+	n := len(b)
+	b = slices.Grow(b, len(v)*protowire.SizeVarint(uint64(^T(0))))
+	b = b[:cap(b)]
+	for _, x := range v {
+		for x >= 0x80 {
+			b[n] = byte(x) | 0x80
+			x >>= 7
+			n++
+		}
+		b[n] = byte(x)
+		n++
+	}
+	return closeField(b[:n], at, f)
+}
+
+// appendNameFields writes names as field 1, one field each.
+func appendNameFields(b []byte, names []string) []byte {
+	for _, s := range names {
+		b = protowire.AppendTag(b, 1, protowire.BytesType)
+		b = protowire.AppendString(b, s)
+	}
+	return b
+}
+
+func appendBytesField(b []byte, field protowire.Number, v []byte) []byte {
+	if len(v) == 0 {
+		return b
+	}
+	b = protowire.AppendTag(b, field, protowire.BytesType)
+	return protowire.AppendBytes(b, v)
+}
+
+// readFlame reads a flame graph answer: its tree by hand, each other field
+// by proto.Unmarshal (merged, as protobuf reads fields one after another).
+func readFlame(b []byte, m *fsv1.GetFlameGraphResponse) error {
+	return eachField(b, m, func(num protowire.Number, v []byte) (bool, error) {
+		if num != flameTree {
+			return false, nil
+		}
+		if m.Tree == nil {
+			m.Tree = new(fsv1.FlameTree)
+		}
+		return true, readTree(v, m.Tree)
+	})
+}
+
+// readWrapped reads an answer whose field 1 is a flame graph (body makes
+// it): that field by readFlame, the others by proto.Unmarshal.
+func readWrapped(b []byte, m proto.Message, body func() *fsv1.GetFlameGraphResponse) error {
+	return eachField(b, m, func(num protowire.Number, v []byte) (bool, error) {
+		if num != wrappedBody {
+			return false, nil
+		}
+		return true, readFlame(v, body())
+	})
+}
+
+// eachField goes through message b's fields: those own (a length-delimited
+// field's contents) does not take are merged into m by proto.Unmarshal.
+func eachField(b []byte, m proto.Message, own func(protowire.Number, []byte) (bool, error)) error {
+	merge := proto.UnmarshalOptions{Merge: true}
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return protowire.ParseError(n)
+		}
+		k := protowire.ConsumeFieldValue(num, typ, b[n:])
+		if k < 0 {
+			return protowire.ParseError(k)
+		}
+		field := b[:n+k]
+		b = b[n+k:]
+		if typ == protowire.BytesType {
+			v, _ := protowire.ConsumeBytes(field[n:])
+			if took, err := own(num, v); took || err != nil {
+				if err != nil {
+					return err
+				}
+				continue
+			}
+		}
+		if err := merge.Unmarshal(field, m); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// readTree reads a FlameTree message into t (appending, as protobuf merges
+// repeated fields): by hand when it holds only the fields written above,
+// by proto.Unmarshal otherwise.
+func readTree(b []byte, t *fsv1.FlameTree) error {
+	var fresh fsv1.FlameTree
+	if !readTreeFast(b, &fresh) {
+		return proto.UnmarshalOptions{Merge: true}.Unmarshal(b, t)
+	}
+	if t.Names == nil && t.Name == nil && t.Value == nil && t.Depth == nil {
+		t.Names, t.Name, t.Value, t.Depth = fresh.Names, fresh.Name, fresh.Value, fresh.Depth
+		return nil
+	}
+	t.Names = append(t.Names, fresh.Names...)
+	t.Name = append(t.Name, fresh.Name...)
+	t.Value = append(t.Value, fresh.Value...)
+	t.Depth = append(t.Depth, fresh.Depth...)
+	return nil
+}
+
+// readTreeFast reads a tree in two passes: the first counts the names, their
+// bytes and each column's numbers (one per byte below 0x80), the second
+// fills slices made to size, the names slices of one string. It reports
+// false for anything it does not expect, before t is changed.
+func readTreeFast(b []byte, t *fsv1.FlameTree) bool {
+	var names, nameBytes int
+	var counts [5]int // by field number: 2 name, 3 value, 4 depth
+	for p := b; len(p) > 0; {
+		num, typ, n := protowire.ConsumeTag(p)
+		if n < 0 || num < 1 || num > 4 {
+			return false
+		}
+		p = p[n:]
+		switch {
+		case typ == protowire.BytesType:
+			v, n := protowire.ConsumeBytes(p)
+			if n < 0 {
+				return false
+			}
+			p = p[n:]
+			if num == 1 {
+				if !utf8.Valid(v) {
+					return false
+				}
+				names++
+				nameBytes += len(v)
+				continue
+			}
+			if len(v) > 0 && v[len(v)-1] >= 0x80 { // ends inside a varint
+				return false
+			}
+			counts[num] += countVarints(v)
+		case typ == protowire.VarintType && num != 1:
+			_, n := protowire.ConsumeVarint(p)
+			if n < 0 {
+				return false
+			}
+			p = p[n:]
+			counts[num]++
+		default:
+			return false
+		}
+	}
+	var sb strings.Builder
+	sb.Grow(nameBytes)
+	ends := make([]int, 0, names)
+	name := make([]uint32, 0, counts[2])
+	value := make([]uint64, 0, counts[3])
+	depth := make([]uint32, 0, counts[4])
+	ok := true
+	for p := b; len(p) > 0 && ok; {
+		num, typ, n := protowire.ConsumeTag(p)
+		p = p[n:]
+		var v []byte
+		if typ == protowire.VarintType {
+			_, n = protowire.ConsumeVarint(p)
+		} else {
+			v, n = protowire.ConsumeBytes(p)
+		}
+		if typ == protowire.VarintType {
+			v = p[:n] // one number, read as a packed run of one
+		}
+		p = p[n:]
+		switch num {
+		case 1:
+			sb.Write(v)
+			ends = append(ends, sb.Len())
+		case 2:
+			name, ok = readVarints(v, name)
+		case 3:
+			value, ok = readVarints(v, value)
+		case 4:
+			depth, ok = readVarints(v, depth)
+		}
+	}
+	if !ok {
+		return false
+	}
+	all := sb.String()
+	if names > 0 {
+		t.Names = make([]string, names)
+		start := 0
+		for i, end := range ends {
+			t.Names[i] = all[start:end]
+			start = end
+		}
+	}
+	if len(name) > 0 {
+		t.Name = name
+	}
+	if len(value) > 0 {
+		t.Value = value
+	}
+	if len(depth) > 0 {
+		t.Depth = depth
+	}
+	return true
+}
+
+// readVarints appends the packed varints of v to out (uint32 fields keep
+// the low 32 bits, as protobuf reads them); false if one is longer than
+// 10 bytes or overflows 64 bits.
+func readVarints[T uint32 | uint64](v []byte, out []T) ([]T, bool) {
+	for i := 0; i < len(v); {
+		c := v[i]
+		i++
+		x := uint64(c & 0x7f)
+		for shift := 7; c >= 0x80; shift += 7 {
+			if i == len(v) || shift > 63 {
+				return out, false
+			}
+			c = v[i]
+			i++
+			if shift == 63 && c > 1 {
+				return out, false
+			}
+			x |= uint64(c&0x7f) << shift
+		}
+		out = append(out, T(x))
+	}
+	return out, true
+}
+
+// countVarints is how many varints end in v: its bytes below 0x80,
+// counted eight at a time.
+func countVarints(v []byte) int {
+	n := len(v)
+	cont := 0 // bytes with the high bit: not the last of a varint
+	for ; len(v) >= 8; v = v[8:] {
+		cont += bits.OnesCount64(binary.LittleEndian.Uint64(v) & 0x8080808080808080)
+	}
+	for _, c := range v {
+		cont += int(c >> 7)
+	}
+	return n - cont
+}
