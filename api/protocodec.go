@@ -138,12 +138,9 @@ func appendFlameProto(dst []byte, m *fsv1.GetFlameGraphResponse) ([]byte, error)
 	if err != nil {
 		return nil, err
 	}
-	at := openField(&dst)
-	dst = appendNameFields(dst, t.Names)
-	dst = appendPacked(dst, 2, t.Name)
-	dst = appendPacked(dst, 3, t.Value)
-	dst = appendPacked(dst, 4, t.Depth)
-	dst = closeField(dst, at, flameTree)
+	dst = appendTree(dst, flameTree, t.Names, func(b []byte) []byte {
+		return appendPacked(appendPacked(appendPacked(b, 2, t.Name), 3, t.Value), 4, t.Depth)
+	})
 	return appendBytesField(dst, flameExport, export), nil
 }
 
@@ -169,13 +166,9 @@ func appendDiffProto(dst []byte, m *fsv1.GetDiffFlameGraphResponse) ([]byte, err
 	if err != nil {
 		return nil, err
 	}
-	at := openField(&dst)
-	dst = appendNameFields(dst, t.Names)
-	dst = appendPacked(dst, 2, t.Name)
-	dst = appendPacked(dst, 3, t.ValueA)
-	dst = appendPacked(dst, 4, t.ValueB)
-	dst = appendPacked(dst, 5, t.Depth)
-	dst = closeField(dst, at, diffTree)
+	dst = appendTree(dst, diffTree, t.Names, func(b []byte) []byte {
+		return appendPacked(appendPacked(appendPacked(appendPacked(b, 2, t.Name), 3, t.ValueA), 4, t.ValueB), 5, t.Depth)
+	})
 	dst = appendBytesField(dst, diffExport, export)
 	return proto.MarshalOptions{}.MarshalAppend(dst, &fsv1.GetDiffFlameGraphResponse{ChangesBySelf: bySelf, ChangesByTotal: byTotal})
 }
@@ -223,13 +216,15 @@ func appendPacked[T uint32 | uint64](b []byte, f protowire.Number, v []T) []byte
 	return closeField(b[:n], at, f)
 }
 
-// appendNameFields writes names as field 1, one field each.
-func appendNameFields(b []byte, names []string) []byte {
+// appendTree writes a tree message as field f: its names (field 1, one
+// field each), then the packed columns cols appends.
+func appendTree(b []byte, f protowire.Number, names []string, cols func([]byte) []byte) []byte {
+	at := openField(&b)
 	for _, s := range names {
 		b = protowire.AppendTag(b, 1, protowire.BytesType)
 		b = protowire.AppendString(b, s)
 	}
-	return b
+	return closeField(cols(b), at, f)
 }
 
 func appendBytesField(b []byte, field protowire.Number, v []byte) []byte {
