@@ -3,6 +3,7 @@ package api
 import (
 	"bytes"
 	"slices"
+	"strconv"
 	"unicode/utf8"
 
 	"connectrpc.com/connect"
@@ -13,11 +14,12 @@ import (
 )
 
 // JSONCodec is Connect's JSON codec (protojson) with a fast path for the
-// flame graph answers: their trees are flat arrays of up to millions of
-// numbers, which protojson writes through reflection a value at a time
-// (most of a whole-profile answer's time). The tree is written by hand in
-// the same proto3 JSON form (uint64 as strings, lowerCamelCase names) and
-// the rest of the message by protojson; decoders cannot tell.
+// flame graph answers and the heatmaps: their trees are flat arrays of up
+// to millions of numbers, their cells thousands, which protojson writes
+// through reflection a value at a time (most of a whole-profile answer's
+// time). The tree or the cells are written by hand in the same proto3 JSON
+// form (64-bit integers as strings, lowerCamelCase names) and the rest of
+// the message by protojson; decoders cannot tell.
 func JSONCodec() connect.Option { return connect.WithCodec(jsonCodec{}) }
 
 type jsonCodec struct{}
@@ -50,6 +52,14 @@ func (jsonCodec) MarshalAppend(dst []byte, m any) ([]byte, error) {
 			}
 		}
 		return append(dst, '}'), nil
+	case *fsv1.GetHeatmapResponse:
+		if len(m.Columns) > 0 {
+			return spliceColumns(dst, m, &m.Columns)
+		}
+	case *fsv1.GetFleetHeatmapResponse:
+		if len(m.Columns) > 0 {
+			return spliceColumns(dst, m, &m.Columns)
+		}
 	case *fsv1.GetDiffFlameGraphResponse:
 		if t := m.GetTree(); t != nil && validNames(t.GetNames()) {
 			m.Tree = nil
@@ -98,6 +108,38 @@ func splice(dst []byte, m proto.Message, name string, value func([]byte) []byte)
 	dst = append(dst, name...)
 	dst = append(dst, `":`...)
 	return append(value(dst), '}'), nil
+}
+
+// spliceColumns writes m with its heatmap's columns (*cols) by hand.
+func spliceColumns(dst []byte, m proto.Message, cols *[]*fsv1.Column) ([]byte, error) {
+	c := *cols
+	*cols = nil
+	defer func() { *cols = c }()
+	return splice(dst, m, "columns", func(b []byte) []byte { return appendColumns(b, c) })
+}
+
+// appendColumns writes a heatmap's columns: {"counts": [...]} each, {}
+// when empty, as protojson does.
+func appendColumns(b []byte, cols []*fsv1.Column) []byte {
+	b = append(b, '[')
+	for i, c := range cols {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		if len(c.GetCounts()) == 0 {
+			b = append(b, "{}"...)
+			continue
+		}
+		b = append(b, `{"counts":[`...)
+		for j, x := range c.GetCounts() {
+			if j > 0 {
+				b = append(b, ',')
+			}
+			b = append(strconv.AppendInt(append(b, '"'), x, 10), '"')
+		}
+		b = append(b, "]}"...)
+	}
+	return append(b, ']')
 }
 
 func validNames(names []string) bool {

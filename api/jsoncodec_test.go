@@ -33,6 +33,12 @@ func TestJSONCodec(t *testing.T) {
 		&fsv1.GetDiffFlameGraphResponse{TotalA: 3, TotalB: 4, Tree: &fsv1.DiffTree{Names: names, Name: tree.Name, ValueA: tree.Value, ValueB: tree.Value, Depth: tree.Depth},
 			ChangesBySelf: []*fsv1.FunctionChange{{Name: "f", SelfA: 1}}},
 		&fsv1.GetHeatmapResponse{Event: "x", Total: 3},
+		&fsv1.GetHeatmapResponse{Event: "cpu", StartSecond: -5, Rows: 3, MaxCount: 1 << 40, Total: 9, SecondsPerColumn: 1,
+			Columns: []*fsv1.Column{{Counts: []int64{0, 1, 1 << 40}}, {}, {Counts: []int64{-3, math.MaxInt64, math.MinInt64}}}},
+		&fsv1.GetHeatmapResponse{Columns: []*fsv1.Column{{}}}, // nothing but an empty column
+		&fsv1.GetFleetHeatmapResponse{StartSecond: 1_700_000_000, SecondsPerColumn: 2, Rows: 2, Columns: []*fsv1.Column{{Counts: []int64{4, 5}}},
+			Accounting: &fsv1.Accounting{Event: "cpu", Profiles: 2}},
+		&fsv1.GetFleetHeatmapResponse{Accounting: &fsv1.Accounting{Event: "cpu"}}, // no columns
 	} {
 		got, err := jsonCodec{}.Marshal(m)
 		if err != nil {
