@@ -156,6 +156,7 @@ type Layout struct {
 	names []string // distinct names, sorted
 	rank  []uint32 // by frame id
 	order []fleetscope.StackID
+	pos   []uint32 // by stack id: its place in order
 	// The stacks in order as name ranks, back to back: order[i]'s are
 	// seq[seqOff[i]:seqOff[i+1]], and its first lcp[i] are order[i-1]'s
 	// (lcp[0] = 0). Two stacks of the order share the least lcp between
@@ -193,8 +194,10 @@ func NewLayout(d *fleetscope.Dict, a Annotate) *Layout {
 	l.seq = make([]uint32, 0, total)
 	l.seqOff = make([]uint32, 1, len(l.order)+1)
 	l.lcp = make([]uint32, len(l.order))
+	l.pos = make([]uint32, len(l.order))
 	var prev []uint32
 	for i, id := range l.order {
+		l.pos[id] = uint32(i)
 		cur := seqs[id]
 		common := 0
 		for common < len(cur) && common < len(prev) && cur[common] == prev[common] {
@@ -210,7 +213,7 @@ func NewLayout(d *fleetscope.Dict, a Annotate) *Layout {
 
 // SizeBytes estimates the memory the layout holds (for caches).
 func (l *Layout) SizeBytes() int64 {
-	n := int64(len(l.rank))*4 + int64(len(l.order))*12 + int64(len(l.seq))*4
+	n := int64(len(l.rank))*4 + int64(len(l.order))*16 + int64(len(l.seq))*4
 	for _, s := range l.names {
 		n += int64(len(s)) + 16
 	}
@@ -312,44 +315,86 @@ type skeleton struct {
 // none), visiting them in name order and adding only the frames each does
 // not share with the one before.
 func (l *Layout) walk(a, b *Counts) *skeleton {
-	keep := func(id fleetscope.StackID) bool { return a.value(id) != 0 || b != nil && b.value(id) != 0 }
-	n, stacks, shared := 1, 0, uint32(0) // first the sizes, so that nothing grows
-	for i, id := range l.order {
-		shared = min(shared, l.lcp[i])
-		if keep(id) {
-			length := l.seqOff[i+1] - l.seqOff[i]
-			n += int(length - shared)
-			stacks++
-			shared = length
-		}
+	kept := l.kept(a, b)
+	n := 1 // first the sizes, so that nothing grows
+	for _, k := range kept {
+		n += int(l.seqOff[k.pos+1] - l.seqOff[k.pos] - k.shared)
 	}
 	t := &skeleton{names: []string{"all"}, name: append(make([]uint32, 0, n), 0), depth: append(make([]uint32, 0, n), 0),
-		parent: append(make([]int32, 0, n), 0), stacks: make([]fleetscope.StackID, 0, stacks), leaf: make([]int32, 0, stacks)}
+		parent: append(make([]int32, 0, n), 0), stacks: make([]fleetscope.StackID, 0, len(kept)), leaf: make([]int32, 0, len(kept))}
 	used := make([]int32, len(l.names)) // rank -> 1 + index in names
 	path := []int32{0}
-	shared = 0 // what the stack shares with the last one kept
-	for i, id := range l.order {
-		shared = min(shared, l.lcp[i])
-		if !keep(id) {
-			continue
-		}
-		cur := l.seq[l.seqOff[i]:l.seqOff[i+1]]
-		path = path[:shared+1]
-		for j, r := range cur[shared:] {
+	for _, k := range kept {
+		cur := l.seq[l.seqOff[k.pos]:l.seqOff[k.pos+1]]
+		path = path[:k.shared+1]
+		for j, r := range cur[k.shared:] {
 			if used[r] == 0 {
 				t.names = append(t.names, l.names[r])
 				used[r] = int32(len(t.names))
 			}
 			t.name = append(t.name, uint32(used[r]-1))
-			t.depth = append(t.depth, shared+uint32(j)+1)
+			t.depth = append(t.depth, k.shared+uint32(j)+1)
 			t.parent = append(t.parent, path[len(path)-1])
 			path = append(path, int32(len(t.parent)-1))
 		}
-		t.stacks = append(t.stacks, id)
+		t.stacks = append(t.stacks, l.order[k.pos])
 		t.leaf = append(t.leaf, path[len(path)-1])
-		shared = uint32(len(cur))
 	}
 	return t
+}
+
+// keptStack is a stack of a tree: its place in the layout's order and how
+// many frames it shares with the tree's stack before it.
+type keptStack struct{ pos, shared uint32 }
+
+// kept lists the stacks with a value in a or in b (nil: none) in the
+// layout's order. A few (a short range's) are found from the counts,
+// sorted, and each compared with the one before; more, by walking the
+// whole order, where two stacks share the least lcp between them.
+func (l *Layout) kept(a, b *Counts) []keptStack {
+	limit := len(l.order) / 16
+	var pos []uint32
+	for _, c := range []*Counts{a, b} {
+		if c == nil {
+			continue
+		}
+		for id, v := range c.byStack {
+			if v == 0 || id >= len(l.pos) {
+				continue
+			}
+			if len(pos) == limit {
+				return l.keptAll(a, b)
+			}
+			pos = append(pos, l.pos[id])
+		}
+	}
+	slices.Sort(pos)
+	pos = slices.Compact(pos) // a stack of both sides
+	out := make([]keptStack, len(pos))
+	var prev []uint32
+	for i, p := range pos {
+		cur := l.seq[l.seqOff[p]:l.seqOff[p+1]]
+		common := 0
+		for common < len(cur) && common < len(prev) && cur[common] == prev[common] {
+			common++
+		}
+		out[i] = keptStack{p, uint32(common)}
+		prev = cur
+	}
+	return out
+}
+
+func (l *Layout) keptAll(a, b *Counts) []keptStack {
+	var out []keptStack
+	shared := uint32(0) // what the stack shares with the last one kept
+	for i, id := range l.order {
+		shared = min(shared, l.lcp[i])
+		if a.value(id) != 0 || b != nil && b.value(id) != 0 {
+			out = append(out, keptStack{uint32(i), shared})
+			shared = l.seqOff[i+1] - l.seqOff[i]
+		}
+	}
+	return out
 }
 
 // Tree merges the stacks into a nested tree rooted at "all" (see FlatTree).

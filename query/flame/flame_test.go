@@ -1,6 +1,8 @@
 package flame_test
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"os"
 	"strings"
 	"testing"
@@ -135,6 +137,70 @@ func TestFlatWriteFolded(t *testing.T) {
 	add(7, "x", "sys")
 	add(1, "a")
 	check(t, d, counts) // no ';' in names: in the tree's order
+}
+
+// TestLayoutFewStacks: a layout's trees of a few of its stacks (a short
+// range's, found from the counts) and of many (found by walking its whole
+// order) write the counts' folded lines, one side or two (a diff's sides
+// each write their own).
+func TestLayoutFewStacks(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 9))
+	d := fleetscope.NewDict()
+	var stacks []fleetscope.StackID
+	for range 4000 {
+		var fs []fleetscope.FrameID
+		for range 1 + rng.IntN(12) {
+			fs = append(fs, d.Frame(fleetscope.Frame{Name: fmt.Sprintf("f%d", rng.IntN(40))}))
+		}
+		stacks = append(stacks, d.Stack(fs))
+	}
+	l := flame.NewLayout(d, flame.Annotate{})
+	pick := func(k int) *flame.Counts {
+		c := &flame.Counts{}
+		for range k {
+			c.AddStack(stacks[rng.IntN(len(stacks))], uint64(1+rng.IntN(3)))
+		}
+		return c
+	}
+	folded := func(f *flame.Flat) string {
+		// Siblings in strictly increasing name order: each path once.
+		last := map[int]string{} // depth -> the name of the latest node there
+		for i := 1; i < len(f.Name); i++ {
+			dep, name := int(f.Depth[i]), f.Names[f.Name[i]]
+			if prev, ok := last[dep]; ok && prev >= name {
+				t.Fatalf("node %d (%q) after its sibling %q", i, name, prev)
+			}
+			last[dep] = name
+			for dd := range last {
+				if dd > dep {
+					delete(last, dd)
+				}
+			}
+		}
+		var b strings.Builder
+		if err := f.WriteFolded(&b); err != nil {
+			t.Fatal(err)
+		}
+		return b.String()
+	}
+	for _, k := range []int{1, 2, 20, 100, 3000} { // below and above the layout's stacks / 16
+		a, b := pick(k), pick(k/2+1)
+		for _, c := range []*flame.Counts{a, b} {
+			var want strings.Builder
+			if err := flame.WriteFolded(&want, d, c, flame.Annotate{}); err != nil {
+				t.Fatal(err)
+			}
+			if got := folded(l.Flat(c)); got != want.String() {
+				t.Fatalf("%d stacks: the tree's folded lines\n%s\nwant\n%s", k, got, want.String())
+			}
+		}
+		df := l.FlatDiff(a, b)
+		sideA := folded(&flame.Flat{Names: df.Names, Name: df.Name, Value: df.A, Depth: df.Depth})
+		sideB := folded(&flame.Flat{Names: df.Names, Name: df.Name, Value: df.B, Depth: df.Depth})
+		if sideA != folded(l.Flat(a)) || sideB != folded(l.Flat(b)) {
+			t.Fatalf("%d stacks: a diff's sides differ from their own trees", k)
+		}
+	}
 }
 
 func check(t *testing.T, d *fleetscope.Dict, counts *flame.Counts) {
