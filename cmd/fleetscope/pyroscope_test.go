@@ -6,6 +6,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"os"
 	"os/exec"
@@ -99,7 +100,10 @@ func TestPyroscopeGoProgram(t *testing.T) {
 	if len(cpu) == 0 { // how many depends on the machine's pace: pyroscope-go uploads on a ticker and once at stop
 		t.Fatalf("no CPU profile from a 3 s run uploading every second (profiles: %v)", kinds)
 	}
-	fg, err := q.GetFlameGraph(ctx, connect.NewRequest(&fsv1.GetFlameGraphRequest{ProfileId: cpu[0].GetId(), Event: "cpu", WeightByPeriod: true,
+	// The one with the most samples: the last upload, at stop, may cover
+	// only the few milliseconds of pyroscope-go's own shutdown.
+	busiest := slices.MaxFunc(cpu, func(a, b *fsv1.Profile) int { return cmp.Compare(a.GetSamples(), b.GetSamples()) })
+	fg, err := q.GetFlameGraph(ctx, connect.NewRequest(&fsv1.GetFlameGraphRequest{ProfileId: busiest.GetId(), Event: "cpu", WeightByPeriod: true,
 		Format: fsv1.FlameGraphFormat_FLAME_GRAPH_FORMAT_FOLDED}))
 	if err != nil {
 		t.Fatal(err)
@@ -107,7 +111,7 @@ func TestPyroscopeGoProgram(t *testing.T) {
 	if f := fg.Msg.GetFolded(); !strings.Contains(f, "main.burnSHA") && !strings.Contains(f, "main.burnSort") {
 		t.Fatalf("CPU flame graph lacks the program's functions:\n%.2000s", f)
 	}
-	if _, err := q.GetHeatmap(ctx, connect.NewRequest(&fsv1.GetHeatmapRequest{ProfileId: cpu[0].GetId()})); connect.CodeOf(err) != connect.CodeInvalidArgument {
+	if _, err := q.GetHeatmap(ctx, connect.NewRequest(&fsv1.GetHeatmapRequest{ProfileId: busiest.GetId()})); connect.CodeOf(err) != connect.CodeInvalidArgument {
 		t.Errorf("heatmap of a pprof time span: %v, want InvalidArgument (no per-sample times)", err)
 	}
 	basic := s.mustCLI("profiles", "--app", "pyroapp", "--label", "env=basic", "--json")
