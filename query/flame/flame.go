@@ -199,11 +199,7 @@ func NewLayout(d *fleetscope.Dict, a Annotate) *Layout {
 	for i, id := range l.order {
 		l.pos[id] = uint32(i)
 		cur := seqs[id]
-		common := 0
-		for common < len(cur) && common < len(prev) && cur[common] == prev[common] {
-			common++
-		}
-		l.lcp[i] = uint32(common)
+		l.lcp[i] = commonPrefix(prev, cur)
 		l.seq = append(l.seq, cur...)
 		l.seqOff = append(l.seqOff, uint32(len(l.seq)))
 		prev = cur
@@ -374,14 +370,19 @@ func (l *Layout) kept(a, b *Counts) []keptStack {
 	var prev []uint32
 	for i, p := range pos {
 		cur := l.seq[l.seqOff[p]:l.seqOff[p+1]]
-		common := 0
-		for common < len(cur) && common < len(prev) && cur[common] == prev[common] {
-			common++
-		}
-		out[i] = keptStack{p, uint32(common)}
+		out[i] = keptStack{p, commonPrefix(prev, cur)}
 		prev = cur
 	}
 	return out
+}
+
+// commonPrefix is how many first names two stacks share.
+func commonPrefix(a, b []uint32) uint32 {
+	n := 0
+	for n < len(a) && n < len(b) && a[n] == b[n] {
+		n++
+	}
+	return uint32(n)
 }
 
 func (l *Layout) keptAll(a, b *Counts) []keptStack {
