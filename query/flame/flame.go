@@ -479,56 +479,63 @@ func (f *Flat) WriteFolded(w io.Writer) error {
 		return nil
 	}
 	name := func(i int32) string { return f.Names[f.Name[i]] }
-	// Each node's own value, where its subtree ends (end[i]: the next node
-	// not under it) and whether its children need ordering by key.
-	self := slices.Clone(f.Value)
+	// Where each node's subtree ends (end[i]: the next node not under it),
+	// whether its children need ordering by key (the top bit of end), and
+	// the longest line's stack text.
 	end := make([]int32, n)
-	reorder := make([]bool, n)
 	last := make([]int32, 0, 64) // last[d]: the latest node at depth d
-	maxDepth := 0
+	plen := make([]int, 1, 64)   // plen[d]: the stack text's length to depth d
+	longest, maxDepth := 0, 0
 	for i := range int32(n) {
 		dep := int(f.Depth[i])
 		if dep > len(last) {
 			return errors.New("flame: malformed tree")
 		}
 		for _, j := range last[dep:] { // their subtrees end here
-			end[j] = i
+			end[j] |= i
 		}
 		if dep > 0 {
-			p := last[dep-1]
-			self[p] -= f.Value[i]
-			if prev := len(last) > dep; prev { // a sibling before i
+			if len(last) > dep { // a sibling before i
 				a, b := name(last[dep]), name(i)
 				if a >= b {
 					return f.writeFoldedSorted(w) // not in name order: not a tree this package built
 				}
 				if len(a) < len(b) && b[:len(a)] == a && b[len(a)] < ';' {
-					reorder[p] = true
+					end[last[dep-1]] |= reorderBit
 				}
 			}
+			l := plen[dep-1] + len(name(i))
+			if dep > 1 {
+				l++ // the ';'
+			}
+			plen = append(plen[:dep], l)
+			longest = max(longest, l)
 		}
 		last = append(last[:dep], i)
 		maxDepth = max(maxDepth, dep)
 	}
 	for _, j := range last {
-		end[j] = int32(n)
+		end[j] |= int32(n)
 	}
-	bw := bufio.NewWriterSize(w, 1<<20)
-	fw := &foldedWriter{f: f, self: self, end: end, reorder: reorder, ends: make([]int, maxDepth+1), w: bw}
+	fw := &foldedWriter{f: f, end: end, prefix: make([]byte, longest), ends: make([]int, maxDepth+1),
+		out: make([]byte, 0, max(1<<20, 2*(longest+24))), w: w}
 	fw.below(0)
-	return bw.Flush()
+	return fw.flush()
 }
+
+// reorderBit, in foldedWriter.end, marks a node whose children's lines
+// need ordering by key.
+const reorderBit = -1 << 31
 
 // foldedWriter writes a tree's folded lines (Flat.WriteFolded).
 type foldedWriter struct {
-	f       *Flat
-	self    []uint64 // each node's own value
-	end     []int32  // where each node's subtree ends
-	reorder []bool   // whose children need ordering by key
-	prefix  []byte
-	num     []byte
-	ends    []int // the prefix's length at each depth
-	w       *bufio.Writer
+	f      *Flat
+	end    []int32 // where each node's subtree ends, | reorderBit
+	prefix []byte  // the current stack text, room for the longest
+	ends   []int   // the prefix's length at each depth
+	out    []byte  // lines not yet written
+	w      io.Writer
+	err    error
 }
 
 // foldedItem is a child's own line (below = false) or the lines below it.
@@ -539,32 +546,63 @@ type foldedItem struct {
 
 func (fw *foldedWriter) name(i int32) string { return fw.f.Names[fw.f.Name[i]] }
 
+// next is where node i's subtree ends; reorder is whether its children
+// need ordering by key.
+func (fw *foldedWriter) next(i int32) int32   { return fw.end[i] &^ reorderBit }
+func (fw *foldedWriter) reorder(i int32) bool { return fw.end[i] < 0 }
+
+// self is node i's own value: its value less its children's.
+func (fw *foldedWriter) self(i int32) uint64 {
+	v := fw.f.Value[i]
+	for c, e := i+1, fw.next(i); c < e; c = fw.next(c) {
+		v -= fw.f.Value[c]
+	}
+	return v
+}
+
 // enter makes the prefix node i's lines start with.
 func (fw *foldedWriter) enter(i int32) {
 	dep := int(fw.f.Depth[i])
+	at := 0
 	if dep > 1 {
-		fw.prefix = append(fw.prefix[:fw.ends[dep-1]], ';')
-	} else {
-		fw.prefix = fw.prefix[:0]
+		at = fw.ends[dep-1]
+		fw.prefix[at] = ';'
+		at++
 	}
-	fw.prefix = append(fw.prefix, fw.name(i)...)
-	fw.ends[dep] = len(fw.prefix)
+	fw.ends[dep] = at + copy(fw.prefix[at:], fw.name(i))
 }
 
+// line writes node i's line, if it has its own value.
 func (fw *foldedWriter) line(i int32) {
-	fw.w.Write(fw.prefix)
-	fw.num = append(strconv.AppendUint(append(fw.num[:0], ' '), fw.self[i], 10), '\n')
-	fw.w.Write(fw.num)
+	v := fw.self(i)
+	if v == 0 {
+		return
+	}
+	p := fw.prefix[:fw.ends[fw.f.Depth[i]]]
+	if len(fw.out)+len(p)+22 > cap(fw.out) {
+		fw.flush()
+	}
+	fw.out = append(strconv.AppendUint(append(append(fw.out, p...), ' '), v, 10), '\n')
+}
+
+// flush writes the lines kept so far; after a write error it only keeps
+// the error.
+func (fw *foldedWriter) flush() error {
+	if fw.err == nil && len(fw.out) > 0 {
+		_, fw.err = fw.w.Write(fw.out)
+	}
+	fw.out = fw.out[:0]
+	return fw.err
 }
 
 // items returns node p's children's items ordered by key.
 func (fw *foldedWriter) items(p int32) []foldedItem {
 	var items []foldedItem
-	for c := p + 1; c < fw.end[p]; c = fw.end[c] {
-		if fw.self[c] != 0 {
+	for c := p + 1; c < fw.next(p); c = fw.next(c) {
+		if fw.self(c) != 0 {
 			items = append(items, foldedItem{c, false})
 		}
-		if fw.end[c] > c+1 {
+		if fw.next(c) > c+1 {
 			items = append(items, foldedItem{c, true})
 		}
 	}
@@ -611,19 +649,18 @@ func (fw *foldedWriter) write(items []foldedItem) {
 // below writes the lines below node p: in pre-order, but for the children
 // of a node to reorder.
 func (fw *foldedWriter) below(p int32) {
-	if fw.reorder[p] {
+	if fw.reorder(p) {
 		fw.write(fw.items(p))
 		return
 	}
-	for i := p + 1; i < fw.end[p]; {
+	for i, e := p+1, fw.next(p); i < e; {
 		fw.enter(i)
-		if fw.self[i] != 0 {
+		if fw.reorder(i) {
 			fw.line(i)
-		}
-		if fw.reorder[i] {
 			fw.below(i)
-			i = fw.end[i]
+			i = fw.next(i)
 		} else {
+			fw.line(i)
 			i++
 		}
 	}
