@@ -26,6 +26,16 @@ func HTTPClient(baseURL string) *http.Client {
 	return &http.Client{Transport: tr}
 }
 
+// UnaryHTTPClient is the HTTP client for Connect calls without a client
+// stream (queries, fleet, admin): to http:// URLs it speaks HTTP/1.1, which
+// reads an answer straight off the connection, without HTTP/2's frames and
+// the copies its flow control makes at both ends (the whole benchmark flame
+// graph through the CLI: 26.5 -> 25.1 ms median); https may still agree on
+// HTTP/2.
+func UnaryHTTPClient() *http.Client {
+	return &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+}
+
 // Bearer is a client interceptor that sends an API key as
 // "Authorization: Bearer <key>" on every call, unary or streaming.
 type Bearer string

@@ -37,7 +37,7 @@ func newClient() (*client, error) {
 		debug.SetGCPercent(-1)
 		debug.SetMemoryLimit(256 << 20)
 	}
-	hc := api.HTTPClient(base)
+	hc, uc := api.HTTPClient(base), api.UnaryHTTPClient()
 	opts := []connect.ClientOption{connect.WithInterceptors(api.Bearer(key)), api.ProtoCodec()}
 	if loopback(base) {
 		// No network to save: gzip would only cost time at both ends (the
@@ -47,9 +47,9 @@ func newClient() (*client, error) {
 	return &client{
 		base:   base,
 		ingest: fleetscopev1connect.NewIngestServiceClient(hc, base, opts...),
-		query:  fleetscopev1connect.NewQueryServiceClient(hc, base, opts...),
-		fleet:  fleetscopev1connect.NewFleetServiceClient(hc, base, opts...),
-		admin:  fleetscopev1connect.NewAdminServiceClient(hc, base, opts...),
+		query:  fleetscopev1connect.NewQueryServiceClient(uc, base, opts...),
+		fleet:  fleetscopev1connect.NewFleetServiceClient(uc, base, opts...),
+		admin:  fleetscopev1connect.NewAdminServiceClient(uc, base, opts...),
 	}, nil
 }
 
