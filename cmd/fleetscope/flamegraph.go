@@ -58,7 +58,7 @@ func flamegraphCmd() *cobra.Command {
 			if err := fileOrProfile(a, r.ProfileID); err != nil {
 				return err
 			}
-			w := bufio.NewWriterSize(os.Stdout, 1<<20)
+			w, flush := flameOut(format)
 			if r.ProfileID != "" {
 				err = remoteFlame(c, w, r, format)
 			} else {
@@ -67,7 +67,7 @@ func flamegraphCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return w.Flush()
+			return flush()
 		},
 	}
 	f := c.Flags()
@@ -103,11 +103,23 @@ func fleetFlame(c *cobra.Command, ff *fleetFlags, r query.FlameRequest, format s
 	if err != nil {
 		return remoteErr(err)
 	}
-	w := bufio.NewWriterSize(os.Stdout, 1<<20)
+	w, flush := flameOut(format)
 	if err := writeFlame(w, res.Msg.GetFlameGraph(), format); err != nil {
 		return err
 	}
-	return w.Flush()
+	return flush()
+}
+
+// flameOut is standard output for a flame graph in format, and what
+// finishes it: buffered but for folded lines, which come in large writes
+// of their own (copying them through a buffer cost 3 of the whole
+// benchmark flame graph's 20 ms).
+func flameOut(format string) (io.Writer, func() error) {
+	if format == "folded" {
+		return os.Stdout, func() error { return nil }
+	}
+	bw := bufio.NewWriterSize(os.Stdout, 1<<20)
+	return bw, bw.Flush
 }
 
 // writeFlame writes a flame graph the server sent as the local command

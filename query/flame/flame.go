@@ -518,7 +518,7 @@ func (f *Flat) WriteFolded(w io.Writer) error {
 		end[j] |= int32(n)
 	}
 	fw := &foldedWriter{f: f, end: end, prefix: make([]byte, longest), ends: make([]int, maxDepth+1),
-		out: make([]byte, 0, max(1<<20, 2*(longest+24))), w: w}
+		out: make([]byte, 0, max(256<<10, 2*(longest+24))), w: w}
 	fw.below(0)
 	return fw.flush()
 }
