@@ -33,6 +33,16 @@ test("decodes what protobuf-es encodes", () => {
   }
 });
 
+test("names: long ones (two-byte lengths), Latin-1's odd bytes, invalid UTF-8", () => {
+  const long = "java.util.concurrent.".repeat(9); // 189 bytes: its length takes two bytes, the first 0xbd
+  const names = ["all", long, `${long}ü`, "\u0080\u0081\u009f", "€", "", "plain", "x\u{1F600}y", long + "z"];
+  const t = { names, name: names.map((_, i) => i), value: names.map(() => 1), depth: names.map((_, i) => (i === 0 ? 0 : 1)) };
+  expect(decodeFlameGraph(encode(t, names.length)).tree!.names).toEqual(names);
+  // Invalid UTF-8 (0xff) reads as U+FFFD, as a per-name decoder has it.
+  const tree = [0x0a, 1, 0x61, 0x0a, 3, 0x62, 0xff, 0x63, 0x0a, 1, 0x64];
+  expect(decodeFlameGraph(new Uint8Array([0x22, tree.length, ...tree])).tree!.names).toEqual(["a", "b\ufffdc", "d"]);
+});
+
 test("large values, unpacked numbers and unknown fields", () => {
   const big = 2 ** 52 + 3;
   const got = decodeFlameGraph(encode({ names: ["all"], name: [0], value: [big], depth: [0] }, big));
