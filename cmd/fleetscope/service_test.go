@@ -48,7 +48,9 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	fsBin = filepath.Join(dir, "fleetscope")
-	if out, err := exec.Command("go", "build", "-o", fsBin, ".").CombinedOutput(); err != nil {
+	build := exec.Command("go", "build", "-o", fsBin, ".")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0") // static, as make build and the image build it
+	if out, err := build.CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "build: %v\n%s", err, out)
 		os.Exit(1)
 	}

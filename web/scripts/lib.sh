@@ -54,7 +54,7 @@ start_server() {
   trap _cleanup EXIT
   trap 'exit 130' INT TERM
   say "go build ./bin/fleetscope (embeds web/dist)"
-  go build -o bin/fleetscope ./cmd/fleetscope
+  CGO_ENABLED=0 go build -o bin/fleetscope ./cmd/fleetscope # static, as make build and the image
   FS=$ROOT/bin/fleetscope
   TMP=$(mktemp -d)
   DB_NAME=fs_web_${SAY_PREFIX//[^a-z]/}_$$_$RANDOM
