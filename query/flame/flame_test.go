@@ -218,3 +218,52 @@ func check(t *testing.T, d *fleetscope.Dict, counts *flame.Counts) {
 		}
 	}
 }
+
+// failingWriter takes n writes, then fails every write after.
+type failingWriter struct {
+	n, calls int
+	bytes    int
+}
+
+var errFull = fmt.Errorf("disk full")
+
+func (w *failingWriter) Write(p []byte) (int, error) {
+	w.calls++
+	if w.calls > w.n {
+		return 0, errFull
+	}
+	w.bytes += len(p)
+	return len(p), nil
+}
+
+// TestFlatWriteFoldedWriteError: the lines go out in large writes (more
+// than one for a big tree), and a write that fails is the answer's error,
+// with no write tried after it.
+func TestFlatWriteFoldedWriteError(t *testing.T) {
+	d := fleetscope.NewDict()
+	counts := &flame.Counts{}
+	long := strings.Repeat("com.example.service.Handler$Inner.method", 4)
+	for i := range 4000 {
+		fs := []fleetscope.FrameID{d.Frame(fleetscope.Frame{Name: "main"})}
+		for j := range 6 {
+			fs = append(fs, d.Frame(fleetscope.Frame{Name: fmt.Sprintf("%s%d_%d", long, j, i%(50+j))}))
+		}
+		counts.AddStack(d.Stack(fs), uint64(i+1))
+	}
+	tree := flame.FlatTree(d, counts, flame.Annotate{})
+	var all failingWriter
+	all.n = 1 << 30
+	if err := tree.WriteFolded(&all); err != nil {
+		t.Fatal(err)
+	}
+	if all.calls < 2 {
+		t.Fatalf("%d bytes in %d writes: want a tree this size to need several", all.bytes, all.calls)
+	}
+	w := failingWriter{n: 1}
+	if err := tree.WriteFolded(&w); err != errFull {
+		t.Fatalf("WriteFolded = %v, want the writer's error", err)
+	}
+	if w.calls != 2 {
+		t.Fatalf("%d writes: want none after the one that failed", w.calls)
+	}
+}
