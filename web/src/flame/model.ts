@@ -36,9 +36,11 @@ export interface Layout {
 export function layout(t: FlatTree): Layout {
   const n = t.value.length;
   if (t.name.length !== n || t.depth.length !== n) throw new Error("flame tree: arrays of different lengths");
-  const name = new Uint32Array(n);
-  const value = new Float64Array(n);
-  const depth = new Uint32Array(n);
+  // Typed arrays (what the wire decoder makes) are taken as they are, not
+  // copied; the layout never writes them.
+  const name = t.name instanceof Uint32Array ? t.name : Uint32Array.from(t.name);
+  const value = t.value instanceof Float64Array ? t.value : Float64Array.from(t.value);
+  const depth = t.depth instanceof Uint32Array ? t.depth : Uint32Array.from(t.depth);
   const x = new Float64Array(n);
   const end = new Int32Array(n);
   const parent = new Int32Array(n);
@@ -48,11 +50,8 @@ export function layout(t: FlatTree): Layout {
   let sp = 0;
   let maxDepth = 0;
   for (let i = 0; i < n; i++) {
-    const d = t.depth[i];
-    name[i] = t.name[i];
+    const d = depth[i];
     if (name[i] >= t.names.length) throw new Error(`flame tree: node ${i} names ${name[i]} of ${t.names.length}`);
-    value[i] = t.value[i];
-    depth[i] = d;
     self[i] = value[i];
     if (i === 0) {
       if (d !== 0) throw new Error("flame tree: node 0 is not at depth 0");
