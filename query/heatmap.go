@@ -37,6 +37,7 @@ func (s *Service) Heatmap(ctx context.Context, tenant int64, r HeatmapRequest) (
 	if err != nil {
 		return nil, err
 	}
+	s.warmFlame(tenant, info)
 	key := heatmapKey{profileKey{tenant, info.ID}, ev, rows, r.IncludeIdle, f.key()}
 	if h, ok := s.heatmaps.Get(key); ok {
 		return h, nil

@@ -116,7 +116,7 @@ func newServer(ctx context.Context, cfg Config, log *slog.Logger, ln net.Listene
 		TempDir: spool, Shape: ingest.Shape{MaxStacks: int(cfg.MaxStacks), MaxDepth: int(cfg.MaxDepth),
 			MaxFrames: ingest.DefaultShape.MaxFrames, MaxEvents: ingest.DefaultShape.MaxEvents}}
 	lc := &lifecycle.Service{DB: db, Blobs: blobs, Log: log}
-	q := query.New(db, query.Options{CacheBytes: cfg.CacheBytes})
+	q := query.New(db, query.Options{CacheBytes: cfg.CacheBytes, Warm: true})
 	auth := api.NewAuth(db)
 
 	reg := prometheus.NewRegistry()
