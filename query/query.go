@@ -258,12 +258,15 @@ func (s *Service) dict(ctx context.Context, tenant int64, info *fleetscope.Profi
 		return d, nil
 	}
 	// One load for every request that meets it in flight; it goes on if
-	// the request that began it goes away (the others wait for it).
+	// the request that began it goes away (the others wait for it), for a
+	// minute at most.
 	d, err, _ := s.loads.Do(fmt.Sprintf("dict %d %s", tenant, info.ID), func() (any, error) {
 		if d, ok := s.dicts.Get(k); ok {
 			return d, nil
 		}
-		d, err := s.src.Dict(context.WithoutCancel(ctx), tenant, info)
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		defer cancel()
+		d, err := s.src.Dict(ctx, tenant, info)
 		if err != nil {
 			return nil, err
 		}
@@ -309,9 +312,7 @@ func (s *Service) warmFlame(tenant int64, info *fleetscope.ProfileInfo) {
 		return
 	}
 	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		if d, err := s.dict(ctx, tenant, info); err == nil {
+		if d, err := s.dict(context.Background(), tenant, info); err == nil {
 			s.layout(tenant, info, d, flame.Annotate{})
 		}
 	}()
