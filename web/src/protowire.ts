@@ -74,7 +74,8 @@ export class Reader {
   }
 }
 
-const utf8 = new TextDecoder("utf-8", { fatal: false });
+/** utf8 reads protobuf strings (invalid bytes become U+FFFD). */
+export const utf8 = new TextDecoder("utf-8", { fatal: false });
 
 /** Writer writes protobuf's binary wire format, fields in the order they
  * are written; a field with its default value is left out (proto3 implicit

@@ -10,7 +10,7 @@
 //   GetSharedFlameGraphResponse: 1 flame_graph (GetFlameGraphResponse)
 //   GetFleetFlameGraphResponse:  1 flame_graph (GetFlameGraphResponse), 2 accounting (Accounting)
 
-import { Reader } from "../protowire";
+import { Reader, utf8 } from "../protowire";
 
 export interface WireFlameTree {
   names: string[];
@@ -90,7 +90,6 @@ function readPacked(buf: Uint8Array, s: number, e: number, out: Uint32Array | Fl
 // name with other bytes is read as UTF-8 on its own. (A decoder call per
 // name cost ~8 ms of the benchmark profile's whole flame graph: 4,909 names.)
 const latin1 = new TextDecoder("latin1");
-const utf8 = new TextDecoder("utf-8", { fatal: false });
 const nonASCII = /[^\x00-\x7f]/g;
 
 /** decodeNames reads the strings at byte ranges [spans[2i], spans[2i+1]) of buf, in order. */
