@@ -45,8 +45,10 @@ export function layout(t: FlatTree): Layout {
   const end = new Int32Array(n);
   const parent = new Int32Array(n);
   const self = new Float64Array(n);
-  const next = new Float64Array(n); // where node i's next child starts
-  const stack = new Int32Array(n + 1);
+  // The open nodes, root first (as deep as the tree, not as long). A
+  // node's next child starts at x + value - self: self is its value less
+  // the children seen so far.
+  const stack: number[] = [];
   let sp = 0;
   let maxDepth = 0;
   for (let i = 0; i < n; i++) {
@@ -63,11 +65,9 @@ export function layout(t: FlatTree): Layout {
     const p = sp > 0 ? stack[sp - 1] : -1;
     parent[i] = p;
     if (p >= 0) {
-      x[i] = next[p];
-      next[p] += value[i];
+      x[i] = x[p] + value[p] - self[p];
       self[p] -= value[i];
     }
-    next[i] = x[i];
     stack[sp++] = i;
     if (d > maxDepth) maxDepth = d;
   }

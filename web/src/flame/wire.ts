@@ -29,8 +29,10 @@ export interface WireFlameGraph {
 }
 
 
-// Growable numeric column: a packed run reserves a slot per byte (a varint
-// takes at least one), so usually one allocation.
+// Growable numeric column: a packed run reserves a slot per varint in it
+// (counted first: one per byte under 0x80), so one allocation of the size
+// needed. Reserving a slot per byte instead doubled the values' array (a
+// large value takes several bytes), memory the page must fault in.
 class Column<T extends Uint32Array | Float64Array> {
   n = 0;
   constructor(
@@ -59,8 +61,15 @@ function readNumbers(r: Reader, wire: number, col: Column<Uint32Array | Float64A
   }
   if (wire !== 2) throw new Error(`flame graph: wire type ${wire} for a number`);
   const [s, e] = r.bytes();
-  col.reserve(e - s); // at least a byte each
+  col.reserve(countVarints(r.buf, s, e));
   col.n = readPacked(r.buf, s, e, col.a, col.n);
+}
+
+// countVarints counts the varints in buf[s:e]: each ends at a byte under 0x80.
+function countVarints(buf: Uint8Array, s: number, e: number): number {
+  let n = 0;
+  for (let i = s; i < e; i++) n += (buf[i] >>> 7) ^ 1;
+  return n;
 }
 
 // readPacked decodes the packed varints in buf[s:e] into out from index at
