@@ -559,6 +559,11 @@ describe("dashboard", () => {
         assert.match(text, /samples/);
         assert.match(text, /of range/);
         assert.match(text, /of parent/);
+        // The hovered frame is outlined: a box over its bar, on its row.
+        const outline = await page.locator(".flame-hover").boundingBox();
+        assert.ok(outline, "the hovered frame's outline is shown");
+        assert.ok(Math.abs(outline.y - (box.y + 3 * rowH)) < 1, `the outline is on the hovered row (y ${outline.y}, row at ${box.y + 3 * rowH})`);
+        assert.ok(outline.x <= box.x + x && box.x + x <= outline.x + outline.width, "the outline spans the pointer");
         await screenshot(page, "flame-tooltip");
         await page.mouse.click(box.x + x, box.y + 3 * rowH + rowH / 2);
         found = true;

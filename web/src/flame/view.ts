@@ -48,7 +48,7 @@ export interface FlameViewOptions {
 export class FlameView {
   readonly el: HTMLElement;
   readonly canvas: HTMLCanvasElement;
-  private overlay: HTMLCanvasElement;
+  private hoverBox: HTMLDivElement;
   private tooltip: HTMLDivElement;
   private layout: Layout | null = null;
   private zoom = 0;
@@ -76,9 +76,12 @@ export class FlameView {
       role: "img",
       "aria-label": "Flame graph. Click a frame to zoom in; Escape zooms out.",
     });
-    this.overlay = h("canvas", { class: "flame-overlay", "aria-hidden": "true" });
+    // The hovered frame's outline is a box over the canvas, not a second
+    // canvas as large as the graph (its bitmap, ~8 MB for a deep graph,
+    // cost its allocation and a copy at every frame's commit).
+    this.hoverBox = h("div", { class: "flame-hover", "aria-hidden": "true", hidden: true });
     this.tooltip = h("div", { class: "tooltip", role: "tooltip", hidden: true });
-    this.el = h("div", { class: "flame" }, this.canvas, this.overlay, this.tooltip);
+    this.el = h("div", { class: "flame" }, this.canvas, this.hoverBox, this.tooltip);
     this.canvas.addEventListener("mousemove", this.onMove);
     this.canvas.addEventListener("mouseleave", () => this.setHover(-1, null));
     this.canvas.addEventListener("click", this.onClick);
@@ -173,10 +176,6 @@ export class FlameView {
       this.canvas.height = ch;
       this.canvas.style.width = `${this.width}px`;
       this.canvas.style.height = `${height}px`;
-      this.overlay.width = cw;
-      this.overlay.height = ch;
-      this.overlay.style.width = `${this.width}px`;
-      this.overlay.style.height = `${height}px`;
     }
     ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
     ctx.clearRect(0, 0, this.width, height);
@@ -231,16 +230,16 @@ export class FlameView {
   }
 
   private drawOverlay() {
-    const ctx = this.overlay.getContext("2d")!;
-    const dpr = window.devicePixelRatio || 1;
-    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
-    ctx.clearRect(0, 0, this.overlay.width, this.overlay.height);
     const l = this.layout;
-    if (!l || this.hover < 0) return;
+    const box = this.hoverBox;
+    if (!l || this.hover < 0) {
+      box.hidden = true;
+      return;
+    }
     const r = nodeRect(l, { zoom: this.zoom, width: this.width }, this.hover);
-    ctx.strokeStyle = "#111";
-    ctx.lineWidth = 1.5;
-    ctx.strokeRect(r.x + 0.75, this.rowY(r.row) + 0.75, Math.max(r.w - 2, 1), ROW_H - 2.5);
+    box.style.transform = `translate(${r.x}px, ${this.rowY(r.row)}px)`;
+    box.style.width = `${Math.max(r.w - 0.5, 1)}px`;
+    box.hidden = false;
   }
 
   private nodeAt(e: MouseEvent): number {
