@@ -222,8 +222,10 @@ async function frameExtent(p, depth) {
       const ds = c.dataset;
       const dpr = devicePixelRatio;
       const rowH = Number(ds.rowHeight);
-      const rowsShown = Math.round(c.clientHeight / rowH);
-      const top = (ds.orientation === "icicle" ? depth : rowsShown - 1 - depth) * rowH;
+      const rows = Number(ds.rows);
+      // The canvas shows the rows in the box's view, from data-scroll-top.
+      const top = (ds.orientation === "icicle" ? depth : rows - 1 - depth) * rowH - Number(ds.scrollTop);
+      if (top < 0 || top + rowH > c.clientHeight) throw new Error(`row of depth ${depth} is not in view (top ${top}, canvas ${c.clientHeight} px)`);
       const px = c.getContext("2d").getImageData(0, Math.floor((top + 1) * dpr), c.width, 1).data;
       const lit = [];
       for (let x = 0; x < c.width; x++) {
@@ -668,13 +670,22 @@ describe("dashboard", () => {
     const rootShown = () =>
       page.getByTestId("flamegraph").evaluate((c) => {
         const box = c.parentElement;
-        const h = c.getBoundingClientRect().height;
         const rowH = Number(c.dataset.rowHeight);
+        const h = Number(c.dataset.rows) * rowH; // the graph's height
         const rootTop = c.dataset.orientation === "icicle" ? 0 : h - rowH;
-        return { canvas: h, box: box.clientHeight, viewport: innerHeight, visible: rootTop >= box.scrollTop && rootTop + rowH <= box.scrollTop + box.clientHeight };
+        return {
+          graph: h,
+          scroll: box.scrollHeight,
+          canvas: c.getBoundingClientRect().height,
+          box: box.clientHeight,
+          viewport: innerHeight,
+          visible: rootTop >= box.scrollTop && rootTop + rowH <= box.scrollTop + box.clientHeight,
+        };
       });
     let deep = await rootShown();
-    assert.ok(deep.canvas > deep.viewport, `a graph taller than the viewport: ${JSON.stringify(deep)}`);
+    assert.ok(deep.graph > deep.viewport, `a graph taller than the viewport: ${JSON.stringify(deep)}`);
+    assert.equal(deep.scroll, deep.graph, "the box scrolls through the whole graph");
+    assert.equal(deep.canvas, deep.box, "the canvas is as tall as the box, not the graph");
     assert.ok(deep.box < deep.viewport && deep.visible, `icicle: ${JSON.stringify(deep)}`);
     await page.getByTestId("orient-flame").click();
     await page.waitForFunction(() => document.querySelector("[data-testid=flamegraph]").dataset.orientation === "flame");
@@ -682,6 +693,17 @@ describe("dashboard", () => {
     assert.ok(deep.box < deep.viewport && deep.visible, `flame: ${JSON.stringify(deep)}`);
     await page.locator(".flame").scrollIntoViewIfNeeded();
     await screenshot(page, "deep-flame-graph", false);
+    // Scrolled to the deepest frames (the top, in a flame graph), the
+    // canvas draws the rows then in view.
+    await page.locator(".flame").evaluate((b) => (b.scrollTop = 0));
+    await page.waitForFunction(() => document.querySelector("[data-testid=flamegraph]").dataset.scrollTop === "0");
+    const drawn = await page.getByTestId("flamegraph").evaluate((c) => {
+      const d = c.getContext("2d").getImageData(0, 0, c.width, c.height).data;
+      let n = 0;
+      for (let i = 3; i < d.length; i += 4) if (d[i] !== 0) n++;
+      return n;
+    });
+    assert.ok(drawn > 0, "the deepest rows are drawn when scrolled to");
     await page.getByTestId("orient-icicle").click();
     assert.equal((await rootShown()).visible, true);
     const other = options.find((o) => o !== first);

@@ -9,6 +9,11 @@
 //
 // A graph deeper than its box (at most the viewport's height, style.css)
 // scrolls inside it; a new graph, zoom or orientation scrolls to the root.
+// The canvas is only as tall as the box and stays in it (sticky) while a
+// spacer gives the graph its height; a scroll redraws the rows in view. So
+// a deep graph costs no more canvas than a shallow one (a canvas as tall
+// as the graph was ~8 MB for the benchmark profile's 84 rows, and browsers
+// cap a canvas at 32767 px: deeper rows would have been cut off).
 //
 // Test hooks on the canvas: data-total (samples in the graph), data-nodes,
 // data-zoom (the zoomed frame's path), data-matched (samples in matching
@@ -60,8 +65,12 @@ export class FlameView {
   private dims: string[] = [];
   private visible = new Int32Array(0);
   private count = 0;
-  private rowsShown = 1;
+  private rowsShown = 1; // rows in the graph
   private width = 0;
+  private viewH = 0; // the canvas's height in CSS pixels: the rows in view
+  private scrollTop = 0; // the graph's y at the canvas's top
+  private spacer: HTMLDivElement;
+  private raf = 0;
   private hover = -1;
   private resizeObs: ResizeObserver;
   private charW = 7.2;
@@ -81,7 +90,15 @@ export class FlameView {
     // cost its allocation and a copy at every frame's commit).
     this.hoverBox = h("div", { class: "flame-hover", "aria-hidden": "true", hidden: true });
     this.tooltip = h("div", { class: "tooltip", role: "tooltip", hidden: true });
-    this.el = h("div", { class: "flame" }, this.canvas, this.hoverBox, this.tooltip);
+    this.spacer = h("div", { class: "flame-spacer" });
+    this.el = h("div", { class: "flame" }, this.canvas, this.spacer, this.hoverBox, this.tooltip);
+    this.el.addEventListener("scroll", () => {
+      if (this.raf || !this.layout) return;
+      this.raf = requestAnimationFrame(() => {
+        this.raf = 0;
+        if (this.el.scrollTop !== this.scrollTop) this.paint();
+      });
+    });
     this.canvas.addEventListener("mousemove", this.onMove);
     this.canvas.addEventListener("mouseleave", () => this.setHover(-1, null));
     this.canvas.addEventListener("click", this.onClick);
@@ -104,6 +121,7 @@ export class FlameView {
 
   destroy() {
     this.resizeObs.disconnect();
+    cancelAnimationFrame(this.raf);
   }
 
   get current(): Layout | null {
@@ -131,14 +149,7 @@ export class FlameView {
     const pred = compileSearch(search);
     this.searching = pred !== null;
     this.matches = l ? matchNames(l.names, pred) : new Uint8Array(0);
-    this.render();
-    if (moved) this.showRoot();
-  }
-
-  /** showRoot scrolls the box to the root's row: the top for an icicle,
-   * the bottom for a flame graph. */
-  private showRoot() {
-    this.el.scrollTop = this.orientation === "icicle" ? 0 : this.el.scrollHeight;
+    this.render(moved); // scrolled to the root's row: the top for an icicle, the bottom for a flame graph
   }
 
   /** matched is the samples in frames matching the search, within the whole graph. */
@@ -148,46 +159,63 @@ export class FlameView {
   }
 
   /** render lays out and draws; it returns the milliseconds it took. */
-  render(): number {
+  render(toRoot = false): number {
     const t0 = performance.now();
     const l = this.layout;
-    const ctx = this.canvas.getContext("2d")!;
     const dpr = window.devicePixelRatio || 1;
     this.width = Math.max(this.el.clientWidth, 200);
-    if (!l || l.n === 0 || l.total === 0) {
-      this.canvas.width = Math.round(this.width * dpr);
-      this.canvas.height = Math.round(ROW_H * dpr);
-      this.canvas.style.width = `${this.width}px`;
-      this.canvas.style.height = `${ROW_H}px`;
-      this.count = 0;
-      this.updateData(performance.now() - t0);
-      return 0;
+    let rows = 1;
+    this.count = 0;
+    if (l && l.n > 0 && l.total > 0) {
+      const { count, maxDepth } = visibleNodes(l, { zoom: this.zoom, width: this.width }, this.visible, MIN_WIDTH);
+      this.count = count;
+      rows = maxDepth + 1;
     }
-    const v: Viewport = { zoom: this.zoom, width: this.width };
-    const { count, maxDepth } = visibleNodes(l, v, this.visible, MIN_WIDTH);
-    this.count = count;
-    // Browsers cap a canvas at 32767 px: deeper frames (rare) are cut off.
-    this.rowsShown = Math.min(maxDepth + 1, Math.floor(32000 / (ROW_H * dpr)));
-    const height = this.rowsShown * ROW_H;
+    this.rowsShown = rows;
+    const height = rows * ROW_H;
+    // The box's height: the graph's, up to the box's maximum (style.css).
+    const max = parseFloat(getComputedStyle(this.el).maxHeight);
+    this.viewH = Math.min(height, max > 0 ? max : window.innerHeight);
     const cw = Math.round(this.width * dpr);
-    const ch = Math.round(height * dpr);
+    const ch = Math.round(this.viewH * dpr);
     if (this.canvas.width !== cw || this.canvas.height !== ch) {
       this.canvas.width = cw;
       this.canvas.height = ch;
       this.canvas.style.width = `${this.width}px`;
-      this.canvas.style.height = `${height}px`;
+      this.canvas.style.height = `${this.viewH}px`;
     }
+    this.spacer.style.height = `${height - this.viewH}px`;
+    if (toRoot) this.el.scrollTop = this.orientation === "icicle" ? 0 : height;
+    this.paint();
+    const ms = performance.now() - t0;
+    this.updateData(ms);
+    this.drawOverlay();
+    this.opts.onRendered?.(ms);
+    return ms;
+  }
+
+  /** paint draws the frames on the rows in view (the box's scroll). */
+  private paint() {
+    const l = this.layout;
+    const ctx = this.canvas.getContext("2d")!;
+    const dpr = window.devicePixelRatio || 1;
     ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
-    ctx.clearRect(0, 0, this.width, height);
+    ctx.clearRect(0, 0, this.width, this.viewH);
+    if (!l || this.count === 0) return;
+    const top = Math.max(0, Math.min(this.el.scrollTop, this.rowsShown * ROW_H - this.viewH));
+    this.scrollTop = top;
+    this.canvas.dataset.scrollTop = String(top);
     ctx.font = FONT;
     this.charW = ctx.measureText("MMMMMMMMMM").width / 10;
+    const v: Viewport = { zoom: this.zoom, width: this.width };
 
     // Bars first, then the labels (fewer fillStyle changes).
     const labels: number[] = [];
-    for (let k = 0; k < count; k++) {
+    for (let k = 0; k < this.count; k++) {
       const i = this.visible[k];
       const r = nodeRect(l, v, i);
-      const y = this.rowY(r.row);
+      const y = this.rowY(r.row) - top;
+      if (y <= -ROW_H || y >= this.viewH) continue;
       const nm = l.name[i];
       const ancestor = i !== this.zoom && isAncestor(l, i, this.zoom);
       ctx.fillStyle = this.searching ? (this.matches[nm] && i !== 0 ? HIGHLIGHT : this.dims[nm]) : ancestor ? this.dims[nm] : this.nodeColours ? this.nodeColours[i] : this.colours[nm];
@@ -203,13 +231,8 @@ export class FlameView {
       const text = truncateLabel(l.names[l.name[i]], max);
       if (!text) continue;
       ctx.fillStyle = this.searching && this.matches[l.name[i]] && i !== 0 ? "#fff" : "#1d1d1f";
-      ctx.fillText(text, r.x + 3, this.rowY(r.row) + ROW_H / 2);
+      ctx.fillText(text, r.x + 3, this.rowY(r.row) - top + ROW_H / 2);
     }
-    const ms = performance.now() - t0;
-    this.updateData(ms);
-    this.drawOverlay();
-    this.opts.onRendered?.(ms);
-    return ms;
   }
 
   private rowY(row: number): number {
@@ -227,6 +250,7 @@ export class FlameView {
     ds.orientation = this.orientation;
     ds.renderMs = ms.toFixed(2);
     ds.rowHeight = String(ROW_H);
+    ds.rows = String(this.rowsShown);
   }
 
   private drawOverlay() {
@@ -247,7 +271,7 @@ export class FlameView {
     if (!l) return -1;
     const rect = this.canvas.getBoundingClientRect();
     const x = e.clientX - rect.left;
-    const y = e.clientY - rect.top;
+    const y = e.clientY - rect.top + this.scrollTop;
     const slot = Math.floor(y / ROW_H);
     const row = this.orientation === "icicle" ? slot : this.rowsShown - 1 - slot;
     return hitTest(l, { zoom: this.zoom, width: this.width }, x, row);
