@@ -59,6 +59,32 @@ test("large values, unpacked numbers and unknown fields", () => {
   expect(Array.from(d.tree!.depth)).toEqual([0]);
 });
 
+test("32-bit columns: multi-byte varints, the largest uint32, and longer varints cut to their low 32 bits as protobuf-es reads them", () => {
+  // name: packed 0, 127, 128, 300, 2^21, 2^28, 2^32-1, then 2^32+5 (keeps 5)
+  // and 2^63+7 (keeps 7), ten bytes long; depth: the same, as numbers to compare.
+  const nums = [0n, 127n, 128n, 300n, 2n ** 21n, 2n ** 28n, 2n ** 32n - 1n, 2n ** 32n + 5n, 2n ** 63n + 7n];
+  const varint = (v: bigint) => {
+    const out: number[] = [];
+    for (; v >= 0x80n; v >>= 7n) out.push(Number(v & 0x7fn) | 0x80);
+    out.push(Number(v));
+    return out;
+  };
+  const packed = nums.flatMap(varint);
+  const tree = [0x12, packed.length, ...packed, 0x22, packed.length, ...packed];
+  const got = decodeFlameGraph(new Uint8Array([0x22, tree.length, ...tree])).tree!;
+  const want = nums.map((v) => Number(BigInt.asUintN(32, v)));
+  expect(Array.from(got.name)).toEqual(want);
+  expect(Array.from(got.depth)).toEqual(want);
+  // The same bytes as a value column: 64-bit numbers (2^63+7 is past 2^53: approximate).
+  const values = [0x1a, packed.length, ...packed];
+  const v = decodeFlameGraph(new Uint8Array([0x22, values.length, ...values])).tree!.value;
+  expect(Array.from(v).slice(0, 8)).toEqual(nums.slice(0, 8).map(Number));
+  expect(v[8]).toBe(2 ** 63);
+  // A varint cut off at the end of its packed run.
+  const cut = [0x12, 2, 0x05, 0x80];
+  expect(() => decodeFlameGraph(new Uint8Array([0x22, cut.length, ...cut]))).toThrow(/truncated/);
+});
+
 test("an empty response and truncated input", () => {
   expect(decodeFlameGraph(new Uint8Array())).toEqual({ event: "", total: 0, folded: "", tree: null });
   const b = encode(syntheticTree(50, 1), 10);

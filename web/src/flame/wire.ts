@@ -62,7 +62,7 @@ function readNumbers(r: Reader, wire: number, col: Column<Uint32Array | Float64A
   if (wire !== 2) throw new Error(`flame graph: wire type ${wire} for a number`);
   const [s, e] = r.bytes();
   col.reserve(countVarints(r.buf, s, e));
-  col.n = readPacked(r.buf, s, e, col.a, col.n);
+  col.n = col.a instanceof Uint32Array ? readPacked32(r.buf, s, e, col.a, col.n) : readPacked(r.buf, s, e, col.a, col.n);
 }
 
 // countVarints counts the varints in buf[s:e]: each ends at a byte under 0x80.
@@ -81,6 +81,10 @@ function readPacked(buf: Uint8Array, s: number, e: number, out: Uint32Array | Fl
   let i = at;
   while (pos < e) {
     let c = buf[pos++];
+    if (c < 0x80) {
+      out[i++] = c;
+      continue;
+    }
     let x = c & 0x7f;
     let mul = 128;
     while (c >= 0x80) {
@@ -90,6 +94,30 @@ function readPacked(buf: Uint8Array, s: number, e: number, out: Uint32Array | Fl
       mul *= 128;
     }
     out[i++] = x;
+  }
+  return i;
+}
+
+// readPacked32 is readPacked for 32-bit fields, in integer arithmetic (a
+// longer varint keeps its low 32 bits, as protobuf reads it).
+function readPacked32(buf: Uint8Array, s: number, e: number, out: Uint32Array, at: number): number {
+  let pos = s;
+  let i = at;
+  while (pos < e) {
+    let c = buf[pos++];
+    if (c < 0x80) {
+      out[i++] = c;
+      continue;
+    }
+    let x = c & 0x7f;
+    let shift = 7;
+    do {
+      if (pos >= e || shift > 63) throw new Error("protobuf: truncated varint");
+      c = buf[pos++];
+      if (shift < 32) x |= (c & 0x7f) << shift;
+      shift += 7;
+    } while (c >= 0x80);
+    out[i++] = x >>> 0;
   }
   return i;
 }
