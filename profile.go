@@ -3,6 +3,7 @@ package fleetscope
 import (
 	"encoding/binary"
 	"math"
+	"slices"
 	"strings"
 )
 
@@ -133,6 +134,25 @@ func (d *Dict) AddStack(frames []FrameID) StackID {
 	d.stacks = append(d.stacks, stackEntry{off: uint32(len(d.stackFrame)), n: uint32(len(frames)), idle: d.idle(frames)})
 	d.stackFrame = append(d.stackFrame, frames...)
 	return id
+}
+
+// Span is where a stack's frames are in a slice of frame ids: [Off, Off+N).
+type Span struct{ Off, N uint32 }
+
+// AddStacks adds, in order, the stack frames[s.Off : s.Off+s.N] of each s in
+// spans, without looking them up (as AddStack). A dictionary without stacks
+// takes frames over instead of copying it: the caller must not change it.
+func (d *Dict) AddStacks(frames []FrameID, spans []Span) {
+	base := uint32(len(d.stackFrame))
+	if base == 0 {
+		d.stackFrame = frames
+	} else {
+		d.stackFrame = append(d.stackFrame, frames...)
+	}
+	d.stacks = slices.Grow(d.stacks, len(spans))
+	for _, s := range spans {
+		d.stacks = append(d.stacks, stackEntry{off: base + s.Off, n: s.N, idle: d.idle(frames[s.Off : s.Off+s.N])})
+	}
 }
 
 // stackKey writes frames' ids into d.key: a stack's key in stackIndex.
@@ -270,16 +290,15 @@ func (p *Profile) IsWeighted(ev EventID) bool { return int(ev) < len(p.Weighted)
 
 // SizeBytes estimates the memory the dictionary holds (for caches).
 func (d *Dict) SizeBytes() int64 {
-	n := int64(len(d.stackFrame))*4 + int64(len(d.stacks))*12
+	n := int64(cap(d.stackFrame))*4 + int64(len(d.stacks))*12
 	for _, f := range d.frames {
 		n += int64(len(f.Name)) + 24
 	}
 	// Index maps: an entry, its key and bucket overhead, about 48 bytes
 	// beyond the key's own bytes (a stack's key is 4 bytes per frame).
 	n += int64(len(d.frameIndex))*48 + int64(len(d.stackIndex))*48
-	if d.stacksIndexed > 0 {
-		last := d.stacks[d.stacksIndexed-1]
-		n += int64(last.off+last.n) * 4
+	for _, s := range d.stacks[:d.stacksIndexed] {
+		n += int64(s.n) * 4
 	}
 	return n
 }

@@ -211,63 +211,87 @@ func (db *DB) Threads(ctx context.Context, tenant int64, id string) ([]fleetscop
 
 // StackDict builds a dictionary of the tenant's stacks ids: stack i of the
 // result is ids[i] (ids must not repeat).
+//
+// Stack and frame ids are hashes of their contents, so distinct rows are
+// distinct stacks and frames: they are added without interning. Each
+// stack's frame ids are numbered as they are read (the dictionary's frame
+// ids, in order of first use), one map lookup per reference, and the
+// frames are then read once each. (The benchmark profile's 19,095 stacks
+// hold ~10^6 frame references to 4,947 frames.)
 func (db *DB) StackDict(ctx context.Context, tenant int64, ids []int64) (*fleetscope.Dict, error) {
 	d := fleetscope.NewDict()
 	err := db.inTenant(ctx, tenant, func(tx pgx.Tx) error {
-		stacks := make(map[int64][]int64, len(ids))
+		pos := make(map[int64]int32, len(ids)) // stack id → its index in ids
+		for i, id := range ids {
+			if _, dup := pos[id]; dup {
+				return fleetscope.Errorf(fleetscope.EINTERNAL, "stack list repeats stack %d", id)
+			}
+			pos[id] = int32(i)
+		}
+		spans := make([]fleetscope.Span, len(ids))
+		read := make([]bool, len(ids))
+		var refs []fleetscope.FrameID // the stacks' frames, in the order read
+		frameIdx := make(map[int64]fleetscope.FrameID)
+		var frameIDs []int64 // by dictionary frame id
+		var fs []int64
+		var id int64
 		rows, err := tx.Query(ctx, `SELECT id, frames FROM stacks WHERE tenant_id = $1 AND id = ANY($2)`, tenant, ids)
 		if err != nil {
 			return err
 		}
-		var frameIDs []int64
-		for rows.Next() {
-			var id int64
-			var fs []int64
-			if err := rows.Scan(&id, &fs); err != nil {
-				return err
+		// (ForEachRow closes the rows, also on an error: open rows would
+		// keep the connection busy and fail the transaction's rollback.)
+		_, err = pgx.ForEachRow(rows, []any{&id, &fs}, func() error {
+			i, ok := pos[id]
+			if !ok || read[i] {
+				return fleetscope.Errorf(fleetscope.EINTERNAL, "stack %d: a row not asked for", id)
 			}
-			stacks[id] = fs
-			frameIDs = append(frameIDs, fs...)
-		}
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		frames := make(map[int64]fleetscope.FrameID)
-		rows, err = tx.Query(ctx, `SELECT id, name, kind FROM frames WHERE tenant_id = $1 AND id = ANY($2)`, tenant, dedup(frameIDs))
+			read[i] = true
+			spans[i] = fleetscope.Span{Off: uint32(len(refs)), N: uint32(len(fs))}
+			for _, f := range fs {
+				fid, ok := frameIdx[f]
+				if !ok {
+					fid = fleetscope.FrameID(len(frameIDs))
+					frameIdx[f] = fid
+					frameIDs = append(frameIDs, f)
+				}
+				refs = append(refs, fid)
+			}
+			return nil
+		})
 		if err != nil {
 			return err
 		}
-		for rows.Next() {
-			var id int64
-			var f fleetscope.Frame
-			var kind int16
-			if err := rows.Scan(&id, &f.Name, &kind); err != nil {
-				return err
-			}
-			f.Kind = fleetscope.FrameKind(kind)
-			frames[id] = d.Frame(f)
+		if i := slices.Index(read, false); i >= 0 {
+			return fleetscope.Errorf(fleetscope.ENOTFOUND, "stack %d missing from the dictionary", ids[i])
 		}
-		if err := rows.Err(); err != nil {
+		frames := make([]fleetscope.Frame, len(frameIDs))
+		got := 0
+		var name string
+		var kind int16
+		rows, err = tx.Query(ctx, `SELECT id, name, kind FROM frames WHERE tenant_id = $1 AND id = ANY($2)`, tenant, frameIDs)
+		if err != nil {
 			return err
 		}
-		buf := make([]fleetscope.FrameID, 0, 64)
-		for i, sid := range ids {
-			fs, ok := stacks[sid]
+		_, err = pgx.ForEachRow(rows, []any{&id, &name, &kind}, func() error {
+			fid, ok := frameIdx[id]
 			if !ok {
-				return fmt.Errorf("stack %d missing from the dictionary", sid)
+				return fleetscope.Errorf(fleetscope.EINTERNAL, "frame %d: a row not asked for", id)
 			}
-			buf = buf[:0]
-			for _, f := range fs {
-				fid, ok := frames[f]
-				if !ok {
-					return fmt.Errorf("frame %d missing from the dictionary", f)
-				}
-				buf = append(buf, fid)
-			}
-			if got := d.Stack(buf); int(got) != i {
-				return fmt.Errorf("stack list repeats stack %d", sid)
-			}
+			frames[fid] = fleetscope.Frame{Name: name, Kind: fleetscope.FrameKind(kind)}
+			got++
+			return nil
+		})
+		if err != nil {
+			return err
 		}
+		if got != len(frameIDs) {
+			return fleetscope.Errorf(fleetscope.ENOTFOUND, "%d of %d frames missing from the dictionary", len(frameIDs)-got, len(frameIDs))
+		}
+		for _, f := range frames {
+			d.AddFrame(f)
+		}
+		d.AddStacks(refs, spans)
 		return nil
 	})
 	if err != nil {
@@ -291,16 +315,4 @@ func (db *DB) Dict(ctx context.Context, tenant int64, p *fleetscope.ProfileInfo)
 		d.Event(e.Name)
 	}
 	return d, nil
-}
-
-func dedup(ids []int64) []int64 {
-	seen := make(map[int64]bool, len(ids))
-	out := ids[:0:0]
-	for _, id := range ids {
-		if !seen[id] {
-			seen[id] = true
-			out = append(out, id)
-		}
-	}
-	return out
 }

@@ -520,3 +520,90 @@ func TestAfterALostConnectionTheOthersAreChecked(t *testing.T) {
 		}
 	}
 }
+
+// TestStackDict reads stacks back by id in any order: stack i of the
+// dictionary is ids[i], with its frames and idleness as parsed, frames
+// shared between stacks stored once; a repeated id, an unknown one and
+// another tenant's are refused.
+func TestStackDict(t *testing.T) {
+	ctx := context.Background()
+	db := newDB(t)
+	acme, err := db.CreateTenant(ctx, "acme", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := db.CreateTenant(ctx, "other", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := sample + `java 4242 [000] 102.000000: cpu-clock:pppH: 
+	400200 Lcom/acme/B;::call+0x1 (/tmp/perf-4242.map)
+	400000 Lcom/acme/A;::run+0x10 (/tmp/perf-4242.map)
+	400100 start_thread+0x11 (/usr/lib/libc.so.6)
+
+java 4242 [000] 102.500000: cpu-clock:pppH: 
+	400300 Lcom/acme/C;::leaf+0x1 (/tmp/perf-4242.map)
+	400200 Lcom/acme/B;::call+0x1 (/tmp/perf-4242.map)
+	400000 Lcom/acme/A;::run+0x10 (/tmp/perf-4242.map)
+	400100 start_thread+0x11 (/usr/lib/libc.so.6)
+
+`
+	p, _ := store(t, db, acme, "api", text)
+	stack := func(d *fleetscope.Dict, i int) string {
+		var names []string
+		for _, f := range d.StackFrames(fleetscope.StackID(i)) {
+			names = append(names, d.FrameAt(f).Name)
+		}
+		return fmt.Sprintf("%s idle=%v", strings.Join(names, ";"), d.Idle(fleetscope.StackID(i)))
+	}
+	ids, err := db.ProfileStacks(ctx, acme, p.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inOrder, err := db.Dict(ctx, acme, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for i := range ids {
+		want = append(want, stack(inOrder, i))
+	}
+	slices.Sort(want)
+	wantAll := []string{
+		"java;start_thread;com/acme/A:::run idle=false",
+		"java;start_thread;com/acme/A:::run;com/acme/B:::call idle=false",
+		"java;start_thread;com/acme/A:::run;com/acme/B:::call;com/acme/C:::leaf idle=false",
+		"swapper;do_idle;native_safe_halt idle=true",
+	}
+	if !slices.Equal(want, wantAll) {
+		t.Fatalf("the profile's stacks:\n%s\nwant:\n%s", strings.Join(want, "\n"), strings.Join(wantAll, "\n"))
+	}
+	rev := slices.Clone(ids)
+	slices.Reverse(rev)
+	d, err := db.StackDict(ctx, acme, rev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.NumStacks() != len(ids) || d.NumFrames() != 8 {
+		t.Fatalf("%d stacks of %d frames, want %d stacks of 8 frames (each stored once)", d.NumStacks(), d.NumFrames(), len(ids))
+	}
+	for i := range rev {
+		if got, want := stack(d, i), stack(inOrder, len(ids)-1-i); got != want {
+			t.Errorf("stack %d (id %d): %s, want %s", i, rev[i], got, want)
+		}
+	}
+	for name, bad := range map[string]struct {
+		tenant int64
+		ids    []int64
+		err    string
+	}{
+		"repeated": {acme, append(slices.Clone(ids), ids[0]), "repeats"},
+		"unknown":  {acme, append(slices.Clone(ids), 12345), "missing"},
+		"tenant":   {other, ids, "missing"},
+	} {
+		_, err := db.StackDict(ctx, bad.tenant, bad.ids)
+		if err == nil || !strings.Contains(err.Error(), bad.err) || fleetscope.ErrorCode(err) == fleetscope.EUNAVAILABLE {
+			t.Errorf("%s: %v (%s), want an error saying %q, not that the database is unavailable", name, err, fleetscope.ErrorCode(err), bad.err)
+		}
+	}
+}
