@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"slices"
 	"sync"
@@ -9,6 +10,7 @@ import (
 	"github.com/fleetscope/fleetscope"
 	"github.com/fleetscope/fleetscope/store/index"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 // known remembers the dictionary entries a tenant already has stored
@@ -233,22 +235,27 @@ func (db *DB) StackDict(ctx context.Context, tenant int64, ids []int64) (*fleets
 		var refs []fleetscope.FrameID // the stacks' frames, in the order read
 		frameIdx := make(map[int64]fleetscope.FrameID)
 		var frameIDs []int64 // by dictionary frame id
-		var fs []int64
-		var id int64
-		rows, err := tx.Query(ctx, `SELECT id, frames FROM stacks WHERE tenant_id = $1 AND id = ANY($2)`, tenant, ids)
+		// Both columns in binary, read as they come: the frame arrays
+		// without a []int64 per row (scanning one was ~15% of the load).
+		rows, err := tx.Query(ctx, `SELECT id, frames FROM stacks WHERE tenant_id = $1 AND id = ANY($2)`,
+			pgx.QueryResultFormats{pgx.BinaryFormatCode, pgx.BinaryFormatCode}, tenant, ids)
 		if err != nil {
 			return err
 		}
-		// (ForEachRow closes the rows, also on an error: open rows would
-		// keep the connection busy and fail the transaction's rollback.)
-		_, err = pgx.ForEachRow(rows, []any{&id, &fs}, func() error {
+		defer rows.Close() // before the transaction ends: open rows keep the connection busy
+		for rows.Next() {
+			v := rows.RawValues()
+			if len(v) != 2 || len(v[0]) != 8 {
+				return fleetscope.Errorf(fleetscope.EINTERNAL, "stacks: a row of %d columns", len(v))
+			}
+			id := int64(binary.BigEndian.Uint64(v[0]))
 			i, ok := pos[id]
 			if !ok || read[i] {
 				return fleetscope.Errorf(fleetscope.EINTERNAL, "stack %d: a row not asked for", id)
 			}
 			read[i] = true
-			spans[i] = fleetscope.Span{Off: uint32(len(refs)), N: uint32(len(fs))}
-			for _, f := range fs {
+			start := len(refs)
+			err := eachInt8(v[1], func(f int64) {
 				fid, ok := frameIdx[f]
 				if !ok {
 					fid = fleetscope.FrameID(len(frameIDs))
@@ -256,12 +263,16 @@ func (db *DB) StackDict(ctx context.Context, tenant int64, ids []int64) (*fleets
 					frameIDs = append(frameIDs, f)
 				}
 				refs = append(refs, fid)
+			})
+			if err != nil {
+				return fleetscope.Errorf(fleetscope.EINTERNAL, "stack %d: %v", id, err)
 			}
-			return nil
-		})
-		if err != nil {
+			spans[i] = fleetscope.Span{Off: uint32(start), N: uint32(len(refs) - start)}
+		}
+		if err := rows.Err(); err != nil {
 			return err
 		}
+		rows.Close()
 		if i := slices.Index(read, false); i >= 0 {
 			return fleetscope.Errorf(fleetscope.ENOTFOUND, "stack %d missing from the dictionary", ids[i])
 		}
@@ -273,6 +284,7 @@ func (db *DB) StackDict(ctx context.Context, tenant int64, ids []int64) (*fleets
 		if err != nil {
 			return err
 		}
+		var id int64
 		_, err = pgx.ForEachRow(rows, []any{&id, &name, &kind}, func() error {
 			fid, ok := frameIdx[id]
 			if !ok {
@@ -315,4 +327,34 @@ func (db *DB) Dict(ctx context.Context, tenant int64, p *fleetscope.ProfileInfo)
 		d.Event(e.Name)
 	}
 	return d, nil
+}
+
+// eachInt8 calls f with the elements of a one-dimensional bigint[] as
+// Postgres sends it in binary (array_send): its dimension count, a
+// has-nulls flag, the element type, the dimension's length and lower
+// bound, then each element as a 4-byte length (-1: NULL) and 8 bytes,
+// big-endian.
+func eachInt8(b []byte, f func(int64)) error {
+	if len(b) < 12 {
+		return fmt.Errorf("bigint[] of %d bytes", len(b))
+	}
+	ndim := binary.BigEndian.Uint32(b)
+	if ndim == 0 {
+		return nil
+	}
+	if ndim != 1 || len(b) < 20 || binary.BigEndian.Uint32(b[8:]) != pgtype.Int8OID {
+		return fmt.Errorf("not a one-dimensional bigint[] (%d dimensions)", ndim)
+	}
+	n := int(binary.BigEndian.Uint32(b[12:]))
+	b = b[20:]
+	if len(b) != 12*n {
+		return fmt.Errorf("bigint[] of %d elements in %d bytes", n, len(b))
+	}
+	for ; len(b) > 0; b = b[12:] {
+		if binary.BigEndian.Uint32(b) != 8 {
+			return fmt.Errorf("bigint[] with a NULL element")
+		}
+		f(int64(binary.BigEndian.Uint64(b[4:])))
+	}
+	return nil
 }
