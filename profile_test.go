@@ -46,6 +46,31 @@ func TestDictIndexCatchesUp(t *testing.T) {
 	}
 }
 
+// TestAddStacks: stacks added from spans of one slice, in any order of the
+// spans, into an empty dictionary (which takes the slice over) and then
+// into one that has stacks (which copies it); Stack finds them all after.
+func TestAddStacks(t *testing.T) {
+	d := NewDict()
+	for _, f := range []string{"app", "main", "work", "swapper", "cpu_idle"} {
+		d.AddFrame(Frame{Name: f})
+	}
+	frames := []FrameID{3, 4, 0, 1, 2}
+	d.AddStacks(frames, []Span{{Off: 2, N: 3}, {Off: 0, N: 2}, {Off: 2, N: 2}})
+	d.AddStacks([]FrameID{0}, []Span{{Off: 0, N: 1}})
+	want := [][]FrameID{{0, 1, 2}, {3, 4}, {0, 1}, {0}}
+	for i, st := range want {
+		if got := d.StackFrames(StackID(i)); !slices.Equal(got, st) {
+			t.Fatalf("stack %d: %v, want %v", i, got, st)
+		}
+		if got := d.Stack(st); got != StackID(i) {
+			t.Fatalf("Stack(%v) = %d, want %d", st, got, i)
+		}
+	}
+	if d.Idle(0) || !d.Idle(1) || d.NumStacks() != 4 {
+		t.Fatalf("idle %v %v, %d stacks", d.Idle(0), d.Idle(1), d.NumStacks())
+	}
+}
+
 // TestIdle: the idle stacks IsIdleStack names, and a dictionary's stacks
 // marked the same.
 func TestIdle(t *testing.T) {
