@@ -618,6 +618,38 @@ describe("dashboard", () => {
     }
   });
 
+  test("a permalink's first frames: the frame reported painted shows the heatmap; the flame graph is drawn once", async () => {
+    const link = page.url();
+    const c = await newContext();
+    try {
+      await c.addInitScript((k) => sessionStorage.setItem("fleetscope.apiKey", k), KEY);
+      // What the heatmap's canvas holds when the page says its frame was
+      // painted (src/perf.ts): counted in that task, before anything else runs.
+      await c.addInitScript(() =>
+        window.addEventListener("fleetscope:perf", (e) => {
+          if (e.detail !== "heatmapPainted") return;
+          const cv = document.querySelector("[data-testid=heatmap]");
+          const d = cv.getContext("2d").getImageData(0, 0, cv.width, cv.height).data;
+          let n = 0;
+          for (let i = 3; i < d.length; i += 4) if (d[i] !== 0) n++;
+          window.__paintedPixels = n;
+        }),
+      );
+      const p = watch(await c.newPage());
+      await p.goto(link);
+      await p.waitForFunction(() => window.__paintedPixels !== undefined);
+      await flameState(p);
+      await p.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(() => setTimeout(r)))));
+      const got = await p.evaluate(() => ({ painted: window.__paintedPixels, renders: window.__fleetscopePerf.flameRenders.length }));
+      // (The resize observers' first reports had laid the heatmap out again,
+      // clearing its canvas for that frame, and drawn the flame graph twice.)
+      assert.ok(got.painted > 0, "the heatmap's canvas is drawn in the frame reported painted");
+      assert.equal(got.renders, 1, "the flame graph is drawn once");
+    } finally {
+      await c.close();
+    }
+  });
+
   test("rows 100 and the idle toggle keep the heatmap exact", async () => {
     await page.getByTestId("rows").selectOption("100");
     await page.waitForFunction(() => document.querySelector("[data-testid=heatmap]")?.dataset.rows === "100");

@@ -108,13 +108,10 @@ export class FlameView {
         this.opts.onZoom(this.layout.parent[this.zoom] >= 0 ? this.layout.parent[this.zoom] : 0);
       }
     });
-    let lastWidth = 0;
+    // Only a width other than the one drawn for redraws (the observer's
+    // first report, in the frame after the first drawing, drew it again).
     this.resizeObs = new ResizeObserver(() => {
-      const w = this.el.clientWidth;
-      if (w !== lastWidth && this.layout) {
-        lastWidth = w;
-        this.render();
-      }
+      if (this.layout && Math.max(this.el.clientWidth, 200) !== this.width) this.render();
     });
     this.resizeObs.observe(this.el);
   }

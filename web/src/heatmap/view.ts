@@ -70,6 +70,7 @@ interface Geometry {
   width: number; // canvas CSS width (the visible part)
   height: number;
   innerWidth: number; // scrollable width
+  avail: number; // the scroller's width it was laid out for
 }
 
 export class HeatmapView {
@@ -130,8 +131,12 @@ export class HeatmapView {
       this.tooltip.hidden = true;
       this.schedule();
     });
+    // Only a new width lays the plot out again: the observer's first report
+    // comes in the frame after the first drawing, and laying out then (which
+    // sets the canvas's size, clearing it) had that frame paint an empty
+    // canvas and the heatmap wait for the next one.
     this.resizeObs = new ResizeObserver(() => {
-      if (this.data) {
+      if (this.data && this.scroller.clientWidth !== this.geo?.avail) {
         this.layoutGeometry();
         this.schedule();
       }
@@ -242,20 +247,22 @@ export class HeatmapView {
   private layoutGeometry() {
     const d = this.data!;
     const cols = Math.max(d.columns.length, 1);
-    const avail = Math.max(this.scroller.clientWidth, 320);
+    const scrollerW = this.scroller.clientWidth;
+    const avail = Math.max(scrollerW, 320);
     const cellW = cellWidth(avail - AXIS_LEFT - PAD_RIGHT, cols);
     const cellH = Math.max(2, Math.round(PLOT_HEIGHT / d.rows));
     const innerWidth = Math.max(AXIS_LEFT + cols * cellW + PAD_RIGHT, avail);
     const width = Math.min(avail, innerWidth);
     const height = PAD_TOP + d.rows * cellH + AXIS_BOTTOM;
-    this.geo = { cellW, cellH, width, height, innerWidth };
+    this.geo = { cellW, cellH, width, height, innerWidth, avail: scrollerW };
     this.inner.style.width = `${innerWidth}px`;
     this.inner.style.height = `${height}px`;
     const dpr = window.devicePixelRatio || 1;
     this.canvas.style.width = `${width}px`;
     this.canvas.style.height = `${height}px`;
-    this.canvas.width = Math.round(width * dpr);
-    this.canvas.height = Math.round(height * dpr);
+    // (Setting a canvas's size clears it, even to the size it has.)
+    if (this.canvas.width !== Math.round(width * dpr)) this.canvas.width = Math.round(width * dpr);
+    if (this.canvas.height !== Math.round(height * dpr)) this.canvas.height = Math.round(height * dpr);
     const ds = this.canvas.dataset;
     ds.cellWidth = String(cellW);
     ds.cellHeight = String(cellH);
