@@ -90,9 +90,35 @@ func (db *DB) Ping(ctx context.Context) error {
 	})
 }
 
+// migrateLock is the advisory lock key Migrate holds ("fleetscp" in ASCII).
+const migrateLock int64 = 0x666c656574736370
+
 // Migrate applies the embedded migrations (goose) and, on Citus,
-// distributes the tables (citus.go).
+// distributes the tables (citus.go). Servers starting together on a new
+// database (a deployment's replicas) take turns, under a session-level
+// advisory lock: each would otherwise create the same types and tables,
+// and all but one fail.
 func (db *DB) Migrate(ctx context.Context) error {
+	if db.pool.Config().MaxConns < 2 {
+		return db.migrate(ctx) // no second connection to migrate with while one holds the lock
+	}
+	c, err := db.pool.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	defer c.Release()
+	if _, err := c.Exec(ctx, `SELECT pg_advisory_lock($1)`, migrateLock); err != nil {
+		return fmt.Errorf("migrate: waiting for another server's migration: %w", err)
+	}
+	defer func() {
+		if _, err := c.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, migrateLock); err != nil {
+			c.Conn().Close(context.Background()) // the lock ends with the session
+		}
+	}()
+	return db.migrate(ctx)
+}
+
+func (db *DB) migrate(ctx context.Context) error {
 	sqldb := stdlib.OpenDBFromPool(db.pool)
 	defer sqldb.Close()
 	p, err := goose.NewProvider(goose.DialectPostgres, sqldb, migrations.FS)

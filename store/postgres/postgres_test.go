@@ -607,3 +607,25 @@ java 4242 [000] 102.500000: cpu-clock:pppH:
 		}
 	}
 }
+
+// TestConcurrentMigrate: servers starting together on a new database (a
+// deployment's replicas) all migrate it without error: one at a time.
+func TestConcurrentMigrate(t *testing.T) {
+	url := pgtest.NewURL(t)
+	ctx := context.Background()
+	const n = 4
+	errs := make(chan error, n)
+	for range n {
+		db, err := postgres.Open(ctx, url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(db.Close)
+		go func() { errs <- db.Migrate(ctx) }()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Errorf("a server's migration: %v", err)
+		}
+	}
+}
