@@ -90,8 +90,10 @@ func (db *DB) Ping(ctx context.Context) error {
 	})
 }
 
-// migrateLock is the advisory lock key Migrate holds ("fleetscp" in ASCII).
-const migrateLock int64 = 0x666c656574736370
+// migrateLock is the advisory lock key Migrate holds ("fleetmig" in ASCII;
+// not distributeLock, which distribute takes inside it on another
+// connection).
+const migrateLock int64 = 0x666c6565746d6967
 
 // Migrate applies the embedded migrations (goose) and, on Citus,
 // distributes the tables (citus.go). Servers starting together on a new
