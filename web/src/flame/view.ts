@@ -260,6 +260,7 @@ export class FlameView {
     const r = nodeRect(l, { zoom: this.zoom, width: this.width }, this.hover);
     box.style.transform = `translate(${r.x}px, ${this.rowY(r.row)}px)`;
     box.style.width = `${Math.max(r.w - 0.5, 1)}px`;
+    box.style.height = `${ROW_H - 1}px`; // a bar's height
     box.hidden = false;
   }
 

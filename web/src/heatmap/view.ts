@@ -70,7 +70,7 @@ interface Geometry {
   width: number; // canvas CSS width (the visible part)
   height: number;
   innerWidth: number; // scrollable width
-  avail: number; // the scroller's width it was laid out for
+  scrollerW: number; // the scroller's width it was laid out for
 }
 
 export class HeatmapView {
@@ -136,7 +136,7 @@ export class HeatmapView {
     // sets the canvas's size, clearing it) had that frame paint an empty
     // canvas and the heatmap wait for the next one.
     this.resizeObs = new ResizeObserver(() => {
-      if (this.data && this.scroller.clientWidth !== this.geo?.avail) {
+      if (this.data && this.scroller.clientWidth !== this.geo?.scrollerW) {
         this.layoutGeometry();
         this.schedule();
       }
@@ -254,15 +254,17 @@ export class HeatmapView {
     const innerWidth = Math.max(AXIS_LEFT + cols * cellW + PAD_RIGHT, avail);
     const width = Math.min(avail, innerWidth);
     const height = PAD_TOP + d.rows * cellH + AXIS_BOTTOM;
-    this.geo = { cellW, cellH, width, height, innerWidth, avail: scrollerW };
+    this.geo = { cellW, cellH, width, height, innerWidth, scrollerW };
     this.inner.style.width = `${innerWidth}px`;
     this.inner.style.height = `${height}px`;
     const dpr = window.devicePixelRatio || 1;
     this.canvas.style.width = `${width}px`;
     this.canvas.style.height = `${height}px`;
     // (Setting a canvas's size clears it, even to the size it has.)
-    if (this.canvas.width !== Math.round(width * dpr)) this.canvas.width = Math.round(width * dpr);
-    if (this.canvas.height !== Math.round(height * dpr)) this.canvas.height = Math.round(height * dpr);
+    const cw = Math.round(width * dpr);
+    const ch = Math.round(height * dpr);
+    if (this.canvas.width !== cw) this.canvas.width = cw;
+    if (this.canvas.height !== ch) this.canvas.height = ch;
     const ds = this.canvas.dataset;
     ds.cellWidth = String(cellW);
     ds.cellHeight = String(cellH);
