@@ -78,6 +78,9 @@ func (jsonCodec) MarshalAppend(dst []byte, m any) ([]byte, error) {
 
 // appendFlame writes a flame graph answer, its tree by hand.
 func appendFlame(dst []byte, m *fsv1.GetFlameGraphResponse) ([]byte, error) {
+	if n := len(m.GetFolded()); n > 0 { // room for the lines and their escaped newlines, at once
+		dst = slices.Grow(dst, n+n/16+1024)
+	}
 	t := m.GetTree()
 	if t == nil || !validNames(t.GetNames()) { // protojson refuses bad UTF-8: let it say so
 		return (protojson.MarshalOptions{}).MarshalAppend(dst, m)

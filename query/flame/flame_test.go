@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -51,6 +52,9 @@ func TestTreeAgreesWithFolded(t *testing.T) {
 			}
 			if gotText.String() != wantText.String() {
 				t.Fatalf("%s %+v: the tree's folded lines differ from the counts'", path, ann)
+			}
+			if n := flame.FlatTree(p.Dict, &c, ann).FoldedSize(); n != gotText.Len() {
+				t.Fatalf("%s %+v: FoldedSize %d, WriteFolded wrote %d bytes", path, ann, n, gotText.Len())
 			}
 			want := flame.Folded(p.Dict, &c, ann)
 			got := map[string]uint64{}
@@ -181,6 +185,9 @@ func TestLayoutFewStacks(t *testing.T) {
 		if err := f.WriteFolded(&b); err != nil {
 			t.Fatal(err)
 		}
+		if n := f.FoldedSize(); n != b.Len() {
+			t.Fatalf("FoldedSize %d, WriteFolded wrote %d bytes", n, b.Len())
+		}
 		return b.String()
 	}
 	for _, k := range []int{1, 2, 20, 100, 3000} { // below and above the layout's stacks / 16
@@ -210,8 +217,12 @@ func check(t *testing.T, d *fleetscope.Dict, counts *flame.Counts) {
 		if err := flame.WriteFolded(&want, d, counts, ann); err != nil {
 			t.Fatal(err)
 		}
-		if err := flame.FlatTree(d, counts, ann).WriteFolded(&got); err != nil {
+		tree := flame.FlatTree(d, counts, ann)
+		if err := tree.WriteFolded(&got); err != nil {
 			t.Fatal(err)
+		}
+		if n := tree.FoldedSize(); n != got.Len() && (n < got.Len() || !slices.ContainsFunc(tree.Names, func(s string) bool { return strings.Contains(s, ";") })) {
+			t.Fatalf("annotate %+v: FoldedSize %d, WriteFolded wrote %d bytes", ann, n, got.Len())
 		}
 		if got.String() != want.String() {
 			t.Fatalf("annotate %+v: the tree's folded lines\n%s\nwant\n%s", ann, got.String(), want.String())
