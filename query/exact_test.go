@@ -20,6 +20,7 @@ import (
 	"github.com/fleetscope/fleetscope/ingest/corpus"
 	"github.com/fleetscope/fleetscope/ingest/perf"
 	"github.com/fleetscope/fleetscope/query"
+	"github.com/fleetscope/fleetscope/query/export"
 	"github.com/fleetscope/fleetscope/query/flame"
 	"github.com/fleetscope/fleetscope/query/heatmap"
 	"github.com/fleetscope/fleetscope/store/memory"
@@ -361,6 +362,7 @@ func TestWholeProfileFoldedEqualsReference(t *testing.T) {
 				for stack, v := range flame.Folded(g.Dict, g.Counts, flame.Annotate{}) {
 					sum[stack] += v
 				}
+				sameStacks(t, g.Stacks(), g.FoldedStacks())
 			}
 			stacks := slices.Sorted(maps.Keys(sum))
 			var got strings.Builder
@@ -453,5 +455,14 @@ func TestRestFoldedEqualsCollapseOfRest(t *testing.T) {
 	}
 	if _, err := p.q.FlameGraph(context.Background(), 0, query.FlameRequest{ProfileID: p.id, Outside: true}); fleetscope.ErrorCode(err) != fleetscope.EINVALID {
 		t.Errorf("the rest without a range: %v, want invalid", err)
+	}
+}
+
+// sameStacks fails unless the export stacks read off the tree equal those
+// read from the folded lines, in order.
+func sameStacks(t *testing.T, got, want []export.Stack) {
+	t.Helper()
+	if !slices.EqualFunc(got, want, func(a, b export.Stack) bool { return a.Value == b.Value && slices.Equal(a.Frames, b.Frames) }) {
+		t.Fatalf("stacks from the tree (%d) differ from the folded lines' (%d)", len(got), len(want))
 	}
 }

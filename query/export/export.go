@@ -176,7 +176,10 @@ func sortedStacks(stacks []Stack) []Stack {
 			out = append(out, s)
 		}
 	}
-	slices.SortStableFunc(out, func(x, y Stack) int { return slices.Compare(x.Frames, y.Frames) })
+	byFrames := func(x, y Stack) int { return slices.Compare(x.Frames, y.Frames) }
+	if !slices.IsSortedFunc(out, byFrames) { // a flame graph's stacks come sorted
+		slices.SortStableFunc(out, byFrames)
+	}
 	return out
 }
 
