@@ -61,6 +61,9 @@ func (jsonCodec) MarshalAppend(dst []byte, m any) ([]byte, error) {
 			return spliceColumns(dst, m, &m.Columns)
 		}
 	case *fsv1.GetDiffFlameGraphResponse:
+		if n := len(m.GetFolded()); n > 0 { // room for the lines and their escaped newlines, at once
+			dst = slices.Grow(dst, n+n/16+1024)
+		}
 		if t := m.GetTree(); t != nil && validNames(t.GetNames()) {
 			m.Tree = nil
 			defer func() { m.Tree = t }()

@@ -30,54 +30,6 @@ func (g *FlameGraph) Stacks() []export.Stack {
 	return g.foldedStacks()
 }
 
-// treeStacks lists the stacks of f with their own values (nonzero), in
-// pre-order, each stack's frames a slice of one shared array. False when a
-// name holds ';' or siblings are not in name order (a tree not built
-// here): then pre-order is not the folded lines' order.
-func treeStacks(f *flame.Flat) ([]export.Stack, bool) {
-	for _, name := range f.Names {
-		if strings.IndexByte(name, ';') >= 0 {
-			return nil, false
-		}
-	}
-	n := len(f.Name)
-	self := slices.Clone(f.Value)
-	last := make([]int32, 0, 64) // last[d]: the latest node at depth d
-	stacks, frames := 0, 0
-	for i := range int32(n) {
-		dep := int(f.Depth[i])
-		if dep > len(last) || (i > 0) != (dep > 0) { // one root, first
-			return nil, false
-		}
-		if dep > 0 {
-			if len(last) > dep && f.Names[f.Name[last[dep]]] >= f.Names[f.Name[i]] {
-				return nil, false
-			}
-			self[last[dep-1]] -= f.Value[i]
-		}
-		last = append(last[:dep], i)
-	}
-	for i := 1; i < n; i++ {
-		if self[i] != 0 {
-			stacks++
-			frames += int(f.Depth[i])
-		}
-	}
-	out := make([]export.Stack, 0, stacks)
-	all := make([]string, 0, frames)
-	path := make([]string, 0, 64)
-	for i := 1; i < n; i++ {
-		dep := int(f.Depth[i])
-		path = append(path[:dep-1], f.Names[f.Name[i]])
-		if self[i] != 0 {
-			at := len(all)
-			all = append(all, path...)
-			out = append(out, export.Stack{Frames: all[at:len(all):len(all)], Value: self[i]})
-		}
-	}
-	return out, true
-}
-
 // foldedStacks is Stacks read from the folded lines.
 func (g *FlameGraph) foldedStacks() []export.Stack {
 	folded := flame.Folded(g.Dict, g.Counts, g.Annotate)
@@ -167,7 +119,17 @@ func DiffOf(a, b *FlameGraph) *Diff {
 
 // Stacks returns the compared stacks for the export formats (frames as
 // folded output prints them), sorted by frames.
+//
+// They are read off the merged tree of both sides (as FlameGraph.Stacks).
 func (d *Diff) Stacks() []export.DiffStack {
+	if stacks, ok := treeDiffStacks(d.layout().FlatDiff(d.A, d.B)); ok {
+		return stacks
+	}
+	return d.dictStacks()
+}
+
+// dictStacks is Stacks read from the dictionary, stack by stack.
+func (d *Diff) dictStacks() []export.DiffStack {
 	var out []export.DiffStack
 	add := func(c *flame.Counts, side int) {
 		c.Each(func(id fleetscope.StackID, v uint64) {

@@ -363,6 +363,12 @@ func TestWholeProfileFoldedEqualsReference(t *testing.T) {
 					sum[stack] += v
 				}
 				sameStacks(t, g.Stacks(), g.FoldedStacks())
+				d := query.DiffOf(g, g)
+				if got, want := d.Stacks(), d.DictStacks(); !slices.EqualFunc(got, want, func(a, b export.DiffStack) bool {
+					return a.A == b.A && a.B == b.B && slices.Equal(a.Frames, b.Frames)
+				}) {
+					t.Fatalf("a comparison's stacks from the tree (%d) differ from the dictionary's (%d)", len(got), len(want))
+				}
 			}
 			stacks := slices.Sorted(maps.Keys(sum))
 			var got strings.Builder

@@ -2,6 +2,8 @@ package query
 
 import "github.com/fleetscope/fleetscope/query/export"
 
-// FoldedStacks is FlameGraph.Stacks read from the folded lines, for tests
-// of the tree walk.
+// FoldedStacks is FlameGraph.Stacks read from the folded lines, and
+// DictStacks Diff.Stacks read from the dictionary, for tests of the tree
+// walks.
 func (g *FlameGraph) FoldedStacks() []export.Stack { return g.foldedStacks() }
+func (d *Diff) DictStacks() []export.DiffStack     { return d.dictStacks() }

@@ -35,3 +35,19 @@ func TestTreeStacks(t *testing.T) {
 		}
 	}
 }
+
+// TestTreeDiffStacks: a comparison's stacks, each side's own value, a
+// stack on one side only kept.
+func TestTreeDiffStacks(t *testing.T) {
+	// root: a (A 5 self 1, B 2 self 2): b (A 4, B 0); c (A 0, B 3)
+	f := &flame.DiffFlat{Names: []string{"", "a", "b", "c"}, Name: []uint32{0, 1, 2, 3}, A: []uint64{5, 5, 4, 0}, B: []uint64{5, 2, 0, 3}, Depth: []uint32{0, 1, 2, 1}}
+	got, ok := treeDiffStacks(f)
+	want := []export.DiffStack{{Frames: []string{"a"}, A: 1, B: 2}, {Frames: []string{"a", "b"}, A: 4}, {Frames: []string{"c"}, B: 3}}
+	if !ok || !slices.EqualFunc(got, want, func(a, b export.DiffStack) bool { return a.A == b.A && a.B == b.B && slices.Equal(a.Frames, b.Frames) }) {
+		t.Fatalf("treeDiffStacks = %v, %v; want %v", got, ok, want)
+	}
+	f.Name[3] = 1 // two siblings named a
+	if _, ok := treeDiffStacks(f); ok {
+		t.Fatal("treeDiffStacks took siblings of one name")
+	}
+}

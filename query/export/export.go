@@ -117,6 +117,10 @@ func MergeDiff(stacks []DiffStack) []DiffStack { return mergeDiff(stacks) }
 // mergeDiff returns the distinct stacks of stacks with their A and B
 // summed, sorted by frames. Frames slices are shared with the input.
 func mergeDiff(stacks []DiffStack) []DiffStack {
+	byFrames := func(x, y DiffStack) int { return slices.Compare(x.Frames, y.Frames) }
+	if distinctSorted(stacks, byFrames) { // a comparison's stacks come so
+		return slices.Clone(stacks)
+	}
 	index := make(map[string]int, len(stacks))
 	var out []DiffStack
 	var key []byte
@@ -130,8 +134,19 @@ func mergeDiff(stacks []DiffStack) []DiffStack {
 		index[string(key)] = len(out)
 		out = append(out, s)
 	}
-	slices.SortFunc(out, func(x, y DiffStack) int { return slices.Compare(x.Frames, y.Frames) })
+	slices.SortFunc(out, byFrames)
 	return out
+}
+
+// distinctSorted reports whether each element of s sorts strictly after
+// the one before.
+func distinctSorted[T any](s []T, cmp func(x, y T) int) bool {
+	for i := 1; i < len(s); i++ {
+		if cmp(s[i-1], s[i]) >= 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // mergeStacks returns the distinct stacks of stacks with a nonzero value,

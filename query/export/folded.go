@@ -69,10 +69,15 @@ func WriteDiffFolded(w io.Writer, stacks []DiffStack, normalize bool) error {
 		normalizeMerged(merged)
 	}
 	lines := make([]foldedLine, len(merged))
+	size := 0
 	for i, s := range merged {
 		lines[i] = foldedLine{stack: joinFrames(s.Frames), a: s.A, b: s.B}
+		size += len(lines[i].stack) + 3 + digits(s.A) + digits(s.B)
 	}
 	sortLines(lines)
+	if g, ok := w.(interface{ Grow(int) }); ok { // a buffer: sized once, not by doubling
+		g.Grow(size)
+	}
 	bw := bufio.NewWriter(w)
 	var buf []byte
 	for _, l := range lines {
@@ -88,6 +93,15 @@ func WriteDiffFolded(w io.Writer, stacks []DiffStack, normalize bool) error {
 		return fmt.Errorf("write difffolded: %w", err)
 	}
 	return nil
+}
+
+// digits is the length of v in decimal.
+func digits(v uint64) int {
+	n := 1
+	for ; v >= 10; v /= 10 {
+		n++
+	}
+	return n
 }
 
 type foldedLine struct {

@@ -190,3 +190,29 @@ func TestOverflow(t *testing.T) {
 		}
 	}
 }
+
+// growBuffer records what it was told to grow by.
+type growBuffer struct {
+	bytes.Buffer
+	grown int
+}
+
+func (b *growBuffer) Grow(n int) { b.grown += n; b.Buffer.Grow(n) }
+
+// TestWriteDiffFoldedSized: a buffer is grown once by exactly what is
+// written, merged or not, sorted or not.
+func TestWriteDiffFoldedSized(t *testing.T) {
+	for _, stacks := range [][]export.DiffStack{
+		{{Frames: []string{"a", "b"}, A: 1, B: 2}, {Frames: []string{"a"}, A: 1234567, B: 0}, {Frames: []string{"a", "b"}, A: 10, B: 0}, {Frames: []string{"a!x"}, B: 9}},
+		{{Frames: []string{"a"}, A: 1}, {Frames: []string{"a", "b"}, B: 9223372036854775808}, {Frames: []string{"c"}, A: 100, B: 99}},
+		nil,
+	} {
+		var b growBuffer
+		if err := export.WriteDiffFolded(&b, stacks, false); err != nil {
+			t.Fatal(err)
+		}
+		if b.grown != b.Len() {
+			t.Fatalf("grown by %d, wrote %d bytes:\n%s", b.grown, b.Len(), b.String())
+		}
+	}
+}
