@@ -135,6 +135,22 @@ func BenchmarkService(b *testing.B) {
 		}
 	}
 	warmP50(b, "heatmap (Connect JSON, new connection)", "keep ~1 ms", postJSON(b, s, "fleetscope.v1.QueryService/GetHeatmap", &fsv1.GetHeatmapRequest{ProfileId: id}))
+	// The whole graph in the other formats (the dashboard's downloads, API
+	// clients): 15 MB of folded lines, the export files, and the folded
+	// comparison of the profile's first 30 s with the rest.
+	for _, f := range []struct {
+		name   string
+		format fsv1.FlameGraphFormat
+	}{{"folded", fsv1.FlameGraphFormat_FLAME_GRAPH_FORMAT_FOLDED}, {"SVG", fsv1.FlameGraphFormat_FLAME_GRAPH_FORMAT_SVG},
+		{"pprof", fsv1.FlameGraphFormat_FLAME_GRAPH_FORMAT_PPROF}, {"speedscope", fsv1.FlameGraphFormat_FLAME_GRAPH_FORMAT_SPEEDSCOPE}} {
+		warmP50(b, "whole flame graph as "+f.name, "Connect JSON, new connection", postJSON(b, s, "fleetscope.v1.QueryService/GetFlameGraph",
+			&fsv1.GetFlameGraphRequest{ProfileId: id, Format: f.format}))
+	}
+	warmP50(b, "difffolded, [0, 30) against [30, 63)", "Connect JSON, new connection", postJSON(b, s, "fleetscope.v1.CompareService/GetDiffFlameGraph",
+		&fsv1.GetDiffFlameGraphRequest{
+			A:      &fsv1.DiffSide{Side: &fsv1.DiffSide_Profile{Profile: &fsv1.GetFlameGraphRequest{ProfileId: id, StartNanos: ns(0), EndNanos: ns(30e9)}}},
+			B:      &fsv1.DiffSide{Side: &fsv1.DiffSide_Profile{Profile: &fsv1.GetFlameGraphRequest{ProfileId: id, StartNanos: ns(30e9), EndNanos: ns(63e9)}}},
+			Format: fsv1.FlameGraphFormat_FLAME_GRAPH_FORMAT_FOLDED}))
 	// The CLI asking the server: the whole flame graph, folded, into
 	// /dev/null (as a shell would time it; capturing 15 MB here would
 	// time this process too). Each run follows a call of the server's JSON
