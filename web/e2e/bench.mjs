@@ -8,7 +8,7 @@ import { env, launch, rpc } from "./lib.mjs";
 
 const URL_ = env("BENCH_URL");
 const KEY = env("BENCH_KEY");
-const RUNS = Number(process.env.RUNS ?? 7);
+const RUNS = Number(process.env.RUNS ?? 15);
 const median = (xs) => xs.slice().sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const f = (ms) => `${ms.toFixed(1)} ms`.padStart(10);
 
