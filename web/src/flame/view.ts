@@ -44,6 +44,8 @@ const ROW_H = 18;
 const FONT = "12px ui-monospace, 'DejaVu Sans Mono', Menlo, Consolas, monospace";
 const MIN_WIDTH = 0.5;
 const LABEL_MIN = 22;
+/** The graph is drawn at least this wide (CSS px), however narrow its box. */
+const MIN_GRAPH_WIDTH = 200;
 
 export interface FlameViewOptions {
   onZoom: (node: number) => void;
@@ -111,7 +113,7 @@ export class FlameView {
     // Only a width other than the one drawn for redraws (the observer's
     // first report, in the frame after the first drawing, drew it again).
     this.resizeObs = new ResizeObserver(() => {
-      if (this.layout && Math.max(this.el.clientWidth, 200) !== this.width) this.render();
+      if (this.layout && this.boxWidth() !== this.width) this.render();
     });
     this.resizeObs.observe(this.el);
   }
@@ -155,12 +157,17 @@ export class FlameView {
     return matchedTotal(this.layout, this.matches, 0).samples;
   }
 
+  /** boxWidth is the width the graph is drawn at for its box's width now. */
+  private boxWidth(): number {
+    return Math.max(this.el.clientWidth, MIN_GRAPH_WIDTH);
+  }
+
   /** render lays out and draws; it returns the milliseconds it took. */
   render(toRoot = false): number {
     const t0 = performance.now();
     const l = this.layout;
     const dpr = window.devicePixelRatio || 1;
-    this.width = Math.max(this.el.clientWidth, 200);
+    this.width = this.boxWidth();
     let rows = 1;
     this.count = 0;
     if (l && l.n > 0 && l.total > 0) {
