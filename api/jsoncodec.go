@@ -61,9 +61,7 @@ func (jsonCodec) MarshalAppend(dst []byte, m any) ([]byte, error) {
 			return spliceColumns(dst, m, &m.Columns)
 		}
 	case *fsv1.GetDiffFlameGraphResponse:
-		if n := len(m.GetFolded()); n > 0 { // room for the lines and their escaped newlines, at once
-			dst = slices.Grow(dst, n+n/16+1024)
-		}
+		dst = roomForFolded(dst, m.GetFolded())
 		if t := m.GetTree(); t != nil && validNames(t.GetNames()) {
 			m.Tree = nil
 			defer func() { m.Tree = t }()
@@ -79,11 +77,19 @@ func (jsonCodec) MarshalAppend(dst []byte, m any) ([]byte, error) {
 	return (protojson.MarshalOptions{}).MarshalAppend(dst, m.(proto.Message))
 }
 
+// roomForFolded makes room in dst for an answer's folded lines and their
+// escaped newlines at once: protojson would grow it by doubling, copying
+// megabytes over and over.
+func roomForFolded(dst []byte, folded string) []byte {
+	if n := len(folded); n > 0 {
+		return slices.Grow(dst, n+n/16+1024)
+	}
+	return dst
+}
+
 // appendFlame writes a flame graph answer, its tree by hand.
 func appendFlame(dst []byte, m *fsv1.GetFlameGraphResponse) ([]byte, error) {
-	if n := len(m.GetFolded()); n > 0 { // room for the lines and their escaped newlines, at once
-		dst = slices.Grow(dst, n+n/16+1024)
-	}
+	dst = roomForFolded(dst, m.GetFolded())
 	t := m.GetTree()
 	if t == nil || !validNames(t.GetNames()) { // protojson refuses bad UTF-8: let it say so
 		return (protojson.MarshalOptions{}).MarshalAppend(dst, m)

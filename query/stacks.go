@@ -1,6 +1,7 @@
 package query
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/fleetscope/fleetscope/query/export"
@@ -63,8 +64,7 @@ func stackOrder(names []string, name, depth []uint32) bool {
 // selfValues is each node's value less its children's (a tree in stack
 // order).
 func selfValues(depth []uint32, value []uint64) []uint64 {
-	self := make([]uint64, len(value))
-	copy(self, value)
+	self := slices.Clone(value)
 	last := make([]int, 0, 64)
 	for i := range depth {
 		dep := int(depth[i])
