@@ -83,8 +83,8 @@ try {
   const pick = (k) => median(fl.map((x) => x[k]));
   console.log(`flame graph, whole benchmark profile (${fl[0].nodes.toLocaleString("en-US")} nodes):`);
   console.log(`    server + transfer (resource timing)            median ${f(pick("netMs"))}   cold ${f(fl[0].netMs)}`);
-  console.log(`    body read + decode (flame/wire.ts), main thread median ${f(pick("decodeOnlyMs"))}`);
-  console.log(`    layout (typed arrays, offsets, subtrees)       median ${f(pick("decodeMs"))}`);
+  console.log(`    body read + decode + layout (WebAssembly), page median ${f(pick("decodeOnlyMs"))}`);
+  console.log(`    layout in JavaScript (0: WebAssembly did it)   median ${f(pick("decodeMs"))}`);
   console.log(`    render (draw visible frames and labels)        median ${f(pick("renderMs"))}`);
   console.log(`    layout + render                                median ${f(median(fl.map((x) => x.decodeMs + x.renderMs)))}`);
   console.log(`    asked → drawn                                  median ${f(median(fl.map((x) => x.drawnAtMs - x.askedAtMs)))}   (target ≤ 120 ms)`);

@@ -618,7 +618,7 @@ describe("dashboard", () => {
     }
   });
 
-  test("a permalink's first frames: the frame reported painted shows the heatmap; the flame graph is drawn once", async () => {
+  test("a permalink's first frames: the frame reported painted shows the heatmap; the flame graph is drawn once, decoded in WebAssembly", async () => {
     const link = page.url();
     const c = await newContext();
     try {
@@ -640,11 +640,12 @@ describe("dashboard", () => {
       await p.waitForFunction(() => window.__paintedPixels !== undefined);
       await flameState(p);
       await p.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(() => setTimeout(r)))));
-      const got = await p.evaluate(() => ({ painted: window.__paintedPixels, renders: window.__fleetscopePerf.flameRenders.length }));
+      const got = await p.evaluate(() => ({ painted: window.__paintedPixels, renders: window.__fleetscopePerf.flameRenders.length, wasm: window.__fleetscopePerf.flames.map((f) => f.wasm) }));
       // (The resize observers' first reports had laid the heatmap out again,
       // clearing its canvas for that frame, and drawn the flame graph twice.)
       assert.ok(got.painted > 0, "the heatmap's canvas is drawn in the frame reported painted");
       assert.equal(got.renders, 1, "the flame graph is drawn once");
+      assert.deepEqual(got.wasm, [true], "its tree was decoded and laid out in WebAssembly (src/flame/treewasm.ts)");
     } finally {
       await c.close();
     }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the dashboard into web/dist (embedded by the Go package web):
 # npm ci (when package-lock.json changed), TypeScript from the protos with
-# buf + protoc-gen-es (web/src/gen), a type check, vite build (the app, then
+# buf + protoc-gen-es and the flame tree's WebAssembly from
+# src/flame/tree.wat with wabt (both into web/src/gen), a type check, vite build (the app, then
 # the flame graph benchmark page beside it: vite.config.ts), gzip copies.
 #
 #   web/scripts/build.sh            build into web/dist (and web/src/gen)
@@ -63,9 +64,10 @@ if $check; then
   tmp=$(mktemp -d)
   trap 'rm -rf "$tmp"' EXIT
   npx --no-install buf generate --template buf.gen.yaml -o "$tmp"
+  node scripts/wasm.mjs "$tmp"
   if ! diff -r src/gen "$tmp/src/gen" >/dev/null; then
     diff -ru src/gen "$tmp/src/gen" | head -40 >&2 || true
-    say "web/src/gen is not what the protos generate: run web/scripts/build.sh and commit"
+    say "web/src/gen is not what the protos and src/flame/tree.wat generate: run web/scripts/build.sh and commit"
     exit 1
   fi
   npx --no-install tsc --noEmit -p .
@@ -81,8 +83,9 @@ if $check; then
   exit 0
 fi
 
-say "generate TypeScript from the protos"
+say "generate TypeScript from the protos, assemble src/flame/tree.wat"
 npx --no-install buf generate --template buf.gen.yaml
+node scripts/wasm.mjs
 say "type check"
 npx --no-install tsc --noEmit -p .
 say "vite build"

@@ -9,6 +9,7 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { Code } from "@connectrpc/connect";
 import { apiKey } from "./auth";
+import { prepareTreeWasm } from "./flame/treewasm";
 import { decodeFlameGraph, decodeFleetFlameGraph, decodeSharedFlameGraph, type WireFlameGraph } from "./flame/wire";
 import type { Accounting, GetFleetFlameGraphRequestSchema } from "./gen/fleetscope/v1/fleet_pb";
 import type { UploadFileResponse } from "./gen/fleetscope/v1/ingest_pb";
@@ -124,7 +125,7 @@ function asConnectError(err: unknown): ConnectErrorLike {
  * rather than the generic one: the tree can be ~10^5 nodes. Errors are
  * CallErrors, which problem() sorts as it does the clients' ConnectErrors. */
 export async function getFlameGraph(req: MessageInitShape<typeof GetFlameGraphRequestSchema>, signal?: AbortSignal): Promise<WireFlameGraph> {
-  return decodeFlameGraph(await post(GET_FLAME_GRAPH, encodeFlameGraphRequest(req), true, signal));
+  return decodeFlameGraph(await postFlame(GET_FLAME_GRAPH, encodeFlameGraphRequest(req), true, signal));
 }
 
 /** getHeatmap calls QueryService.GetHeatmap as getFlameGraph does, with the
@@ -136,7 +137,7 @@ export async function getHeatmap(req: MessageInitShape<typeof GetHeatmapRequestS
 /** getSharedFlameGraph is getFlameGraph through a share link (no key). */
 export async function getSharedFlameGraph(req: MessageInitShape<typeof GetSharedFlameGraphRequestSchema>, signal?: AbortSignal): Promise<WireFlameGraph> {
   const { sharedFlameGraph: c } = (await rpc()).calls;
-  return decodeSharedFlameGraph(await post(c.path, c.encode(req), false, signal));
+  return decodeSharedFlameGraph(await postFlame(c.path, c.encode(req), false, signal));
 }
 
 /** getFleetFlameGraph is getFlameGraph for a fleet selection: the merged
@@ -147,8 +148,15 @@ export async function getFleetFlameGraph(
 ): Promise<{ graph: WireFlameGraph; accounting: Accounting }> {
   const r = await rpc();
   const c = r.calls.fleetFlameGraph;
-  const res = decodeFleetFlameGraph(await post(c.path, c.encode(req), true, signal));
+  const res = decodeFleetFlameGraph(await postFlame(c.path, c.encode(req), true, signal));
   return { graph: res.graph, accounting: r.decodeAccounting(res.accounting) };
+}
+
+// postFlame is post for a flame graph call: the tree decoder's
+// WebAssembly compiles while the answer comes.
+function postFlame(procedure: string, body: Uint8Array, withKey: boolean, signal?: AbortSignal): Promise<Uint8Array> {
+  prepareTreeWasm();
+  return post(procedure, body, withKey, signal);
 }
 
 // post makes a Connect unary call in protobuf binary with fetch and

@@ -8,7 +8,11 @@
 
 export interface FlameTiming {
   nodes: number;
+  /** From asking to the answer read and decoded (its tree laid out too, if wasm). */
   fetchMs: number;
+  /** Whether the tree was decoded and laid out in WebAssembly. */
+  wasm: boolean;
+  /** The tree's layout in JavaScript (~0 if wasm). */
   decodeMs: number;
   renderMs: number;
   /** When it was asked for and when drawn, in ms since navigation started. */

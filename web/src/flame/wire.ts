@@ -2,8 +2,11 @@
 // the dashboard reads (the benchmark profile's whole flame graph is ~140k
 // nodes, ~0.7 MB). Packed varints go straight into typed arrays instead of
 // arrays of bigint: several times faster than the generic decoder, and the
-// layout takes the arrays as they are. Values above 2^53 (never sample
-// counts; possibly huge period sums) lose precision, as any JS number does.
+// layout takes the arrays as they are. Where it can, the tree's numbers are
+// decoded and the tree laid out in WebAssembly (flame/treewasm.ts), faster
+// again in a page whose JavaScript has not warmed up. Values above 2^53
+// (never sample counts; possibly huge period sums) lose precision, as any
+// JS number does.
 //
 //   GetFlameGraphResponse:       1 event (string), 2 total (uint64), 3 folded (string), 4 tree (FlameTree), 5 export (bytes)
 //   FlameTree:                   1 names (repeated string), 2 name, 3 value, 4 depth (repeated, packed or not)
@@ -11,6 +14,8 @@
 //   GetFleetFlameGraphResponse:  1 flame_graph (GetFlameGraphResponse), 2 accounting (Accounting)
 
 import { Reader, utf8 } from "../protowire";
+import { layout, type Layout } from "./model";
+import { wasmTree, type Columns } from "./treewasm";
 
 export interface WireFlameTree {
   names: string[];
@@ -26,43 +31,40 @@ export interface WireFlameGraph {
   tree: WireFlameTree | null;
   /** The file of an export format (svg, pprof, speedscope), when asked. */
   export?: Uint8Array;
+  /** The tree laid out with the decoding (flame/treewasm.ts), when it
+   * could be; layoutOf gives it either way. */
+  layout?: Layout | null;
+}
+
+/** layoutOf is g's tree laid out: as decoded, else now (an answer
+ * without a tree: an empty one). */
+export function layoutOf(g: WireFlameGraph): Layout {
+  return g.layout ?? layout(g.tree ?? { names: [], name: [], value: [], depth: [] });
 }
 
 
-// Growable numeric column: a packed run reserves a slot per varint in it
-// (counted first: one per byte under 0x80), so one allocation of the size
-// needed. Reserving a slot per byte instead doubled the values' array (a
-// large value takes several bytes), memory the page must fault in.
-class Column<T extends Uint32Array | Float64Array> {
-  n = 0;
-  constructor(
-    public a: T,
-    private readonly make: (n: number) => T,
-  ) {}
-  reserve(extra: number) {
-    if (this.n + extra <= this.a.length) return;
-    const b = this.make(Math.max(this.n + extra, this.a.length * 2, 16));
-    b.set(this.a.subarray(0, this.n) as never);
-    this.a = b;
-  }
-  push(v: number) {
-    this.reserve(1);
-    this.a[this.n++] = v;
-  }
-  done(): T {
-    return this.a.subarray(0, this.n) as T;
-  }
-}
-
-function readNumbers(r: Reader, wire: number, col: Column<Uint32Array | Float64Array>) {
+// numbers records where a number field's varints are in spans: a packed
+// run's bytes, or an unpacked field's one varint (a run of one).
+function numbers(r: Reader, wire: number, spans: number[]) {
+  const at = r.pos;
   if (wire === 0) {
-    col.push(r.varint());
+    r.varint();
+    spans.push(at, r.pos);
     return;
   }
   if (wire !== 2) throw new Error(`flame graph: wire type ${wire} for a number`);
-  const [s, e] = r.bytes();
-  col.reserve(countVarints(r.buf, s, e));
-  col.n = col.a instanceof Uint32Array ? readPacked32(r.buf, s, e, col.a, col.n) : readPacked(r.buf, s, e, col.a as Float64Array, col.n);
+  spans.push(...r.bytes());
+}
+
+// column decodes the runs of varints at spans into one array of the size
+// they need (counted first: one per byte under 0x80).
+function column<T extends Uint32Array | Float64Array>(buf: Uint8Array, spans: number[], make: (n: number) => T, read: (buf: Uint8Array, s: number, e: number, out: T, at: number) => number): T {
+  let n = 0;
+  for (let i = 0; i < spans.length; i += 2) n += countVarints(buf, spans[i], spans[i + 1]);
+  const out = make(n);
+  let at = 0;
+  for (let i = 0; i < spans.length; i += 2) at = read(buf, spans[i], spans[i + 1], out, at);
+  return out;
 }
 
 // countVarints counts the varints in buf[s:e]: each ends at a byte under 0x80.
@@ -151,23 +153,29 @@ function decodeNames(buf: Uint8Array, spans: number[]): string[] {
   return names;
 }
 
-function decodeTree(buf: Uint8Array, s: number, e: number): WireFlameTree {
+// decodeTree reads the FlameTree in buf[s:e] and, where it can, lays it
+// out at once (flame/treewasm.ts).
+function decodeTree(buf: Uint8Array, s: number, e: number): { tree: WireFlameTree; layout: Layout | null } {
   const r = new Reader(buf, s, e);
   const spans: number[] = []; // where each name's bytes are
-  const name = new Column(new Uint32Array(0), (n) => new Uint32Array(n));
-  const value = new Column(new Float64Array(0), (n) => new Float64Array(n));
-  const depth = new Column(new Uint32Array(0), (n) => new Uint32Array(n));
+  const cols: Columns = { name: [], value: [], depth: [] };
   while (r.pos < e) {
     const tag = r.varint();
     const field = Math.floor(tag / 8);
     const wire = tag & 7;
     if (field === 1 && wire === 2) spans.push(...r.bytes());
-    else if (field === 2) readNumbers(r, wire, name);
-    else if (field === 3) readNumbers(r, wire, value);
-    else if (field === 4) readNumbers(r, wire, depth);
+    else if (field === 2) numbers(r, wire, cols.name);
+    else if (field === 3) numbers(r, wire, cols.value);
+    else if (field === 4) numbers(r, wire, cols.depth);
     else r.skip(wire);
   }
-  return { names: decodeNames(buf, spans), name: name.done(), value: value.done(), depth: depth.done() };
+  const names = decodeNames(buf, spans);
+  const l = wasmTree(buf, s, e, cols, names);
+  if (l) return { tree: { names, name: l.name, value: l.value, depth: l.depth }, layout: l };
+  const name = column(buf, cols.name, (n) => new Uint32Array(n), readPacked32);
+  const value = column(buf, cols.value, (n) => new Float64Array(n), readPacked);
+  const depth = column(buf, cols.depth, (n) => new Uint32Array(n), readPacked32);
+  return { tree: { names, name, value, depth }, layout: null };
 }
 
 /** decodeFlameGraph reads a GetFlameGraphResponse in protobuf binary. */
@@ -183,7 +191,7 @@ export function decodeFlameGraph(buf: Uint8Array): WireFlameGraph {
     else if (field === 3 && wire === 2) out.folded = r.string();
     else if (field === 4 && wire === 2) {
       const [a, b] = r.bytes();
-      out.tree = decodeTree(buf, a, b); // protobuf would merge a second tree; the server sends one
+      ({ tree: out.tree, layout: out.layout } = decodeTree(buf, a, b)); // protobuf would merge a second tree; the server sends one
     } else if (field === 5 && wire === 2) {
       const [a, b] = r.bytes();
       out.export = buf.slice(a, b);

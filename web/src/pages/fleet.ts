@@ -29,7 +29,8 @@ import { FilterPanel } from "../panels/filter";
 import { FleetComparePanel } from "../panels/fleetcompare";
 import { h, replace } from "../dom";
 import { saveExport, saveFolded } from "../download";
-import { exactSearch, findPath, layout, pathOf, type Layout } from "../flame/model";
+import { exactSearch, findPath, pathOf } from "../flame/model";
+import { layoutOf } from "../flame/wire";
 import { formatCount, formatDuration, formatWallRange } from "../format";
 import {
   absRange,
@@ -97,10 +98,6 @@ function profilesWithout(n: number): string {
 
 function leftOutData(a: Accounting | undefined): string {
   return JSON.stringify(a ? Object.fromEntries(Object.entries(a.leftOut).sort(([x], [y]) => (x < y ? -1 : 1))) : {});
-}
-
-function toLayout(r: { tree: Parameters<typeof layout>[0] | null }): Layout {
-  return layout(r.tree ?? { names: [], name: [], value: [], depth: [] });
 }
 
 export function fleetPage(params: URLSearchParams): Page {
@@ -463,7 +460,7 @@ export function fleetPage(params: URLSearchParams): Page {
       if (!current()) return;
       flameTotal = graph.total;
       flameAccounting = accounting;
-      const l = toLayout(graph);
+      const l = layoutOf(graph);
       let zoom = state.frame ? findPath(l, state.frame) : 0;
       if (zoom < 0) {
         zoom = 0;

@@ -14,8 +14,8 @@ import { problem, type Problem } from "../api";
 import { h, replace } from "../dom";
 import { diffLayout } from "../flame/diff";
 import { saveExport, saveFolded } from "../download";
-import { exactSearch, findPath, layout, pathOf, type Layout } from "../flame/model";
-import type { WireFlameGraph } from "../flame/wire";
+import { exactSearch, findPath, pathOf } from "../flame/model";
+import { layoutOf, type WireFlameGraph } from "../flame/wire";
 import type { GetDiffFlameGraphResponse } from "../gen/fleetscope/v1/compare_pb";
 import { FlameGraphFormat } from "../enums";
 import { formatTime } from "../format";
@@ -74,10 +74,6 @@ export interface ProfileViewOptions {
 /** nextFrame resolves in the first task after the next frame is painted. */
 const nextFrame = () => new Promise<void>((r) => requestAnimationFrame(() => setTimeout(r)));
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
-
-function toLayout(r: WireFlameGraph): Layout {
-  return layout(r.tree ?? { names: [], name: [], value: [], depth: [] });
-}
 
 export class ProfileView {
   readonly el: HTMLElement;
@@ -355,7 +351,7 @@ export class ProfileView {
       if (!current()) return;
       this.attachBelow();
       const tl = performance.now();
-      const l = toLayout(res);
+      const l = layoutOf(res);
       const t2 = performance.now();
       this.flameTotal = Number(res.total);
       const v = this._view;
@@ -378,7 +374,7 @@ export class ProfileView {
             ? `Nothing ran (that is not idle) in ${formatTime(r.start)} – ${formatTime(r.end)}.${v.idle ? "" : " Tick “Include idle” to see idle samples."}`
             : `Nothing ran (that is not idle) in ${formatTime(r.start)} – ${formatTime(r.end)}. Choose other cells in the heatmap${v.idle ? "" : ", or include idle samples"}.`,
       );
-      perf.flameLoaded({ nodes: l.n, fetchMs: t1 - t0, decodeMs: t2 - tl, renderMs: Number(this.flame.canvas.dataset.renderMs), askedAtMs: t0, drawnAtMs: performance.now() });
+      perf.flameLoaded({ nodes: l.n, fetchMs: t1 - t0, wasm: res.layout != null, decodeMs: t2 - tl, renderMs: Number(this.flame.canvas.dataset.renderMs), askedAtMs: t0, drawnAtMs: performance.now() });
       this.showSelection();
       if (firstGraph) {
         // The page's first graph goes out in its own frame; the tables
