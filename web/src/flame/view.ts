@@ -62,9 +62,9 @@ export class FlameView {
   private orientation: Orientation = "icicle";
   private matches: Uint8Array = new Uint8Array(0);
   private searching = false;
-  private colours: string[] = [];
+  private colours: (string | undefined)[] = []; // by name, filled as drawn
   private nodeColours: string[] | null = null; // per node, for a differential graph
-  private dims: string[] = [];
+  private dims: (string | undefined)[] = [];
   private visible = new Int32Array(0);
   private count = 0;
   private rowsShown = 1; // rows in the graph
@@ -139,8 +139,10 @@ export class FlameView {
     const moved = l !== this.layout || zoom !== this.zoom || orientation !== this.orientation;
     if (l !== this.layout) {
       this.layout = l;
-      this.colours = l ? l.names.map(frameColour) : [];
-      this.dims = l ? l.names.map(dimColour) : [];
+      // Each name's colours when a frame of it is first drawn: a whole
+      // profile has thousands of names, most never wide enough to draw.
+      this.colours = new Array(l ? l.names.length : 0);
+      this.dims = new Array(l ? l.names.length : 0);
       this.visible = new Int32Array(l ? l.n : 0);
     }
     this.zoom = l && zoom >= 0 && zoom < l.n ? zoom : 0;
@@ -222,7 +224,15 @@ export class FlameView {
       if (y <= -ROW_H || y >= this.viewH) continue;
       const nm = l.name[i];
       const ancestor = i !== this.zoom && isAncestor(l, i, this.zoom);
-      ctx.fillStyle = this.searching ? (this.matches[nm] && i !== 0 ? HIGHLIGHT : this.dims[nm]) : ancestor ? this.dims[nm] : this.nodeColours ? this.nodeColours[i] : this.colours[nm];
+      ctx.fillStyle = this.searching
+        ? this.matches[nm] && i !== 0
+          ? HIGHLIGHT
+          : (this.dims[nm] ??= dimColour(l.names[nm]))
+        : ancestor
+          ? (this.dims[nm] ??= dimColour(l.names[nm]))
+          : this.nodeColours
+            ? this.nodeColours[i]
+            : (this.colours[nm] ??= frameColour(l.names[nm]));
       const w = r.w > 1.5 ? r.w - 0.5 : r.w;
       ctx.fillRect(r.x, y, w, ROW_H - 1);
       if (r.w >= LABEL_MIN) labels.push(k);
