@@ -160,6 +160,14 @@ function decodeTree(buf: Uint8Array, s: number, e: number): { tree: WireFlameTre
   const spans: number[] = []; // where each name's bytes are
   const cols: Columns = { name: [], value: [], depth: [] };
   while (r.pos < e) {
+    // A name under 128 bytes (one byte of tag, one of length), read
+    // inline: there are thousands, and this loop runs cold.
+    const p = r.pos;
+    if (buf[p] === 0x0a && buf[p + 1] < 0x80 && p + 2 + buf[p + 1] <= e) {
+      spans.push(p + 2, p + 2 + buf[p + 1]);
+      r.pos = p + 2 + buf[p + 1];
+      continue;
+    }
     const tag = r.varint();
     const field = Math.floor(tag / 8);
     const wire = tag & 7;
