@@ -64,10 +64,17 @@ export function heatmapOf(r: HeatmapAnswer, profileStartSecond: bigint | number)
     secondsPerColumn: spc,
     firstColumn: offset / spc,
     rows: r.rows,
-    columns: r.columns.map((c) => c.counts.map(Number)),
+    columns: r.columns.map(numbers),
     maxCount: Number(r.maxCount),
     total: Number(r.total),
   };
+}
+
+// numbers is a column's counts as numbers: heatmap/wire.ts's as they are
+// (a page's first heatmap is drawn before its code warms up), the generic
+// decoder's bigints converted.
+function numbers(c: { counts: (bigint | number)[] }): number[] {
+  return typeof c.counts[0] === "bigint" ? c.counts.map(Number) : (c.counts as number[]);
 }
 
 /** fleetHeatmapOf reads a GetFleetHeatmapResponse: a heatmap in wall-clock
@@ -79,7 +86,7 @@ export function fleetHeatmapOf(r: GetFleetHeatmapResponse): Heatmap {
     secondsPerColumn: Math.max(Number(r.secondsPerColumn), 1),
     firstColumn: 0,
     rows: r.rows,
-    columns: r.columns.map((c) => c.counts.map(Number)),
+    columns: r.columns.map(numbers),
     maxCount: Number(r.maxCount),
     total: Number(r.total),
   };
