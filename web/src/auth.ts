@@ -14,6 +14,18 @@ export function apiKey(): string | null {
   }
 }
 
+/** keyRemembered says whether the key is kept on this device rather than
+ * for this tab: saveKey keeps it in one of the two, so a key in
+ * sessionStorage is the tab's, and localStorage, whose first read waits
+ * for the browser, need not be read for it. */
+export function keyRemembered(): boolean {
+  try {
+    return !sessionStorage.getItem(KEY_NAME) && !!localStorage.getItem(KEY_NAME);
+  } catch {
+    return false;
+  }
+}
+
 /** saveKey keeps the key for this tab, or on this device when remember. */
 export function saveKey(key: string, remember: boolean) {
   clearKey();

@@ -6,7 +6,7 @@
 // first needed, so that a permalink's heatmap is drawn without waiting for
 // them.
 import "./style.css";
-import { apiKey, clearKey } from "./auth";
+import { apiKey, clearKey, keyRemembered } from "./auth";
 import { h, replace } from "./dom";
 import type { Page } from "./pages/page";
 import { profilePage } from "./pages/profile";
@@ -51,7 +51,7 @@ function renderAccount(signedIn: boolean) {
     replace(account);
     return;
   }
-  const remembered = localStorage.getItem("fleetscope.apiKey") === key;
+  const remembered = keyRemembered();
   replace(
     account,
     h("span", { class: "key-chip", title: remembered ? "Key remembered on this device" : "Key kept for this tab" }, `${key.slice(0, 8)}…`),
