@@ -33,3 +33,15 @@ test("unpacked counts, unknown fields and truncated input", () => {
   expect(got.rows).toBe(2);
   expect(() => decodeHeatmap(msg.subarray(0, msg.length - 4))).toThrow(/truncated/);
 });
+
+test("packed columns: multi-byte counts, long lengths, counts past 2^49 and truncation", () => {
+  const values = [0n, 127n, 128n, 300n, 2n ** 21n, 2n ** 48n + 5n, 2n ** 49n + 1n, 2n ** 52n + 3n];
+  for (const counts of [values.slice(0, 6), values, Array.from({ length: 3000 }, (_, i) => BigInt(i))]) {
+    const msg = create(GetHeatmapResponseSchema, { rows: counts.length, columns: [{ counts }, { counts: counts.slice().reverse() }] });
+    const got = decodeHeatmap(toBinary(GetHeatmapResponseSchema, msg));
+    expect(got.columns.map((c) => c.counts)).toEqual([counts.map(Number), counts.slice().reverse().map(Number)]);
+  }
+  // A varint cut off at the end of its column's packed field.
+  const col = [0x0a, 2, 0x05, 0x80];
+  expect(() => decodeHeatmap(new Uint8Array([0x22, col.length, ...col]))).toThrow(/truncated/);
+});

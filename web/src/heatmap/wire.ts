@@ -22,6 +22,49 @@ export interface WireHeatmap {
 }
 
 function decodeColumn(buf: Uint8Array, s: number, e: number): number[] {
+  // The usual column, one packed field (tag 0x0a) filling it, read in one
+  // loop over locals into an array of its size (counted first: one varint
+  // per byte under 0x80): a page's first heatmap is decoded before the
+  // engine warms up, and a Reader, its arrays and pushes per column were
+  // half of it (30,000 cells cold in Node: 6.6-15 -> 3.2-5.4 ms). Anything
+  // else (unpacked counts, other fields, a varint past 2^49) goes through
+  // the Reader.
+  if (buf[s] === 0x0a) {
+    let p = s + 1;
+    let len = buf[p++]; // a length of one or two bytes (up to 16,383)
+    if (len >= 0x80) {
+      const hi = buf[p++];
+      len = hi < 0x80 ? (len & 0x7f) + hi * 128 : -1;
+    }
+    if (len >= 0 && p + len === e) {
+      let n = 0;
+      for (let i = p; i < e; i++) n += (buf[i] >>> 7) ^ 1;
+      const counts = new Array<number>(n);
+      let i = 0;
+      while (p < e) {
+        let c = buf[p++];
+        if (c < 0x80) {
+          counts[i++] = c;
+          continue;
+        }
+        let x = c & 0x7f;
+        let mul = 128;
+        do {
+          if (p >= e || mul > 2 ** 42) return readColumn(buf, s, e);
+          c = buf[p++];
+          x += (c & 0x7f) * mul;
+          mul *= 128;
+        } while (c >= 0x80);
+        counts[i++] = x;
+      }
+      return counts;
+    }
+  }
+  return readColumn(buf, s, e);
+}
+
+// readColumn reads a Column in general.
+function readColumn(buf: Uint8Array, s: number, e: number): number[] {
   const r = new Reader(buf, s, e);
   const counts: number[] = [];
   while (r.pos < e) {
