@@ -42,7 +42,6 @@ export function layoutOf(g: WireFlameGraph): Layout {
   return g.layout ?? layout(g.tree ?? { names: [], name: [], value: [], depth: [] });
 }
 
-
 // numbers records where a number field's varints are in spans: a packed
 // run's bytes, or an unpacked field's one varint (a run of one).
 function numbers(r: Reader, wire: number, spans: number[]) {
