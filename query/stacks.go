@@ -2,7 +2,6 @@ package query
 
 import (
 	"slices"
-	"strings"
 
 	"github.com/fleetscope/fleetscope/query/export"
 	"github.com/fleetscope/fleetscope/query/flame"
@@ -16,12 +15,7 @@ import (
 // pre-order. False when a name holds ';' (the folded lines read it as more
 // frames) or the tree is not in stack order (not a tree built here).
 func treeStacks(f *flame.Flat) ([]export.Stack, bool) {
-	for _, name := range f.Names {
-		if strings.IndexByte(name, ';') >= 0 {
-			return nil, false
-		}
-	}
-	if !stackOrder(f.Names, f.Name, f.Depth) {
+	if f.NameHoldsSemicolon() || !stackOrder(f.Names, f.Name, f.Depth) {
 		return nil, false
 	}
 	self := selfValues(f.Depth, f.Value)

@@ -457,6 +457,17 @@ func WriteJSON(w io.Writer, root *Node) error {
 	return bw.Flush()
 }
 
+// NameHoldsSemicolon reports whether a frame's name holds ';', which folded
+// lines read as more frames: such a tree's stacks are not its nodes' paths.
+func (f *Flat) NameHoldsSemicolon() bool {
+	for _, name := range f.Names {
+		if strings.IndexByte(name, ';') >= 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // WriteFolded writes the tree as folded stacks, "frame;frame;... value",
 // one line per stack text (a node that ends stacks contributes its value
 // less its children's; nodes that print the same text add up), sorted
@@ -469,10 +480,8 @@ func WriteJSON(w io.Writer, root *Node) error {
 // can interleave with another's), and so do siblings out of name order (a
 // tree from elsewhere): such a tree is written by sorting its lines.
 func (f *Flat) WriteFolded(w io.Writer) error {
-	for _, name := range f.Names {
-		if strings.IndexByte(name, ';') >= 0 {
-			return f.writeFoldedSorted(w)
-		}
+	if f.NameHoldsSemicolon() {
+		return f.writeFoldedSorted(w)
 	}
 	n := len(f.Name)
 	if n == 0 {
