@@ -4,6 +4,14 @@
 // profile page makes first (requests.ts), so that neither waits for the
 // generated code and protobuf-es's runtime (src/rpc.ts, loaded later).
 
+/** countVarints counts the varints in buf[s:e]: each ends at a byte under
+ * 0x80 (to size a packed field's array before decoding it). */
+export function countVarints(buf: Uint8Array, s: number, e: number): number {
+  let n = 0;
+  for (let i = s; i < e; i++) n += (buf[i] >>> 7) ^ 1;
+  return n;
+}
+
 export class Reader {
   pos: number;
   constructor(

@@ -13,7 +13,7 @@
 //   GetSharedFlameGraphResponse: 1 flame_graph (GetFlameGraphResponse)
 //   GetFleetFlameGraphResponse:  1 flame_graph (GetFlameGraphResponse), 2 accounting (Accounting)
 
-import { Reader, utf8 } from "../protowire";
+import { countVarints, Reader, utf8 } from "../protowire";
 import { layout, type Layout } from "./model";
 import { wasmTree, type Columns } from "./treewasm";
 
@@ -64,13 +64,6 @@ function column<T extends Uint32Array | Float64Array>(buf: Uint8Array, spans: nu
   let at = 0;
   for (let i = 0; i < spans.length; i += 2) at = read(buf, spans[i], spans[i + 1], out, at);
   return out;
-}
-
-// countVarints counts the varints in buf[s:e]: each ends at a byte under 0x80.
-function countVarints(buf: Uint8Array, s: number, e: number): number {
-  let n = 0;
-  for (let i = s; i < e; i++) n += (buf[i] >>> 7) ^ 1;
-  return n;
 }
 
 // readPacked decodes the packed varints in buf[s:e] into out from index at

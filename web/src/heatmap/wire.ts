@@ -8,7 +8,7 @@
 //                       7 seconds_per_column (int64)
 //   Column:             1 counts (repeated int64, packed or not)
 
-import { Reader } from "../protowire";
+import { countVarints, Reader } from "../protowire";
 
 /** WireHeatmap is a GetHeatmapResponse with numbers for its int64s. */
 export interface WireHeatmap {
@@ -37,9 +37,7 @@ function decodeColumn(buf: Uint8Array, s: number, e: number): number[] {
       len = hi < 0x80 ? (len & 0x7f) + hi * 128 : -1;
     }
     if (len >= 0 && p + len === e) {
-      let n = 0;
-      for (let i = p; i < e; i++) n += (buf[i] >>> 7) ^ 1;
-      const counts = new Array<number>(n);
+      const counts = new Array<number>(countVarints(buf, p, e));
       let i = 0;
       while (p < e) {
         let c = buf[p++];
