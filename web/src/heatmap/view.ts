@@ -47,6 +47,11 @@ import {
 } from "./model";
 
 const AXIS_LEFT = 64;
+/** The axes' labels: the page's font (style.css) at a size its text has
+ * (12 px). Each font, weight and size a page first uses costs its first
+ * frame lookups in the browser (a permalink's heatmap: 11 px here was one
+ * more before it was drawn). */
+export const AXIS_FONT = '12px system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif';
 const AXIS_BOTTOM = 30;
 const PAD_TOP = 10;
 const PAD_RIGHT = 12;
@@ -374,7 +379,7 @@ export class HeatmapView {
   private drawAxes(ctx: CanvasRenderingContext2D, g: Geometry, d: Heatmap, plotLeft: number, c0: number, c1: number) {
     const plotH = d.rows * g.cellH;
     ctx.fillStyle = "#4a5160";
-    ctx.font = "11px system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif";
+    ctx.font = AXIS_FONT;
     // y: offset within the second, in ms (0 at the bottom)
     ctx.textAlign = "right";
     ctx.textBaseline = "middle";

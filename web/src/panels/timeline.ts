@@ -13,6 +13,7 @@ import { h, replace } from "../dom";
 import { formatClock, formatCount, formatTick, zoneOffsetSeconds } from "../format";
 import { columnsRange, NS, type AbsRange, type Columns } from "../fleetstate";
 import { wallTicks } from "../heatmap/model";
+import { AXIS_FONT } from "../heatmap/view";
 import { errorState, loadingState } from "../pages/states";
 
 const LEFT = 64;
@@ -157,7 +158,7 @@ export class TimelinePanel {
     ctx.lineWidth = 1;
     ctx.strokeRect(LEFT - 0.5, TOP - 0.5, g.plotW + 1, PLOT_H + 1);
     ctx.fillStyle = "#4a5160";
-    ctx.font = "11px system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif";
+    ctx.font = AXIS_FONT;
     ctx.textAlign = "right";
     ctx.textBaseline = "middle";
     ctx.fillText(formatCount(max), LEFT - 6, TOP + 4);
