@@ -9,9 +9,15 @@ import { env, launch, rpc } from "./lib.mjs";
 
 const URL_ = env("BENCH_URL");
 const KEY = env("BENCH_KEY");
-const RUNS = Number(process.env.RUNS ?? 15);
+const RUNS = Number(process.env.RUNS ?? 25);
 const median = (xs) => xs.slice().sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const f = (ms) => `${ms.toFixed(1)} ms`.padStart(10);
+// The middle half of the loads: this machine's speed drifts within a run,
+// and a median alone hides how far.
+const quartiles = (xs) => {
+  const s = xs.slice().sort((a, b) => a - b);
+  return `quartiles ${s[Math.floor(s.length / 4)].toFixed(1)}–${s[Math.floor((3 * s.length) / 4)].toFixed(1)} ms`;
+};
 
 console.log(`machine: ${cpus().length} cores, load average ${loadavg().map((x) => x.toFixed(2)).join(" ")} (other work on the machine inflates these times)`);
 const browser = await launch();
@@ -79,8 +85,8 @@ try {
     painted.push(r.perf.heatmapPaintedMs);
     cells = r.cells;
   }
-  console.log(`navigation → heatmap drawn, 10-min profile (${cells} cells):  median ${f(median(heat))}   cold ${f(heat[0])}   (${(median(heat) / median(ref)).toFixed(1)}× the reference; target ≤ 100 ms)`);
-  console.log(`navigation → the frame showing it painted:                  median ${f(median(painted))}   cold ${f(painted[0])}`);
+  console.log(`navigation → heatmap drawn, 10-min profile (${cells} cells):  median ${f(median(heat))}   cold ${f(heat[0])}   (${(median(heat) / median(ref)).toFixed(1)}× the reference; target ≤ 100 ms; ${quartiles(heat)})`);
+  console.log(`navigation → the frame showing it painted:                  median ${f(median(painted))}   cold ${f(painted[0])}   (${quartiles(painted)})`);
 
   // 2. The whole benchmark profile's flame graph.
   const fl = [];
@@ -95,7 +101,7 @@ try {
   console.log(`    layout in JavaScript (0: WebAssembly did it)   median ${f(pick("decodeMs"))}`);
   console.log(`    render (draw visible frames and labels)        median ${f(pick("renderMs"))}`);
   console.log(`    layout + render                                median ${f(median(fl.map((x) => x.decodeMs + x.renderMs)))}`);
-  console.log(`    asked → drawn                                  median ${f(median(fl.map((x) => x.drawnAtMs - x.askedAtMs)))}   (target ≤ 120 ms)`);
+  console.log(`    asked → drawn                                  median ${f(median(fl.map((x) => x.drawnAtMs - x.askedAtMs)))}   (target ≤ 120 ms; ${quartiles(fl.map((x) => x.drawnAtMs - x.askedAtMs))})`);
   console.log(`    navigation → drawn (asked once the heatmap is) median ${f(pick("drawnAtMs"))}`);
 
   // 3. A synthetic 100k-node tree.

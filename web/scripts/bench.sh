@@ -7,7 +7,7 @@
 #     perf-mixed-60s.txt.gz): server + transfer + decode, layout, drawing
 #   - a synthetic 100k-node flame graph: layout and drawing
 #   - live: a live batch's sample timestamp to the fleet heatmap drawn
-# Target: <= 100 ms each. RUNS (default 15) page loads per figure, median.
+# Target: <= 100 ms each. RUNS (default 25) page loads per figure: median and quartiles.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd -P)
 cd "$ROOT"
@@ -25,4 +25,4 @@ P_LONG=$(upload --app bench-long "$TMP/long/planted.perf")
 rm -rf "$TMP/long"
 say "uploading the benchmark profile"
 P_BENCH=$(upload --app bench-mixed "$bench_file")
-(cd web && BENCH_URL=$URL BENCH_KEY=$KEY BENCH_LONG=$P_LONG BENCH_MIXED=$P_BENCH RUNS=${RUNS:-15} node e2e/bench.mjs)
+(cd web && BENCH_URL=$URL BENCH_KEY=$KEY BENCH_LONG=$P_LONG BENCH_MIXED=$P_BENCH RUNS=${RUNS:-25} node e2e/bench.mjs)
