@@ -71,6 +71,16 @@ export interface ProfileViewOptions {
   onChange?: (v: ViewState) => void;
 }
 
+/** The panels under the heatmap. */
+interface LowerPanels {
+  flame: FlamePanel;
+  top: TopPanel;
+  series: SeriesPanel;
+  sandwich: SandwichPanel;
+  spans: SpansPanel;
+  diffPanel: DiffPanel;
+}
+
 /** nextFrame resolves in the first task after the next frame is painted. */
 const nextFrame = () => new Promise<void>((r) => requestAnimationFrame(() => setTimeout(r)));
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
@@ -87,17 +97,17 @@ export class ProfileView {
   private readonly opts: ProfileViewOptions;
   private readonly header: HeaderPanel;
   private readonly heat: HeatmapPanel;
-  private readonly flame: FlamePanel;
-  private readonly top: TopPanel;
   private readonly filter: FilterPanel | null;
-  private readonly series: SeriesPanel;
+  /** Whether this is the owner's API: filters and the thread view. */
+  private readonly owner: boolean;
   private readonly seriesReq = new Latest();
-  private readonly diffPanel = new DiffPanel();
-  private readonly sandwich: SandwichPanel;
-  private readonly spans: SpansPanel;
-  /** The panels under the heatmap, until they join the page
-   * (attachBelow), and the frame a flame graph waits for (start). */
-  private below: HTMLElement[];
+  /** The panels under the heatmap, made when first needed (lower): a
+   * permalink's page draws its heatmap first and makes them while the
+   * flame graph is on its way. */
+  private lowerPanels: LowerPanels | null = null;
+  /** Whether they have joined the page (attachBelow), and the frame a
+   * flame graph waits for (start). */
+  private belowAttached = false;
   private attached: Promise<void> = Promise.resolve();
 
   constructor(opts: ProfileViewOptions) {
@@ -137,7 +147,30 @@ export class ProfileView {
       },
       onDrawn: (ms) => perf.heatmapDrawn(ms),
     });
-    this.flame = new FlamePanel({
+    this.owner = !opts.readOnly && this.src.series !== undefined;
+    this.filter = this.owner
+      ? new FilterPanel({
+          onFunctions: (fn, xfn) => this.setFunctions(fn, xfn),
+          onClearThreads: () => this.setFilter({ ...this._view, pids: [], tids: [], cpus: [] }),
+          onAxis: (axis) => {
+            this.update({ ...this._view, axis });
+            this.filter?.show(this._view);
+            void this.loadSeries();
+          },
+        })
+      : null;
+    this.filter?.show(v);
+    this.el = h("div", { class: "page profile-page" }, this.header.el, opts.extras ?? [], this.filter?.el ?? null, this.heat.el);
+    window.addEventListener("keydown", this.onKey);
+  }
+
+  /** lower makes the panels under the heatmap, once, showing the view as
+   * it is: a flame graph on its way, its comparison. */
+  private lower(): LowerPanels {
+    if (this.lowerPanels) return this.lowerPanels;
+    const opts = this.opts;
+    const v = this._view;
+    const flame = new FlamePanel({
       search: v.search,
       orient: v.orient,
       onSearch: (search) => {
@@ -171,42 +204,29 @@ export class ProfileView {
           }
         : undefined,
     });
-    const owner = !opts.readOnly && this.src.series !== undefined; // the owner's API: filters and the thread view
-    this.top = new TopPanel({
+    const top = new TopPanel({
       onPick: (name) => {
         const search = exactSearch(name);
-        this.flame.setSearch(search);
+        flame.setSearch(search);
         this.update({ ...this._view, search });
         this.redrawFlame();
       },
-      onFilter: owner ? (name) => this.setFunctions(functionRegex(name), "") : undefined,
+      onFilter: this.owner ? (name) => this.setFunctions(functionRegex(name), "") : undefined,
       onSandwich: (name) => {
         this.update({ ...this._view, sw: name });
         this.showSandwich();
       },
     });
-    this.filter = owner
-      ? new FilterPanel({
-          onFunctions: (fn, xfn) => this.setFunctions(fn, xfn),
-          onClearThreads: () => this.setFilter({ ...this._view, pids: [], tids: [], cpus: [] }),
-          onAxis: (axis) => {
-            this.update({ ...this._view, axis });
-            this.filter?.show(this._view);
-            void this.loadSeries();
-          },
-        })
-      : null;
-    this.filter?.show(v);
-    this.series = new SeriesPanel({ onPick: (axis, key) => this.pickSeries(axis, key) });
-    this.sandwich = new SandwichPanel({
+    const series = new SeriesPanel({ onPick: (axis, key) => this.pickSeries(axis, key) });
+    const sandwich = new SandwichPanel({
       onClose: () => {
         this.update({ ...this._view, sw: "" });
-        this.sandwich.hide();
+        sandwich.hide();
       },
     });
-    this.spans = new SpansPanel({
+    const spansPanel = new SpansPanel({
       onCondition: (spans) => {
-        this.spans.condition(spans);
+        spansPanel.condition(spans);
         this.setFilter({ ...this._view, spans });
       },
       onSlowVsRest: () => {
@@ -214,10 +234,29 @@ export class ProfileView {
         void this.loadFlame();
       },
     });
-    this.flame.setCompare(v.cmp, v.base ? `${formatTime(v.base.start)} – ${formatTime(v.base.end)}` : null, v.norm);
-    this.el = h("div", { class: "page profile-page" }, this.header.el, opts.extras ?? [], this.filter?.el ?? null, this.heat.el);
-    this.below = [this.series.el, this.spans.el, this.flame.el, this.diffPanel.el, this.sandwich.el, this.top.el];
-    window.addEventListener("keydown", this.onKey);
+    flame.setCompare(v.cmp, v.base ? `${formatTime(v.base.start)} – ${formatTime(v.base.end)}` : null, v.norm);
+    flame.loading();
+    this.lowerPanels = { flame, top, series, sandwich, spans: spansPanel, diffPanel: new DiffPanel() };
+    return this.lowerPanels;
+  }
+
+  private get flame(): FlamePanel {
+    return this.lower().flame;
+  }
+  private get top(): TopPanel {
+    return this.lower().top;
+  }
+  private get series(): SeriesPanel {
+    return this.lower().series;
+  }
+  private get sandwich(): SandwichPanel {
+    return this.lower().sandwich;
+  }
+  private get spans(): SpansPanel {
+    return this.lower().spans;
+  }
+  private get diffPanel(): DiffPanel {
+    return this.lower().diffPanel;
   }
 
   get view(): ViewState {
@@ -232,7 +271,10 @@ export class ProfileView {
   /** attachBelow adds the panels under the heatmap to the page, once (not
    * after the view ended: a profile not found shows only that). */
   private attachBelow() {
-    if (!this.ctrl.signal.aborted && this.below.length) this.el.append(...this.below.splice(0));
+    if (this.ctrl.signal.aborted || this.belowAttached) return;
+    this.belowAttached = true;
+    const l = this.lower();
+    this.el.append(l.series.el, l.spans.el, l.flame.el, l.diffPanel.el, l.sandwich.el, l.top.el);
   }
 
   /** start asks for the heatmap, the flame graph, the thread view and the
@@ -258,6 +300,10 @@ export class ProfileView {
     // frame if it is slower: one layout for both, and none while the flame
     // graph's answer is read.
     void (first ? painted.then(() => sleep(400)) : painted).then(() => this.attachBelow());
+    // They are made in the task after that frame, while the flame graph
+    // is on its way: made with the page, ~4 ms before the heatmap was
+    // drawn, for elements not shown until then.
+    if (first) void painted.then(() => live() && this.lower());
     this.attached = painted;
     const flameDone = this._view.range && !first ? this.loadFlame() : heatDone.then(() => (live() ? this.loadFlame() : undefined));
     const rest = first ? Promise.race([flameDone, painted.then(() => sleep(500))]) : Promise.resolve();
@@ -273,8 +319,8 @@ export class ProfileView {
   destroy() {
     this.ctrl.abort();
     this.heat.destroy();
-    this.flame.destroy();
-    this.sandwich.destroy();
+    this.lowerPanels?.flame.destroy();
+    this.lowerPanels?.sandwich.destroy();
     window.removeEventListener("keydown", this.onKey);
   }
 
@@ -329,10 +375,11 @@ export class ProfileView {
   private async loadFlame() {
     const current = this.flameReq.begin();
     this.flameTotal = null;
-    this.flame.loading();
-    this.showSelection();
     const v0 = this._view;
-    this.flame.setCompare(v0.cmp, v0.base ? `${formatTime(v0.base.start)} – ${formatTime(v0.base.end)}` : null, v0.norm);
+    // (Panels not made yet show this when they are.)
+    this.lowerPanels?.flame.loading();
+    this.showSelection();
+    this.lowerPanels?.flame.setCompare(v0.cmp, v0.base ? `${formatTime(v0.base.start)} – ${formatTime(v0.base.end)}` : null, v0.norm);
     const t0 = performance.now();
     try {
       const d = this.src.diff ? await this.src.diff(v0, this.ctrl.signal) : null;
@@ -343,7 +390,7 @@ export class ProfileView {
         this.attachBelow();
         return this.showDiff(d);
       }
-      this.diffPanel.hide();
+      this.lowerPanels?.diffPanel.hide();
       const res = await this.src.flame(this._view, FlameGraphFormat.TREE, this.ctrl.signal);
       if (!current()) return;
       const t1 = performance.now();
