@@ -618,7 +618,7 @@ describe("dashboard", () => {
     }
   });
 
-  test("a permalink's first frames: the frame reported painted shows the heatmap; the flame graph is drawn once, decoded in WebAssembly", async () => {
+  test("a permalink's first frames: the frame reported painted shows the heatmap, drawn once; the flame graph is drawn once, decoded in WebAssembly", async () => {
     const link = page.url();
     const c = await newContext();
     try {
@@ -633,6 +633,7 @@ describe("dashboard", () => {
           let n = 0;
           for (let i = 3; i < d.length; i += 4) if (d[i] !== 0) n++;
           window.__paintedPixels = n;
+          window.__heatmapDraws = cv.dataset.drawn;
         }),
       );
       const p = watch(await c.newPage());
@@ -640,10 +641,13 @@ describe("dashboard", () => {
       await p.waitForFunction(() => window.__paintedPixels !== undefined);
       await flameState(p);
       await p.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(() => setTimeout(r)))));
-      const got = await p.evaluate(() => ({ painted: window.__paintedPixels, renders: window.__fleetscopePerf.flameRenders.length, wasm: window.__fleetscopePerf.flames.map((f) => f.wasm) }));
+      const got = await p.evaluate(() => ({ painted: window.__paintedPixels, draws: window.__heatmapDraws, renders: window.__fleetscopePerf.flameRenders.length, wasm: window.__fleetscopePerf.flames.map((f) => f.wasm) }));
       // (The resize observers' first reports had laid the heatmap out again,
       // clearing its canvas for that frame, and drawn the flame graph twice.)
       assert.ok(got.painted > 0, "the heatmap's canvas is drawn in the frame reported painted");
+      // (A selection set before the data had scheduled a second drawing of
+      // the same into that frame.)
+      assert.equal(got.draws, "1", "the heatmap is drawn once before its frame");
       assert.equal(got.renders, 1, "the flame graph is drawn once");
       assert.deepEqual(got.wasm, [true], "its tree was decoded and laid out in WebAssembly (src/flame/treewasm.ts)");
     } finally {

@@ -282,6 +282,10 @@ export class HeatmapView {
   }
 
   private draw() {
+    // A drawing now makes a scheduled one needless (setData draws at once;
+    // setSelection before it had scheduled a second drawing of the same
+    // into the heatmap's first frame).
+    cancelAnimationFrame(this.raf);
     const d = this.data;
     const g = this.geo;
     if (!d || !g || !this.bitmap) return;
