@@ -234,10 +234,17 @@ export class ProfileView {
         void this.loadFlame();
       },
     });
-    flame.setCompare(v.cmp, v.base ? `${formatTime(v.base.start)} – ${formatTime(v.base.end)}` : null, v.norm);
-    flame.loading();
+    this.flameLoading(flame);
     this.lowerPanels = { flame, top, series, sandwich, spans: spansPanel, diffPanel: new DiffPanel() };
     return this.lowerPanels;
+  }
+
+  /** flameLoading shows in flame that the view's graph is on its way, with
+   * the comparison it asks for. */
+  private flameLoading(flame: FlamePanel) {
+    const v = this._view;
+    flame.setCompare(v.cmp, v.base ? `${formatTime(v.base.start)} – ${formatTime(v.base.end)}` : null, v.norm);
+    flame.loading();
   }
 
   private get flame(): FlamePanel {
@@ -376,10 +383,8 @@ export class ProfileView {
     const current = this.flameReq.begin();
     this.flameTotal = null;
     const v0 = this._view;
-    // (Panels not made yet show this when they are.)
-    this.lowerPanels?.flame.loading();
+    if (this.lowerPanels) this.flameLoading(this.lowerPanels.flame); // (panels made later show it when made)
     this.showSelection();
-    this.lowerPanels?.flame.setCompare(v0.cmp, v0.base ? `${formatTime(v0.base.start)} – ${formatTime(v0.base.end)}` : null, v0.norm);
     const t0 = performance.now();
     try {
       const d = this.src.diff ? await this.src.diff(v0, this.ctrl.signal) : null;
