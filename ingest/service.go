@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"log/slog"
 	"maps"
@@ -92,31 +93,26 @@ func (s *Service) Ingest(ctx context.Context, p fleetscope.Principal, m Meta, bo
 		os.Remove(spool.Name())
 	}()
 
-	// body -> (spool, hash, parser), with the size limit on what is sent.
+	// body -> (spool, hash, parser), with the size limit on what is sent:
+	// the parser reads the stream itself, and each piece it reads is
+	// spooled and hashed as it passes (no second goroutine, pipe or copy
+	// in between: ~15 ms of CPU per 74 MB upload, and a handoff per MB).
 	maxUpload := s.MaxUpload(p)
 	maxRaw := tighter(s.MaxRawBytes, p.Limits.MaxRawBytes)
-	hash := sha256.New()
-	pr, pw := io.Pipe()
-	sent := &limited{r: body, left: maxUpload, what: "upload", limit: maxUpload}
-	copied := make(chan error, 1)
-	var size int64
-	go func() {
-		// 1 MB at a time (io.Copy's 32 KB made ~2,300 spool writes of a
-		// 74 MB profile, ~40 ms of syscalls).
-		n, err := io.CopyBuffer(io.MultiWriter(spoolWriter{spool}, hash, pw), sent, make([]byte, 1<<20))
-		size = n
-		pw.CloseWithError(err)
-		copied <- err
-	}()
-	parsed, perr := ParseIndex(pr, m.InputFormat, maxRaw, s.shape(p))
-	pr.CloseWithError(errParseDone) // stop the copy if the parse ended early
-	cerr := <-copied
-	if cerr != nil && !errors.Is(cerr, errParseDone) {
-		return nil, false, cerr // the client's stream failed or was too large
+	sent := &tee{r: &limited{r: body, left: maxUpload, what: "upload", limit: maxUpload}, spool: spool, hash: sha256.New()}
+	parsed, perr := ParseIndex(sent, m.InputFormat, maxRaw, s.shape(p))
+	if perr == nil {
+		// A parser may stop before the end (trailing bytes after a JSON
+		// document): the stored file and its hash are all that was sent.
+		_, perr = io.Copy(io.Discard, sent)
+	}
+	if sent.err != nil {
+		return nil, false, sent.err // the client's stream failed or was too large, or the spool
 	}
 	if perr != nil {
 		return nil, false, perr
 	}
+	size := sent.n
 	if err := checkProfile(parsed); err != nil {
 		return nil, false, err
 	}
@@ -127,7 +123,7 @@ func (s *Service) Ingest(ctx context.Context, p fleetscope.Principal, m Meta, bo
 	if err := fleetscope.CheckWallTime(info.EndTime, "the profile's end"); err != nil {
 		return nil, false, err
 	}
-	sum := hash.Sum(nil)
+	sum := sent.hash.Sum(nil)
 
 	if existing, err := s.DB.ProfileBySHA256(ctx, p.TenantID, sum); err == nil {
 		return existing, false, nil
@@ -185,16 +181,32 @@ func (s *Service) Ingest(ctx context.Context, p fleetscope.Principal, m Meta, bo
 	return stored, created, nil
 }
 
-var errParseDone = errors.New("parse finished")
+// tee writes what is read through it to the spool and the hash, and keeps
+// the first failure of either side (not io.EOF): the client's stream, the
+// size limit or the spool, which the parser would report as bad input.
+type tee struct {
+	r     io.Reader
+	spool *os.File
+	hash  hash.Hash
+	n     int64
+	err   error
+}
 
-// spoolWriter reports a failed spool write as the server's trouble, never
-// as a problem with the upload.
-type spoolWriter struct{ f *os.File }
-
-func (w spoolWriter) Write(p []byte) (int, error) {
-	n, err := w.f.Write(p)
-	if err != nil {
-		err = spoolError(err)
+func (t *tee) Read(p []byte) (int, error) {
+	if t.err != nil {
+		return 0, t.err
+	}
+	n, err := t.r.Read(p)
+	if n > 0 {
+		if _, werr := t.spool.Write(p[:n]); werr != nil {
+			t.err = spoolError(werr)
+			return 0, t.err
+		}
+		t.hash.Write(p[:n])
+		t.n += int64(n)
+	}
+	if err != nil && err != io.EOF {
+		t.err = err
 	}
 	return n, err
 }
