@@ -27,6 +27,7 @@ import {
   explainTruth,
   launch,
   plantedSamples,
+  playwrightDisabledFeatures,
   rpc,
   secondsPerColumnFor,
   serverFlameTotal,
@@ -1841,6 +1842,17 @@ describe("dashboard", () => {
       const js = await (await fetch(`${URL_}${s}`)).text();
       assert.ok(js.includes("data-testid") && !js.includes("bench-result"), `${s} holds the benchmark page`);
     }
+  });
+
+  test("the browser runs without playwright-core's disabled features lost (Chromium reads the last --disable-features)", async () => {
+    const p = await ctx.newPage();
+    await p.goto("chrome://version");
+    const line = await p.locator("#command_line").textContent();
+    await p.close();
+    const lists = [...line.matchAll(/--disable-features=(\S*)/g)].map((m) => m[1].split(","));
+    assert.ok(lists.length >= 1, line);
+    const last = lists.at(-1);
+    for (const f of [...lists.flat(), ...playwrightDisabledFeatures]) assert.ok(last.includes(f), `${f} is disabled by an earlier switch only: update lib.mjs's list (${line})`);
   });
 
   test("no script errors on any page", () => {

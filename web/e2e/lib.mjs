@@ -13,12 +13,33 @@ export const env = (name, fallback) => {
   return v;
 };
 
+// Headless Chromium opens each page in a window of its own, and each new
+// window's address bar loads its suggestion popups: two WebUI apps of ~50
+// modules each, in a renderer of their own, while the page under test loads
+// (traced in Chromium 156). A user's browser did that when its window
+// opened, not for each link followed; on a 2-core machine it took ~45 ms
+// from the benchmark's heatmap (and ~15 from its reference page).
+const omniboxPopups = ["WebUIOmniboxPopup", "WebUIOmniboxFullPopup", "WebUIOmniboxAimPopup"];
+
+// Chromium reads only the last --disable-features switch, so ours repeats
+// the one playwright-core passes (its chromiumSwitches, version 1.65.1;
+// e2e.test.mjs checks that it still does).
+export const playwrightDisabledFeatures = [
+  "AvoidUnnecessaryBeforeUnloadCheckSync", "DestroyProfileOnBrowserClose", "HttpsUpgrades", "HttpsFirstBalancedModeAutoEnable",
+  "LensOverlay", "MediaRouter", "PaintHolding", "ThirdPartyStoragePartitioning", "AvoidCorsURLLoaderRestartOnRedirect",
+  "TcpPortRandomizationWin", "OptimizationHints", "NetworkTimeServiceQuerying", "AimEnabled", "PreconnectToSearch",
+  "msForceBrowserSignIn", "msEdgeUpdateLaunchServicesPreferredVersion",
+];
+
 /** launch starts headless Chromium (playwright gives it a fresh, temporary
  * profile directory, removed when it closes). */
 export async function launch() {
   return chromium.launch({
     executablePath: process.env.CHROMIUM ?? "/usr/bin/chromium",
-    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-dev-shm-usage"],
+    args: [
+      "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-dev-shm-usage",
+      `--disable-features=${[...playwrightDisabledFeatures, ...omniboxPopups].join(",")}`,
+    ],
   });
 }
 
