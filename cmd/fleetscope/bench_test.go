@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -23,6 +24,7 @@ import (
 	fsv1 "github.com/fleetscope/fleetscope/api/gen/fleetscope/v1"
 	"github.com/fleetscope/fleetscope/api/gen/fleetscope/v1/fleetscopev1connect"
 	"github.com/fleetscope/fleetscope/ingest/corpus"
+	"github.com/fleetscope/fleetscope/store/postgres/pgtest"
 )
 
 // BenchmarkService measures the service on the benchmark profile: upload
@@ -363,4 +365,33 @@ func BenchmarkReadsUnderIngest(b *testing.B) {
 	report(b, "1-s flame graph, 50 uploaders", loadFlame, "target p99 <= 50 ms")
 	report(b, "heatmap (uncached rows), 50 uploaders", loadHeat, "target p99 <= 50 ms")
 	report(b, fmt.Sprintf("uploads of a small profile (%d stored, %d refused)", len(ups), failed), ups, "")
+}
+
+// BenchmarkServiceStart: `fleetscope server` on a fresh, empty database
+// (created before the clock starts) until /healthz answers 200: the
+// process's start, the schema's migrations, the blob store, the listener.
+// Run with: go test -run '^$' -bench ServiceStart -benchtime 1x ./cmd/fleetscope/
+func BenchmarkServiceStart(b *testing.B) {
+	var ds []time.Duration
+	for range 7 {
+		dbURL := pgtest.NewURL(b)
+		env := []string{"FLEETSCOPE_DATABASE_URL=" + dbURL, "FLEETSCOPE_BLOB_URL=file://" + b.TempDir(), "TMPDIR=" + b.TempDir()}
+		start := time.Now()
+		srv := runServer(b, env, "server")
+		for {
+			res, err := http.Get(srv.url + "/healthz")
+			if err == nil {
+				res.Body.Close()
+				if res.StatusCode == http.StatusOK {
+					break
+				}
+			}
+			time.Sleep(time.Millisecond)
+		}
+		ds = append(ds, time.Since(start))
+		srv.cmd.Process.Signal(syscall.SIGTERM) // one server at a time
+		err := <-srv.exited
+		srv.exited <- err // for runServer's cleanup
+	}
+	report(b, "server start -> ready (fresh database)", ds, "keep <= 1 s; Pyroscope 63 s")
 }
