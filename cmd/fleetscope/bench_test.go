@@ -378,15 +378,18 @@ func BenchmarkServiceStart(b *testing.B) {
 		env := []string{"FLEETSCOPE_DATABASE_URL=" + dbURL, "FLEETSCOPE_BLOB_URL=file://" + b.TempDir(), "TMPDIR=" + b.TempDir()}
 		start := time.Now()
 		srv := runServer(b, env, "server")
-		for {
-			res, err := http.Get(srv.url + "/healthz")
+		cl := &http.Client{Timeout: 5 * time.Second}
+		for deadline := start.Add(30 * time.Second); ; time.Sleep(time.Millisecond) {
+			res, err := cl.Get(srv.url + "/healthz")
 			if err == nil {
 				res.Body.Close()
 				if res.StatusCode == http.StatusOK {
 					break
 				}
 			}
-			time.Sleep(time.Millisecond)
+			if time.Now().After(deadline) {
+				b.Fatalf("/healthz not 200 within 30 s of the start: %v %v", res, err)
+			}
 		}
 		ds = append(ds, time.Since(start))
 		srv.cmd.Process.Signal(syscall.SIGTERM) // one server at a time
