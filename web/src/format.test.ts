@@ -1,5 +1,5 @@
 import { describe, expect, test } from "vitest";
-import { formatBytes, formatClock, formatCount, formatDuration, formatLabels, formatPercent, formatSeconds, formatTick, formatWallRange, parseSeconds, profileDuration, zoneOffsetSeconds } from "./format";
+import { formatBytes, formatClock, formatCount, formatDuration, formatLabels, formatPercent, formatSeconds, formatTick, formatTimeRange, formatWallRange, parseSeconds, profileDuration, zoneOffsetSeconds } from "./format";
 
 describe("relative seconds", () => {
   test("parse exactly, without floats", () => {
@@ -95,4 +95,9 @@ test("wall-clock times, in the viewer's zone (one half an hour off UTC here)", (
     if (saved === undefined) delete env.TZ;
     else env.TZ = saved;
   }
+});
+
+test("formatTimeRange: relative [start, end) as formatTime writes each end", () => {
+  expect(formatTimeRange({ start: 2_400_000_000, end: 3_000_000_000 })).toBe("2.400 s – 3.000 s");
+  expect(formatTimeRange({ start: 0, end: 20_000_001 })).toBe("0.000 s – 0.020000001 s");
 });

@@ -31,6 +31,12 @@ export function formatTime(ns: number): string {
   return `${formatSeconds(ns)} s`;
 }
 
+/** formatTimeRange writes a relative range [start, end) for people:
+ * "2.400 s – 3.000 s". */
+export function formatTimeRange(r: { start: number; end: number }): string {
+  return `${formatTime(r.start)} – ${formatTime(r.end)}`;
+}
+
 /** formatDuration writes a span of nanoseconds compactly: "80 ms", "1.5 s",
  * "2 min 05 s", "1 h 02 min". */
 export function formatDuration(ns: number): string {

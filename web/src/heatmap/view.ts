@@ -22,7 +22,7 @@
 // is one click away.
 
 import { h, replace } from "../dom";
-import { formatClock, formatCount, formatDuration, formatSeconds, formatTick, formatTime, formatWallRange, NS_PER_SEC, zoneOffsetSeconds } from "../format";
+import { formatClock, formatCount, formatDuration, formatSeconds, formatTick, formatTimeRange, formatWallRange, NS_PER_SEC, zoneOffsetSeconds } from "../format";
 import {
   cellIndex,
   cellOfIndex,
@@ -573,7 +573,7 @@ export class HeatmapView {
 
   /** rangeWords writes a relative range: relative seconds, or wall-clock time. */
   private rangeWords(r: Range): string {
-    if (!this.opts.wallClock) return `${formatTime(r.start)} – ${formatTime(r.end)}`;
+    if (!this.opts.wallClock) return formatTimeRange(r);
     const base = BigInt(this.data!.startSecond) * 1_000_000_000n;
     return formatWallRange(base + BigInt(r.start), base + BigInt(r.end));
   }
@@ -594,7 +594,7 @@ export class HeatmapView {
     }
     if (spc === 1) {
       const r = cellRange(d.firstColumn + col, row, d.rows);
-      return { title: `second ${d.firstColumn + col}, ${ms(o.start)}–${ms(o.end)} ms`, where: `${formatTime(r.start)} – ${formatTime(r.end)}` };
+      return { title: `second ${d.firstColumn + col}, ${ms(o.start)}–${ms(o.end)} ms`, where: formatTimeRange(r) };
     }
     const c = columnRange(col, d);
     const secs = `seconds ${c.start / NS_PER_SEC}–${c.end / NS_PER_SEC}`;

@@ -18,7 +18,7 @@ import { exactSearch, findPath, pathOf } from "../flame/model";
 import { layoutOf, type WireFlameGraph } from "../flame/wire";
 import type { GetDiffFlameGraphResponse } from "../gen/fleetscope/v1/compare_pb";
 import { FlameGraphFormat } from "../enums";
-import { formatTime } from "../format";
+import { formatTimeRange } from "../format";
 import type { GetHeatmapSeriesResponse, GetSpansResponse } from "../gen/fleetscope/v1/query_pb";
 import type { Profile } from "../gen/fleetscope/v1/profile_pb";
 import type { Heatmap } from "../heatmap/model";
@@ -243,7 +243,7 @@ export class ProfileView {
    * the comparison it asks for. */
   private flameLoading(flame: FlamePanel) {
     const v = this._view;
-    flame.setCompare(v.cmp, v.base ? `${formatTime(v.base.start)} – ${formatTime(v.base.end)}` : null, v.norm);
+    flame.setCompare(v.cmp, v.base ? formatTimeRange(v.base) : null, v.norm);
     flame.loading();
   }
 
@@ -419,12 +419,12 @@ export class ProfileView {
         zoom,
         v.search,
         v.orient,
-        r ? `${formatTime(r.start)} – ${formatTime(r.end)}` : "whole profile",
+        r ? formatTimeRange(r) : "whole profile",
         !r
           ? "This profile has no samples for this event."
           : this.opts.readOnly
-            ? `Nothing ran (that is not idle) in ${formatTime(r.start)} – ${formatTime(r.end)}.${v.idle ? "" : " Tick “Include idle” to see idle samples."}`
-            : `Nothing ran (that is not idle) in ${formatTime(r.start)} – ${formatTime(r.end)}. Choose other cells in the heatmap${v.idle ? "" : ", or include idle samples"}.`,
+            ? `Nothing ran (that is not idle) in ${formatTimeRange(r)}.${v.idle ? "" : " Tick “Include idle” to see idle samples."}`
+            : `Nothing ran (that is not idle) in ${formatTimeRange(r)}. Choose other cells in the heatmap${v.idle ? "" : ", or include idle samples"}.`,
       );
       perf.flameLoaded({ nodes: l.n, fetchMs: t1 - t0, wasm: res.layout != null, decodeMs: t2 - tl, renderMs: Number(this.flame.canvas.dataset.renderMs), askedAtMs: t0, drawnAtMs: performance.now() });
       this.showSelection();
@@ -459,9 +459,9 @@ export class ProfileView {
     const v = this._view;
     const dl = diffLayout(d.tree, d.normalized);
     const r = v.range;
-    const where = r ? `${formatTime(r.start)} – ${formatTime(r.end)}` : "the whole profile";
+    const where = r ? formatTimeRange(r) : "the whole profile";
     const sel = v.cmp === "spans" ? `the requests slower than p95, ${where}` : where;
-    const base = v.cmp === "rest" ? "the rest of the profile" : v.cmp === "spans" ? "the requests not slower than p95" : v.base ? `${formatTime(v.base.start)} – ${formatTime(v.base.end)}` : "";
+    const base = v.cmp === "rest" ? "the rest of the profile" : v.cmp === "spans" ? "the requests not slower than p95" : v.base ? formatTimeRange(v.base) : "";
     this.flameTotal = Number(d.totalB);
     this.flame.show(dl.layout, 0, v.search, v.orient, `${sel} against ${base}`, `Nothing ran (that is not idle) in ${sel}.`, dl.colours);
     this.flame.canvas.dataset.totalA = String(d.totalA);

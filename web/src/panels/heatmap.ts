@@ -10,7 +10,7 @@
 
 import type { Problem } from "../api";
 import { h, replace } from "../dom";
-import { formatCount, formatDuration, formatSeconds, formatTime, formatWallRange } from "../format";
+import { formatCount, formatDuration, formatSeconds, formatTimeRange, formatWallRange } from "../format";
 import { cellOfIndex, cellsOfRange, gridOf, type Heatmap, type Range } from "../heatmap/model";
 import { HeatmapView } from "../heatmap/view";
 import { emptyState, errorState, loadingState } from "../pages/states";
@@ -228,7 +228,7 @@ export class HeatmapPanel {
   }
 
   private rangeText(r: Range): string {
-    if (!this.opts.wallClock || !this.data) return `${formatTime(r.start)} – ${formatTime(r.end)}`;
+    if (!this.opts.wallClock || !this.data) return formatTimeRange(r);
     const base = BigInt(this.data.startSecond) * 1_000_000_000n;
     return formatWallRange(base + BigInt(r.start), base + BigInt(r.end));
   }

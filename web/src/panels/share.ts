@@ -8,7 +8,7 @@
 import type { Problem } from "../api";
 import { h, replace } from "../dom";
 import { timestampNanos } from "../fleetstate";
-import { dateOf, formatDate, formatTime, formatWallRange } from "../format";
+import { dateOf, formatDate, formatTimeRange, formatWallRange } from "../format";
 import type { ShareLink } from "../gen/fleetscope/v1/admin_pb";
 import { errorState } from "../pages/states";
 import { linkRange, linkState } from "../viewstate";
@@ -103,7 +103,7 @@ export class SharePanel {
     replace(
       this.subject,
       "A new link shares ",
-      h("b", null, range ? `${formatTime(range.start)} – ${formatTime(range.end)}` : "the whole profile"),
+      h("b", null, range ? formatTimeRange(range) : "the whole profile"),
       ` of ${event || "the default event"}: its flame graph, the heatmap of the seconds it touches, and the profile's app, format and duration — not the host, labels or header facts. ` +
         "The zoom, search and orientation on screen travel in the link.",
     );
@@ -152,7 +152,7 @@ export class SharePanel {
       const what = l.fleet
         ? `fleet ${l.fleet.app}, ${l.fleet.from && l.fleet.to ? formatWallRange(timestampNanos(l.fleet.from), timestampNanos(l.fleet.to)) : ""}`
         : r
-          ? `${formatTime(r.start)} – ${formatTime(r.end)}`
+          ? formatTimeRange(r)
           : "whole profile";
       return h(
         "tr",
