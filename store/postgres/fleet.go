@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/fleetscope/fleetscope"
 	"github.com/fleetscope/fleetscope/store/index"
@@ -24,10 +26,10 @@ func writeFleet(ctx context.Context, tx pgx.Tx, tenant int64, id uuid.UUID, day 
 	}
 	rows := make([][]any, len(secs))
 	for i, s := range secs {
-		rows[i] = []any{s.Event, s.Second, s.Samples, s.Idle, s.Cells, s.IdleCells}
+		rows[i] = []any{s.Event, s.Second, s.Samples, s.Idle, packCells(s.Cells), packCells(s.IdleCells)}
 	}
 	if _, err := tx.Exec(ctx, `CREATE TEMPORARY TABLE new_fleet (event text, second bigint, samples int, idle int,
-		cells int[], idle_cells int[]) ON COMMIT DROP`); err != nil {
+		cells bytea, idle_cells bytea) ON COMMIT DROP`); err != nil {
 		return err
 	}
 	cols := []string{"event", "second", "samples", "idle", "cells", "idle_cells"}
@@ -107,21 +109,57 @@ func fleetMatches(p *fleetscope.ProfileInfo, labels []fleetscope.LabelMatch, fro
 // FleetCells returns the stored cells in absolute time of the tenant's
 // profiles of app and event (base name) for the unix seconds [from, to).
 func (db *DB) FleetCells(ctx context.Context, tenant int64, app, event string, from, to int64) ([]index.FleetRow, error) {
+	q := `SELECT profile_id, host, event, second, samples, idle, cells, idle_cells FROM fleet_seconds
+		WHERE tenant_id = $1 AND app = $2 AND second >= $3 AND second < $4 AND event = $5`
+	args := []any{tenant, app, from, to, event}
 	var out []index.FleetRow
+	var slab []int32 // the rows' cells, allocated a thousand rows at a time
 	err := db.readTenant(ctx, tenant, func(rows pgx.Rows) error {
 		for rows.Next() {
 			var r index.FleetRow
 			var id uuid.UUID
-			if err := rows.Scan(&id, &r.Host, &r.Second, &r.Samples, &r.Idle, &r.Cells, &r.IdleCells); err != nil {
+			var cells, idle pgtype.DriverBytes
+			if err := rows.Scan(&id, &r.Host, &r.Event, &r.Second, &r.Samples, &r.Idle, &cells, &idle); err != nil {
 				return err
 			}
-			r.ProfileID, r.Event = id.String(), event
+			if len(slab) < 2*index.Rows {
+				slab = make([]int32, 2*index.Rows*1024)
+			}
+			r.Cells, r.IdleCells, slab = slab[:index.Rows:index.Rows], slab[index.Rows:2*index.Rows:2*index.Rows], slab[2*index.Rows:]
+			if err := unpackCells(r.Cells, cells); err != nil {
+				return err
+			}
+			if err := unpackCells(r.IdleCells, idle); err != nil {
+				return err
+			}
+			r.ProfileID = id.String()
 			out = append(out, r)
 		}
 		return nil
-	}, `SELECT profile_id, host, second, samples, idle, cells, idle_cells FROM fleet_seconds
-		WHERE tenant_id = $1 AND app = $2 AND event = $3 AND second >= $4 AND second < $5`, tenant, app, event, from, to)
+	}, q, args...)
 	return out, translate(err, "fleet")
+}
+
+// packCells writes a row's cells as fleet_seconds stores them: big-endian
+// int32s, back to back (migration 00008: Postgres sends an int[] an element
+// at a time, bytes at once).
+func packCells(cells []int32) []byte {
+	b := make([]byte, 0, 4*len(cells))
+	for _, c := range cells {
+		b = binary.BigEndian.AppendUint32(b, uint32(c))
+	}
+	return b
+}
+
+// unpackCells reads packed cells into dst, which has a cell per heatmap row.
+func unpackCells(dst []int32, b []byte) error {
+	if len(b) != 4*len(dst) {
+		return fmt.Errorf("fleet cells: %d bytes stored, want %d", len(b), 4*len(dst))
+	}
+	for i := range dst {
+		dst[i] = int32(binary.BigEndian.Uint32(b[4*i:]))
+	}
+	return nil
 }
 
 // FleetTotals returns, per event (base name), the samples (non-idle, and

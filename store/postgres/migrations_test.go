@@ -1,0 +1,93 @@
+package postgres_test
+
+import (
+	"context"
+	"database/sql"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/pressly/goose/v3"
+
+	"github.com/fleetscope/fleetscope/migrations"
+	"github.com/fleetscope/fleetscope/store/index"
+	"github.com/fleetscope/fleetscope/store/postgres"
+	"github.com/fleetscope/fleetscope/store/postgres/pgtest"
+)
+
+// TestFleetCellsMigration: fleet cells stored as int[] before migration
+// 8 read back the same after it (as bytes), and migrating down restores
+// the arrays.
+func TestFleetCellsMigration(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.NewURL(t)
+	pool, err := pgxpool.New(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	sqldb := stdlib.OpenDBFromPool(pool)
+	defer sqldb.Close()
+	p, err := goose.NewProvider(goose.DialectPostgres, sqldb, migrations.FS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.UpTo(ctx, 7); err != nil {
+		t.Fatal(err)
+	}
+	cells := make([]int32, index.Rows)
+	idle := make([]int32, index.Rows)
+	for i := range cells {
+		cells[i] = int32(i * 1000)
+		idle[i] = int32(i % 3)
+	}
+	cells[index.Rows-1] = 1<<31 - 1 // the largest count: every byte of it set
+	exec(t, sqldb, `INSERT INTO tenants (name) VALUES ('acme')`)
+	exec(t, sqldb, `INSERT INTO fleet_seconds (tenant_id, app, event, second, profile_id, host, day, samples, idle, cells, idle_cells)
+		SELECT id, 'shop', 'cpu', 1795000000, '6f1f4bbe-3bb4-4b0c-9a44-6c8d3c1e2a10', 'h1', '2026-11-28', 3, 1, $1, $2 FROM tenants`, cells, idle)
+	if _, err := p.UpTo(ctx, 8); err != nil {
+		t.Fatal(err)
+	}
+	db, err := postgres.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var tenant int64
+	if err := sqldb.QueryRowContext(ctx, `SELECT id FROM tenants`).Scan(&tenant); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := db.FleetCells(ctx, tenant, "shop", "cpu", 1795000000, 1795000001)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 1 || !slices.Equal(rows[0].Cells, cells) || !slices.Equal(rows[0].IdleCells, idle) || rows[0].Host != "h1" {
+		t.Fatalf("after migrating up: %+v, want cells %v and idle cells %v", rows, cells, idle)
+	}
+	if _, err := p.DownTo(ctx, 7); err != nil {
+		t.Fatal(err)
+	}
+	var back, idleBack []int32
+	c, err := pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Release()
+	if err := c.QueryRow(ctx, `SELECT cells, idle_cells FROM fleet_seconds`).Scan(&back, &idleBack); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(back, cells) || !slices.Equal(idleBack, idle) {
+		t.Fatalf("after migrating down: %v and %v, want %v and %v", back, idleBack, cells, idle)
+	}
+}
+
+func exec(t *testing.T, db *sql.DB, q string, args ...any) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := db.ExecContext(ctx, q, args...); err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+}
