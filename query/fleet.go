@@ -42,10 +42,41 @@ type fleet struct {
 	filter  filter
 	// first and end are the unix seconds the window touches, [first, end).
 	first, end int64
+	// totals are the stored totals of the app's profiles in [first, end),
+	// every event's, when choosing the event read them (nil otherwise).
+	totals []index.FleetRow
 }
 
 // resolve finds a selection's profiles and its event.
 func (s *Service) resolve(ctx context.Context, tenant int64, sel fleetscope.FleetSelection) (*fleet, error) {
+	f, err := s.selectProfiles(ctx, tenant, sel)
+	if err != nil {
+		return nil, err
+	}
+	if f.event == "" {
+		if err := s.chooseEvent(ctx, tenant, f); err != nil {
+			return nil, err
+		}
+	}
+	return f, nil
+}
+
+// chooseEvent sets the default event of a selection that names none, from
+// its stored totals (kept: the host strip and the timeline read them next).
+func (s *Service) chooseEvent(ctx context.Context, tenant int64, f *fleet) error {
+	if len(f.timed) > 0 {
+		var err error
+		if f.totals, err = s.src.FleetTotals(ctx, tenant, f.sel.App, f.first, f.end); err != nil {
+			return err
+		}
+	}
+	f.event = f.busiestEvent(f.totals)
+	return nil
+}
+
+// selectProfiles finds a selection's profiles; its event only if it names
+// one (resolve, or busiestEvent of stored rows, chooses one otherwise).
+func (s *Service) selectProfiles(ctx context.Context, tenant int64, sel fleetscope.FleetSelection) (*fleet, error) {
 	if err := sel.Check(); err != nil {
 		return nil, err
 	}
@@ -60,18 +91,13 @@ func (s *Service) resolve(ctx context.Context, tenant int64, sel fleetscope.Flee
 	if err != nil {
 		return nil, err
 	}
-	f := &fleet{sel: sel, filter: flt, first: fleetscope.FloorSecond(sel.From), end: fleetscope.FloorSecond(sel.To-1) + 1}
+	f := &fleet{sel: sel, filter: flt, first: fleetscope.FloorSecond(sel.From), end: fleetscope.FloorSecond(sel.To-1) + 1,
+		event: fleetscope.EventBase(sel.Event)}
 	for _, p := range ps {
 		if p.Timed {
 			f.timed = append(f.timed, p)
 		} else {
 			f.untimed = append(f.untimed, p)
-		}
-	}
-	f.event = fleetscope.EventBase(sel.Event)
-	if f.event == "" {
-		if f.event, err = s.defaultEvent(ctx, tenant, f); err != nil {
-			return nil, err
 		}
 	}
 	return f, nil
@@ -86,23 +112,18 @@ func (f *fleet) ids() map[string]bool {
 	return out
 }
 
-// defaultEvent is the event (base name) most samples of the selection in
-// its window have; with no timed samples, the untimed profiles' most
-// common one; the first by name on a tie.
-func (s *Service) defaultEvent(ctx context.Context, tenant int64, f *fleet) (string, error) {
+// busiestEvent is the default event (base name): the one most samples of
+// the selection's timed profiles have in rows (their stored seconds in the
+// window, every event's); with none, the untimed profiles' most common
+// one; the first by name on a tie.
+func (f *fleet) busiestEvent(rows []index.FleetRow) string {
 	totals := map[string]int64{}
-	if len(f.timed) > 0 {
-		rows, err := s.src.FleetTotals(ctx, tenant, f.sel.App, f.first, f.end)
-		if err != nil {
-			return "", err
-		}
-		ids := f.ids()
-		for _, r := range rows {
-			if ids[r.ProfileID] {
-				totals[r.Event] += int64(r.Samples)
-				if f.sel.IncludeIdle {
-					totals[r.Event] += int64(r.Idle)
-				}
+	ids := f.ids()
+	for _, r := range rows {
+		if ids[r.ProfileID] {
+			totals[r.Event] += int64(r.Samples)
+			if f.sel.IncludeIdle {
+				totals[r.Event] += int64(r.Idle)
 			}
 		}
 	}
@@ -119,7 +140,7 @@ func (s *Service) defaultEvent(ctx context.Context, tenant int64, f *fleet) (str
 			best, n = e, c
 		}
 	}
-	return best, nil
+	return best
 }
 
 // columns returns the heatmap geometry of the seconds [first, end): at
@@ -150,26 +171,38 @@ func (s *Service) FleetHeatmap(ctx context.Context, tenant int64, sel fleetscope
 	if err := fleetscope.CheckRows(rows); err != nil {
 		return nil, err
 	}
-	f, err := s.resolve(ctx, tenant, sel)
+	f, err := s.selectProfiles(ctx, tenant, sel)
 	if err != nil {
 		return nil, err
 	}
 	spc, columns := f.columns(minSPC)
+	stored := index.Rows%rows == 0 && f.filter.m == nil // the stored cells add up to the answer
+	var cells []index.FleetRow
+	if stored {
+		// With no event named, every event's cells, and the default event
+		// chosen from them: one read, not two.
+		if cells, err = s.src.FleetCells(ctx, tenant, sel.App, f.event, f.first, f.end); err != nil {
+			return nil, err
+		}
+		if f.event == "" {
+			f.event = f.busiestEvent(cells)
+		}
+	} else if f.event == "" {
+		if err := s.chooseEvent(ctx, tenant, f); err != nil {
+			return nil, err
+		}
+	}
 	h := heatmap.New(f.event, f.first, spc, columns, rows)
 	acc := Accounting{Event: f.event, Profiles: len(f.timed), LeftOut: map[string]int{}}
 	if n := len(f.untimed); n > 0 {
 		acc.LeftOut[LeftUntimed] = n
 	}
-	if index.Rows%rows == 0 && f.filter.m == nil {
-		cells, err := s.src.FleetCells(ctx, tenant, sel.App, f.event, f.first, f.end)
-		if err != nil {
-			return nil, err
-		}
+	if stored {
 		ids := f.ids()
 		per := index.Rows / rows
 		buf := make([]int32, rows)
 		for _, c := range cells {
-			if !ids[c.ProfileID] {
+			if !ids[c.ProfileID] || c.Event != f.event {
 				continue
 			}
 			clear(buf)
@@ -284,9 +317,11 @@ func (s *Service) fleetTotals(ctx context.Context, tenant int64, sel fleetscope.
 		rows, err := s.filteredTotals(ctx, tenant, f)
 		return f, spc, columns, rows, err
 	}
-	all, err := s.src.FleetTotals(ctx, tenant, sel.App, f.first, f.end)
-	if err != nil {
-		return nil, 0, 0, nil, err
+	all := f.totals
+	if all == nil {
+		if all, err = s.src.FleetTotals(ctx, tenant, sel.App, f.first, f.end); err != nil {
+			return nil, 0, 0, nil, err
+		}
 	}
 	ids := f.ids()
 	rows := all[:0]

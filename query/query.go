@@ -63,7 +63,7 @@ type Fleet interface {
 	// every label condition; ETOOLARGE past limit profiles.
 	FleetProfiles(ctx context.Context, tenant int64, app string, hosts []string, labels []fleetscope.LabelMatch, from, to int64, limit int) ([]*fleetscope.ProfileInfo, error)
 	// FleetCells returns the cells of app's profiles for one event (base
-	// name) in the unix seconds [from, to).
+	// name; "" for every event) in the unix seconds [from, to).
 	FleetCells(ctx context.Context, tenant int64, app, event string, from, to int64) ([]index.FleetRow, error)
 	// FleetTotals returns the sample counts (no cells) of app's profiles,
 	// every event, in the unix seconds [from, to).

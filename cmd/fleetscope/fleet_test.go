@@ -175,3 +175,61 @@ func TestFleetOverTheAPI(t *testing.T) {
 	}
 	t.Logf("fleet of 4 hosts: %d samples; %d cells checked against their merged flame graphs", all.Total, cells)
 }
+
+// TestFleetDefaultEvent: with no event named, every fleet answer counts the
+// event with the most samples in the selection (the heatmap chooses it from
+// the cells it reads, the host strip and the timeline from the totals):
+// page-faults over both hosts, cpu-clock on the first host alone.
+func TestFleetDefaultEvent(t *testing.T) {
+	s := startService(t, serviceOpts{})
+	ctx := context.Background()
+	perfAt := func(lines ...string) string {
+		var b strings.Builder
+		for _, l := range lines {
+			f := strings.Fields(l) // "<unix seconds> <event>"
+			fmt.Fprintf(&b, "app 1 [000] %s: 1 %s:\n\t1 main (/bin/app)\n\n", f[0], f[1])
+		}
+		return b.String()
+	}
+	s.upload(writeFile(t, "a.perf", perfAt("1795000000.100000 cpu-clock", "1795000000.200000 cpu-clock",
+		"1795000000.300000 cpu-clock", "1795000001.500000 page-faults")), "--host", "a")
+	s.upload(writeFile(t, "b.perf", perfAt("1795000000.400000 page-faults", "1795000000.600000 page-faults",
+		"1795000001.100000 page-faults")), "--host", "b")
+	for _, c := range []struct {
+		hosts []string
+		want  int64 // the busiest event's samples
+		event string
+	}{{nil, 4, "page-faults"}, {[]string{"a"}, 3, "cpu-clock"}} {
+		sel := &fsv1.FleetSelection{App: "test", Hosts: c.hosts, From: timestamppb.New(time.Unix(1795000000, 0)), To: timestamppb.New(time.Unix(1795000002, 0))}
+		fl := s.as(s.key).fleet
+		heat, err := fl.GetFleetHeatmap(ctx, connect.NewRequest(&fsv1.GetFleetHeatmapRequest{Selection: sel}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		hosts, err := fl.GetFleetHosts(ctx, connect.NewRequest(&fsv1.GetFleetHostsRequest{Selection: sel}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		line, err := fl.GetFleetTimeline(ctx, connect.NewRequest(&fsv1.GetFleetTimelineRequest{Selection: sel}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		flame, err := fl.GetFleetFlameGraph(ctx, connect.NewRequest(&fsv1.GetFleetFlameGraphRequest{Selection: sel, Format: fsv1.FlameGraphFormat_FLAME_GRAPH_FORMAT_FOLDED}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var strip, timeline int64
+		for _, h := range hosts.Msg.GetHosts() {
+			strip += h.GetTotal()
+		}
+		for _, n := range line.Msg.GetTotals() {
+			timeline += n
+		}
+		got := []any{heat.Msg.GetTotal(), heat.Msg.GetAccounting().GetEvent(), strip, hosts.Msg.GetAccounting().GetEvent(),
+			timeline, int64(flame.Msg.GetFlameGraph().GetTotal()), flame.Msg.GetAccounting().GetEvent()}
+		want := []any{c.want, c.event, c.want, c.event, c.want, c.want, c.event}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("hosts %v: heatmap, its event, host strip, its event, timeline, flame graph, its event: %v, want %v", c.hosts, got, want)
+		}
+	}
+}

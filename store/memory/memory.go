@@ -264,10 +264,10 @@ func (s *Store) fleetRows(app string, from, to int64, keep func(*index.WallSecon
 	return out, nil
 }
 
-// FleetCells returns the cells of app's profiles for one event (base name)
-// in the unix seconds [from, to).
+// FleetCells returns the cells of app's profiles for one event (base name;
+// "" for every event) in the unix seconds [from, to).
 func (s *Store) FleetCells(_ context.Context, _ int64, app, event string, from, to int64) ([]index.FleetRow, error) {
-	return s.fleetRows(app, from, to, func(w *index.WallSecond) bool { return w.Event == event })
+	return s.fleetRows(app, from, to, func(w *index.WallSecond) bool { return event == "" || w.Event == event })
 }
 
 // FleetTotals returns the samples of app's profiles, every event, in the

@@ -107,11 +107,16 @@ func fleetMatches(p *fleetscope.ProfileInfo, labels []fleetscope.LabelMatch, fro
 }
 
 // FleetCells returns the stored cells in absolute time of the tenant's
-// profiles of app and event (base name) for the unix seconds [from, to).
+// profiles of app and event (base name; "" for every event) for the unix
+// seconds [from, to).
 func (db *DB) FleetCells(ctx context.Context, tenant int64, app, event string, from, to int64) ([]index.FleetRow, error) {
 	q := `SELECT profile_id, host, event, second, samples, idle, cells, idle_cells FROM fleet_seconds
-		WHERE tenant_id = $1 AND app = $2 AND second >= $3 AND second < $4 AND event = $5`
-	args := []any{tenant, app, from, to, event}
+		WHERE tenant_id = $1 AND app = $2 AND second >= $3 AND second < $4`
+	args := []any{tenant, app, from, to}
+	if event != "" {
+		q += ` AND event = $5`
+		args = append(args, event)
+	}
 	var out []index.FleetRow
 	var slab []int32 // the rows' cells, allocated a thousand rows at a time
 	err := db.readTenant(ctx, tenant, func(rows pgx.Rows) error {
