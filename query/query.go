@@ -125,11 +125,13 @@ type Service struct {
 	dense    map[int64]*denseIDs                // per tenant
 	trans    *cache.LRU[profileKey, translated] // profiles' stacks as dense ids
 	merged   *cache.LRU[mergedKey, *mergedDict] // fleet dictionaries
-	threads  *cache.LRU[profileKey, []fleetscope.Thread]
-	seconds  *cache.LRU[secondsKey, []index.Second] // rows of ranges asked for
-	keeps    *cache.LRU[keepKey, []bool]            // stacks a function filter keeps
-	inverted *cache.LRU[*fleetscope.Dict, *fleetscope.FrameIndex]
-	spanSets *cache.LRU[spanKey, *spans.Set]
+	// the stacks of sets of profiles (a fleet dictionary's, in order)
+	stackSets *cache.LRU[setKey, *stackSet]
+	threads   *cache.LRU[profileKey, []fleetscope.Thread]
+	seconds   *cache.LRU[secondsKey, []index.Second] // rows of ranges asked for
+	keeps     *cache.LRU[keepKey, []bool]            // stacks a function filter keeps
+	inverted  *cache.LRU[*fleetscope.Dict, *fleetscope.FrameIndex]
+	spanSets  *cache.LRU[spanKey, *spans.Set]
 	// what filtered heatmaps count, per profile event
 	cellTables *cache.LRU[cellsKey, *stackCells]
 }
@@ -177,7 +179,8 @@ func New(src Source, o Options) *Service {
 		heatmaps:   cache.New(part(8), 0, func(_ heatmapKey, h *heatmap.Heatmap) int64 { return h.SizeBytes() }),
 		layouts:    cache.New(part(8), 0, func(_ layoutKey, l *flame.Layout) int64 { return l.SizeBytes() }),
 		stacks:     cache.New(part(2), 0, func(_ profileKey, ids []int64) int64 { return 64 + 8*int64(len(ids)) }),
-		merged:     cache.New(part(16), 0, func(_ mergedKey, m *mergedDict) int64 { return m.sizeBytes() }),
+		merged:     cache.New(part(14), 0, func(_ mergedKey, m *mergedDict) int64 { return m.sizeBytes() }),
+		stackSets:  cache.New(part(2), 0, func(_ setKey, v *stackSet) int64 { return 64 + 16*int64(len(v.byKey)) }),
 		trans:      cache.New(part(8), 0, func(_ profileKey, t translated) int64 { return 64 + 4*int64(len(t.ids)) }),
 		dense:      map[int64]*denseIDs{},
 		threads:    cache.New(part(1), 0, func(_ profileKey, t []fleetscope.Thread) int64 { return 64 + 12*int64(len(t)) }),
@@ -226,6 +229,7 @@ func (s *Service) Flush() {
 	s.stacks.Drop(all)
 	s.trans.Drop(all)
 	s.merged.Drop(func(mergedKey) bool { return true })
+	s.stackSets.Drop(func(setKey) bool { return true })
 	s.threads.Drop(all)
 	s.seconds.Drop(func(secondsKey) bool { return true })
 	s.keeps.Drop(func(keepKey) bool { return true })
