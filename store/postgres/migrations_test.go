@@ -19,7 +19,8 @@ import (
 
 // TestFleetCellsMigration: fleet cells stored as int[] before migration
 // 8 read back the same after it (as bytes), and migrating down restores
-// the arrays.
+// the arrays. The conversion works on array_send's hex text: counts here
+// look like its length words.
 func TestFleetCellsMigration(t *testing.T) {
 	ctx := context.Background()
 	url := pgtest.NewURL(t)
@@ -44,6 +45,7 @@ func TestFleetCellsMigration(t *testing.T) {
 		idle[i] = int32(i % 3)
 	}
 	cells[index.Rows-1] = 1<<31 - 1 // the largest count: every byte of it set
+	cells[2], cells[3] = 4, 0x00000400 // a count that reads as an element's length word, and one that has it inside
 	exec(t, sqldb, `INSERT INTO tenants (name) VALUES ('acme')`)
 	exec(t, sqldb, `INSERT INTO fleet_seconds (tenant_id, app, event, second, profile_id, host, day, samples, idle, cells, idle_cells)
 		SELECT id, 'shop', 'cpu', 1795000000, '6f1f4bbe-3bb4-4b0c-9a44-6c8d3c1e2a10', 'h1', '2026-11-28', 3, 1, $1, $2 FROM tenants`, cells, idle)
