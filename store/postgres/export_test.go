@@ -23,3 +23,7 @@ func (db *DB) ReadTenant(ctx context.Context, tenant int64, scan func(pgx.Rows) 
 
 // Partitioned are the tables partitioned by ingest day.
 var Partitioned = partitioned
+
+// Distribute is distribute (on Citus; nothing elsewhere), for a test that
+// migrates a database distributed at an older version.
+func (db *DB) Distribute(ctx context.Context) error { return db.distribute(ctx) }

@@ -20,7 +20,8 @@ import (
 // TestFleetCellsMigration: fleet cells stored as int[] before migration
 // 8 read back the same after it (as bytes), and migrating down restores
 // the arrays. The conversion works on array_send's hex text: counts here
-// look like its length words.
+// look like its length words. On Citus (make test-citus) the tables are
+// distributed first, as a deployment's were before this migration.
 func TestFleetCellsMigration(t *testing.T) {
 	ctx := context.Background()
 	url := pgtest.NewURL(t)
@@ -38,6 +39,14 @@ func TestFleetCellsMigration(t *testing.T) {
 	if _, err := p.UpTo(ctx, 7); err != nil {
 		t.Fatal(err)
 	}
+	db, err := postgres.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.Distribute(ctx); err != nil {
+		t.Fatal(err)
+	}
 	cells := make([]int32, index.Rows)
 	idle := make([]int32, index.Rows)
 	for i := range cells {
@@ -52,11 +61,6 @@ func TestFleetCellsMigration(t *testing.T) {
 	if _, err := p.UpTo(ctx, 8); err != nil {
 		t.Fatal(err)
 	}
-	db, err := postgres.Open(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
 	var tenant int64
 	if err := sqldb.QueryRowContext(ctx, `SELECT id FROM tenants`).Scan(&tenant); err != nil {
 		t.Fatal(err)
