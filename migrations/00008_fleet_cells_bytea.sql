@@ -4,10 +4,10 @@
 -- 50 ms of the fleet benchmark's 60 ms heatmap went to that. The 50
 -- counts of a row are now 50 big-endian int32 (int4send's bytes, back to
 -- back): 200 bytes, sent as one value. Rows written before are converted
--- in place, by one statement of built-in functions (no subquery, which a
--- distributed table's modification on Citus may refuse): the bytes of a
--- one-dimensional int[] without NULLs are array_send's after its 20-byte
--- header, less each element's length word (00000004).
+-- in place by one ALTER of built-in functions (tested on a distributed
+-- table too, make test-citus): the bytes of a one-dimensional int[]
+-- without NULLs are array_send's after its 20-byte header, less each
+-- element's length word (00000004).
 
 -- +goose Up
 ALTER TABLE fleet_seconds

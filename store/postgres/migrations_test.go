@@ -47,6 +47,12 @@ func TestFleetCellsMigration(t *testing.T) {
 	if err := db.Distribute(ctx); err != nil {
 		t.Fatal(err)
 	}
+	if citus, _ := db.Citus(ctx); citus {
+		var n int
+		if err := sqldb.QueryRowContext(ctx, `SELECT count(*) FROM pg_dist_partition WHERE logicalrelid = 'fleet_seconds'::regclass`).Scan(&n); err != nil || n != 1 {
+			t.Fatalf("fleet_seconds not distributed before migrating: %d, %v", n, err)
+		}
+	}
 	cells := make([]int32, index.Rows)
 	idle := make([]int32, index.Rows)
 	for i := range cells {
