@@ -538,15 +538,16 @@ func (s *Service) FleetFlameGraph(ctx context.Context, tenant int64, sel fleetsc
 	if err := s.countParts(ctx, tenant, parts, reqs, owner, o.ByPeriod); err != nil {
 		return nil, err
 	}
-	m, pos, err := s.partsDict(ctx, tenant, parts, d)
+	m, at, err := s.partsDict(ctx, tenant, parts, d)
 	if err != nil {
 		return nil, err
 	}
 	total := make([]uint64, m.dict.NumStacks())
 	for _, pt := range parts {
+		at := at[pt.p.ID]
 		for i, c := range pt.counts {
 			if c != 0 {
-				total[pos[pt.trans[i]]] += c
+				total[at[i]] += c
 			}
 		}
 	}
@@ -666,27 +667,36 @@ func (s *Service) countParts(ctx context.Context, tenant int64, parts []*part, r
 }
 
 // partsDict returns the dictionary of every stack the parts' profiles have,
-// whatever the range, and where each dense id's stack sits in it: one
-// cached dictionary (and layout) serves every range of a selection, as a
-// user drags across it.
-func (s *Service) partsDict(ctx context.Context, tenant int64, parts []*part, d *denseIDs) (*mergedDict, []int32, error) {
+// whatever the range, and where each profile's stacks sit in it (by
+// profile id, then the profile's stack): one cached dictionary (and
+// layout) serves every range of a selection, as a user drags across it.
+func (s *Service) partsDict(ctx context.Context, tenant int64, parts []*part, d *denseIDs) (*mergedDict, map[string][]int32, error) {
 	set := s.stackSet(tenant, parts, d)
-	pos := make([]int32, d.len()) // dense id -> its stack in the dictionary
-	for i, k := range set.byKey {
-		pos[k.id] = int32(i)
-	}
 	m, err := s.mergedDict(ctx, set)
 	if err != nil {
 		return nil, nil, err
 	}
-	return m, pos, nil
+	return m, set.at, nil
 }
 
 // stackSet is the distinct stacks of a set of profiles, sorted by key: the
 // stacks of their merged dictionary, in its order.
 type stackSet struct {
 	byKey []keyID
-	dict  mergedKey // names the dictionary
+	// at is where each profile's stacks sit in the dictionary, by profile
+	// id (the queries' own map from the tenant's dense ids was as large as
+	// the tenant's numbering, up to 4M entries, each query).
+	at   map[string][]int32
+	dict mergedKey // names the dictionary
+}
+
+// sizeBytes estimates the memory it holds.
+func (v *stackSet) sizeBytes() int64 {
+	n := 64 + 16*int64(len(v.byKey))
+	for id, at := range v.at {
+		n += 64 + int64(len(id)) + 4*int64(len(at))
+	}
+	return n
 }
 
 // setKey names the stacks of a set of a tenant's profiles in one numbering.
@@ -721,8 +731,21 @@ func (s *Service) stackSet(tenant int64, parts []*part, d *denseIDs) *stackSet {
 			}
 		}
 	}
-	set := &stackSet{byKey: d.keysOf(ids), dict: mergedKey{tenant: tenant}}
+	set := &stackSet{byKey: d.keysOf(ids), at: map[string][]int32{}, dict: mergedKey{tenant: tenant}}
 	slices.SortFunc(set.byKey, func(a, b keyID) int { return cmp.Compare(a.key, b.key) })
+	pos := make([]int32, d.len()) // dense id -> its stack in the dictionary
+	for i, k := range set.byKey {
+		pos[k.id] = int32(i)
+	}
+	for _, pt := range parts {
+		if _, ok := set.at[pt.p.ID]; !ok {
+			at := make([]int32, len(pt.trans))
+			for i, id := range pt.trans {
+				at[i] = pos[id]
+			}
+			set.at[pt.p.ID] = at
+		}
+	}
 	h.Reset()
 	var b [8]byte
 	for _, k := range set.byKey {

@@ -157,15 +157,19 @@ func (s *Service) FleetSeries(ctx context.Context, tenant int64, sel fleetscope.
 		if err := s.countParts(ctx, tenant, parts, reqs, owner, false); err != nil {
 			return nil, err
 		}
-		m, pos, err := s.partsDict(ctx, tenant, all, d)
+		m, at, err := s.partsDict(ctx, tenant, all, d)
 		if err != nil {
 			return nil, err
 		}
 		keep := s.keepStacks(m.dict, f.filter)
 		for i, pt := range parts {
 			var n uint64
+			at := at[pt.p.ID]
+			if len(at) != len(pt.counts) { // every part's profile is one of all's
+				return nil, fleetscope.Errorf(fleetscope.EINTERNAL, "fleet series: profile %s is not in the selection's dictionary", pt.p.ID)
+			}
 			for j, c := range pt.counts {
-				if id := pos[pt.trans[j]]; c != 0 && (sel.IncludeIdle || !m.dict.Idle(fleetscope.StackID(id))) && (keep == nil || keep[id]) {
+				if id := at[j]; c != 0 && (sel.IncludeIdle || !m.dict.Idle(fleetscope.StackID(id))) && (keep == nil || keep[id]) {
 					n += c
 				}
 			}

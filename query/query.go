@@ -180,7 +180,7 @@ func New(src Source, o Options) *Service {
 		layouts:    cache.New(part(8), 0, func(_ layoutKey, l *flame.Layout) int64 { return l.SizeBytes() }),
 		stacks:     cache.New(part(2), 0, func(_ profileKey, ids []int64) int64 { return 64 + 8*int64(len(ids)) }),
 		merged:     cache.New(part(14), 0, func(_ mergedKey, m *mergedDict) int64 { return m.sizeBytes() }),
-		stackSets:  cache.New(part(2), 0, func(_ setKey, v *stackSet) int64 { return 64 + 16*int64(len(v.byKey)) }),
+		stackSets:  cache.New(part(2), 0, func(_ setKey, v *stackSet) int64 { return v.sizeBytes() }),
 		trans:      cache.New(part(8), 0, func(_ profileKey, t translated) int64 { return 64 + 4*int64(len(t.ids)) }),
 		dense:      map[int64]*denseIDs{},
 		threads:    cache.New(part(1), 0, func(_ profileKey, t []fleetscope.Thread) int64 { return 64 + 12*int64(len(t)) }),
