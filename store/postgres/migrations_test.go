@@ -59,7 +59,7 @@ func TestFleetCellsMigration(t *testing.T) {
 		cells[i] = int32(i * 1000)
 		idle[i] = int32(i % 3)
 	}
-	cells[index.Rows-1] = 1<<31 - 1 // the largest count: every byte of it set
+	cells[index.Rows-1] = 1<<31 - 1    // the largest count: every byte of it set
 	cells[2], cells[3] = 4, 0x00000400 // a count that reads as an element's length word, and one that has it inside
 	exec(t, sqldb, `INSERT INTO tenants (name) VALUES ('acme')`)
 	exec(t, sqldb, `INSERT INTO fleet_seconds (tenant_id, app, event, second, profile_id, host, day, samples, idle, cells, idle_cells)
