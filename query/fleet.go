@@ -721,19 +721,18 @@ func (s *Service) stackSet(tenant int64, parts []*part, d *denseIDs) *stackSet {
 	if set, ok := s.stackSets.Get(k); ok {
 		return set
 	}
-	seen := make([]bool, d.len())
+	pos := make([]int32, d.len()) // dense id -> its stack in the dictionary (-1: seen, not yet placed)
 	var ids []int32
 	for _, pt := range parts {
 		for _, id := range pt.trans {
-			if !seen[id] {
-				seen[id] = true
+			if pos[id] == 0 {
+				pos[id] = -1
 				ids = append(ids, id)
 			}
 		}
 	}
 	set := &stackSet{byKey: d.keysOf(ids), at: map[string][]int32{}, dict: mergedKey{tenant: tenant}}
 	slices.SortFunc(set.byKey, func(a, b keyID) int { return cmp.Compare(a.key, b.key) })
-	pos := make([]int32, d.len()) // dense id -> its stack in the dictionary
 	for i, k := range set.byKey {
 		pos[k.id] = int32(i)
 	}
