@@ -478,14 +478,18 @@ func (f *Flat) NameHoldsSemicolon() bool {
 // lines are ordered by key (a child's own line by its name, the lines
 // below it by its name and ';'). A name holding ';' breaks that (its lines
 // can interleave with another's), and so do siblings out of name order (a
-// tree from elsewhere): such a tree is written by sorting its lines.
+// tree from elsewhere): such a tree is written by sorting its lines. A
+// tree Check refuses is an error, before anything is written.
 func (f *Flat) WriteFolded(w io.Writer) error {
-	if f.NameHoldsSemicolon() {
-		return f.writeFoldedSorted(w)
-	}
 	n := len(f.Name)
 	if n == 0 {
 		return nil
+	}
+	if err := f.Check(); err != nil {
+		return fmt.Errorf("flame: malformed tree: %w", err)
+	}
+	if f.NameHoldsSemicolon() {
+		return f.writeFoldedSorted(w)
 	}
 	name := func(i int32) string { return f.Names[f.Name[i]] }
 	// Where each node's subtree ends (end[i]: the next node not under it),
@@ -497,9 +501,6 @@ func (f *Flat) WriteFolded(w io.Writer) error {
 	longest, maxDepth := 0, 0
 	for i := range int32(n) {
 		dep := int(f.Depth[i])
-		if dep > len(last) {
-			return errors.New("flame: malformed tree")
-		}
 		for _, j := range last[dep:] { // their subtrees end here
 			end[j] |= i
 		}
