@@ -50,7 +50,7 @@ func (protoCodec) MarshalAppend(dst []byte, m any) ([]byte, error) {
 			return appendWrapped(dst, m, &m.FlameGraph)
 		}
 	case *fsv1.GetDiffFlameGraphResponse:
-		if t := m.GetTree(); t != nil && validNames(t.GetNames()) {
+		if t := m.GetTree(); t != nil && validNames(t.GetNames()) && len(t.ProtoReflect().GetUnknown()) == 0 {
 			return appendDiffProto(dst, m)
 		}
 	}
@@ -104,10 +104,12 @@ func (protoCodec) Unmarshal(b []byte, m any) error {
 }
 
 // fastFlame reports whether a flame graph answer takes the fast path: it
-// has a tree, and its names are valid UTF-8 (proto.Marshal refuses
-// others: let it say so).
+// has a tree, its names are valid UTF-8 (proto.Marshal refuses others: let
+// it say so), and the tree holds no fields unknown here (a message read
+// from elsewhere: proto.Marshal keeps them).
 func fastFlame(m *fsv1.GetFlameGraphResponse) bool {
-	return m.GetTree() != nil && validNames(m.GetTree().GetNames())
+	t := m.GetTree()
+	return t != nil && validNames(t.GetNames()) && len(t.ProtoReflect().GetUnknown()) == 0
 }
 
 // Field numbers of the messages written and read by hand (query.proto,

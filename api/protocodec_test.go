@@ -181,3 +181,42 @@ func BenchmarkProtoFlame(b *testing.B) {
 		}
 	})
 }
+
+// FuzzProtoCodecRead: whatever bytes come as a flame graph answer, the
+// codec reads them as proto.Unmarshal does (the same message, or an error
+// where it has one), and what it reads it writes back readably.
+func FuzzProtoCodecRead(f *testing.F) {
+	for _, m := range protoCases() {
+		if b, err := proto.Marshal(m); err == nil && len(b) < 1<<16 {
+			f.Add(b)
+		}
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		for _, m := range []func() proto.Message{
+			func() proto.Message { return new(fsv1.GetFlameGraphResponse) },
+			func() proto.Message { return new(fsv1.GetSharedFlameGraphResponse) },
+			func() proto.Message { return new(fsv1.GetFleetFlameGraphResponse) },
+		} {
+			want, got := m(), m()
+			werr := proto.Unmarshal(b, want)
+			gerr := protoCodec{}.Unmarshal(b, got)
+			if (werr == nil) != (gerr == nil) {
+				t.Fatalf("%T: error %v, proto.Unmarshal's %v", got, gerr, werr)
+			}
+			if werr != nil {
+				continue
+			}
+			if !proto.Equal(got, want) {
+				t.Fatalf("%T: read\n%v\nproto.Unmarshal read\n%v", got, got, want)
+			}
+			out, err := protoCodec{}.Marshal(got)
+			if err != nil {
+				t.Fatalf("%T: writing what was read: %v", got, err)
+			}
+			back := m()
+			if err := proto.Unmarshal(out, back); err != nil || !proto.Equal(back, got) {
+				t.Fatalf("%T: written and read back: %v\n%v\nwant\n%v", got, err, back, got)
+			}
+		}
+	})
+}
