@@ -126,3 +126,43 @@ func fresh(buf []byte) []byte {
 	}
 	return buf[:0]
 }
+
+// FuzzJSONCodec: any answer the hand-written paths write (flame graphs,
+// fleet and diff flame graphs, heatmaps, from any bytes protobuf reads)
+// is JSON that protojson reads back as the same message.
+func FuzzJSONCodec(f *testing.F) {
+	for _, m := range protoCases() {
+		if b, err := proto.Marshal(m); err == nil && len(b) < 1<<16 {
+			f.Add(b)
+		}
+	}
+	f.Add([]byte("\x12\x03cpu\x2a\x06\x0a\x04\x00\x01\x02\x7f\x2a\x00"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		for _, m := range []func() proto.Message{
+			func() proto.Message { return new(fsv1.GetFlameGraphResponse) },
+			func() proto.Message { return new(fsv1.GetFleetFlameGraphResponse) },
+			func() proto.Message { return new(fsv1.GetDiffFlameGraphResponse) },
+			func() proto.Message { return new(fsv1.GetHeatmapResponse) },
+			func() proto.Message { return new(fsv1.GetFleetHeatmapResponse) },
+		} {
+			msg := m()
+			if (proto.UnmarshalOptions{DiscardUnknown: true}).Unmarshal(b, msg) != nil {
+				continue
+			}
+			got, err := jsonCodec{}.Marshal(msg)
+			if _, perr := protojson.Marshal(msg); (err == nil) != (perr == nil) {
+				t.Fatalf("%T: error %v, protojson's %v", msg, err, perr)
+			}
+			if err != nil {
+				continue
+			}
+			back := m()
+			if err := protojson.Unmarshal(got, back); err != nil {
+				t.Fatalf("%T: protojson cannot read %q: %v", msg, got, err)
+			}
+			if !proto.Equal(back, msg) {
+				t.Fatalf("%T: read back\n%v\nwant\n%v", msg, back, msg)
+			}
+		}
+	})
+}
