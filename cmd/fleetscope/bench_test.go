@@ -181,6 +181,17 @@ func BenchmarkService(b *testing.B) {
 	}
 	report(b, "fleetscope flamegraph --profile ID > /dev/null", cli, fmt.Sprintf("%.1fx the server's JSON tree answer, p50 %.1f ms between the runs; target <= 1.5x",
 		p50(cli)/p50(server), p50(server)*1000))
+	// What any run of this binary costs before and after its work: a
+	// process that starts, prints its help and exits.
+	var start []time.Duration
+	for range 21 {
+		t := time.Now()
+		if err := exec.Command(fsBin, "--help").Run(); err != nil {
+			b.Fatalf("fleetscope --help: %v", err)
+		}
+		start = append(start, time.Since(t))
+	}
+	report(b, "fleetscope --help (start and exit alone)", start, "the CLI's fixed cost, in the figure above")
 
 	// Compare and slice (the compare issue): a diff of two 10-s ranges
 	// against one 10-s range flame graph, and a function-filtered heatmap
