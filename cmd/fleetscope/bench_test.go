@@ -236,19 +236,33 @@ func BenchmarkService(b *testing.B) {
 	}
 	big := plant(b, "--seconds", "1500", "--cpus", "16", "--hz", "99", "--seed", "2")
 	bst, _ := os.Stat(big)
+	// The peak from here on: the queries above (whole graphs as 15 MB of
+	// folded text, the caches they filled) set one of their own.
+	pid := s.proc.Process.Pid
+	before := procStatusKB(b, pid, "VmRSS:")
+	if err := os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", pid), []byte("5"), 0); err != nil {
+		b.Fatalf("resetting the server's peak RSS: %v", err)
+	}
 	t := time.Now()
 	s.upload(big)
 	took := time.Since(t)
-	status, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.proc.Process.Pid))
-	hwm := ""
+	fmt.Printf("%-44s %8d MB peak RSS (server; %d MB before it), %d MB input in %.1f s (target <= 256 MB)\n",
+		"ingest ~1 GB planted profile", procStatusKB(b, pid, "VmHWM:")/1024, before/1024, bst.Size()/1e6, took.Seconds())
+}
+
+// procStatusKB reads a field of a process's /proc status, in kB.
+func procStatusKB(b *testing.B, pid int, field string) int {
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
 	for _, line := range strings.Split(string(status), "\n") {
-		if strings.HasPrefix(line, "VmHWM:") {
-			hwm = strings.TrimSpace(strings.TrimPrefix(line, "VmHWM:"))
+		if v, ok := strings.CutPrefix(line, field); ok {
+			kb, _ := strconv.Atoi(strings.Fields(v + " 0")[0])
+			return kb
 		}
 	}
-	kb, _ := strconv.Atoi(strings.Fields(hwm + " 0")[0])
-	fmt.Printf("%-44s %8d MB peak RSS (server), %d MB input in %.1f s (target <= 256 MB)\n",
-		"ingest ~1 GB planted profile", kb/1024, bst.Size()/1e6, took.Seconds())
+	return 0
 }
 
 // indexSize prints the index's size with one profile stored, against the
