@@ -2,6 +2,7 @@ package flame_test
 
 import (
 	"bytes"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -111,13 +112,8 @@ func foldedByText(f *flame.Flat) string {
 			sum[text[i]] += self[i]
 		}
 	}
-	keys := make([]string, 0, len(sum))
-	for k := range sum {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
 	var b strings.Builder
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(sum)) {
 		b.WriteString(k + " " + strconv.FormatUint(sum[k], 10) + "\n")
 	}
 	return b.String()
