@@ -1,0 +1,95 @@
+package index_test
+
+import (
+	"cmp"
+	"slices"
+	"testing"
+
+	"github.com/fleetscope/fleetscope"
+	"github.com/fleetscope/fleetscope/store/index"
+)
+
+// FuzzIndexExact: for any samples (times on and off cell boundaries, a few
+// stacks, two events, periods and threads that vary), the stored rows
+// decode to exactly the samples added, and every heatmap cell, the stored
+// 50 rows and any other row count, equals the count of its range's
+// samples: the heatmap and the flame graph of a cell agree. Each 6 bytes
+// are a sample: 3 of time, its stack, its event and a byte of period and
+// thread.
+func FuzzIndexExact(f *testing.F) {
+	f.Add([]byte{0, 0, 0, 1, 0, 0, 128, 56, 1, 2, 1, 17, 0, 113, 2, 3, 0, 34, 128, 56, 1, 130, 0, 0}, uint16(50), false)
+	f.Add([]byte{255, 255, 255, 0, 1, 1, 0, 56, 1, 4, 0, 0, 1, 0, 0, 5, 1, 2}, uint16(7), true)
+	f.Fuzz(func(t *testing.T, data []byte, rows uint16, micro bool) {
+		const base = int64(1_700_000_000) * 1e9
+		step, early := int64(250), int64(1) // 2^24 steps span ~4.2 s; 80,000 steps are a 20-ms cell
+		if micro {
+			step, early = 1000, 0 // whole microseconds: stored in µs
+		}
+		var in []fleetscope.Sample
+		for ; len(data) >= 6; data = data[6:] {
+			v := int64(data[0]) | int64(data[1])<<8 | int64(data[2])<<16
+			at := base + v*step - early*int64(data[3]>>7) // a nanosecond before a step: before a boundary
+			in = append(in, fleetscope.Sample{TimeNanos: at, Stack: fleetscope.StackID(data[3] % 8),
+				Event: fleetscope.EventID(data[4] % 2), Period: 1 + uint64(data[5]%3), PID: int32(data[5] >> 6), TID: int32(data[5] >> 6), CPU: -1})
+		}
+		if len(in) == 0 {
+			return
+		}
+		b := index.NewBuilder()
+		if err := b.Add(in); err != nil {
+			t.Fatal(err)
+		}
+		idle := func(s fleetscope.StackID) bool { return s == 0 }
+		ix, err := b.Build(idle, []string{"cpu", "other"}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []fleetscope.Sample
+		for i := range ix.Seconds {
+			s := &ix.Seconds[i]
+			ev := ix.Events[s.Event]
+			if out, err = index.Decode(out, s, ix.StartSecond, ix.TimeUnitNanos, ix.Timed, ev.Period, ix.Threads); err != nil {
+				t.Fatal(err)
+			}
+			col := s.Second // the row's second, relative to the start second
+			counter := index.Counter{UnitNanos: ix.TimeUnitNanos, Timed: true, Period: ev.Period}
+			counts := make([]uint64, 8)
+			cellsOf := func(n int) []int64 {
+				cells := make([]int64, n)
+				for r := range cells {
+					counter.Range = fleetscope.CellRange(int(col), r, n)
+					clear(counts)
+					if err := counter.Count(s, counts); err != nil {
+						t.Fatal(err)
+					}
+					for _, c := range counts {
+						cells[r] += int64(c)
+					}
+				}
+				return cells
+			}
+			for r, c := range cellsOf(index.Rows) {
+				if stored := s.Cells[r] + s.IdleCells[r]; int64(stored) != c {
+					t.Fatalf("second %d, row %d: stored %d, the range counts %d", col, r, stored, c)
+				}
+			}
+			n := 1 + int(rows)%1000
+			cells := make([]int64, n)
+			if err := counter.Cells(s, n, nil, cells); err != nil {
+				t.Fatal(err)
+			}
+			if want := cellsOf(n); !slices.Equal(cells, want) {
+				t.Fatalf("second %d at %d rows: cells %v, the ranges count %v", col, n, cells, want)
+			}
+		}
+		order := func(a, b fleetscope.Sample) int {
+			return cmp.Or(cmp.Compare(a.TimeNanos, b.TimeNanos), cmp.Compare(a.Event, b.Event), cmp.Compare(a.Stack, b.Stack),
+				cmp.Compare(a.Period, b.Period), cmp.Compare(a.PID, b.PID))
+		}
+		slices.SortFunc(in, order)
+		slices.SortFunc(out, order)
+		if !slices.Equal(in, out) {
+			t.Fatalf("decoded\n%v\nwant\n%v", out, in)
+		}
+	})
+}
