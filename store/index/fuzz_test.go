@@ -93,3 +93,64 @@ func FuzzIndexExact(f *testing.F) {
 		}
 	})
 }
+
+// FuzzWallSeconds: placed in wall-clock time by any shift (whole seconds,
+// which moves the stored cells, or not, which bins every sample again),
+// each second's cells count exactly the samples whose shifted time falls in
+// them. The samples are FuzzIndexExact's.
+func FuzzWallSeconds(f *testing.F) {
+	f.Add([]byte{0, 0, 0, 1, 0, 0, 128, 56, 1, 2, 1, 17, 255, 255, 255, 0, 0, 1}, int64(3e9))
+	f.Add([]byte{0, 0, 0, 1, 0, 0, 128, 56, 1, 130, 1, 17, 0, 113, 2, 3, 0, 34}, int64(-1_234_567_891))
+	f.Add([]byte{128, 56, 1, 1, 0, 0, 0, 113, 2, 3, 0, 34}, int64(-1)) // a sample shifted to a nanosecond before a boundary
+	f.Fuzz(func(t *testing.T, data []byte, shift int64) {
+		const base = int64(1_700_000_000) * 1e9
+		shift %= 1e12
+		var in []fleetscope.Sample
+		for ; len(data) >= 6; data = data[6:] {
+			v := int64(data[0]) | int64(data[1])<<8 | int64(data[2])<<16
+			in = append(in, fleetscope.Sample{TimeNanos: base + v*250 - int64(data[3]>>7), Stack: fleetscope.StackID(data[3] % 8),
+				Event: fleetscope.EventID(data[4] % 2), Period: 1 + uint64(data[5]%3), PID: int32(data[5] >> 6), TID: int32(data[5] >> 6), CPU: -1})
+		}
+		b := index.NewBuilder()
+		if err := b.Add(in); err != nil {
+			t.Fatal(err)
+		}
+		idle := func(s fleetscope.StackID) bool { return s == 0 }
+		ix, err := b.Build(idle, []string{"cpu", "other"}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := index.WallSeconds(ix, shift, idle)
+		if err != nil {
+			t.Fatal(err)
+		}
+		type cell struct {
+			event       string
+			second, row int64
+			idle        bool
+		}
+		want := map[cell]int32{}
+		for _, s := range in {
+			at := s.TimeNanos + shift
+			sec := fleetscope.FloorSecond(at)
+			want[cell{[]string{"cpu", "other"}[s.Event], sec, int64(fleetscope.Row(at-sec*1e9, index.Rows)), idle(s.Stack)}]++
+		}
+		for _, w := range got {
+			for r := range index.Rows {
+				for _, c := range []struct {
+					idle bool
+					n    int32
+				}{{false, w.Cells[r]}, {true, w.IdleCells[r]}} {
+					k := cell{w.Event, w.Second, int64(r), c.idle}
+					if c.n != want[k] {
+						t.Fatalf("%s second %d row %d idle %v: %d, want %d (shift %d ns)", w.Event, w.Second, r, c.idle, c.n, want[k], shift)
+					}
+					delete(want, k)
+				}
+			}
+		}
+		if len(want) > 0 {
+			t.Fatalf("cells with samples missing from the wall seconds: %v", want)
+		}
+	})
+}
