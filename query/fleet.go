@@ -474,7 +474,7 @@ func (s *Service) fleetSamples(ctx context.Context, tenant int64, f *fleet, from
 					return (!p.Timed || rg.Contains(smp.TimeNanos-p.StartSecond*1e9)) && f.filter.keepSample(stacks, nil, smp)
 				}
 				for i := range secs {
-					batch, err = index.Decode(batch[:0], &secs[i], p.StartSecond, p.TimeUnitNanos, p.Timed, p.Events[ev].Period, threads)
+					batch, err = index.Decode(batch[:0], &secs[i], p.StartSecond, p.TimeUnitNanos, p.Timed, p.Events[ev].Period, threads, len(keys))
 					if err != nil {
 						errc <- fleetscope.Wrap(err, fleetscope.EINTERNAL, "profile "+p.ID+": corrupt index row")
 						return

@@ -404,7 +404,7 @@ func (s *Service) samples(ctx context.Context, tenant int64, info *fleetscope.Pr
 	}
 	var batch []fleetscope.Sample
 	for i := range secs {
-		batch, err = index.Decode(batch[:0], &secs[i], info.StartSecond, info.TimeUnitNanos, info.Timed, info.Events[ev].Period, threads)
+		batch, err = index.Decode(batch[:0], &secs[i], info.StartSecond, info.TimeUnitNanos, info.Timed, info.Events[ev].Period, threads, d.NumStacks())
 		if err != nil {
 			return fleetscope.Wrap(err, fleetscope.EINTERNAL, "profile "+info.ID+": corrupt index row")
 		}

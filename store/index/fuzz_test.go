@@ -48,7 +48,7 @@ func FuzzIndexExact(f *testing.F) {
 		for i := range ix.Seconds {
 			s := &ix.Seconds[i]
 			ev := ix.Events[s.Event]
-			if out, err = index.Decode(out, s, ix.StartSecond, ix.TimeUnitNanos, ix.Timed, ev.Period, ix.Threads); err != nil {
+			if out, err = index.Decode(out, s, ix.StartSecond, ix.TimeUnitNanos, ix.Timed, ev.Period, ix.Threads, 8); err != nil {
 				t.Fatal(err)
 			}
 			col := s.Second // the row's second, relative to the start second
@@ -152,5 +152,40 @@ func FuzzWallSeconds(f *testing.F) {
 		if len(want) > 0 {
 			t.Fatalf("cells with samples missing from the wall seconds: %v", want)
 		}
+	})
+}
+
+// FuzzCorruptRow: whatever bytes a stored row holds (a database damaged or
+// tampered with), reading it is an error or samples within the profile's
+// stacks and threads, never a panic.
+func FuzzCorruptRow(f *testing.F) {
+	f.Add([]byte{3, 1, 2, 3, 9, 1, 0}, uint8(3), uint8(3), true, true)
+	f.Add([]byte{0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 2}, uint8(1), uint8(11), false, true)
+	f.Fuzz(func(t *testing.T, data []byte, samples, cut uint8, periods, threads bool) {
+		part := func() []byte { // the next cut bytes of data
+			n := min(int(cut)%8+1, len(data))
+			p := data[:n]
+			data = data[n:]
+			return p
+		}
+		s := index.Second{Samples: int32(samples), Offsets: part(), Stacks: part()}
+		if periods {
+			s.Periods = part()
+		}
+		ths := []fleetscope.Thread{{PID: 1, TID: 1, CPU: -1}}
+		if threads {
+			s.Threads = part()
+			ths = append(ths, fleetscope.Thread{PID: 2, TID: 2, CPU: -1})
+		}
+		out, err := index.Decode(nil, &s, 0, 1000, true, 1, ths, 8)
+		for _, smp := range out {
+			if err == nil && smp.Stack >= 8 {
+				t.Fatalf("stack %d decoded from a profile of 8", smp.Stack)
+			}
+		}
+		c := index.Counter{UnitNanos: 1000, Timed: true, Period: 1, Range: fleetscope.Range{Start: 1, End: 5e8}, Threads: []bool{true, false}}
+		_ = c.Count(&s, make([]uint64, 8))
+		_ = c.Cells(&s, 50, make([]bool, 8), make([]int64, 50))
+		_ = s.Walk(1, func(offset, stack, thread, period uint64) {})
 	})
 }

@@ -273,10 +273,12 @@ func encode(e fleetscope.EventID, sec int64, rs []raw, ix *Index, varies, weight
 }
 
 // Decode appends the samples of a stored row to dst as samples on the
-// profile clock, with the profile's own stack ids; threads are the
+// profile clock, with the profile's own stack ids (below stacks, the
+// profile's count: a row naming another is corrupt); threads are the
 // profile's (Index.Threads).
-func Decode(dst []fleetscope.Sample, s *Second, startSecond, unitNanos int64, timed bool, period uint64, threads []fleetscope.Thread) ([]fleetscope.Sample, error) {
-	offs, stacks, periods, ths := s.Offsets, s.Stacks, s.Periods, s.Threads
+func Decode(dst []fleetscope.Sample, s *Second, startSecond, unitNanos int64, timed bool, period uint64, threads []fleetscope.Thread, stacks int) ([]fleetscope.Sample, error) {
+	sts := s.Stacks
+	offs, periods, ths := s.Offsets, s.Periods, s.Threads
 	base := (startSecond + s.Second) * 1e9
 	only := fleetscope.Thread{PID: -1, TID: -1, CPU: -1}
 	if len(threads) == 1 {
@@ -290,11 +292,11 @@ func Decode(dst []fleetscope.Sample, s *Second, startSecond, unitNanos int64, ti
 		}
 		offs = offs[n:]
 		u += d
-		st, n := binary.Uvarint(stacks)
-		if n <= 0 {
+		st, n := binary.Uvarint(sts)
+		if n <= 0 || st >= uint64(stacks) {
 			return dst, errCorrupt
 		}
-		stacks = stacks[n:]
+		sts = sts[n:]
 		p := period
 		if periods != nil {
 			if p, n = binary.Uvarint(periods); n <= 0 {
@@ -372,7 +374,7 @@ func WallSeconds(ix *Index, shiftNanos int64, idle func(fleetscope.StackID) bool
 			continue
 		}
 		var err error
-		batch, err = Decode(batch[:0], s, ix.StartSecond, ix.TimeUnitNanos, true, ix.Events[s.Event].Period, ix.Threads)
+		batch, err = Decode(batch[:0], s, ix.StartSecond, ix.TimeUnitNanos, true, ix.Events[s.Event].Period, ix.Threads, math.MaxInt) // rows just built
 		if err != nil {
 			return nil, err
 		}
