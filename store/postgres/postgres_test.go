@@ -112,7 +112,7 @@ func TestInsertIsIdempotentAndRoundTrips(t *testing.T) {
 	var got []string
 	var ran []fleetscope.Thread
 	for i := range secs {
-		batch, err := index.Decode(nil, &secs[i], p1.StartSecond, p1.TimeUnitNanos, true, 1, threads)
+		batch, err := index.Decode(nil, &secs[i], p1.StartSecond, p1.TimeUnitNanos, true, 1, threads, d.NumStacks())
 		if err != nil {
 			t.Fatal(err)
 		}
