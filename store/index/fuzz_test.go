@@ -20,31 +20,12 @@ func FuzzIndexExact(f *testing.F) {
 	f.Add([]byte{0, 0, 0, 1, 0, 0, 128, 56, 1, 2, 1, 17, 0, 113, 2, 3, 0, 34, 128, 56, 1, 130, 0, 0}, uint16(50), false)
 	f.Add([]byte{255, 255, 255, 0, 1, 1, 0, 56, 1, 4, 0, 0, 1, 0, 0, 5, 1, 2}, uint16(7), true)
 	f.Fuzz(func(t *testing.T, data []byte, rows uint16, micro bool) {
-		const base = int64(1_700_000_000) * 1e9
-		step, early := int64(250), int64(1) // 2^24 steps span ~4.2 s; 80,000 steps are a 20-ms cell
-		if micro {
-			step, early = 1000, 0 // whole microseconds: stored in µs
-		}
-		var in []fleetscope.Sample
-		for ; len(data) >= 6; data = data[6:] {
-			v := int64(data[0]) | int64(data[1])<<8 | int64(data[2])<<16
-			at := base + v*step - early*int64(data[3]>>7) // a nanosecond before a step: before a boundary
-			in = append(in, fleetscope.Sample{TimeNanos: at, Stack: fleetscope.StackID(data[3] % 8),
-				Event: fleetscope.EventID(data[4] % 2), Period: 1 + uint64(data[5]%3), PID: int32(data[5] >> 6), TID: int32(data[5] >> 6), CPU: -1})
-		}
+		in, ix := fuzzIndex(t, data, micro)
 		if len(in) == 0 {
 			return
 		}
-		b := index.NewBuilder()
-		if err := b.Add(in); err != nil {
-			t.Fatal(err)
-		}
-		idle := func(s fleetscope.StackID) bool { return s == 0 }
-		ix, err := b.Build(idle, []string{"cpu", "other"}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
 		var out []fleetscope.Sample
+		var err error
 		for i := range ix.Seconds {
 			s := &ix.Seconds[i]
 			ev := ix.Events[s.Event]
@@ -103,24 +84,9 @@ func FuzzWallSeconds(f *testing.F) {
 	f.Add([]byte{0, 0, 0, 1, 0, 0, 128, 56, 1, 130, 1, 17, 0, 113, 2, 3, 0, 34}, int64(-1_234_567_891))
 	f.Add([]byte{128, 56, 1, 1, 0, 0, 0, 113, 2, 3, 0, 34}, int64(-1)) // a sample shifted to a nanosecond before a boundary
 	f.Fuzz(func(t *testing.T, data []byte, shift int64) {
-		const base = int64(1_700_000_000) * 1e9
 		shift %= 1e12
-		var in []fleetscope.Sample
-		for ; len(data) >= 6; data = data[6:] {
-			v := int64(data[0]) | int64(data[1])<<8 | int64(data[2])<<16
-			in = append(in, fleetscope.Sample{TimeNanos: base + v*250 - int64(data[3]>>7), Stack: fleetscope.StackID(data[3] % 8),
-				Event: fleetscope.EventID(data[4] % 2), Period: 1 + uint64(data[5]%3), PID: int32(data[5] >> 6), TID: int32(data[5] >> 6), CPU: -1})
-		}
-		b := index.NewBuilder()
-		if err := b.Add(in); err != nil {
-			t.Fatal(err)
-		}
-		idle := func(s fleetscope.StackID) bool { return s == 0 }
-		ix, err := b.Build(idle, []string{"cpu", "other"}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := index.WallSeconds(ix, shift, idle)
+		in, ix := fuzzIndex(t, data, false)
+		got, err := index.WallSeconds(ix, shift, fuzzIdle)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -133,7 +99,7 @@ func FuzzWallSeconds(f *testing.F) {
 		for _, s := range in {
 			at := s.TimeNanos + shift
 			sec := fleetscope.FloorSecond(at)
-			want[cell{[]string{"cpu", "other"}[s.Event], sec, int64(fleetscope.Row(at-sec*1e9, index.Rows)), idle(s.Stack)}]++
+			want[cell{fuzzEvents[s.Event], sec, int64(fleetscope.Row(at-sec*1e9, index.Rows)), fuzzIdle(s.Stack)}]++
 		}
 		for _, w := range got {
 			for r := range index.Rows {
@@ -188,4 +154,38 @@ func FuzzCorruptRow(f *testing.F) {
 		_ = c.Cells(&s, 50, make([]bool, 8), make([]int64, 50))
 		_ = s.Walk(1, func(offset, stack, thread, period uint64) {})
 	})
+}
+
+// fuzzEvents and fuzzIdle are the fuzz targets' profile: two events, and
+// stack 0 idle.
+var fuzzEvents = []string{"cpu", "other"}
+
+func fuzzIdle(s fleetscope.StackID) bool { return s == 0 }
+
+// fuzzIndex makes samples of data and indexes them. Each 6 bytes are a
+// sample: 3 of time (2^24 steps of 250 ns span ~4.2 s, 80,000 steps are a
+// 20-ms cell; of 1 µs when micro), the high bit of the next a nanosecond
+// earlier (before a boundary; not when micro), its stack, its event and a
+// byte of period and thread.
+func fuzzIndex(t *testing.T, data []byte, micro bool) ([]fleetscope.Sample, *index.Index) {
+	const base = int64(1_700_000_000) * 1e9
+	step, early := int64(250), int64(1)
+	if micro {
+		step, early = 1000, 0 // whole microseconds: stored in µs
+	}
+	var in []fleetscope.Sample
+	for ; len(data) >= 6; data = data[6:] {
+		v := int64(data[0]) | int64(data[1])<<8 | int64(data[2])<<16
+		in = append(in, fleetscope.Sample{TimeNanos: base + v*step - early*int64(data[3]>>7), Stack: fleetscope.StackID(data[3] % 8),
+			Event: fleetscope.EventID(data[4] % 2), Period: 1 + uint64(data[5]%3), PID: int32(data[5] >> 6), TID: int32(data[5] >> 6), CPU: -1})
+	}
+	b := index.NewBuilder()
+	if err := b.Add(in); err != nil {
+		t.Fatal(err)
+	}
+	ix, err := b.Build(fuzzIdle, fuzzEvents, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return in, ix
 }
