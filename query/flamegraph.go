@@ -36,9 +36,13 @@ type FlameGraph struct {
 	layout   func() *flame.Layout
 }
 
-// WriteFolded writes the folded stacks, sorted bytewise (from the merged
-// tree: its layout is cached, so this costs a tree and one sort).
-func (g *FlameGraph) WriteFolded(w io.Writer) error { return g.Flat().WriteFolded(w) }
+// WriteFolded writes the folded stacks, sorted bytewise (from the lines
+// of the cached layout: no tree, no sort).
+func (g *FlameGraph) WriteFolded(w io.Writer) error { return g.Lines().WriteFolded(w) }
+
+// Lines returns the folded stacks as lines, each given by what it adds to
+// the line before (flame.Lines).
+func (g *FlameGraph) Lines() *flame.Lines { return g.layout().Lines(g.Counts) }
 
 // Flat returns the merged tree in pre-order.
 func (g *FlameGraph) Flat() *flame.Flat { return g.layout().Flat(g.Counts) }

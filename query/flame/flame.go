@@ -162,6 +162,10 @@ type Layout struct {
 	// (lcp[0] = 0). Two stacks of the order share the least lcp between
 	// them, so a tree takes only each stack's new frames.
 	seq, seqOff, lcp []uint32
+	// The stacks in the order of their folded text (orderText): positions
+	// in order, text[textOff[j]:textOff[j+1]] those of line j (one text),
+	// whose first stack shares its first textLCP[j] names with line j-1's.
+	text, textOff, textLCP []uint32
 }
 
 // NewLayout prepares d's stacks for flame graphs with annotations a.
@@ -204,12 +208,13 @@ func NewLayout(d *fleetscope.Dict, a Annotate) *Layout {
 		l.seqOff = append(l.seqOff, uint32(len(l.seq)))
 		prev = cur
 	}
+	l.orderText()
 	return l
 }
 
 // SizeBytes estimates the memory the layout holds (for caches).
 func (l *Layout) SizeBytes() int64 {
-	n := int64(len(l.rank))*4 + int64(len(l.order))*16 + int64(len(l.seq))*4
+	n := int64(len(l.rank))*4 + int64(len(l.order))*28 + int64(len(l.seq))*4
 	for _, s := range l.names {
 		n += int64(len(s)) + 16
 	}

@@ -81,3 +81,41 @@ func BenchmarkFlatWriteFolded(b *testing.B) {
 		t.WriteFolded(io.Discard)
 	}
 }
+
+// BenchmarkLayout builds the whole profile's layout, its text order
+// included (once per profile and annotation choice, then cached).
+func BenchmarkLayout(b *testing.B) {
+	p, _ := loadBench(b)
+	b.ResetTimer()
+	for b.Loop() {
+		flame.NewLayout(p.Dict, flame.Annotate{})
+	}
+}
+
+// BenchmarkLines builds the whole profile's folded lines from a cached
+// layout, as the server does for the CLI's folded answer.
+func BenchmarkLines(b *testing.B) {
+	p, samples := loadBench(b)
+	sel := fleetscope.Selection{Range: fleetscope.All}
+	var c flame.Counts
+	c.Add(p.Dict, &sel, samples, false)
+	l := flame.NewLayout(p.Dict, flame.Annotate{})
+	b.ResetTimer()
+	for b.Loop() {
+		l.Lines(&c)
+	}
+}
+
+// BenchmarkLinesWriteFolded writes the whole profile's lines as text (what
+// the CLI does with the server's lines).
+func BenchmarkLinesWriteFolded(b *testing.B) {
+	p, samples := loadBench(b)
+	sel := fleetscope.Selection{Range: fleetscope.All}
+	var c flame.Counts
+	c.Add(p.Dict, &sel, samples, false)
+	ls := flame.NewLayout(p.Dict, flame.Annotate{}).Lines(&c)
+	b.ResetTimer()
+	for b.Loop() {
+		ls.WriteFolded(io.Discard)
+	}
+}

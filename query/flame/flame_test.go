@@ -137,6 +137,8 @@ func TestFlatWriteFolded(t *testing.T) {
 	add(4, "a", "b1")
 	add(4, "a", "b<", "q")
 	add(4, "a", "b\x7f")
+	add(2, "", "e") // empty names still take their ';'
+	add(1, "", "", "e")
 	add(6, "x", "k:sys")
 	add(7, "x", "sys")
 	add(1, "a")
@@ -200,6 +202,9 @@ func TestLayoutFewStacks(t *testing.T) {
 			if got := folded(l.Flat(c)); got != want.String() {
 				t.Fatalf("%d stacks: the tree's folded lines\n%s\nwant\n%s", k, got, want.String())
 			}
+			if got := writeLines(t, l.Lines(c)); got != want.String() {
+				t.Fatalf("%d stacks: Lines wrote\n%s\nwant\n%s", k, got, want.String())
+			}
 		}
 		df := l.FlatDiff(a, b)
 		sideA := folded(&flame.Flat{Names: df.Names, Name: df.Name, Value: df.A, Depth: df.Depth})
@@ -227,7 +232,24 @@ func check(t *testing.T, d *fleetscope.Dict, counts *flame.Counts) {
 		if got.String() != want.String() {
 			t.Fatalf("annotate %+v: the tree's folded lines\n%s\nwant\n%s", ann, got.String(), want.String())
 		}
+		if lines := writeLines(t, flame.NewLayout(d, ann).Lines(counts)); lines != want.String() {
+			t.Fatalf("annotate %+v: Lines wrote\n%s\nwant\n%s", ann, lines, want.String())
+		}
 	}
+}
+
+// writeLines writes lines as text, checking that FoldedSize counts its
+// bytes.
+func writeLines(t *testing.T, ls *flame.Lines) string {
+	t.Helper()
+	var b strings.Builder
+	if err := ls.WriteFolded(&b); err != nil {
+		t.Fatal(err)
+	}
+	if n := ls.FoldedSize(); n != b.Len() {
+		t.Fatalf("FoldedSize %d, WriteFolded wrote %d bytes", n, b.Len())
+	}
+	return b.String()
 }
 
 // failingWriter takes n writes, then fails every write after.

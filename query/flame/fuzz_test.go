@@ -118,3 +118,54 @@ func foldedByText(f *flame.Flat) string {
 	}
 	return b.String()
 }
+
+// FuzzLinesWriteFolded: any lines, as a server might send them, are
+// written without a panic; lines Check refuses are an error with nothing
+// written, and lines it accepts are written as each line's frames joined
+// by ';' and its value. Each 3 bytes are a line (frames kept from the line
+// before, frames added, value), followed by the added frames' names (some
+// beyond the names).
+func FuzzLinesWriteFolded(f *testing.F) {
+	f.Add([]byte{0, 2, 5, 0, 1, 1, 1, 3, 2, 0, 2, 1, 1, 1, 9, 0, 3, 7, 9, 12})
+	f.Add([]byte{0, 1, 1, 9, 0, 3, 2, 1})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		ls := &flame.Lines{Names: fuzzNames}
+		for len(data) >= 3 {
+			keep, add, v := data[0]%8, int(data[1]%4), data[2]
+			data = data[3:]
+			ls.Shared, ls.Added, ls.Value = append(ls.Shared, uint32(keep)), append(ls.Added, uint32(add)), append(ls.Value, uint64(v))
+			for ; add > 0 && len(data) > 0; add-- {
+				ls.Frame = append(ls.Frame, uint32(data[0])%uint32(len(fuzzNames)+1))
+				data = data[1:]
+			}
+		}
+		var got bytes.Buffer
+		err := ls.WriteFolded(&got)
+		if ls.Check() != nil {
+			if err == nil || got.Len() > 0 {
+				t.Fatalf("lines Check refuses: error %v, wrote %q", err, got.String())
+			}
+			return
+		}
+		if err != nil {
+			t.Fatalf("WriteFolded: %v", err)
+		}
+		var want strings.Builder
+		var stack []string
+		frames := ls.Frame
+		for i, v := range ls.Value {
+			stack = stack[:ls.Shared[i]]
+			for _, f := range frames[:ls.Added[i]] {
+				stack = append(stack, ls.Names[f])
+			}
+			frames = frames[ls.Added[i]:]
+			want.WriteString(strings.Join(stack, ";") + " " + strconv.FormatUint(v, 10) + "\n")
+		}
+		if got.String() != want.String() {
+			t.Fatalf("lines %+v\nwrote\n%q\nwant\n%q", ls, got.String(), want.String())
+		}
+		if n := ls.FoldedSize(); n != got.Len() {
+			t.Fatalf("FoldedSize %d, wrote %d bytes", n, got.Len())
+		}
+	})
+}
