@@ -104,12 +104,14 @@ func (protoCodec) Unmarshal(b []byte, m any) error {
 }
 
 // fastFlame reports whether a flame graph answer takes the fast path: it
-// has a tree, its names are valid UTF-8 (proto.Marshal refuses others: let
-// it say so), and the tree holds no fields unknown here (a message read
-// from elsewhere: proto.Marshal keeps them).
+// has a tree or lines, their names are valid UTF-8 (proto.Marshal refuses
+// others: let it say so), and they hold no fields unknown here (a message
+// read from elsewhere: proto.Marshal keeps them).
 func fastFlame(m *fsv1.GetFlameGraphResponse) bool {
-	t := m.GetTree()
-	return t != nil && validNames(t.GetNames()) && len(t.ProtoReflect().GetUnknown()) == 0
+	t, ls := m.GetTree(), m.GetLines()
+	return (t != nil || ls != nil) &&
+		(t == nil || validNames(t.GetNames()) && len(t.ProtoReflect().GetUnknown()) == 0) &&
+		(ls == nil || validNames(ls.GetNames()) && len(ls.ProtoReflect().GetUnknown()) == 0)
 }
 
 // Field numbers of the messages written and read by hand (query.proto,
@@ -117,25 +119,35 @@ func fastFlame(m *fsv1.GetFlameGraphResponse) bool {
 const (
 	flameTree   protowire.Number = 4 // GetFlameGraphResponse.tree
 	flameExport protowire.Number = 5 // GetFlameGraphResponse.export
+	flameLines  protowire.Number = 6 // GetFlameGraphResponse.lines
 	wrappedBody protowire.Number = 1 // flame_graph of the shared and fleet answers
 	diffTree    protowire.Number = 5 // GetDiffFlameGraphResponse.tree
 	diffExport  protowire.Number = 6 // GetDiffFlameGraphResponse.export
 )
 
 // appendFlameProto writes a flame graph answer as proto.Marshal does:
-// fields 1-3 by proto.Marshal, then the tree by hand, then the export.
+// fields 1-3 by proto.Marshal, then the tree by hand, the export, and the
+// lines by hand.
 func appendFlameProto(dst []byte, m *fsv1.GetFlameGraphResponse) ([]byte, error) {
-	t, export := m.Tree, m.Export
-	m.Tree, m.Export = nil, nil
-	defer func() { m.Tree, m.Export = t, export }()
+	t, export, ls := m.Tree, m.Export, m.Lines
+	m.Tree, m.Export, m.Lines = nil, nil, nil
+	defer func() { m.Tree, m.Export, m.Lines = t, export, ls }()
 	dst, err := proto.MarshalOptions{}.MarshalAppend(dst, m)
 	if err != nil {
 		return nil, err
 	}
-	dst = appendTree(dst, flameTree, t.Names, func(b []byte) []byte {
-		return appendPacked(appendPacked(appendPacked(b, 2, t.Name), 3, t.Value), 4, t.Depth)
-	})
-	return appendBytesField(dst, flameExport, export), nil
+	if t != nil {
+		dst = appendTree(dst, flameTree, t.Names, func(b []byte) []byte {
+			return appendPacked(appendPacked(appendPacked(b, 2, t.Name), 3, t.Value), 4, t.Depth)
+		})
+	}
+	dst = appendBytesField(dst, flameExport, export)
+	if ls != nil {
+		dst = appendTree(dst, flameLines, ls.Names, func(b []byte) []byte {
+			return appendPacked(appendPacked(appendPacked(appendPacked(b, 2, ls.Shared), 3, ls.Added), 4, ls.Frame), 5, ls.Value)
+		})
+	}
+	return dst, nil
 }
 
 // appendWrapped writes m, whose field 1 is the flame graph *g, as
@@ -213,8 +225,8 @@ func appendPacked[T uint32 | uint64](b []byte, f protowire.Number, v []T) []byte
 	return closeField(b[:n], at, f)
 }
 
-// appendTree writes a tree message as field f: its names (field 1, one
-// field each), then the packed columns cols appends.
+// appendTree writes a tree (or lines) message as field f: its names
+// (field 1, one field each), then the packed columns cols appends.
 func appendTree(b []byte, f protowire.Number, names []string, cols func([]byte) []byte) []byte {
 	at := openField(&b)
 	for _, s := range names {
@@ -232,17 +244,24 @@ func appendBytesField(b []byte, field protowire.Number, v []byte) []byte {
 	return protowire.AppendBytes(b, v)
 }
 
-// readFlame reads a flame graph answer: its tree by hand, each other field
-// by proto.Unmarshal (merged, as protobuf reads fields one after another).
+// readFlame reads a flame graph answer: its tree and lines by hand, each
+// other field by proto.Unmarshal (merged, as protobuf reads fields one
+// after another).
 func readFlame(b []byte, m *fsv1.GetFlameGraphResponse) error {
 	return eachField(b, m, func(num protowire.Number, v []byte) (bool, error) {
-		if num != flameTree {
-			return false, nil
+		switch num {
+		case flameTree:
+			if m.Tree == nil {
+				m.Tree = new(fsv1.FlameTree)
+			}
+			return true, readTree(v, m.Tree)
+		case flameLines:
+			if m.Lines == nil {
+				m.Lines = new(fsv1.FoldedLines)
+			}
+			return true, readLines(v, m.Lines)
 		}
-		if m.Tree == nil {
-			m.Tree = new(fsv1.FlameTree)
-		}
-		return true, readTree(v, m.Tree)
+		return false, nil
 	})
 }
 
@@ -296,7 +315,7 @@ func eachField(b []byte, m proto.Message, own func(protowire.Number, []byte) (bo
 // by proto.Unmarshal otherwise.
 func readTree(b []byte, t *fsv1.FlameTree) error {
 	var fresh fsv1.FlameTree
-	if !readTreeFast(b, &fresh) {
+	if !readTable(b, &fresh.Names, col32{&fresh.Name}, col64{&fresh.Value}, col32{&fresh.Depth}) {
 		return proto.UnmarshalOptions{Merge: true}.Unmarshal(b, t)
 	}
 	if t.Names == nil && t.Name == nil && t.Value == nil && t.Depth == nil {
@@ -310,16 +329,58 @@ func readTree(b []byte, t *fsv1.FlameTree) error {
 	return nil
 }
 
-// readTreeFast reads a tree in two passes: the first counts the names, their
-// bytes and each column's numbers (one per byte below 0x80), the second
-// fills slices made to size, the names slices of one string. It reports
-// false for anything it does not expect, before t is changed.
-func readTreeFast(b []byte, t *fsv1.FlameTree) bool {
-	var names, nameBytes int
-	var counts [5]int // by field number: 2 name, 3 value, 4 depth
+// readLines reads a FoldedLines message into ls, as readTree reads a tree.
+func readLines(b []byte, ls *fsv1.FoldedLines) error {
+	var fresh fsv1.FoldedLines
+	if !readTable(b, &fresh.Names, col32{&fresh.Shared}, col32{&fresh.Added}, col32{&fresh.Frame}, col64{&fresh.Value}) {
+		return proto.UnmarshalOptions{Merge: true}.Unmarshal(b, ls)
+	}
+	if ls.Names == nil && ls.Shared == nil && ls.Added == nil && ls.Frame == nil && ls.Value == nil {
+		ls.Names, ls.Shared, ls.Added, ls.Frame, ls.Value = fresh.Names, fresh.Shared, fresh.Added, fresh.Frame, fresh.Value
+		return nil
+	}
+	ls.Names = append(ls.Names, fresh.Names...)
+	ls.Shared = append(ls.Shared, fresh.Shared...)
+	ls.Added = append(ls.Added, fresh.Added...)
+	ls.Frame = append(ls.Frame, fresh.Frame...)
+	ls.Value = append(ls.Value, fresh.Value...)
+	return nil
+}
+
+// column is a packed field of numbers readTable fills: sized once, then
+// read a run of varints at a time.
+type column interface {
+	grow(n int)
+	read(v []byte) bool
+}
+
+type col32 struct{ p *[]uint32 }
+type col64 struct{ p *[]uint64 }
+
+func (c col32) grow(n int) { *c.p = make([]uint32, 0, n) }
+func (c col64) grow(n int) { *c.p = make([]uint64, 0, n) }
+func (c col32) read(v []byte) (ok bool) {
+	*c.p, ok = readVarints(v, *c.p)
+	return ok
+}
+func (c col64) read(v []byte) (ok bool) {
+	*c.p, ok = readVarints(v, *c.p)
+	return ok
+}
+
+// readTable reads a message of names (field 1, strings) and columns of
+// numbers (fields 2, 3, ...: cols in order) in two passes: the first
+// counts the names, their bytes and each column's numbers (one per byte
+// below 0x80), the second fills slices made to size, the names slices of
+// one string. Columns left empty stay nil, as proto.Unmarshal leaves them.
+// It reports false for anything it does not expect: its caller then
+// leaves the message to proto.Unmarshal.
+func readTable(b []byte, names *[]string, cols ...column) bool {
+	var nNames, nameBytes int
+	counts := make([]int, len(cols))
 	for p := b; len(p) > 0; {
 		num, typ, n := protowire.ConsumeTag(p)
-		if n < 0 || num < 1 || num > 4 {
+		if n < 0 || num < 1 || int(num) > len(cols)+1 {
 			return false
 		}
 		p = p[n:]
@@ -334,33 +395,34 @@ func readTreeFast(b []byte, t *fsv1.FlameTree) bool {
 				if !utf8.Valid(v) {
 					return false
 				}
-				names++
+				nNames++
 				nameBytes += len(v)
 				continue
 			}
 			if len(v) > 0 && v[len(v)-1] >= 0x80 { // ends inside a varint
 				return false
 			}
-			counts[num] += countVarints(v)
+			counts[num-2] += countVarints(v)
 		case typ == protowire.VarintType && num != 1:
 			_, n := protowire.ConsumeVarint(p)
 			if n < 0 {
 				return false
 			}
 			p = p[n:]
-			counts[num]++
+			counts[num-2]++
 		default:
 			return false
 		}
 	}
 	var sb strings.Builder
 	sb.Grow(nameBytes)
-	ends := make([]int, 0, names)
-	name := make([]uint32, 0, counts[2])
-	value := make([]uint64, 0, counts[3])
-	depth := make([]uint32, 0, counts[4])
-	ok := true
-	for p := b; len(p) > 0 && ok; {
+	ends := make([]int, 0, nNames)
+	for i, c := range cols {
+		if counts[i] > 0 {
+			c.grow(counts[i])
+		}
+	}
+	for p := b; len(p) > 0; {
 		num, typ, n := protowire.ConsumeTag(p)
 		p = p[n:]
 		var v []byte
@@ -371,38 +433,21 @@ func readTreeFast(b []byte, t *fsv1.FlameTree) bool {
 			v, n = protowire.ConsumeBytes(p)
 		}
 		p = p[n:]
-		switch num {
-		case 1:
+		if num == 1 {
 			sb.Write(v)
 			ends = append(ends, sb.Len())
-		case 2:
-			name, ok = readVarints(v, name)
-		case 3:
-			value, ok = readVarints(v, value)
-		case 4:
-			depth, ok = readVarints(v, depth)
+		} else if !cols[num-2].read(v) {
+			return false
 		}
 	}
-	if !ok {
-		return false
-	}
-	all := sb.String()
-	if names > 0 {
-		t.Names = make([]string, names)
+	if nNames > 0 {
+		all := sb.String()
+		*names = make([]string, nNames)
 		start := 0
 		for i, end := range ends {
-			t.Names[i] = all[start:end]
+			(*names)[i] = all[start:end]
 			start = end
 		}
-	}
-	if len(name) > 0 {
-		t.Name = name
-	}
-	if len(value) > 0 {
-		t.Value = value
-	}
-	if len(depth) > 0 {
-		t.Depth = depth
 	}
 	return true
 }

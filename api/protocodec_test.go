@@ -28,11 +28,30 @@ func bigTree(seed uint64) *fsv1.FlameTree {
 	return t
 }
 
+// bigLines is a whole-profile-sized set of folded lines (the benchmark
+// profile's: 19,086 lines adding 141k frames, 4,909 names).
+func bigLines(seed uint64) *fsv1.FoldedLines {
+	rng := rand.New(rand.NewPCG(seed, 9))
+	const n = 19_100
+	ls := &fsv1.FoldedLines{Shared: make([]uint32, n), Added: make([]uint32, n), Value: make([]uint64, n)}
+	for i := range 4_900 {
+		ls.Names = append(ls.Names, strings.Repeat("y", rng.IntN(60))+"fn"+string(rune('a'+i%26)))
+	}
+	for i := range n {
+		ls.Shared[i], ls.Added[i], ls.Value[i] = uint32(rng.IntN(60)), uint32(1+rng.IntN(14)), uint64(rng.IntN(1000)+1)
+		for range ls.Added[i] {
+			ls.Frame = append(ls.Frame, uint32(rng.IntN(4_900)))
+		}
+	}
+	return ls
+}
+
 // protoCases are the flame graph answers (and one other message) both
 // tests write and read.
 func protoCases() []proto.Message {
 	names := []string{"all", `a"b\c`, "tab\there\x01", "ünïcødé 火焰", "", strings.Repeat("long", 100)}
 	tree := &fsv1.FlameTree{Names: names, Name: []uint32{0, 1, 2, 3, 4, 5}, Value: []uint64{1 << 60, math.MaxUint64, 3, 2, 1, 0}, Depth: []uint32{0, 1, 2, 2, 1, math.MaxUint32}}
+	lines := &fsv1.FoldedLines{Names: names, Shared: []uint32{0, 1, math.MaxUint32}, Added: []uint32{2, 0, 1}, Frame: []uint32{5, 4, 3}, Value: []uint64{math.MaxUint64, 0, 1 << 40}}
 	diff := &fsv1.DiffTree{Names: names, Name: tree.Name, ValueA: tree.Value, ValueB: []uint64{9, 8, 7, 6, 5, 4}, Depth: tree.Depth}
 	return []proto.Message{
 		&fsv1.GetFlameGraphResponse{Event: "cpu-clock", Total: 1 << 60, Tree: tree},
@@ -50,6 +69,11 @@ func protoCases() []proto.Message {
 		&fsv1.GetDiffFlameGraphResponse{TotalA: 3, TotalB: 4, Normalized: true, Tree: diff, Export: []byte("x"),
 			ChangesBySelf: []*fsv1.FunctionChange{{Name: "f", SelfA: 1}}, ChangesByTotal: []*fsv1.FunctionChange{{Name: "g", TotalB: 2}}},
 		&fsv1.GetHeatmapResponse{Event: "x", Total: 3},
+		&fsv1.GetFlameGraphResponse{Event: "e", Total: 7, Lines: lines},
+		&fsv1.GetFlameGraphResponse{Lines: &fsv1.FoldedLines{}},                    // empty lines
+		&fsv1.GetFlameGraphResponse{Tree: tree, Export: []byte("x"), Lines: lines}, // all three
+		&fsv1.GetFlameGraphResponse{Event: "big", Lines: bigLines(3)},
+		&fsv1.GetFleetFlameGraphResponse{FlameGraph: &fsv1.GetFlameGraphResponse{Total: 7, Lines: lines}},
 	}
 }
 
@@ -122,6 +146,8 @@ func TestProtoCodecReads(t *testing.T) {
 		"overlong varint": packed(nil, 3, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01),
 		"names as varint": varint(nil, 1, 3),
 		"cut in a field":  str(nil, 1, "all")[:3],
+		"fifth column":    packed(treeA, 5, 1, 2), // lines' values, unknown to a tree
+		"sixth column":    packed(nil, 6, 1),
 	}
 	for what, tree := range trees {
 		for _, msg := range []struct {
@@ -134,6 +160,9 @@ func TestProtoCodecReads(t *testing.T) {
 			{"flame with other fields", str(varint(append(str(nil, 1, "cpu"), wrap(4, tree)...), 2, 9), 3, "f 1\n"), func() proto.Message { return new(fsv1.GetFlameGraphResponse) }},
 			{"fleet", append(wrap(1, wrap(4, tree)), wrap(2, str(nil, 1, "cpu"))...), func() proto.Message { return new(fsv1.GetFleetFlameGraphResponse) }},
 			{"shared", wrap(1, wrap(4, tree)), func() proto.Message { return new(fsv1.GetSharedFlameGraphResponse) }},
+			{"lines", wrap(6, tree), func() proto.Message { return new(fsv1.GetFlameGraphResponse) }},
+			{"lines, twice, and a tree", append(append(wrap(6, tree), wrap(4, tree)...), wrap(6, treeA)...), func() proto.Message { return new(fsv1.GetFlameGraphResponse) }},
+			{"fleet lines", wrap(1, wrap(6, tree)), func() proto.Message { return new(fsv1.GetFleetFlameGraphResponse) }},
 		} {
 			want, got := msg.m(), msg.m()
 			werr := proto.Unmarshal(msg.b, want)
@@ -166,6 +195,26 @@ func BenchmarkProtoFlame(b *testing.B) {
 			buf, _ = proto.MarshalOptions{}.MarshalAppend(buf[:0], m)
 		}
 	})
+	b.Run("read", func(b *testing.B) {
+		for b.Loop() {
+			if err := (protoCodec{}).Unmarshal(wire, new(fsv1.GetFlameGraphResponse)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("read/protobuf-go", func(b *testing.B) {
+		for b.Loop() {
+			if err := proto.Unmarshal(wire, new(fsv1.GetFlameGraphResponse)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// BenchmarkProtoLines reads a whole-profile-sized answer of folded lines
+// (what the CLI reads for folded output), with this codec and protobuf-go's.
+func BenchmarkProtoLines(b *testing.B) {
+	wire, _ := proto.Marshal(&fsv1.GetFlameGraphResponse{Event: "cpu-clock", Total: 1e9, Lines: bigLines(1)})
 	b.Run("read", func(b *testing.B) {
 		for b.Loop() {
 			if err := (protoCodec{}).Unmarshal(wire, new(fsv1.GetFlameGraphResponse)); err != nil {

@@ -195,9 +195,12 @@ var exportFormats = map[fsv1.FlameGraphFormat]string{
 }
 
 // renderFlame renders a flame graph in the format asked (folded, tree, or
-// both when unspecified; an export format's file); where names the
-// selection in exports.
+// both when unspecified; folded lines; an export format's file); where
+// names the selection in exports.
 func renderFlame(g *query.FlameGraph, format fsv1.FlameGraphFormat, where string, byPeriod bool) (*fsv1.GetFlameGraphResponse, error) {
+	if _, ok := fsv1.FlameGraphFormat_name[int32(format)]; !ok {
+		return nil, fleetscope.Errorf(fleetscope.EINVALID, "unknown flame graph format %d", format)
+	}
 	out := &fsv1.GetFlameGraphResponse{Event: g.Event, Total: g.Total}
 	if name, ok := exportFormats[format]; ok {
 		var b bytes.Buffer
@@ -207,16 +210,22 @@ func renderFlame(g *query.FlameGraph, format fsv1.FlameGraphFormat, where string
 		out.Export = b.Bytes()
 		return out, nil
 	}
-	f := g.Flat()
-	if format == fsv1.FlameGraphFormat_FLAME_GRAPH_FORMAT_UNSPECIFIED || format == fsv1.FlameGraphFormat_FLAME_GRAPH_FORMAT_FOLDED {
+	all := format == fsv1.FlameGraphFormat_FLAME_GRAPH_FORMAT_UNSPECIFIED
+	if all || format == fsv1.FlameGraphFormat_FLAME_GRAPH_FORMAT_FOLDED || format == fsv1.FlameGraphFormat_FLAME_GRAPH_FORMAT_FOLDED_LINES {
+		ls := g.Lines()
+		if format == fsv1.FlameGraphFormat_FLAME_GRAPH_FORMAT_FOLDED_LINES {
+			out.Lines = &fsv1.FoldedLines{Names: ls.Names, Shared: ls.Shared, Added: ls.Added, Frame: ls.Frame, Value: ls.Value}
+			return out, nil
+		}
 		var b strings.Builder
-		b.Grow(f.FoldedSize()) // once: grown by doubling, 15 MB was copied over and over
-		if err := f.WriteFolded(&b); err != nil {
+		b.Grow(ls.FoldedSize()) // once: grown by doubling, 15 MB was copied over and over
+		if err := ls.WriteFolded(&b); err != nil {
 			return nil, err
 		}
 		out.Folded = b.String()
 	}
-	if format == fsv1.FlameGraphFormat_FLAME_GRAPH_FORMAT_UNSPECIFIED || format == fsv1.FlameGraphFormat_FLAME_GRAPH_FORMAT_TREE {
+	if all || format == fsv1.FlameGraphFormat_FLAME_GRAPH_FORMAT_TREE {
+		f := g.Flat()
 		out.Tree = &fsv1.FlameTree{Names: f.Names, Name: f.Name, Value: f.Value, Depth: f.Depth}
 	}
 	return out, nil

@@ -132,6 +132,15 @@ func TestPermanentErrorsAreInvalidArgument(t *testing.T) {
 		t.Fatalf("JSON search after the refusals: %v %v", res.Status, err)
 	}
 	res.Body.Close()
+	// A flame graph format the server does not know.
+	up, err := ing.UploadFile(ctx, connect.NewRequest(&fsv1.UploadFileRequest{Metadata: &fsv1.UploadMetadata{App: "a"}, Data: good}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, q := s.clients()
+	if _, err := q.GetFlameGraph(ctx, connect.NewRequest(&fsv1.GetFlameGraphRequest{ProfileId: up.Msg.GetProfile().GetId(), Format: 99})); connect.CodeOf(err) != connect.CodeInvalidArgument {
+		t.Errorf("flame graph format 99: %v, want InvalidArgument", err)
+	}
 }
 
 // TestNoWorkBeforeAuthentication: a request without a valid key is

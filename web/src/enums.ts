@@ -12,6 +12,7 @@ export const FlameGraphFormat = {
   SVG: 3 as Format.SVG,
   PPROF: 4 as Format.PPROF,
   SPEEDSCOPE: 5 as Format.SPEEDSCOPE,
+  FOLDED_LINES: 6 as Format.FOLDED_LINES,
 } as const;
 export type FlameGraphFormat = Format;
 
