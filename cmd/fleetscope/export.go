@@ -11,7 +11,7 @@ var flameFormats = []string{"folded", "json", export.FormatSVG, export.FormatPpr
 // formatProto is what to ask the server for a --format.
 func formatProto(format string) fsv1.FlameGraphFormat {
 	return map[string]fsv1.FlameGraphFormat{
-		"folded":                fsv1.FlameGraphFormat_FLAME_GRAPH_FORMAT_TREE, // folded from the tree: smaller on the wire
+		"folded":                fsv1.FlameGraphFormat_FLAME_GRAPH_FORMAT_FOLDED_LINES, // the text without its repetition
 		"json":                  fsv1.FlameGraphFormat_FLAME_GRAPH_FORMAT_TREE,
 		export.FormatSVG:        fsv1.FlameGraphFormat_FLAME_GRAPH_FORMAT_SVG,
 		export.FormatPprof:      fsv1.FlameGraphFormat_FLAME_GRAPH_FORMAT_PPROF,

@@ -134,16 +134,18 @@ func writeFlame(w io.Writer, m *fsv1.GetFlameGraphResponse, format string) error
 		}
 		return flame.WriteJSON(w, flat.Tree())
 	case "folded":
-		if m.GetTree() != nil { // the folded lines from the tree: a fraction of their size on the wire
-			t := m.GetTree()
-			flat := &flame.Flat{Names: t.GetNames(), Name: t.GetName(), Value: t.GetValue(), Depth: t.GetDepth()}
-			if err := flat.Check(); err != nil {
-				return fmt.Errorf("server sent a malformed flame graph: %w", err)
-			}
-			return flat.WriteFolded(w)
+		l := m.GetLines()
+		if l == nil {
+			return errors.New("the server sent no folded lines: a server older than this command? (--format json works with it)")
 		}
-		_, err := io.WriteString(w, m.GetFolded())
-		return err
+		lines := &flame.Lines{Names: l.GetNames(), Shared: l.GetShared(), Added: l.GetAdded(), Frame: l.GetFrame(), Value: l.GetValue()}
+		if err := lines.WriteFolded(w); err != nil {
+			if errors.Is(err, flame.ErrMalformed) {
+				return fmt.Errorf("the server sent malformed folded lines: %w", err)
+			}
+			return err
+		}
+		return nil
 	}
 	_, err := w.Write(m.GetExport())
 	return err
