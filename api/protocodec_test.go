@@ -195,40 +195,33 @@ func BenchmarkProtoFlame(b *testing.B) {
 			buf, _ = proto.MarshalOptions{}.MarshalAppend(buf[:0], m)
 		}
 	})
-	b.Run("read", func(b *testing.B) {
-		for b.Loop() {
-			if err := (protoCodec{}).Unmarshal(wire, new(fsv1.GetFlameGraphResponse)); err != nil {
-				b.Fatal(err)
+	benchRead(b, wire)
+}
+
+// benchRead reads a flame graph answer, with this codec and protobuf-go's.
+func benchRead(b *testing.B, wire []byte) {
+	for _, c := range []struct {
+		name      string
+		unmarshal func([]byte, any) error
+	}{
+		{"read", protoCodec{}.Unmarshal},
+		{"read/protobuf-go", func(b []byte, m any) error { return proto.Unmarshal(b, m.(proto.Message)) }},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				if err := c.unmarshal(wire, new(fsv1.GetFlameGraphResponse)); err != nil {
+					b.Fatal(err)
+				}
 			}
-		}
-	})
-	b.Run("read/protobuf-go", func(b *testing.B) {
-		for b.Loop() {
-			if err := proto.Unmarshal(wire, new(fsv1.GetFlameGraphResponse)); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
+		})
+	}
 }
 
 // BenchmarkProtoLines reads a whole-profile-sized answer of folded lines
 // (what the CLI reads for folded output), with this codec and protobuf-go's.
 func BenchmarkProtoLines(b *testing.B) {
 	wire, _ := proto.Marshal(&fsv1.GetFlameGraphResponse{Event: "cpu-clock", Total: 1e9, Lines: bigLines(1)})
-	b.Run("read", func(b *testing.B) {
-		for b.Loop() {
-			if err := (protoCodec{}).Unmarshal(wire, new(fsv1.GetFlameGraphResponse)); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	b.Run("read/protobuf-go", func(b *testing.B) {
-		for b.Loop() {
-			if err := proto.Unmarshal(wire, new(fsv1.GetFlameGraphResponse)); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
+	benchRead(b, wire)
 }
 
 // FuzzProtoCodecRead: whatever bytes come as a flame graph answer, the

@@ -54,28 +54,31 @@ func BenchmarkFoldedFull(b *testing.B) {
 	}
 }
 
-// BenchmarkFlatCached builds the whole profile's flat tree from a cached
-// layout, as the server does for every range.
-func BenchmarkFlatCached(b *testing.B) {
+// benchLayout is the whole benchmark profile's layout and the counts of
+// all its samples.
+func benchLayout(b *testing.B) (*flame.Layout, *flame.Counts) {
 	p, samples := loadBench(b)
 	sel := fleetscope.Selection{Range: fleetscope.All}
 	var c flame.Counts
 	c.Add(p.Dict, &sel, samples, false)
-	l := flame.NewLayout(p.Dict, flame.Annotate{})
+	return flame.NewLayout(p.Dict, flame.Annotate{}), &c
+}
+
+// BenchmarkFlatCached builds the whole profile's flat tree from a cached
+// layout, as the server does for every range.
+func BenchmarkFlatCached(b *testing.B) {
+	l, c := benchLayout(b)
 	b.ResetTimer()
 	for b.Loop() {
-		l.Flat(&c)
+		l.Flat(c)
 	}
 }
 
 // BenchmarkFlatWriteFolded writes the whole profile's tree as folded
-// lines (what the CLI does with the server's tree).
+// lines (what the CLI did with the server's tree).
 func BenchmarkFlatWriteFolded(b *testing.B) {
-	p, samples := loadBench(b)
-	sel := fleetscope.Selection{Range: fleetscope.All}
-	var c flame.Counts
-	c.Add(p.Dict, &sel, samples, false)
-	t := flame.NewLayout(p.Dict, flame.Annotate{}).Flat(&c)
+	l, c := benchLayout(b)
+	t := l.Flat(c)
 	b.ResetTimer()
 	for b.Loop() {
 		t.WriteFolded(io.Discard)
@@ -95,25 +98,18 @@ func BenchmarkLayout(b *testing.B) {
 // BenchmarkLines builds the whole profile's folded lines from a cached
 // layout, as the server does for the CLI's folded answer.
 func BenchmarkLines(b *testing.B) {
-	p, samples := loadBench(b)
-	sel := fleetscope.Selection{Range: fleetscope.All}
-	var c flame.Counts
-	c.Add(p.Dict, &sel, samples, false)
-	l := flame.NewLayout(p.Dict, flame.Annotate{})
+	l, c := benchLayout(b)
 	b.ResetTimer()
 	for b.Loop() {
-		l.Lines(&c)
+		l.Lines(c)
 	}
 }
 
 // BenchmarkLinesWriteFolded writes the whole profile's lines as text (what
 // the CLI does with the server's lines).
 func BenchmarkLinesWriteFolded(b *testing.B) {
-	p, samples := loadBench(b)
-	sel := fleetscope.Selection{Range: fleetscope.All}
-	var c flame.Counts
-	c.Add(p.Dict, &sel, samples, false)
-	ls := flame.NewLayout(p.Dict, flame.Annotate{}).Lines(&c)
+	l, c := benchLayout(b)
+	ls := l.Lines(c)
 	b.ResetTimer()
 	for b.Loop() {
 		ls.WriteFolded(io.Discard)
