@@ -1,11 +1,9 @@
 package query
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -245,28 +243,29 @@ func (s *Service) side(ctx context.Context, tenant int64, d DiffSide) (*FlameGra
 	return nil, fleetscope.Errorf(fleetscope.EINVALID, "each side of a comparison is a profile or a fleet selection")
 }
 
-// FoldedGraph builds a flame graph from folded text ("frame;...;leaf
-// count" lines, as WriteFolded writes them): a flame graph another server
-// or tool answered, to compare or export here.
-func FoldedGraph(event string, folded []byte) (*FlameGraph, error) {
+// LinesGraph builds a flame graph from folded lines (flame.Lines, as the
+// server answers FLAME_GRAPH_FORMAT_FOLDED_LINES): a flame graph another
+// server answered, to compare or export here. Lines Check refuses are
+// EINVALID.
+func LinesGraph(event string, ls *flame.Lines) (*FlameGraph, error) {
+	if err := ls.Check(); err != nil {
+		return nil, fleetscope.Wrap(err, fleetscope.EINVALID, "malformed folded lines")
+	}
 	d := fleetscope.NewDict()
 	counts := &flame.Counts{}
-	var frames []fleetscope.FrameID
-	for line := range bytes.Lines(folded) {
-		line = bytes.TrimRight(line, "\n")
-		if len(line) == 0 {
-			continue
+	ids := make([]fleetscope.FrameID, len(ls.Names))
+	for i, name := range ls.Names {
+		ids[i] = d.Frame(fleetscope.Frame{Name: name})
+	}
+	var stack []fleetscope.FrameID
+	frames := ls.Frame
+	for i, v := range ls.Value {
+		stack = stack[:ls.Shared[i]]
+		for _, f := range frames[:ls.Added[i]] {
+			stack = append(stack, ids[f])
 		}
-		i := bytes.LastIndexByte(line, ' ')
-		v, err := strconv.ParseUint(string(line[i+1:]), 10, 64)
-		if i <= 0 || err != nil {
-			return nil, fleetscope.Errorf(fleetscope.EINVALID, "folded line %.80q: want \"frame;...;leaf count\"", line)
-		}
-		frames = frames[:0]
-		for _, name := range strings.Split(string(line[:i]), ";") {
-			frames = append(frames, d.Frame(fleetscope.Frame{Name: name}))
-		}
-		counts.AddStack(d.Stack(frames), v)
+		frames = frames[ls.Added[i]:]
+		counts.AddStack(d.Stack(stack), v)
 	}
 	g := &FlameGraph{Event: event, Total: counts.Total, Dict: d, Counts: counts}
 	g.layout = func() *flame.Layout { return flame.NewLayout(d, flame.Annotate{}) }

@@ -10,6 +10,7 @@ import (
 	"github.com/fleetscope/fleetscope/ingest/corpus"
 	"github.com/fleetscope/fleetscope/query"
 	"github.com/fleetscope/fleetscope/query/export"
+	"github.com/fleetscope/fleetscope/query/flame"
 )
 
 // TestDiffTreeAndChanges: the merged tree's root holds both totals, and the
@@ -129,4 +130,37 @@ func benchRanges(tb testing.TB) (p *parsed, ra fleetscope.Range, a, b query.Diff
 		return query.DiffSide{Profile: &query.FlameRequest{ProfileID: p.id, Range: &r}}
 	}
 	return p, ra, side(ra), side(rb)
+}
+
+// TestLinesGraph: a flame graph rebuilt from another's folded lines (a
+// diff side the server answered) writes the same folded text and keeps the
+// total, a range's and a whole profile's; malformed lines are EINVALID.
+func TestLinesGraph(t *testing.T) {
+	p := parseFile(t, corpus.Path(t, "corpus/perf/perf-java-stacks-01.txt"))
+	ctx := context.Background()
+	rg := fleetscope.Range{Start: 0, End: 1e9}
+	for _, r := range []query.FlameRequest{{ProfileID: p.id}, {ProfileID: p.id, Range: &rg}} {
+		g, err := p.q.FlameGraph(ctx, 0, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err := query.LinesGraph(g.Event, g.Lines())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want, got strings.Builder
+		if err := g.WriteFolded(&want); err != nil {
+			t.Fatal(err)
+		}
+		if err := back.WriteFolded(&got); err != nil {
+			t.Fatal(err)
+		}
+		if got.String() != want.String() || back.Total != g.Total || back.Event != g.Event || want.Len() == 0 {
+			t.Fatalf("range %v: rebuilt total %d, event %q, %d bytes of text; want %d, %q, %d bytes, the same", r.Range, back.Total, back.Event, got.Len(), g.Total, g.Event, want.Len())
+		}
+	}
+	bad := &flame.Lines{Names: []string{"a"}, Shared: []uint32{0}, Added: []uint32{1}, Frame: []uint32{1}, Value: []uint64{1}}
+	if _, err := query.LinesGraph("cpu", bad); fleetscope.ErrorCode(err) != fleetscope.EINVALID {
+		t.Fatalf("malformed lines: %v, want EINVALID", err)
+	}
 }

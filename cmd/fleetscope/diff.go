@@ -17,6 +17,7 @@ import (
 	fsv1 "github.com/fleetscope/fleetscope/api/gen/fleetscope/v1"
 	"github.com/fleetscope/fleetscope/query"
 	"github.com/fleetscope/fleetscope/query/export"
+	"github.com/fleetscope/fleetscope/query/flame"
 	"github.com/fleetscope/fleetscope/query/spans"
 )
 
@@ -134,7 +135,7 @@ prints the totals, the stacks and the functions that changed most (--top).
 }
 
 // diffSideGraph answers one side's flame graph: a file here, a stored
-// profile or a fleet from the server (its folded stacks).
+// profile or a fleet from the server (its folded lines).
 func diffSideGraph(c *cobra.Command, arg string, r query.FlameRequest, inputFormat string, files map[string]*localProfile) (*query.FlameGraph, error) {
 	switch {
 	case strings.HasPrefix(arg, profilePrefix):
@@ -143,7 +144,7 @@ func diffSideGraph(c *cobra.Command, arg string, r query.FlameRequest, inputForm
 			return nil, err
 		}
 		req := &fsv1.GetFlameGraphRequest{ProfileId: strings.TrimPrefix(arg, profilePrefix), Event: r.Event, IncludeIdle: r.IncludeIdle,
-			Filter: api.FilterProto(r.Filter), Format: fsv1.FlameGraphFormat_FLAME_GRAPH_FORMAT_FOLDED, Outside: r.Outside}
+			Filter: api.FilterProto(r.Filter), Format: fsv1.FlameGraphFormat_FLAME_GRAPH_FORMAT_FOLDED_LINES, Outside: r.Outside}
 		if r.Range != nil {
 			req.StartNanos, req.EndNanos = &r.Range.Start, &r.Range.End
 		}
@@ -151,7 +152,7 @@ func diffSideGraph(c *cobra.Command, arg string, r query.FlameRequest, inputForm
 		if err != nil {
 			return nil, remoteErr(err)
 		}
-		return query.FoldedGraph(res.Msg.GetEvent(), []byte(res.Msg.GetFolded()))
+		return linesGraph(res.Msg)
 	case strings.HasPrefix(arg, fleetPrefix):
 		if r.Range != nil {
 			return nil, usageError{fmt.Errorf("a fleet side takes from= and to= (wall clock), not --a-start/--b-start")}
@@ -165,12 +166,11 @@ func diffSideGraph(c *cobra.Command, arg string, r query.FlameRequest, inputForm
 			return nil, err
 		}
 		res, err := cl.fleet.GetFleetFlameGraph(c.Context(), connect.NewRequest(&fsv1.GetFleetFlameGraphRequest{Selection: sel,
-			Format: fsv1.FlameGraphFormat_FLAME_GRAPH_FORMAT_FOLDED}))
+			Format: fsv1.FlameGraphFormat_FLAME_GRAPH_FORMAT_FOLDED_LINES}))
 		if err != nil {
 			return nil, remoteErr(err)
 		}
-		g := res.Msg.GetFlameGraph()
-		return query.FoldedGraph(g.GetEvent(), []byte(g.GetFolded()))
+		return linesGraph(res.Msg.GetFlameGraph())
 	}
 	l, ok := files[arg]
 	if !ok {
@@ -182,6 +182,15 @@ func diffSideGraph(c *cobra.Command, arg string, r query.FlameRequest, inputForm
 	}
 	r.ProfileID = l.id
 	return l.q.FlameGraph(c.Context(), 0, r)
+}
+
+// linesGraph is the flame graph of the server's folded lines.
+func linesGraph(m *fsv1.GetFlameGraphResponse) (*query.FlameGraph, error) {
+	l := m.GetLines()
+	if l == nil {
+		return nil, errNoLines
+	}
+	return query.LinesGraph(m.GetEvent(), &flame.Lines{Names: l.GetNames(), Shared: l.GetShared(), Added: l.GetAdded(), Frame: l.GetFrame(), Value: l.GetValue()})
 }
 
 // parseFleetSide reads "app=A,host=H,label=k=v,from=T,to=T".

@@ -136,7 +136,7 @@ func writeFlame(w io.Writer, m *fsv1.GetFlameGraphResponse, format string) error
 	case "folded":
 		l := m.GetLines()
 		if l == nil {
-			return errors.New("the server sent no folded lines: a server older than this command? (--format json works with it)")
+			return errNoLines
 		}
 		lines := &flame.Lines{Names: l.GetNames(), Shared: l.GetShared(), Added: l.GetAdded(), Frame: l.GetFrame(), Value: l.GetValue()}
 		if err := lines.WriteFolded(w); err != nil {
@@ -150,6 +150,9 @@ func writeFlame(w io.Writer, m *fsv1.GetFlameGraphResponse, format string) error
 	_, err := w.Write(m.GetExport())
 	return err
 }
+
+// errNoLines is the error of a folded answer without folded lines.
+var errNoLines = errors.New("the server sent no folded lines: a server older than this command? (--format json works with it)")
 
 // parseRange reads --start and --end (exact decimal seconds); nil when
 // neither is given.
