@@ -7,6 +7,7 @@ import (
 
 	"github.com/fleetscope/fleetscope"
 	fsv1 "github.com/fleetscope/fleetscope/api/gen/fleetscope/v1"
+	"github.com/fleetscope/fleetscope/query/flame"
 	"github.com/fleetscope/fleetscope/query/heatmap"
 )
 
@@ -41,4 +42,14 @@ func heatmapProto(h *heatmap.Heatmap) *fsv1.GetHeatmapResponse {
 		out.Columns[i] = &fsv1.Column{Counts: col}
 	}
 	return out
+}
+
+// LinesProto and Lines convert folded lines to and from the wire (the
+// columns are shared, not copied).
+func LinesProto(ls *flame.Lines) *fsv1.FoldedLines {
+	return &fsv1.FoldedLines{Names: ls.Names, Shared: ls.Shared, Added: ls.Added, Frame: ls.Frame, Value: ls.Value}
+}
+
+func Lines(l *fsv1.FoldedLines) *flame.Lines {
+	return &flame.Lines{Names: l.GetNames(), Shared: l.GetShared(), Added: l.GetAdded(), Frame: l.GetFrame(), Value: l.GetValue()}
 }

@@ -118,7 +118,6 @@ func (h *queryHandler) GetHeatmapSeries(ctx context.Context, req *connect.Reques
 	return connect.NewResponse(out), nil
 }
 
-// filterOf reads a SampleFilter (nil: keep every sample).
 // FilterProto is a sample filter on the wire (nil for none).
 func FilterProto(f fleetscope.Filter) *fsv1.SampleFilter {
 	if f.IsZero() {
@@ -128,6 +127,7 @@ func FilterProto(f fleetscope.Filter) *fsv1.SampleFilter {
 		InSpans: f.InSpans, SpanEntry: f.SpanEntry, SpanReturn: f.SpanReturn}
 }
 
+// filterOf reads a SampleFilter (nil: keep every sample).
 func filterOf(m *fsv1.SampleFilter) fleetscope.Filter {
 	return fleetscope.Filter{Function: m.GetFunction(), ExcludeFunction: m.GetExcludeFunction(),
 		PIDs: m.GetPids(), TIDs: m.GetTids(), CPUs: m.GetCpus(),
@@ -214,7 +214,7 @@ func renderFlame(g *query.FlameGraph, format fsv1.FlameGraphFormat, where string
 	if all || format == fsv1.FlameGraphFormat_FLAME_GRAPH_FORMAT_FOLDED || format == fsv1.FlameGraphFormat_FLAME_GRAPH_FORMAT_FOLDED_LINES {
 		ls := g.Lines()
 		if format == fsv1.FlameGraphFormat_FLAME_GRAPH_FORMAT_FOLDED_LINES {
-			out.Lines = &fsv1.FoldedLines{Names: ls.Names, Shared: ls.Shared, Added: ls.Added, Frame: ls.Frame, Value: ls.Value}
+			out.Lines = LinesProto(ls)
 			return out, nil
 		}
 		var b strings.Builder

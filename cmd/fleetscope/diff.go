@@ -17,7 +17,6 @@ import (
 	fsv1 "github.com/fleetscope/fleetscope/api/gen/fleetscope/v1"
 	"github.com/fleetscope/fleetscope/query"
 	"github.com/fleetscope/fleetscope/query/export"
-	"github.com/fleetscope/fleetscope/query/flame"
 	"github.com/fleetscope/fleetscope/query/spans"
 )
 
@@ -190,7 +189,7 @@ func linesGraph(m *fsv1.GetFlameGraphResponse) (*query.FlameGraph, error) {
 	if l == nil {
 		return nil, errNoLines
 	}
-	return query.LinesGraph(m.GetEvent(), &flame.Lines{Names: l.GetNames(), Shared: l.GetShared(), Added: l.GetAdded(), Frame: l.GetFrame(), Value: l.GetValue()})
+	return query.LinesGraph(m.GetEvent(), api.Lines(l))
 }
 
 // parseFleetSide reads "app=A,host=H,label=k=v,from=T,to=T".

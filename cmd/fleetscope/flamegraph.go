@@ -138,8 +138,7 @@ func writeFlame(w io.Writer, m *fsv1.GetFlameGraphResponse, format string) error
 		if l == nil {
 			return errNoLines
 		}
-		lines := &flame.Lines{Names: l.GetNames(), Shared: l.GetShared(), Added: l.GetAdded(), Frame: l.GetFrame(), Value: l.GetValue()}
-		if err := lines.WriteFolded(w); err != nil {
+		if err := api.Lines(l).WriteFolded(w); err != nil {
 			if errors.Is(err, flame.ErrMalformed) {
 				return fmt.Errorf("the server sent malformed folded lines: %w", err)
 			}
