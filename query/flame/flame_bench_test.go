@@ -74,17 +74,6 @@ func BenchmarkFlatCached(b *testing.B) {
 	}
 }
 
-// BenchmarkFlatWriteFolded writes the whole profile's tree as folded
-// lines (what the CLI did with the server's tree).
-func BenchmarkFlatWriteFolded(b *testing.B) {
-	l, c := benchLayout(b)
-	t := l.Flat(c)
-	b.ResetTimer()
-	for b.Loop() {
-		t.WriteFolded(io.Discard)
-	}
-}
-
 // BenchmarkLayout builds the whole profile's layout, its text order
 // included (once per profile and annotation choice, then cached).
 func BenchmarkLayout(b *testing.B) {

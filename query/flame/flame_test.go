@@ -2,9 +2,11 @@ package flame_test
 
 import (
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -43,18 +45,15 @@ func TestTreeAgreesWithFolded(t *testing.T) {
 				sel := fleetscope.Selection{Event: fleetscope.EventID(e), IncludeIdle: true, Range: fleetscope.All}
 				c.Add(p.Dict, &sel, samples, true)
 			}
-			var wantText, gotText strings.Builder
+			var wantText strings.Builder
 			if err := flame.WriteFolded(&wantText, p.Dict, &c, ann); err != nil {
 				t.Fatal(err)
 			}
-			if err := flame.FlatTree(p.Dict, &c, ann).WriteFolded(&gotText); err != nil {
-				t.Fatal(err)
-			}
-			if gotText.String() != wantText.String() {
+			if foldedByText(flame.FlatTree(p.Dict, &c, ann)) != wantText.String() {
 				t.Fatalf("%s %+v: the tree's folded lines differ from the counts'", path, ann)
 			}
-			if n := flame.FlatTree(p.Dict, &c, ann).FoldedSize(); n != gotText.Len() {
-				t.Fatalf("%s %+v: FoldedSize %d, WriteFolded wrote %d bytes", path, ann, n, gotText.Len())
+			if writeLines(t, flame.NewLayout(p.Dict, ann).Lines(&c)) != wantText.String() {
+				t.Fatalf("%s %+v: the lines differ from the counts' folded lines", path, ann)
 			}
 			want := flame.Folded(p.Dict, &c, ann)
 			got := map[string]uint64{}
@@ -97,10 +96,11 @@ func TestTreeAgreesWithFolded(t *testing.T) {
 	}
 }
 
-// TestFlatWriteFolded: the tree's folded lines equal the counts' folded
-// lines (sorted by stack bytewise, even around separators and control
-// characters in names), with and without annotations.
-func TestFlatWriteFolded(t *testing.T) {
+// TestFoldedOrder: the tree's folded lines and the layout's lines
+// equal the counts' folded lines (sorted by stack bytewise, even around
+// separators and control characters in names), with and without
+// annotations.
+func TestFoldedOrder(t *testing.T) {
 	d := fleetscope.NewDict()
 	counts := &flame.Counts{}
 	add := func(v uint64, names ...string) {
@@ -183,14 +183,7 @@ func TestLayoutFewStacks(t *testing.T) {
 				}
 			}
 		}
-		var b strings.Builder
-		if err := f.WriteFolded(&b); err != nil {
-			t.Fatal(err)
-		}
-		if n := f.FoldedSize(); n != b.Len() {
-			t.Fatalf("FoldedSize %d, WriteFolded wrote %d bytes", n, b.Len())
-		}
-		return b.String()
+		return foldedByText(f)
 	}
 	for _, k := range []int{1, 2, 20, 100, 3000} { // below and above the layout's stacks / 16
 		a, b := pick(k), pick(k/2+1)
@@ -218,19 +211,12 @@ func TestLayoutFewStacks(t *testing.T) {
 func check(t *testing.T, d *fleetscope.Dict, counts *flame.Counts) {
 	t.Helper()
 	for _, ann := range []flame.Annotate{{}, {Kernel: true}} {
-		var want, got strings.Builder
+		var want strings.Builder
 		if err := flame.WriteFolded(&want, d, counts, ann); err != nil {
 			t.Fatal(err)
 		}
-		tree := flame.FlatTree(d, counts, ann)
-		if err := tree.WriteFolded(&got); err != nil {
-			t.Fatal(err)
-		}
-		if n := tree.FoldedSize(); n != got.Len() && (n < got.Len() || !slices.ContainsFunc(tree.Names, func(s string) bool { return strings.Contains(s, ";") })) {
-			t.Fatalf("annotate %+v: FoldedSize %d, WriteFolded wrote %d bytes", ann, n, got.Len())
-		}
-		if got.String() != want.String() {
-			t.Fatalf("annotate %+v: the tree's folded lines\n%s\nwant\n%s", ann, got.String(), want.String())
+		if got := foldedByText(flame.FlatTree(d, counts, ann)); got != want.String() {
+			t.Fatalf("annotate %+v: the tree's folded lines\n%s\nwant\n%s", ann, got, want.String())
 		}
 		if lines := writeLines(t, flame.NewLayout(d, ann).Lines(counts)); lines != want.String() {
 			t.Fatalf("annotate %+v: Lines wrote\n%s\nwant\n%s", ann, lines, want.String())
@@ -269,10 +255,10 @@ func (w *failingWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// TestFlatWriteFoldedWriteError: the lines go out in large writes (more
-// than one for a big tree), and a write that fails is the answer's error,
-// with no write tried after it.
-func TestFlatWriteFoldedWriteError(t *testing.T) {
+// TestLinesWriteError: the lines go out in large writes (more than one
+// for a big profile), and a write that fails is the answer's error, with
+// no write tried after it.
+func TestLinesWriteError(t *testing.T) {
 	d := fleetscope.NewDict()
 	counts := &flame.Counts{}
 	long := strings.Repeat("com.example.service.Handler$Inner.method", 4)
@@ -283,20 +269,52 @@ func TestFlatWriteFoldedWriteError(t *testing.T) {
 		}
 		counts.AddStack(d.Stack(fs), uint64(i+1))
 	}
-	tree := flame.FlatTree(d, counts, flame.Annotate{})
+	lines := flame.NewLayout(d, flame.Annotate{}).Lines(counts)
 	var all failingWriter
 	all.n = 1 << 30
-	if err := tree.WriteFolded(&all); err != nil {
+	if err := lines.WriteFolded(&all); err != nil {
 		t.Fatal(err)
 	}
 	if all.calls < 2 {
-		t.Fatalf("%d bytes in %d writes: want a tree this size to need several", all.bytes, all.calls)
+		t.Fatalf("%d bytes in %d writes: want lines this size to need several", all.bytes, all.calls)
 	}
 	w := failingWriter{n: 1}
-	if err := tree.WriteFolded(&w); err != errFull {
+	if err := lines.WriteFolded(&w); err != errFull {
 		t.Fatalf("WriteFolded = %v, want the writer's error", err)
 	}
 	if w.calls != 2 {
 		t.Fatalf("%d writes: want none after the one that failed", w.calls)
 	}
+}
+
+// foldedByText is a well-formed tree's folded lines, the slow way: each
+// node's stack text and self value, added up by text, sorted.
+func foldedByText(f *flame.Flat) string {
+	self := slices.Clone(f.Value)
+	text := make([]string, len(f.Name))
+	var path []int
+	for i := range f.Name {
+		dep := int(f.Depth[i])
+		path = append(path[:dep], i)
+		if i == 0 {
+			continue
+		}
+		p := path[dep-1]
+		self[p] -= f.Value[i]
+		text[i] = f.Names[f.Name[i]]
+		if p > 0 {
+			text[i] = text[p] + ";" + text[i]
+		}
+	}
+	sum := map[string]uint64{}
+	for i := 1; i < len(f.Name); i++ {
+		if self[i] != 0 {
+			sum[text[i]] += self[i]
+		}
+	}
+	var b strings.Builder
+	for _, k := range slices.Sorted(maps.Keys(sum)) {
+		b.WriteString(k + " " + strconv.FormatUint(sum[k], 10) + "\n")
+	}
+	return b.String()
 }

@@ -2,8 +2,6 @@ package flame_test
 
 import (
 	"bytes"
-	"maps"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -42,81 +40,6 @@ func FuzzFoldedFromStacks(f *testing.F) {
 		}
 		check(t, d, counts)
 	})
-}
-
-// FuzzFlatWriteFolded: any flat tree, as a server might send one, is
-// written without a panic; one that Check accepts is written as its
-// folded lines sorted by stack, lines of the same text added up (each
-// node's self value: its value less its children's, wrapping as uint64).
-// Each 3 bytes are a node: its name, its depth (mostly one that fits the
-// node before it) and its value.
-func FuzzFlatWriteFolded(f *testing.F) {
-	f.Add([]byte{0, 0, 9, 1, 0, 5, 3, 1, 2, 2, 0, 3, 5, 1, 1})
-	f.Add([]byte{0, 0, 9, 5, 0, 4, 1, 1, 2, 6, 0, 3, 7, 2, 1, 10, 0, 1})
-	f.Add([]byte{0, 0, 1, 1, 200, 1, 2, 0, 1})
-	f.Fuzz(func(t *testing.T, data []byte) {
-		tree := &flame.Flat{Names: append([]string{"all"}, fuzzNames...)}
-		prev := -1
-		for ; len(data) >= 3; data = data[3:] {
-			dep := 0
-			switch {
-			case data[1] >= 250: // anything
-				dep = int(data[1]) - 250
-			case prev >= 0:
-				dep = 1 + int(data[1])%(prev+1)
-			}
-			tree.Name = append(tree.Name, uint32(data[0])%uint32(len(tree.Names)))
-			tree.Depth = append(tree.Depth, uint32(dep))
-			tree.Value = append(tree.Value, uint64(data[2])<<(data[0]>>7*60))
-			prev = dep
-		}
-		if len(tree.Name) == 0 {
-			return
-		}
-		var got bytes.Buffer
-		err := tree.WriteFolded(&got)
-		if tree.Check() != nil {
-			return // malformed: an error or lines, but no panic
-		}
-		if err != nil {
-			t.Fatalf("WriteFolded: %v", err)
-		}
-		if want := foldedByText(tree); got.String() != want {
-			t.Fatalf("tree %v\nwrote\n%q\nwant\n%q", tree, got.String(), want)
-		}
-	})
-}
-
-// foldedByText is a well-formed tree's folded lines, the slow way: each
-// node's stack text and self value, added up by text, sorted.
-func foldedByText(f *flame.Flat) string {
-	self := slices.Clone(f.Value)
-	text := make([]string, len(f.Name))
-	var path []int
-	for i := range f.Name {
-		dep := int(f.Depth[i])
-		path = append(path[:dep], i)
-		if i == 0 {
-			continue
-		}
-		p := path[dep-1]
-		self[p] -= f.Value[i]
-		text[i] = f.Names[f.Name[i]]
-		if p > 0 {
-			text[i] = text[p] + ";" + text[i]
-		}
-	}
-	sum := map[string]uint64{}
-	for i := 1; i < len(f.Name); i++ {
-		if self[i] != 0 {
-			sum[text[i]] += self[i]
-		}
-	}
-	var b strings.Builder
-	for _, k := range slices.Sorted(maps.Keys(sum)) {
-		b.WriteString(k + " " + strconv.FormatUint(sum[k], 10) + "\n")
-	}
-	return b.String()
 }
 
 // FuzzLinesWriteFolded: any lines, as a server might send them, are
