@@ -192,6 +192,21 @@ func BenchmarkService(b *testing.B) {
 		start = append(start, time.Since(t))
 	}
 	report(b, "fleetscope --help (start and exit alone)", start, "the CLI's fixed cost, in the figure above")
+	// The CLI's diff of two stored sides: each side's folded lines from the
+	// server, rebuilt into a graph here.
+	var cliDiff []time.Duration
+	for range 7 {
+		cmd := exec.Command(fsBin, "diff", "profile:"+id, "profile:"+id)
+		cmd.Env = append(os.Environ(), append(s.env, "FLEETSCOPE_URL="+s.url, "FLEETSCOPE_API_KEY="+s.key)...)
+		var errOut bytes.Buffer
+		cmd.Stderr = &errOut
+		t := time.Now()
+		if err := cmd.Run(); err != nil {
+			b.Fatalf("fleetscope diff profile: profile:: %v: %s", err, errOut.String())
+		}
+		cliDiff = append(cliDiff, time.Since(t))
+	}
+	report(b, "fleetscope diff profile:ID profile:ID > /dev/null", cliDiff, "the whole profile against itself")
 
 	// Compare and slice (the compare issue): a diff of two 10-s ranges
 	// against one 10-s range flame graph, and a function-filtered heatmap
