@@ -160,6 +160,18 @@ func BenchmarkService(b *testing.B) {
 	// minutes (this machine's speed drifts; seven runs against a figure
 	// taken earlier read 1.4x and 1.9x in two runs of one build).
 	fullJSON := postJSON(b, s, "fleetscope.v1.QueryService/GetFlameGraph", &fsv1.GetFlameGraphRequest{ProfileId: id, Format: fsv1.FlameGraphFormat_FLAME_GRAPH_FORMAT_TREE})
+	// timeCLI runs the CLI against the server, its output to /dev/null.
+	timeCLI := func(args ...string) time.Duration {
+		cmd := exec.Command(fsBin, args...)
+		cmd.Env = append(os.Environ(), append(s.env, "FLEETSCOPE_URL="+s.url, "FLEETSCOPE_API_KEY="+s.key)...)
+		var errOut bytes.Buffer
+		cmd.Stderr = &errOut
+		t := time.Now()
+		if err := cmd.Run(); err != nil {
+			b.Fatalf("fleetscope %s: %v: %s", strings.Join(args, " "), err, errOut.String())
+		}
+		return time.Since(t)
+	}
 	var cli, server []time.Duration
 	for i := range 22 {
 		t := time.Now()
@@ -167,16 +179,8 @@ func BenchmarkService(b *testing.B) {
 			b.Fatal(err)
 		}
 		json := time.Since(t)
-		cmd := exec.Command(fsBin, "flamegraph", "--profile", id)
-		cmd.Env = append(os.Environ(), append(s.env, "FLEETSCOPE_URL="+s.url, "FLEETSCOPE_API_KEY="+s.key)...)
-		var errOut bytes.Buffer
-		cmd.Stderr = &errOut
-		t = time.Now()
-		if err := cmd.Run(); err != nil {
-			b.Fatalf("fleetscope flamegraph --profile: %v: %s", err, errOut.String())
-		}
-		if i > 0 {
-			cli, server = append(cli, time.Since(t)), append(server, json)
+		if took := timeCLI("flamegraph", "--profile", id); i > 0 {
+			cli, server = append(cli, took), append(server, json)
 		}
 	}
 	report(b, "fleetscope flamegraph --profile ID > /dev/null", cli, fmt.Sprintf("%.1fx the server's JSON tree answer, p50 %.1f ms between the runs; target <= 1.5x",
@@ -196,15 +200,7 @@ func BenchmarkService(b *testing.B) {
 	// server, rebuilt into a graph here.
 	var cliDiff []time.Duration
 	for range 7 {
-		cmd := exec.Command(fsBin, "diff", "profile:"+id, "profile:"+id)
-		cmd.Env = append(os.Environ(), append(s.env, "FLEETSCOPE_URL="+s.url, "FLEETSCOPE_API_KEY="+s.key)...)
-		var errOut bytes.Buffer
-		cmd.Stderr = &errOut
-		t := time.Now()
-		if err := cmd.Run(); err != nil {
-			b.Fatalf("fleetscope diff profile: profile:: %v: %s", err, errOut.String())
-		}
-		cliDiff = append(cliDiff, time.Since(t))
+		cliDiff = append(cliDiff, timeCLI("diff", "profile:"+id, "profile:"+id))
 	}
 	report(b, "fleetscope diff profile:ID profile:ID > /dev/null", cliDiff, "the whole profile against itself")
 
