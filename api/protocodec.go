@@ -50,7 +50,7 @@ func (protoCodec) MarshalAppend(dst []byte, m any) ([]byte, error) {
 			return appendWrapped(dst, m, &m.FlameGraph)
 		}
 	case *fsv1.GetDiffFlameGraphResponse:
-		if t := m.GetTree(); t != nil && validNames(t.GetNames()) && len(t.ProtoReflect().GetUnknown()) == 0 {
+		if t := m.GetTree(); t != nil && plain(t, t.GetNames()) {
 			return appendDiffProto(dst, m)
 		}
 	}
@@ -109,9 +109,14 @@ func (protoCodec) Unmarshal(b []byte, m any) error {
 // read from elsewhere: proto.Marshal keeps them).
 func fastFlame(m *fsv1.GetFlameGraphResponse) bool {
 	t, ls := m.GetTree(), m.GetLines()
-	return (t != nil || ls != nil) &&
-		(t == nil || validNames(t.GetNames()) && len(t.ProtoReflect().GetUnknown()) == 0) &&
-		(ls == nil || validNames(ls.GetNames()) && len(ls.ProtoReflect().GetUnknown()) == 0)
+	return (t != nil || ls != nil) && (t == nil || plain(t, t.GetNames())) && (ls == nil || plain(ls, ls.GetNames()))
+}
+
+// plain reports whether a tree or lines message (m, with its names) can be
+// written by hand: its names are valid UTF-8 and it holds no unknown
+// fields.
+func plain(m proto.Message, names []string) bool {
+	return validNames(names) && len(m.ProtoReflect().GetUnknown()) == 0
 }
 
 // Field numbers of the messages written and read by hand (query.proto,
@@ -314,67 +319,65 @@ func eachField(b []byte, m proto.Message, own func(protowire.Number, []byte) (bo
 // repeated fields): by hand when it holds only the fields written above,
 // by proto.Unmarshal otherwise.
 func readTree(b []byte, t *fsv1.FlameTree) error {
-	var fresh fsv1.FlameTree
-	if !readTable(b, &fresh.Names, col32{&fresh.Name}, col64{&fresh.Value}, col32{&fresh.Depth}) {
+	if !readTable(b, &t.Names, &col32{dst: &t.Name}, &col64{dst: &t.Value}, &col32{dst: &t.Depth}) {
 		return proto.UnmarshalOptions{Merge: true}.Unmarshal(b, t)
 	}
-	if t.Names == nil && t.Name == nil && t.Value == nil && t.Depth == nil {
-		t.Names, t.Name, t.Value, t.Depth = fresh.Names, fresh.Name, fresh.Value, fresh.Depth
-		return nil
-	}
-	t.Names = append(t.Names, fresh.Names...)
-	t.Name = append(t.Name, fresh.Name...)
-	t.Value = append(t.Value, fresh.Value...)
-	t.Depth = append(t.Depth, fresh.Depth...)
 	return nil
 }
 
 // readLines reads a FoldedLines message into ls, as readTree reads a tree.
 func readLines(b []byte, ls *fsv1.FoldedLines) error {
-	var fresh fsv1.FoldedLines
-	if !readTable(b, &fresh.Names, col32{&fresh.Shared}, col32{&fresh.Added}, col32{&fresh.Frame}, col64{&fresh.Value}) {
+	if !readTable(b, &ls.Names, &col32{dst: &ls.Shared}, &col32{dst: &ls.Added}, &col32{dst: &ls.Frame}, &col64{dst: &ls.Value}) {
 		return proto.UnmarshalOptions{Merge: true}.Unmarshal(b, ls)
 	}
-	if ls.Names == nil && ls.Shared == nil && ls.Added == nil && ls.Frame == nil && ls.Value == nil {
-		ls.Names, ls.Shared, ls.Added, ls.Frame, ls.Value = fresh.Names, fresh.Shared, fresh.Added, fresh.Frame, fresh.Value
-		return nil
-	}
-	ls.Names = append(ls.Names, fresh.Names...)
-	ls.Shared = append(ls.Shared, fresh.Shared...)
-	ls.Added = append(ls.Added, fresh.Added...)
-	ls.Frame = append(ls.Frame, fresh.Frame...)
-	ls.Value = append(ls.Value, fresh.Value...)
 	return nil
 }
 
-// column is a packed field of numbers readTable fills: sized once, then
-// read a run of varints at a time.
+// column is a packed field of numbers readTable fills: sized once, read a
+// run of varints at a time into a fresh slice, and added to the message's
+// only once the whole message has been read (until then a malformed one
+// can still be left to proto.Unmarshal untouched).
 type column interface {
 	grow(n int)
 	read(v []byte) bool
+	commit()
 }
 
-type col32 struct{ p *[]uint32 }
-type col64 struct{ p *[]uint64 }
+type col[T uint32 | uint64] struct {
+	dst   *[]T
+	fresh []T
+}
 
-func (c col32) grow(n int) { *c.p = make([]uint32, 0, n) }
-func (c col64) grow(n int) { *c.p = make([]uint64, 0, n) }
-func (c col32) read(v []byte) (ok bool) {
-	*c.p, ok = readVarints(v, *c.p)
+type (
+	col32 = col[uint32]
+	col64 = col[uint64]
+)
+
+func (c *col[T]) grow(n int) { c.fresh = make([]T, 0, n) }
+
+func (c *col[T]) read(v []byte) (ok bool) {
+	c.fresh, ok = readVarints(v, c.fresh)
 	return ok
 }
-func (c col64) read(v []byte) (ok bool) {
-	*c.p, ok = readVarints(v, *c.p)
-	return ok
+
+// commit takes the fresh slice as the field, or appends it to what the
+// field already holds (an earlier part of the message).
+func (c *col[T]) commit() {
+	if *c.dst == nil {
+		*c.dst = c.fresh
+	} else {
+		*c.dst = append(*c.dst, c.fresh...)
+	}
 }
 
 // readTable reads a message of names (field 1, strings) and columns of
 // numbers (fields 2, 3, ...: cols in order) in two passes: the first
 // counts the names, their bytes and each column's numbers (one per byte
 // below 0x80), the second fills slices made to size, the names slices of
-// one string. Columns left empty stay nil, as proto.Unmarshal leaves them.
-// It reports false for anything it does not expect: its caller then
-// leaves the message to proto.Unmarshal.
+// one string. What it reads is added to the fields only once all of b is
+// read, and columns left empty stay nil, as proto.Unmarshal leaves them.
+// It reports false for anything it does not expect, the fields untouched:
+// its caller then leaves the message to proto.Unmarshal.
 func readTable(b []byte, names *[]string, cols ...column) bool {
 	var nNames, nameBytes int
 	counts := make([]int, len(cols))
@@ -442,12 +445,20 @@ func readTable(b []byte, names *[]string, cols ...column) bool {
 	}
 	if nNames > 0 {
 		all := sb.String()
-		*names = make([]string, nNames)
+		fresh := make([]string, nNames)
 		start := 0
 		for i, end := range ends {
-			(*names)[i] = all[start:end]
+			fresh[i] = all[start:end]
 			start = end
 		}
+		if *names == nil {
+			*names = fresh
+		} else {
+			*names = append(*names, fresh...)
+		}
+	}
+	for _, c := range cols {
+		c.commit()
 	}
 	return true
 }
