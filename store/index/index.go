@@ -273,12 +273,11 @@ func encode(e fleetscope.EventID, sec int64, rs []raw, ix *Index, varies, weight
 }
 
 // Decode appends the samples of a stored row to dst as samples on the
-// profile clock, with the profile's own stack ids (below stacks, the
+// profile clock, with the profile's own stack ids (below numStacks, the
 // profile's count: a row naming another is corrupt); threads are the
 // profile's (Index.Threads).
-func Decode(dst []fleetscope.Sample, s *Second, startSecond, unitNanos int64, timed bool, period uint64, threads []fleetscope.Thread, stacks int) ([]fleetscope.Sample, error) {
-	sts := s.Stacks
-	offs, periods, ths := s.Offsets, s.Periods, s.Threads
+func Decode(dst []fleetscope.Sample, s *Second, startSecond, unitNanos int64, timed bool, period uint64, threads []fleetscope.Thread, numStacks int) ([]fleetscope.Sample, error) {
+	offs, stacks, periods, ths := s.Offsets, s.Stacks, s.Periods, s.Threads
 	base := (startSecond + s.Second) * 1e9
 	only := fleetscope.Thread{PID: -1, TID: -1, CPU: -1}
 	if len(threads) == 1 {
@@ -292,11 +291,11 @@ func Decode(dst []fleetscope.Sample, s *Second, startSecond, unitNanos int64, ti
 		}
 		offs = offs[n:]
 		u += d
-		st, n := binary.Uvarint(sts)
-		if n <= 0 || st >= uint64(stacks) {
+		st, n := binary.Uvarint(stacks)
+		if n <= 0 || st >= uint64(numStacks) {
 			return dst, errCorrupt
 		}
-		sts = sts[n:]
+		stacks = stacks[n:]
 		p := period
 		if periods != nil {
 			if p, n = binary.Uvarint(periods); n <= 0 {
