@@ -317,21 +317,17 @@ func (l *Layout) walk(a, b *Counts) *skeleton {
 	kept := l.kept(a, b)
 	n := 1 // first the sizes, so that nothing grows
 	for _, k := range kept {
-		n += int(l.seqOff[k.pos+1] - l.seqOff[k.pos] - k.shared)
+		n += len(l.stack(k.pos)) - int(k.shared)
 	}
-	t := &skeleton{names: []string{"all"}, name: append(make([]uint32, 0, n), 0), depth: append(make([]uint32, 0, n), 0),
+	t := &skeleton{name: append(make([]uint32, 0, n), 0), depth: append(make([]uint32, 0, n), 0),
 		parent: append(make([]int32, 0, n), 0), stacks: make([]fleetscope.StackID, 0, len(kept)), leaf: make([]int32, 0, len(kept))}
-	used := make([]int32, len(l.names)) // rank -> 1 + index in names
+	used := l.usedNames("all")
 	path := []int32{0}
 	for _, k := range kept {
-		cur := l.seq[l.seqOff[k.pos]:l.seqOff[k.pos+1]]
+		cur := l.stack(k.pos)
 		path = path[:k.shared+1]
 		for j, r := range cur[k.shared:] {
-			if used[r] == 0 {
-				t.names = append(t.names, l.names[r])
-				used[r] = int32(len(t.names))
-			}
-			t.name = append(t.name, uint32(used[r]-1))
+			t.name = append(t.name, used.of(r))
 			t.depth = append(t.depth, k.shared+uint32(j)+1)
 			t.parent = append(t.parent, path[len(path)-1])
 			path = append(path, int32(len(t.parent)-1))
@@ -339,7 +335,29 @@ func (l *Layout) walk(a, b *Counts) *skeleton {
 		t.stacks = append(t.stacks, l.order[k.pos])
 		t.leaf = append(t.leaf, path[len(path)-1])
 	}
+	t.names = used.names
 	return t
+}
+
+// usedNames numbers the layout's names that a tree or lines use, in the
+// order they are first met, after the names given to start with.
+type usedNames struct {
+	all   []string // the layout's, by rank
+	names []string
+	index []uint32 // rank -> 1 + index in names
+}
+
+func (l *Layout) usedNames(first ...string) *usedNames {
+	return &usedNames{all: l.names, names: first, index: make([]uint32, len(l.names))}
+}
+
+// of is the number of rank r's name, which it adds if it is new.
+func (u *usedNames) of(r uint32) uint32 {
+	if u.index[r] == 0 {
+		u.names = append(u.names, u.all[r])
+		u.index[r] = uint32(len(u.names))
+	}
+	return u.index[r] - 1
 }
 
 // keptStack is a stack of a tree: its place in the layout's order and how
@@ -372,7 +390,7 @@ func (l *Layout) kept(a, b *Counts) []keptStack {
 	out := make([]keptStack, len(pos))
 	var prev []uint32
 	for i, p := range pos {
-		cur := l.seq[l.seqOff[p]:l.seqOff[p+1]]
+		cur := l.stack(p)
 		out[i] = keptStack{p, commonPrefix(prev, cur)}
 		prev = cur
 	}
@@ -395,7 +413,7 @@ func (l *Layout) keptAll(a, b *Counts) []keptStack {
 		shared = min(shared, l.lcp[i])
 		if a.value(id) != 0 || b != nil && b.value(id) != 0 {
 			out = append(out, keptStack{uint32(i), shared})
-			shared = l.seqOff[i+1] - l.seqOff[i]
+			shared = uint32(len(l.stack(uint32(i))))
 		}
 	}
 	return out

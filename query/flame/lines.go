@@ -108,7 +108,7 @@ func (c *textCursor) next() int {
 }
 
 // Lines returns the folded lines of counts c: a line per stack text with a
-// value, as Flat(c).WriteFolded writes them (a stack without frames has
+// value, the folded text of the tree Flat(c) (a stack without frames has
 // none, as the tree's root has none), from the order of texts kept with
 // the layout. No tree is built: a whole profile's lines take two passes
 // over its stacks, the first for each line's value and the sizes.
@@ -123,14 +123,14 @@ func (l *Layout) Lines(c *Counts) *Lines {
 		for _, p := range l.text[first:end] {
 			value[j] += c.value(l.order[p])
 		}
-		if n := l.seqOff[l.text[first]+1] - l.seqOff[l.text[first]]; value[j] != 0 && n > 0 {
+		if n := uint32(len(l.stack(l.text[first]))); value[j] != 0 && n > 0 {
 			lines++
 			frames += int(n - shared)
 			shared = n
 		}
 	}
 	out := &Lines{Shared: make([]uint32, 0, lines), Added: make([]uint32, 0, lines), Frame: make([]uint32, 0, frames), Value: make([]uint64, 0, lines)}
-	used := make([]uint32, len(l.names)) // rank -> 1 + index in out.Names
+	used := l.usedNames()
 	shared = 0
 	for j, v := range value {
 		shared = min(shared, l.textLCP[j])
@@ -141,15 +141,12 @@ func (l *Layout) Lines(c *Counts) *Lines {
 		out.Shared = append(out.Shared, shared)
 		out.Added = append(out.Added, uint32(len(seq))-shared)
 		for _, r := range seq[shared:] {
-			if used[r] == 0 {
-				out.Names = append(out.Names, l.names[r])
-				used[r] = uint32(len(out.Names))
-			}
-			out.Frame = append(out.Frame, used[r]-1)
+			out.Frame = append(out.Frame, used.of(r))
 		}
 		out.Value = append(out.Value, v)
 		shared = uint32(len(seq))
 	}
+	out.Names = used.names
 	return out
 }
 
