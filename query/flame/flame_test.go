@@ -49,10 +49,11 @@ func TestTreeAgreesWithFolded(t *testing.T) {
 			if err := flame.WriteFolded(&wantText, p.Dict, &c, ann); err != nil {
 				t.Fatal(err)
 			}
-			if foldedByText(flame.FlatTree(p.Dict, &c, ann)) != wantText.String() {
+			l := flame.NewLayout(p.Dict, ann)
+			if foldedByText(l.Flat(&c)) != wantText.String() {
 				t.Fatalf("%s %+v: the tree's folded lines differ from the counts'", path, ann)
 			}
-			if writeLines(t, flame.NewLayout(p.Dict, ann).Lines(&c)) != wantText.String() {
+			if writeLines(t, l.Lines(&c)) != wantText.String() {
 				t.Fatalf("%s %+v: the lines differ from the counts' folded lines", path, ann)
 			}
 			want := flame.Folded(p.Dict, &c, ann)
@@ -215,10 +216,11 @@ func check(t *testing.T, d *fleetscope.Dict, counts *flame.Counts) {
 		if err := flame.WriteFolded(&want, d, counts, ann); err != nil {
 			t.Fatal(err)
 		}
-		if got := foldedByText(flame.FlatTree(d, counts, ann)); got != want.String() {
+		l := flame.NewLayout(d, ann)
+		if got := foldedByText(l.Flat(counts)); got != want.String() {
 			t.Fatalf("annotate %+v: the tree's folded lines\n%s\nwant\n%s", ann, got, want.String())
 		}
-		if lines := writeLines(t, flame.NewLayout(d, ann).Lines(counts)); lines != want.String() {
+		if lines := writeLines(t, l.Lines(counts)); lines != want.String() {
 			t.Fatalf("annotate %+v: Lines wrote\n%s\nwant\n%s", ann, lines, want.String())
 		}
 	}

@@ -15,9 +15,9 @@ import (
 // names holding ';', empty, non-ASCII.
 var fuzzNames = []string{"a", "b", "a b", "a!", "a:x", "a;b", "ab", "a\t", "a\x7f", "", "x;", "ä", "b;", "a<", "A", "b a"}
 
-// FuzzFoldedFromStacks: the flame graph tree of any stacks writes the
-// same folded lines as the counts it was built from (TestFlatWriteFolded,
-// for stacks the fuzzer chooses). Each 3 bytes are a frame: its name, and
+// FuzzFoldedFromStacks: the flame graph tree and the lines of any stacks
+// give the same folded lines as the counts they were built from
+// (TestFoldedOrder, for stacks the fuzzer chooses). Each 3 bytes are a frame: its name, and
 // whether a stack ends after it (and its count).
 func FuzzFoldedFromStacks(f *testing.F) {
 	f.Add([]byte{0, 0, 1, 1, 0, 2, 0, 1, 0, 3, 0, 0, 6, 1, 3, 4, 0, 5, 2, 1, 1})
