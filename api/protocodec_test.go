@@ -19,13 +19,20 @@ func bigTree(seed uint64) *fsv1.FlameTree {
 	rng := rand.New(rand.NewPCG(seed, 8))
 	const n = 141_500
 	t := &fsv1.FlameTree{Name: make([]uint32, n), Value: make([]uint64, n), Depth: make([]uint32, n)}
-	for i := range 15_000 {
-		t.Names = append(t.Names, strings.Repeat("x", rng.IntN(60))+"fn"+string(rune('a'+i%26)))
-	}
+	t.Names = bigNames(rng, 15_000, "x")
 	for i := range n {
 		t.Name[i], t.Depth[i], t.Value[i] = uint32(rng.IntN(15_000)), uint32(rng.IntN(60)), uint64(rng.IntN(100_000)+1)
 	}
 	return t
+}
+
+// bigNames is n frame names of up to 60 pad bytes and a short tail.
+func bigNames(rng *rand.Rand, n int, pad string) []string {
+	names := make([]string, n)
+	for i := range names {
+		names[i] = strings.Repeat(pad, rng.IntN(60)) + "fn" + string(rune('a'+i%26))
+	}
+	return names
 }
 
 // bigLines is a whole-profile-sized set of folded lines (the benchmark
@@ -34,9 +41,7 @@ func bigLines(seed uint64) *fsv1.FoldedLines {
 	rng := rand.New(rand.NewPCG(seed, 9))
 	const n = 19_100
 	ls := &fsv1.FoldedLines{Shared: make([]uint32, n), Added: make([]uint32, n), Value: make([]uint64, n)}
-	for i := range 4_900 {
-		ls.Names = append(ls.Names, strings.Repeat("y", rng.IntN(60))+"fn"+string(rune('a'+i%26)))
-	}
+	ls.Names = bigNames(rng, 4_900, "y")
 	for i := range n {
 		ls.Shared[i], ls.Added[i], ls.Value[i] = uint32(rng.IntN(60)), uint32(1+rng.IntN(14)), uint64(rng.IntN(1000)+1)
 		for range ls.Added[i] {
