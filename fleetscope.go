@@ -133,12 +133,29 @@ type ShareLink struct {
 }
 
 // LiveStream is a live recording's progress: the batch it expects next,
-// its segment profiles in order, and once finished the profile they became.
+// its segment profiles in order, whether it has ended (it takes no more
+// batches) and once finished the profile they became;
+// and what its first batch fixed for every later one: app, host, labels,
+// the input format asked for and the format its text is in.
 type LiveStream struct {
 	NextSeq   int64
 	Segments  []string
+	Ended     bool
 	ProfileID string
+
+	App, Host           string
+	Labels              map[string]string
+	InputFormat, Format string
 }
+
+// LiveStreamRef names a tenant's live stream.
+type LiveStreamRef struct {
+	Tenant int64
+	Stream string
+}
+
+// Begun reports whether the stream has applied a batch.
+func (s LiveStream) Begun() bool { return s.NextSeq > 0 }
 
 // ProfileFilter selects profiles in a search.
 type ProfileFilter struct {

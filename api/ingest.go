@@ -41,16 +41,27 @@ func (h *ingestHandler) AppendLive(ctx context.Context, req *connect.Request[fsv
 	if m.GetMetadata() == nil {
 		return nil, fleetscope.Errorf(fleetscope.EINVALID, "metadata missing")
 	}
-	next, info, err := h.live.Append(ctx, p, m.GetStream(), m.GetSeq(), metaFrom(m.GetMetadata()), m.GetChunk(), m.GetFinal())
+	meta := metaFrom(m.GetMetadata())
+	a, err := h.live.Append(ctx, p, m.GetStream(), m.GetSeq(), meta, m.GetChunk(), m.GetFinal())
 	if err != nil {
 		return nil, err
 	}
-	out := &fsv1.AppendLiveResponse{NextSeq: next}
-	if info != nil {
+	out := &fsv1.AppendLiveResponse{NextSeq: a.NextSeq}
+	if info := a.Profile; info != nil {
 		out.Profile = profileProto(info)
-		h.log.Info("live recording stored", "tenant", p.Tenant, "stream", m.GetStream(), "profile", info.ID, "samples", info.Samples, "batches", next)
+		if ignored := ingest.Ignored(meta, info); a.Existed || len(ignored) > 0 {
+			out.Duplicate = duplicateOf(info, ignored)
+		}
+		h.log.Info("live recording stored", "tenant", p.Tenant, "stream", m.GetStream(), "profile", info.ID, "samples", info.Samples, "batches", a.NextSeq,
+			"stored_before", a.Existed, "ignored", out.GetDuplicate().GetIgnored())
 	}
 	return connect.NewResponse(out), nil
+}
+
+// duplicateOf says that an upload's bytes were stored already, as info,
+// and what of its metadata was not applied.
+func duplicateOf(info *fleetscope.ProfileInfo, ignored []string) *fsv1.Duplicate {
+	return &fsv1.Duplicate{ProfileId: info.ID, App: info.App, Host: info.Host, Labels: info.Labels, Ignored: ignored}
 }
 
 // permalink is a profile's dashboard URL.
@@ -82,7 +93,7 @@ func (h *ingestHandler) store(ctx context.Context, md *fsv1.UploadMetadata, body
 	}
 	var dup *fsv1.Duplicate
 	if !created {
-		dup = &fsv1.Duplicate{ProfileId: info.ID, App: info.App, Host: info.Host, Labels: info.Labels, Ignored: ingest.Ignored(m, info)}
+		dup = duplicateOf(info, ingest.Ignored(m, info))
 	}
 	h.log.Info("profile stored", "tenant", p.Tenant, "profile", info.ID, "app", info.App, "samples", info.Samples, "bytes", info.SizeBytes,
 		"created", created, "ignored", dup.GetIgnored())

@@ -35,6 +35,25 @@ type Meta struct {
 	// SpanStart and SpanEnd place a profile without per-sample times (pprof)
 	// in absolute time: it covers [SpanStart, SpanEnd).
 	SpanStart, SpanEnd time.Time
+	// owner, if set, makes the profile its owner's alone: it is stored
+	// once for its owner and bytes, never shared by content with an
+	// upload of the same bytes or another owner's (a live stream's
+	// segments; see Live).
+	owner string
+}
+
+// identity is what makes a profile the same as one stored: its bytes'
+// SHA-256, or for an owned profile the SHA-256 of its owner and that.
+func identity(sum []byte, owner string) []byte {
+	if owner == "" {
+		return sum
+	}
+	h := sha256.New()
+	h.Write([]byte("fleetscope owned profile\x00"))
+	h.Write([]byte(owner))
+	h.Write([]byte{0})
+	h.Write(sum)
+	return h.Sum(nil)
 }
 
 // Index is what ingest needs of the index (store/postgres implements it).
@@ -124,8 +143,9 @@ func (s *Service) Ingest(ctx context.Context, p fleetscope.Principal, m Meta, bo
 		return nil, false, err
 	}
 	sum := sent.hash.Sum(nil)
+	id := identity(sum, m.owner)
 
-	if existing, err := s.DB.ProfileBySHA256(ctx, p.TenantID, sum); err == nil {
+	if existing, err := s.DB.ProfileBySHA256(ctx, p.TenantID, id); err == nil {
 		return existing, false, nil
 	} else if fleetscope.ErrorCode(err) != fleetscope.ENOTFOUND {
 		return nil, false, err
@@ -140,9 +160,9 @@ func (s *Service) Ingest(ctx context.Context, p fleetscope.Principal, m Meta, bo
 			return nil, false, fleetscope.Errorf(fleetscope.ETOOLARGE, "storage quota exceeded: %d of %d bytes used, this upload needs %d", used, q, size)
 		}
 	}
-	info.SHA256 = fmt.Sprintf("%x", sum)
+	info.SHA256 = fmt.Sprintf("%x", id)
 	info.SizeBytes = size
-	info.BlobKey = fmt.Sprintf("%d/%x", p.TenantID, sum)
+	info.BlobKey = fmt.Sprintf("%d/%x", p.TenantID, sum) // by content: owned or not, the same bytes are one blob
 	if _, err := spool.Seek(0, io.SeekStart); err != nil {
 		return nil, false, err
 	}
@@ -163,7 +183,7 @@ func (s *Service) Ingest(ctx context.Context, p fleetscope.Principal, m Meta, bo
 		s.dropBlob(info.BlobKey)
 		return nil, false, err
 	}
-	stored, created, err := s.DB.InsertProfile(ctx, p.TenantID, info, sum, parsed.Profile.Dict, parsed.Index, waitPut)
+	stored, created, err := s.DB.InsertProfile(ctx, p.TenantID, info, id, parsed.Profile.Dict, parsed.Index, waitPut)
 	<-s.writers
 	if perr := waitPut(); perr != nil {
 		s.dropBlob(info.BlobKey)

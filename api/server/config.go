@@ -5,6 +5,8 @@ import (
 	"os"
 	"strconv"
 	"time"
+
+	"github.com/fleetscope/fleetscope/ingest"
 )
 
 // Config is the server's configuration. Each field has an environment
@@ -33,6 +35,8 @@ type Config struct {
 	IngestCPUs         int64  // FLEETSCOPE_INGEST_CPUS: cores all uploads' parsing may take together (0: all but one)
 	CacheBytes         int64  // FLEETSCOPE_CACHE_BYTES: memory of the query caches together
 	DebugAddr          string // FLEETSCOPE_DEBUG_ADDR: Go's /debug/pprof/ on a separate address (off when empty)
+	MaxLiveStreams     int64  // FLEETSCOPE_MAX_LIVE_STREAMS: open live streams of one tenant
+	LiveIdleTimeout    string // FLEETSCOPE_LIVE_IDLE_TIMEOUT: a live stream with no batch this long is ended, its batches kept
 }
 
 // Env lists the environment variables Config reads, in field order.
@@ -60,6 +64,8 @@ var Env = []string{
 	"FLEETSCOPE_INGEST_CPUS",
 	"FLEETSCOPE_DEBUG_ADDR",
 	"FLEETSCOPE_CACHE_BYTES",
+	"FLEETSCOPE_MAX_LIVE_STREAMS",
+	"FLEETSCOPE_LIVE_IDLE_TIMEOUT",
 }
 
 // Defaults are the embedded defaults.
@@ -80,6 +86,8 @@ func Defaults() Config {
 		MaxDepth:           4096,
 		BodyIdleTimeout:    "30s",
 		CacheBytes:         256 << 20,
+		MaxLiveStreams:     ingest.DefaultMaxLiveStreams,
+		LiveIdleTimeout:    ingest.DefaultLiveIdleTimeout.String(),
 	}
 }
 
@@ -103,6 +111,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		"FLEETSCOPE_SELF_PROFILE_APP":  &c.SelfProfileApp,
 		"FLEETSCOPE_BODY_IDLE_TIMEOUT": &c.BodyIdleTimeout,
 		"FLEETSCOPE_DEBUG_ADDR":        &c.DebugAddr,
+		"FLEETSCOPE_LIVE_IDLE_TIMEOUT": &c.LiveIdleTimeout,
 	}
 	num := map[string]*int64{
 		"FLEETSCOPE_MAX_UPLOAD_BYTES":     &c.MaxUploadBytes,
@@ -116,6 +125,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		"FLEETSCOPE_MAX_DEPTH":            &c.MaxDepth,
 		"FLEETSCOPE_INGEST_CPUS":          &c.IngestCPUs,
 		"FLEETSCOPE_CACHE_BYTES":          &c.CacheBytes,
+		"FLEETSCOPE_MAX_LIVE_STREAMS":     &c.MaxLiveStreams,
 	}
 	for _, name := range Env {
 		v := getenv(name)
@@ -134,6 +144,9 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	}
 	if d, err := time.ParseDuration(c.SweepInterval); err != nil || d <= 0 {
 		return c, fmt.Errorf("FLEETSCOPE_SWEEP_INTERVAL=%q: want a positive duration like 1h", c.SweepInterval)
+	}
+	if d, err := time.ParseDuration(c.LiveIdleTimeout); err != nil || d <= 0 {
+		return c, fmt.Errorf("FLEETSCOPE_LIVE_IDLE_TIMEOUT=%q: want a positive duration like 10m", c.LiveIdleTimeout)
 	}
 	if d, err := time.ParseDuration(c.BodyIdleTimeout); err != nil || d <= 0 {
 		return c, fmt.Errorf("FLEETSCOPE_BODY_IDLE_TIMEOUT=%q: want a positive duration like 30s", c.BodyIdleTimeout)

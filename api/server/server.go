@@ -41,6 +41,7 @@ type Server struct {
 	log       *slog.Logger
 	db        *postgres.DB
 	lifecycle *lifecycle.Service
+	live      *ingest.Live
 	auth      *api.Auth
 	query     *query.Service
 	ln        net.Listener
@@ -133,11 +134,13 @@ func newServer(ctx context.Context, cfg Config, log *slog.Logger, ln net.Listene
 		fastGzip, api.JSONCodec(), api.ProtoCodec()}
 	small := append(opts, connect.WithReadMaxBytes(1<<20))
 	mux := &routeMux{ServeMux: http.NewServeMux()}
-	live := &ingest.Live{Ingest: ing, DB: db, Delete: func(ctx context.Context, tenant int64, id, actor string) error {
-		err := lc.Delete(ctx, tenant, id, actor)
-		q.Forget(tenant, id) // a segment, once it is part of the whole recording
-		return err
-	}}
+	idle, _ := time.ParseDuration(cfg.LiveIdleTimeout) // checked by FromEnv
+	live := &ingest.Live{Ingest: ing, DB: db, MaxOpen: int(cfg.MaxLiveStreams), IdleTimeout: idle, Log: log,
+		Delete: func(ctx context.Context, tenant int64, id, actor string) error {
+			err := lc.Delete(ctx, tenant, id, actor)
+			q.Forget(tenant, id) // a segment, once it is part of the whole recording
+			return err
+		}}
 	mux.Handle(fleetscopev1connect.NewIngestServiceHandler(api.NewIngest(ing, live, publicURL, log),
 		append(opts, connect.WithReadMaxBytes(int(cfg.BrowserUploadBytes)+64<<10))...))
 	mux.Handle(fleetscopev1connect.NewQueryServiceHandler(api.NewQuery(q), small...))
@@ -182,7 +185,7 @@ func newServer(ctx context.Context, cfg Config, log *slog.Logger, ln net.Listene
 	gate.Uploads, gate.UploadsPerKey = int(cfg.MaxUploads), int(cfg.MaxUploadsPerKey)
 	gate.BodyIdle, _ = time.ParseDuration(cfg.BodyIdleTimeout) // checked by FromEnv
 	gate.Log = log
-	s := &Server{cfg: cfg, log: log, db: db, lifecycle: lc, auth: auth, query: q, ln: ln, routes: mux.patterns, http: &http.Server{
+	s := &Server{cfg: cfg, log: log, db: db, lifecycle: lc, live: live, auth: auth, query: q, ln: ln, routes: mux.patterns, http: &http.Server{
 		Addr:              cfg.Addr,
 		Handler:           auth.Gate(mux, gate),
 		HTTP2:             &http.HTTP2Config{MaxConcurrentStreams: 100},
@@ -214,6 +217,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, grace time.Duration
 	errc := make(chan error, 1)
 	go func() { errc <- s.http.Serve(ln) }()
 	go s.maintain(ctx)
+	go s.endIdleLive(ctx)
 	go s.flushOnHangup(ctx)
 	if s.cfg.DebugAddr != "" {
 		if err := s.serveDebug(ctx); err != nil {
@@ -276,6 +280,23 @@ func (s *Server) flushOnHangup(ctx context.Context) {
 			s.auth.ForgetKeys()
 			s.query.Flush()
 			s.log.Info("caches flushed")
+		}
+	}
+}
+
+// endIdleLive ends idle live streams, keeping their batches, until ctx
+// ends: it looks every quarter of the idle timeout, at most every minute.
+func (s *Server) endIdleLive(ctx context.Context) {
+	t := time.NewTicker(min(max(s.live.IdleTimeout/4, 10*time.Millisecond), time.Minute))
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if _, err := s.live.EndIdle(ctx, time.Now()); err != nil && ctx.Err() == nil {
+			s.log.Error("ending idle live streams", "err", err)
 		}
 	}
 }

@@ -186,7 +186,7 @@ func TestRowLevelSecurity(t *testing.T) {
 		if _, _, err := db.CreateShareLink(ctx, tenant, fleetscope.ShareLink{ProfileID: p.ID, CreatedBy: "test", ExpiresAt: time.Now().Add(time.Hour)}); err != nil {
 			t.Fatal(err)
 		}
-		if err := db.AppendLiveSegment(ctx, tenant, "stream", 0, p.ID); err != nil {
+		if _, err := db.AppendLiveSegment(ctx, tenant, "stream", 0, p.ID, fleetscope.LiveStream{App: "live"}); err != nil {
 			t.Fatal(err)
 		}
 	}

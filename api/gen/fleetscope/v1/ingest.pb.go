@@ -28,12 +28,15 @@ type AppendLiveRequest struct {
 	// agent picks one per recording.
 	Stream string `protobuf:"bytes,1,opt,name=stream,proto3" json:"stream,omitempty"`
 	// The batch's number: 0, 1, 2, ... A batch already applied is
-	// acknowledged again and not re-applied; one past the next is refused.
+	// acknowledged again and not re-applied; one past the next is refused,
+	// and so is a negative one.
 	Seq int64 `protobuf:"varint,2,opt,name=seq,proto3" json:"seq,omitempty"`
-	// App, host and labels: the same on every batch of a stream.
+	// App, host, labels and input format: the first batch's are the
+	// stream's, and a batch that carries others is refused.
 	Metadata *UploadMetadata `protobuf:"bytes,3,opt,name=metadata,proto3" json:"metadata,omitempty"`
 	// Perf script text of whole samples (the first batch may begin with
-	// perf's # header); empty only on a final batch.
+	// perf's # header), or folded text; one format a stream, the first
+	// batch's. Empty only on a final batch.
 	Chunk []byte `protobuf:"bytes,4,opt,name=chunk,proto3" json:"chunk,omitempty"`
 	// The recording ends with this batch.
 	Final         bool `protobuf:"varint,5,opt,name=final,proto3" json:"final,omitempty"`
@@ -111,7 +114,11 @@ type AppendLiveResponse struct {
 	// The batch number the stream expects next.
 	NextSeq int64 `protobuf:"varint,1,opt,name=next_seq,json=nextSeq,proto3" json:"next_seq,omitempty"`
 	// The final batch's answer: the recording's stored profile.
-	Profile       *Profile `protobuf:"bytes,2,opt,name=profile,proto3" json:"profile,omitempty"`
+	Profile *Profile `protobuf:"bytes,2,opt,name=profile,proto3" json:"profile,omitempty"`
+	// Set when the recording's bytes were stored already, as the profile it
+	// names (uploaded before, or another stream's), or when that profile's
+	// metadata differs from the stream's: what was not applied.
+	Duplicate     *Duplicate `protobuf:"bytes,3,opt,name=duplicate,proto3" json:"duplicate,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -156,6 +163,13 @@ func (x *AppendLiveResponse) GetNextSeq() int64 {
 func (x *AppendLiveResponse) GetProfile() *Profile {
 	if x != nil {
 		return x.Profile
+	}
+	return nil
+}
+
+func (x *AppendLiveResponse) GetDuplicate() *Duplicate {
+	if x != nil {
+		return x.Duplicate
 	}
 	return nil
 }
@@ -669,10 +683,11 @@ const file_fleetscope_v1_ingest_proto_rawDesc = "" +
 	"\x03seq\x18\x02 \x01(\x03R\x03seq\x129\n" +
 	"\bmetadata\x18\x03 \x01(\v2\x1d.fleetscope.v1.UploadMetadataR\bmetadata\x12\x14\n" +
 	"\x05chunk\x18\x04 \x01(\fR\x05chunk\x12\x14\n" +
-	"\x05final\x18\x05 \x01(\bR\x05final\"a\n" +
+	"\x05final\x18\x05 \x01(\bR\x05final\"\x99\x01\n" +
 	"\x12AppendLiveResponse\x12\x19\n" +
 	"\bnext_seq\x18\x01 \x01(\x03R\anextSeq\x120\n" +
-	"\aprofile\x18\x02 \x01(\v2\x16.fleetscope.v1.ProfileR\aprofile\"\xa7\x02\n" +
+	"\aprofile\x18\x02 \x01(\v2\x16.fleetscope.v1.ProfileR\aprofile\x126\n" +
+	"\tduplicate\x18\x03 \x01(\v2\x18.fleetscope.v1.DuplicateR\tduplicate\"\xa7\x02\n" +
 	"\x0eUploadMetadata\x12\x10\n" +
 	"\x03app\x18\x01 \x01(\tR\x03app\x12\x12\n" +
 	"\x04host\x18\x02 \x01(\tR\x04host\x12A\n" +
@@ -752,27 +767,28 @@ var file_fleetscope_v1_ingest_proto_goTypes = []any{
 var file_fleetscope_v1_ingest_proto_depIdxs = []int32{
 	2,  // 0: fleetscope.v1.AppendLiveRequest.metadata:type_name -> fleetscope.v1.UploadMetadata
 	11, // 1: fleetscope.v1.AppendLiveResponse.profile:type_name -> fleetscope.v1.Profile
-	9,  // 2: fleetscope.v1.UploadMetadata.labels:type_name -> fleetscope.v1.UploadMetadata.LabelsEntry
-	3,  // 3: fleetscope.v1.UploadMetadata.anchor:type_name -> fleetscope.v1.ClockAnchor
-	12, // 4: fleetscope.v1.ClockAnchor.wall_time:type_name -> google.protobuf.Timestamp
-	2,  // 5: fleetscope.v1.UploadRequest.metadata:type_name -> fleetscope.v1.UploadMetadata
-	2,  // 6: fleetscope.v1.UploadFileRequest.metadata:type_name -> fleetscope.v1.UploadMetadata
-	11, // 7: fleetscope.v1.UploadResponse.profile:type_name -> fleetscope.v1.Profile
-	8,  // 8: fleetscope.v1.UploadResponse.duplicate:type_name -> fleetscope.v1.Duplicate
-	11, // 9: fleetscope.v1.UploadFileResponse.profile:type_name -> fleetscope.v1.Profile
-	8,  // 10: fleetscope.v1.UploadFileResponse.duplicate:type_name -> fleetscope.v1.Duplicate
-	10, // 11: fleetscope.v1.Duplicate.labels:type_name -> fleetscope.v1.Duplicate.LabelsEntry
-	4,  // 12: fleetscope.v1.IngestService.Upload:input_type -> fleetscope.v1.UploadRequest
-	5,  // 13: fleetscope.v1.IngestService.UploadFile:input_type -> fleetscope.v1.UploadFileRequest
-	0,  // 14: fleetscope.v1.IngestService.AppendLive:input_type -> fleetscope.v1.AppendLiveRequest
-	6,  // 15: fleetscope.v1.IngestService.Upload:output_type -> fleetscope.v1.UploadResponse
-	7,  // 16: fleetscope.v1.IngestService.UploadFile:output_type -> fleetscope.v1.UploadFileResponse
-	1,  // 17: fleetscope.v1.IngestService.AppendLive:output_type -> fleetscope.v1.AppendLiveResponse
-	15, // [15:18] is the sub-list for method output_type
-	12, // [12:15] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	8,  // 2: fleetscope.v1.AppendLiveResponse.duplicate:type_name -> fleetscope.v1.Duplicate
+	9,  // 3: fleetscope.v1.UploadMetadata.labels:type_name -> fleetscope.v1.UploadMetadata.LabelsEntry
+	3,  // 4: fleetscope.v1.UploadMetadata.anchor:type_name -> fleetscope.v1.ClockAnchor
+	12, // 5: fleetscope.v1.ClockAnchor.wall_time:type_name -> google.protobuf.Timestamp
+	2,  // 6: fleetscope.v1.UploadRequest.metadata:type_name -> fleetscope.v1.UploadMetadata
+	2,  // 7: fleetscope.v1.UploadFileRequest.metadata:type_name -> fleetscope.v1.UploadMetadata
+	11, // 8: fleetscope.v1.UploadResponse.profile:type_name -> fleetscope.v1.Profile
+	8,  // 9: fleetscope.v1.UploadResponse.duplicate:type_name -> fleetscope.v1.Duplicate
+	11, // 10: fleetscope.v1.UploadFileResponse.profile:type_name -> fleetscope.v1.Profile
+	8,  // 11: fleetscope.v1.UploadFileResponse.duplicate:type_name -> fleetscope.v1.Duplicate
+	10, // 12: fleetscope.v1.Duplicate.labels:type_name -> fleetscope.v1.Duplicate.LabelsEntry
+	4,  // 13: fleetscope.v1.IngestService.Upload:input_type -> fleetscope.v1.UploadRequest
+	5,  // 14: fleetscope.v1.IngestService.UploadFile:input_type -> fleetscope.v1.UploadFileRequest
+	0,  // 15: fleetscope.v1.IngestService.AppendLive:input_type -> fleetscope.v1.AppendLiveRequest
+	6,  // 16: fleetscope.v1.IngestService.Upload:output_type -> fleetscope.v1.UploadResponse
+	7,  // 17: fleetscope.v1.IngestService.UploadFile:output_type -> fleetscope.v1.UploadFileResponse
+	1,  // 18: fleetscope.v1.IngestService.AppendLive:output_type -> fleetscope.v1.AppendLiveResponse
+	16, // [16:19] is the sub-list for method output_type
+	13, // [13:16] is the sub-list for method input_type
+	13, // [13:13] is the sub-list for extension type_name
+	13, // [13:13] is the sub-list for extension extendee
+	0,  // [0:13] is the sub-list for field type_name
 }
 
 func init() { file_fleetscope_v1_ingest_proto_init() }

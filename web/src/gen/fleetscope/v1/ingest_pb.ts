@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file fleetscope/v1/ingest.proto.
  */
 export const file_fleetscope_v1_ingest: GenFile = /*@__PURE__*/
-  fileDesc("ChpmbGVldHNjb3BlL3YxL2luZ2VzdC5wcm90bxINZmxlZXRzY29wZS52MSJ/ChFBcHBlbmRMaXZlUmVxdWVzdBIOCgZzdHJlYW0YASABKAkSCwoDc2VxGAIgASgDEi8KCG1ldGFkYXRhGAMgASgLMh0uZmxlZXRzY29wZS52MS5VcGxvYWRNZXRhZGF0YRINCgVjaHVuaxgEIAEoDBINCgVmaW5hbBgFIAEoCCJPChJBcHBlbmRMaXZlUmVzcG9uc2USEAoIbmV4dF9zZXEYASABKAMSJwoHcHJvZmlsZRgCIAEoCzIWLmZsZWV0c2NvcGUudjEuUHJvZmlsZSLpAQoOVXBsb2FkTWV0YWRhdGESCwoDYXBwGAEgASgJEgwKBGhvc3QYAiABKAkSOQoGbGFiZWxzGAMgAygLMikuZmxlZXRzY29wZS52MS5VcGxvYWRNZXRhZGF0YS5MYWJlbHNFbnRyeRIUCgxpbnB1dF9mb3JtYXQYBCABKAkSKgoGYW5jaG9yGAUgASgLMhouZmxlZXRzY29wZS52MS5DbG9ja0FuY2hvchIQCghmaWxlbmFtZRgGIAEoCRotCgtMYWJlbHNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIlEKC0Nsb2NrQW5jaG9yEhMKC2Nsb2NrX25hbm9zGAEgASgDEi0KCXdhbGxfdGltZRgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiWgoNVXBsb2FkUmVxdWVzdBIxCghtZXRhZGF0YRgBIAEoCzIdLmZsZWV0c2NvcGUudjEuVXBsb2FkTWV0YWRhdGFIABIPCgVjaHVuaxgCIAEoDEgAQgUKA21zZyJSChFVcGxvYWRGaWxlUmVxdWVzdBIvCghtZXRhZGF0YRgBIAEoCzIdLmZsZWV0c2NvcGUudjEuVXBsb2FkTWV0YWRhdGESDAoEZGF0YRgCIAEoDCKKAQoOVXBsb2FkUmVzcG9uc2USJwoHcHJvZmlsZRgBIAEoCzIWLmZsZWV0c2NvcGUudjEuUHJvZmlsZRIPCgdjcmVhdGVkGAIgASgIEhEKCXBlcm1hbGluaxgDIAEoCRIrCglkdXBsaWNhdGUYBCABKAsyGC5mbGVldHNjb3BlLnYxLkR1cGxpY2F0ZSKOAQoSVXBsb2FkRmlsZVJlc3BvbnNlEicKB3Byb2ZpbGUYASABKAsyFi5mbGVldHNjb3BlLnYxLlByb2ZpbGUSDwoHY3JlYXRlZBgCIAEoCBIRCglwZXJtYWxpbmsYAyABKAkSKwoJZHVwbGljYXRlGAQgASgLMhguZmxlZXRzY29wZS52MS5EdXBsaWNhdGUisAEKCUR1cGxpY2F0ZRISCgpwcm9maWxlX2lkGAEgASgJEgsKA2FwcBgCIAEoCRIMCgRob3N0GAMgASgJEjQKBmxhYmVscxgEIAMoCzIkLmZsZWV0c2NvcGUudjEuRHVwbGljYXRlLkxhYmVsc0VudHJ5Eg8KB2lnbm9yZWQYBSADKAkaLQoLTGFiZWxzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ATL+AQoNSW5nZXN0U2VydmljZRJHCgZVcGxvYWQSHC5mbGVldHNjb3BlLnYxLlVwbG9hZFJlcXVlc3QaHS5mbGVldHNjb3BlLnYxLlVwbG9hZFJlc3BvbnNlKAESUQoKVXBsb2FkRmlsZRIgLmZsZWV0c2NvcGUudjEuVXBsb2FkRmlsZVJlcXVlc3QaIS5mbGVldHNjb3BlLnYxLlVwbG9hZEZpbGVSZXNwb25zZRJRCgpBcHBlbmRMaXZlEiAuZmxlZXRzY29wZS52MS5BcHBlbmRMaXZlUmVxdWVzdBohLmZsZWV0c2NvcGUudjEuQXBwZW5kTGl2ZVJlc3BvbnNlQkVaQ2dpdGh1Yi5jb20vZmxlZXRzY29wZS9mbGVldHNjb3BlL2FwaS9nZW4vZmxlZXRzY29wZS92MTtmbGVldHNjb3BldjFiBnByb3RvMw", [file_fleetscope_v1_profile, file_google_protobuf_timestamp]);
+  fileDesc("ChpmbGVldHNjb3BlL3YxL2luZ2VzdC5wcm90bxINZmxlZXRzY29wZS52MSJ/ChFBcHBlbmRMaXZlUmVxdWVzdBIOCgZzdHJlYW0YASABKAkSCwoDc2VxGAIgASgDEi8KCG1ldGFkYXRhGAMgASgLMh0uZmxlZXRzY29wZS52MS5VcGxvYWRNZXRhZGF0YRINCgVjaHVuaxgEIAEoDBINCgVmaW5hbBgFIAEoCCJ8ChJBcHBlbmRMaXZlUmVzcG9uc2USEAoIbmV4dF9zZXEYASABKAMSJwoHcHJvZmlsZRgCIAEoCzIWLmZsZWV0c2NvcGUudjEuUHJvZmlsZRIrCglkdXBsaWNhdGUYAyABKAsyGC5mbGVldHNjb3BlLnYxLkR1cGxpY2F0ZSLpAQoOVXBsb2FkTWV0YWRhdGESCwoDYXBwGAEgASgJEgwKBGhvc3QYAiABKAkSOQoGbGFiZWxzGAMgAygLMikuZmxlZXRzY29wZS52MS5VcGxvYWRNZXRhZGF0YS5MYWJlbHNFbnRyeRIUCgxpbnB1dF9mb3JtYXQYBCABKAkSKgoGYW5jaG9yGAUgASgLMhouZmxlZXRzY29wZS52MS5DbG9ja0FuY2hvchIQCghmaWxlbmFtZRgGIAEoCRotCgtMYWJlbHNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIlEKC0Nsb2NrQW5jaG9yEhMKC2Nsb2NrX25hbm9zGAEgASgDEi0KCXdhbGxfdGltZRgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiWgoNVXBsb2FkUmVxdWVzdBIxCghtZXRhZGF0YRgBIAEoCzIdLmZsZWV0c2NvcGUudjEuVXBsb2FkTWV0YWRhdGFIABIPCgVjaHVuaxgCIAEoDEgAQgUKA21zZyJSChFVcGxvYWRGaWxlUmVxdWVzdBIvCghtZXRhZGF0YRgBIAEoCzIdLmZsZWV0c2NvcGUudjEuVXBsb2FkTWV0YWRhdGESDAoEZGF0YRgCIAEoDCKKAQoOVXBsb2FkUmVzcG9uc2USJwoHcHJvZmlsZRgBIAEoCzIWLmZsZWV0c2NvcGUudjEuUHJvZmlsZRIPCgdjcmVhdGVkGAIgASgIEhEKCXBlcm1hbGluaxgDIAEoCRIrCglkdXBsaWNhdGUYBCABKAsyGC5mbGVldHNjb3BlLnYxLkR1cGxpY2F0ZSKOAQoSVXBsb2FkRmlsZVJlc3BvbnNlEicKB3Byb2ZpbGUYASABKAsyFi5mbGVldHNjb3BlLnYxLlByb2ZpbGUSDwoHY3JlYXRlZBgCIAEoCBIRCglwZXJtYWxpbmsYAyABKAkSKwoJZHVwbGljYXRlGAQgASgLMhguZmxlZXRzY29wZS52MS5EdXBsaWNhdGUisAEKCUR1cGxpY2F0ZRISCgpwcm9maWxlX2lkGAEgASgJEgsKA2FwcBgCIAEoCRIMCgRob3N0GAMgASgJEjQKBmxhYmVscxgEIAMoCzIkLmZsZWV0c2NvcGUudjEuRHVwbGljYXRlLkxhYmVsc0VudHJ5Eg8KB2lnbm9yZWQYBSADKAkaLQoLTGFiZWxzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ATL+AQoNSW5nZXN0U2VydmljZRJHCgZVcGxvYWQSHC5mbGVldHNjb3BlLnYxLlVwbG9hZFJlcXVlc3QaHS5mbGVldHNjb3BlLnYxLlVwbG9hZFJlc3BvbnNlKAESUQoKVXBsb2FkRmlsZRIgLmZsZWV0c2NvcGUudjEuVXBsb2FkRmlsZVJlcXVlc3QaIS5mbGVldHNjb3BlLnYxLlVwbG9hZEZpbGVSZXNwb25zZRJRCgpBcHBlbmRMaXZlEiAuZmxlZXRzY29wZS52MS5BcHBlbmRMaXZlUmVxdWVzdBohLmZsZWV0c2NvcGUudjEuQXBwZW5kTGl2ZVJlc3BvbnNlQkVaQ2dpdGh1Yi5jb20vZmxlZXRzY29wZS9mbGVldHNjb3BlL2FwaS9nZW4vZmxlZXRzY29wZS92MTtmbGVldHNjb3BldjFiBnByb3RvMw", [file_fleetscope_v1_profile, file_google_protobuf_timestamp]);
 
 /**
  * @generated from message fleetscope.v1.AppendLiveRequest
@@ -30,14 +30,16 @@ export type AppendLiveRequest = Message<"fleetscope.v1.AppendLiveRequest"> & {
 
   /**
    * The batch's number: 0, 1, 2, ... A batch already applied is
-   * acknowledged again and not re-applied; one past the next is refused.
+   * acknowledged again and not re-applied; one past the next is refused,
+   * and so is a negative one.
    *
    * @generated from field: int64 seq = 2;
    */
   seq: bigint;
 
   /**
-   * App, host and labels: the same on every batch of a stream.
+   * App, host, labels and input format: the first batch's are the
+   * stream's, and a batch that carries others is refused.
    *
    * @generated from field: fleetscope.v1.UploadMetadata metadata = 3;
    */
@@ -45,7 +47,8 @@ export type AppendLiveRequest = Message<"fleetscope.v1.AppendLiveRequest"> & {
 
   /**
    * Perf script text of whole samples (the first batch may begin with
-   * perf's # header); empty only on a final batch.
+   * perf's # header), or folded text; one format a stream, the first
+   * batch's. Empty only on a final batch.
    *
    * @generated from field: bytes chunk = 4;
    */
@@ -83,6 +86,15 @@ export type AppendLiveResponse = Message<"fleetscope.v1.AppendLiveResponse"> & {
    * @generated from field: fleetscope.v1.Profile profile = 2;
    */
   profile?: Profile | undefined;
+
+  /**
+   * Set when the recording's bytes were stored already, as the profile it
+   * names (uploaded before, or another stream's), or when that profile's
+   * metadata differs from the stream's: what was not applied.
+   *
+   * @generated from field: fleetscope.v1.Duplicate duplicate = 3;
+   */
+  duplicate?: Duplicate | undefined;
 };
 
 /**
