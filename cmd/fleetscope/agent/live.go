@@ -17,20 +17,27 @@ import (
 
 // LiveSender sends one batch of a live recording (IngestService.AppendLive).
 type LiveSender interface {
-	AppendLive(ctx context.Context, stream string, seq int64, m Meta, chunk []byte, final bool) (profileID string, err error)
+	AppendLive(ctx context.Context, stream string, seq int64, m Meta, chunk []byte, final bool) (*fsv1.AppendLiveResponse, error)
 }
+
+// ErrStreamEnded is a batch refused because its stream has ended (the
+// server ends a stream left without batches for its idle timeout).
+var ErrStreamEnded = errors.New("the live stream has ended")
 
 // AppendLive sends one live batch; see classify for which failures are
 // Rejected.
-func (u *ConnectUploader) AppendLive(ctx context.Context, stream string, seq int64, m Meta, chunk []byte, final bool) (string, error) {
+func (u *ConnectUploader) AppendLive(ctx context.Context, stream string, seq int64, m Meta, chunk []byte, final bool) (*fsv1.AppendLiveResponse, error) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	res, err := u.ingest.AppendLive(ctx, connect.NewRequest(&fsv1.AppendLiveRequest{Stream: stream, Seq: seq, Final: final, Chunk: chunk,
 		Metadata: &fsv1.UploadMetadata{App: m.App, Host: m.Host, Labels: m.Labels}}))
-	if err != nil {
-		return "", classify(err)
+	if connect.CodeOf(err) == connect.CodeAlreadyExists {
+		return nil, fmt.Errorf("%w: %v", ErrStreamEnded, err)
 	}
-	return res.Msg.GetProfile().GetId(), nil
+	if err != nil {
+		return nil, classify(err)
+	}
+	return res.Msg, nil
 }
 
 // Live streams a live recording: perf script text read from Source as it
@@ -39,7 +46,9 @@ func (u *ConnectUploader) AppendLive(ctx context.Context, stream string, seq int
 // order and retried until the server has it (the server applies each
 // batch once, so a retry after a lost answer duplicates nothing). When
 // Source ends, the last batch is sent as the final one: the server then
-// stores the whole recording as one profile.
+// stores the whole recording as one profile. Should the server have ended
+// the stream meanwhile (after its idle timeout, with what it had), the
+// recording goes on in a new stream, named after the first.
 type Live struct {
 	Stream        string
 	Meta          Meta
@@ -65,19 +74,32 @@ func (l *Live) Run(ctx context.Context) (string, error) {
 	go func() { readErr <- readBlocks(l.Source, blocks) }()
 	var batch strings.Builder
 	seq := int64(0)
+	stream, streams := l.Stream, 1
 	send := func(final bool) (string, error) {
 		for attempt := 0; ; attempt++ {
-			id, err := l.Sender.AppendLive(ctx, l.Stream, seq, l.Meta, []byte(batch.String()), final)
+			res, err := l.Sender.AppendLive(ctx, stream, seq, l.Meta, []byte(batch.String()), final)
 			if err == nil {
-				l.Log.Info("live batch sent", "stream", l.Stream, "seq", seq, "bytes", batch.Len(), "final", final)
+				l.Log.Info("live batch sent", "stream", stream, "seq", seq, "bytes", batch.Len(), "final", final)
 				seq++
 				batch.Reset()
-				return id, nil
+				if d := res.GetDuplicate(); d != nil {
+					l.Log.Warn("live recording stored already: the server kept the stored profile", "stream", stream, "profile", d.GetProfileId(),
+						"app", d.GetApp(), "host", d.GetHost(), "labels", d.GetLabels(), "ignored", d.GetIgnored())
+				}
+				return res.GetProfile().GetId(), nil
 			}
-			if IsRejected(err) {
+			if errors.Is(err, ErrStreamEnded) && seq > 0 {
+				streams++
+				next := fmt.Sprintf("%.90s.%d", l.Stream, streams)
+				l.Log.Warn("live stream ended by the server (no batch for its idle timeout; what it had is stored): going on in a new stream",
+					"stream", stream, "next", next)
+				stream, seq = next, 0
+				continue
+			}
+			if IsRejected(err) || errors.Is(err, ErrStreamEnded) {
 				return "", err
 			}
-			l.Log.Warn("live batch not sent: retrying", "stream", l.Stream, "seq", seq, "attempt", attempt+1, "err", err)
+			l.Log.Warn("live batch not sent: retrying", "stream", stream, "seq", seq, "attempt", attempt+1, "err", err)
 			if !sleep(ctx, l.Retry.Delay(attempt)) {
 				return "", fmt.Errorf("live batch %d not sent: %w", seq, ctx.Err())
 			}
