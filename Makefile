@@ -24,7 +24,7 @@ SHARED_OK := $(shell test -d '$(SHARED)/corpus' && echo 1)
 FLEETSCOPE_TEST_REQUIRE ?= $(SHARED_OK)
 export FLEETSCOPE_SHARED := $(abspath $(SHARED))
 
-.PHONY: build install test test-deps test-citus citus fuzz fuzz-brief bench run stop postgres tools generate check-generated check-deps web perf clean
+.PHONY: build install test test-deps test-citus citus fuzz fuzz-brief bench run stop postgres tools generate check-generated check-deps docs-cli check-docs web perf clean
 
 # Static, as the image builds it (deploy/Dockerfile): Go's own DNS resolver
 # and user lookup instead of libc's, and no dynamic loader at every start
@@ -89,9 +89,25 @@ check-deps:
 		echo "store/ or ingest/ imports a query package (data flows api -> ingest -> store -> query)" >&2; exit 1; fi
 	$(GO) mod tidy -diff
 
+# The CLI reference (docs/cli, one page per command), generated from the
+# cobra command tree by cmd/fleetscope/gendocs.go (built only with the
+# gendocs tag, so the binary does not change). Run after changing a
+# command's flags or help text, and commit docs/cli.
+docs-cli:
+	$(GO) run -tags gendocs ./cmd/fleetscope docs/cli
+
+# Fails if docs/cli is not what the commands generate, or if a file speaks
+# of the project's working history instead of the product (git log keeps
+# that). The brackets keep the pattern from matching this Makefile.
+check-docs: docs-cli
+	git diff --exit-code -- docs/cli
+	@test -z "$$(git status --porcelain -- docs/cli)" || { echo "untracked or deleted files in docs/cli: run make docs-cli and commit docs/cli" >&2; git status --short -- docs/cli >&2; exit 1; }
+	@if git grep --untracked -n -i -E '(first|second|third|fourth|fifth)[ ]session|session[ ]notes|figures[ ]by[ ]session'; then \
+		echo "the files above speak of working sessions: say what the product does, git log keeps the history" >&2; exit 1; fi
+
 # The test command (README): vet, unit and integration tests against real
 # Postgres and MinIO, then each fuzz target briefly.
-test: build tools test-deps postgres perf check-generated check-deps
+test: build tools test-deps postgres perf check-generated check-deps check-docs
 	@test -n '$(SHARED_OK)' || echo "make test: $(SHARED) not found: the tests that need the shared corpus are skipped (go test -v names them); FLEETSCOPE_TEST_REQUIRE=1 makes them fail"
 	$(GO) vet ./...
 	FLEETSCOPE_TEST_REQUIRE=$(FLEETSCOPE_TEST_REQUIRE) FLEETSCOPE_TEST_MINIO=$(BIN)/minio FLEETSCOPE_TEST_DATABASE_URL='$(PG_URL)' \

@@ -31,7 +31,7 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// The fleet benchmark of DESIGN.md: 20 hosts × 10 min; every host replays
+// The fleet benchmark (docs/benchmarks.md#fleet): 20 hosts × 10 min; every host replays
 // the benchmark file's 60 s once a minute (sample time modulo 60 s from the
 // first sample), host N shifted by (N·37 mod 500) ms: 11,398,000 samples.
 // Each (host, minute) is one profile in nflxprofile (a compact format with
@@ -130,7 +130,7 @@ func (r *replay) profile(b testing.TB, n, m int) []byte {
 	return gz.Bytes()
 }
 
-// BenchmarkFleet runs DESIGN.md's fleet benchmark: ingest with 8 concurrent
+// BenchmarkFleet runs the fleet benchmark (docs/benchmarks.md#fleet): ingest with 8 concurrent
 // uploaders, then each query's p50 of 20 warm calls, a new connection per
 // request, Connect JSON (as Pyroscope was measured). Run with:
 // go test -run '^$' -bench Fleet -benchtime 1x -timeout 60m ./cmd/fleetscope/
@@ -244,7 +244,7 @@ func BenchmarkFleet(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	fmt.Printf("%-52s %d samples, %d nodes (DESIGN: 11,398,000 and 141,498 with idle; idle excluded here)\n", "merged tree, all hosts, 10 min",
+	fmt.Printf("%-52s %d samples, %d nodes (the workload: 11,398,000 and 141,498 with idle; idle excluded here)\n", "merged tree, all hosts, 10 min",
 		res.Msg.GetFlameGraph().GetTotal(), len(res.Msg.GetFlameGraph().GetTree().GetName()))
 	p50("merged flame graph, all hosts, 10 min, untruncated", "target <= 300 ms; Pyroscope 1.8-2.9 s", flame(sel(0, 600)))
 	p50("merged flame graph, all hosts, 1 min", "target <= 60 ms; Pyroscope 435-472 ms", flame(sel(120, 180)))
