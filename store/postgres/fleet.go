@@ -42,8 +42,29 @@ func writeFleet(ctx context.Context, tx pgx.Tx, tenant int64, id uuid.UUID, day 
 	if err == nil && tag.RowsAffected() != int64(len(rows)) {
 		err = fmt.Errorf("fleet seconds: %d rows written of %d (a second repeated)", tag.RowsAffected(), len(rows))
 	}
+	if err != nil {
+		return err
+	}
+	// The same cells by the minute, from the rows just written.
+	mins := index.Minutes(secs)
+	events, minutes, samples, idle, cells, idleCells := make([]string, len(mins)), make([]int64, len(mins)),
+		make([]int32, len(mins)), make([]int32, len(mins)), make([][]byte, len(mins)), make([][]byte, len(mins))
+	for i, m := range mins {
+		events[i], minutes[i], samples[i], idle[i] = m.Event, m.Second, m.Samples, m.Idle
+		cells[i], idleCells[i] = packCells(m.Cells), packCells(m.IdleCells)
+	}
+	tag, err = tx.Exec(ctx, `INSERT INTO fleet_minutes (tenant_id, app, event, minute, profile_id, host, day, samples, idle, cells, idle_cells)
+		SELECT $1, $2, event, minute, $3, $4, $5, samples, idle, cells, idle_cells
+		FROM unnest($6::text[], $7::bigint[], $8::int[], $9::int[], $10::bytea[], $11::bytea[]) AS m(event, minute, samples, idle, cells, idle_cells)
+		ON CONFLICT DO NOTHING`, tenant, p.App, id, p.Host, day, events, minutes, samples, idle, cells, idleCells)
+	if err == nil && tag.RowsAffected() != int64(len(mins)) {
+		err = fmt.Errorf("fleet minutes: %d rows written of %d (a minute repeated)", tag.RowsAffected(), len(mins))
+	}
 	return err
 }
+
+// fleetTables are the tables of a profile's cells in absolute time.
+var fleetTables = []string{"fleet_seconds", "fleet_minutes"}
 
 // FleetProfiles returns the tenant's profiles of app that overlap the
 // window [from, to) (unix ns), on any of hosts (none: all) and with every
@@ -110,8 +131,17 @@ func fleetMatches(p *fleetscope.ProfileInfo, labels []fleetscope.LabelMatch, fro
 // profiles of app and event (base name; "" for every event) for the unix
 // seconds [from, to).
 func (db *DB) FleetCells(ctx context.Context, tenant int64, app, event string, from, to int64) ([]index.FleetRow, error) {
-	q := `SELECT profile_id, host, event, second, samples, idle, cells, idle_cells FROM fleet_seconds
-		WHERE tenant_id = $1 AND app = $2 AND second >= $3 AND second < $4`
+	return db.fleetRows(ctx, tenant, "fleet_seconds", "second", app, event, from, to, true)
+}
+
+// fleetRows reads a fleet table's rows of app and event ("": every event)
+// whose time (column at) lies in [from, to), with their cells or not.
+func (db *DB) fleetRows(ctx context.Context, tenant int64, table, at, app, event string, from, to int64, withCells bool) ([]index.FleetRow, error) {
+	cols := "profile_id, host, event, " + at + ", samples, idle"
+	if withCells {
+		cols += ", cells, idle_cells"
+	}
+	q := `SELECT ` + cols + ` FROM ` + table + ` WHERE tenant_id = $1 AND app = $2 AND ` + at + ` >= $3 AND ` + at + ` < $4`
 	args := []any{tenant, app, from, to}
 	if event != "" {
 		q += ` AND event = $5`
@@ -120,22 +150,28 @@ func (db *DB) FleetCells(ctx context.Context, tenant int64, app, event string, f
 	var out []index.FleetRow
 	var slab []int32 // the rows' cells, allocated a thousand rows at a time
 	err := db.readTenant(ctx, tenant, func(rows pgx.Rows) error {
+		var cells, idle pgtype.DriverBytes
 		for rows.Next() {
 			var r index.FleetRow
 			var id uuid.UUID
-			var cells, idle pgtype.DriverBytes
-			if err := rows.Scan(&id, &r.Host, &r.Event, &r.Second, &r.Samples, &r.Idle, &cells, &idle); err != nil {
+			dst := []any{&id, &r.Host, &r.Event, &r.Second, &r.Samples, &r.Idle}
+			if withCells {
+				dst = append(dst, &cells, &idle)
+			}
+			if err := rows.Scan(dst...); err != nil {
 				return err
 			}
-			if len(slab) < 2*index.Rows {
-				slab = make([]int32, 2*index.Rows*1024)
-			}
-			r.Cells, r.IdleCells, slab = slab[:index.Rows:index.Rows], slab[index.Rows:2*index.Rows:2*index.Rows], slab[2*index.Rows:]
-			if err := unpackCells(r.Cells, cells); err != nil {
-				return err
-			}
-			if err := unpackCells(r.IdleCells, idle); err != nil {
-				return err
+			if withCells {
+				if len(slab) < 2*index.Rows {
+					slab = make([]int32, 2*index.Rows*1024)
+				}
+				r.Cells, r.IdleCells, slab = slab[:index.Rows:index.Rows], slab[index.Rows:2*index.Rows:2*index.Rows], slab[2*index.Rows:]
+				if err := unpackCells(r.Cells, cells); err != nil {
+					return err
+				}
+				if err := unpackCells(r.IdleCells, idle); err != nil {
+					return err
+				}
 			}
 			r.ProfileID = id.String()
 			out = append(out, r)
@@ -167,26 +203,21 @@ func unpackCells(dst []int32, b []byte) error {
 	return nil
 }
 
+// FleetMinutes returns the stored cells by the minute (fleet_minutes) of
+// the tenant's profiles of app and event (base name; "" for every event)
+// for the unix minutes starting in [from, to) (unix seconds, multiples of
+// 60): each row's Second is its minute's first. Without cells, only the
+// totals.
+func (db *DB) FleetMinutes(ctx context.Context, tenant int64, app, event string, from, to int64, withCells bool) ([]index.FleetRow, error) {
+	return db.fleetRows(ctx, tenant, "fleet_minutes", "minute", app, event, from, to, withCells)
+}
+
 // FleetTotals returns, per event (base name), the samples (non-idle, and
 // idle) of the tenant's profiles of app in the unix seconds [from, to),
 // keyed by profile: what the default event and timelines need, without the
 // cells.
 func (db *DB) FleetTotals(ctx context.Context, tenant int64, app string, from, to int64) ([]index.FleetRow, error) {
-	var out []index.FleetRow
-	err := db.readTenant(ctx, tenant, func(rows pgx.Rows) error {
-		for rows.Next() {
-			var r index.FleetRow
-			var id uuid.UUID
-			if err := rows.Scan(&id, &r.Host, &r.Event, &r.Second, &r.Samples, &r.Idle); err != nil {
-				return err
-			}
-			r.ProfileID = id.String()
-			out = append(out, r)
-		}
-		return nil
-	}, `SELECT profile_id, host, event, second, samples, idle FROM fleet_seconds
-		WHERE tenant_id = $1 AND app = $2 AND second >= $3 AND second < $4`, tenant, app, from, to)
-	return out, translate(err, "fleet")
+	return db.fleetRows(ctx, tenant, "fleet_seconds", "second", app, "", from, to, false)
 }
 
 // FleetLabelSets returns the distinct (app, host, labels) of the tenant's
