@@ -316,37 +316,66 @@ type Parsed struct {
 // the memory an upload takes is bounded by limits, not by its shape. Zero
 // fields mean no bound.
 type Shape struct {
-	MaxStacks int // distinct stacks
-	MaxDepth  int // frames in one stack
-	MaxFrames int // frames in all distinct stacks together
-	MaxEvents int // distinct events
+	MaxStacks         int // distinct stacks
+	MaxDepth          int // frames in one stack
+	MaxFrames         int // frames in all distinct stacks together
+	MaxEvents         int // distinct events
+	MaxDistinctFrames int // distinct frames (function and process names)
+	MaxNameBytes      int // bytes in one frame or event name
 }
 
 // DefaultShape is the server's bound unless configured otherwise: a busy
 // 64-CPU host sampled for a minute has tens of thousands of distinct
-// stacks; perf records at most 127 frames unless told otherwise.
-var DefaultShape = Shape{MaxStacks: 250_000, MaxDepth: 4096, MaxFrames: 25_000_000, MaxEvents: 1024}
+// stacks; perf records at most 127 frames unless told otherwise. Real
+// symbols stay far below 8 KiB (long C++ and Rust template names reach a
+// few KiB) and a profile's distinct functions below a million.
+var DefaultShape = Shape{MaxStacks: 250_000, MaxDepth: 4096, MaxFrames: 25_000_000, MaxEvents: 1024,
+	MaxDistinctFrames: 1_000_000, MaxNameBytes: 8 << 10}
 
-// check returns ETOOLARGE when the dictionary outgrew the shape; from is
-// the first stack not checked yet, and frames the frames counted so far.
-func (sh Shape) check(d *fleetscope.Dict, from int, frames *int) error {
+// shapeCheck is how far Shape.check has looked at a growing dictionary.
+type shapeCheck struct {
+	stacks, frames, events int // entries checked so far
+	stackFrames            int // frames in the stacks checked so far
+}
+
+// check returns ETOOLARGE when the dictionary outgrew the shape; c records
+// what earlier calls checked, so each entry is looked at once.
+func (sh Shape) check(d *fleetscope.Dict, c *shapeCheck) error {
 	too := func(setting, format string, args ...any) error {
 		return fleetscope.Errorf(fleetscope.ETOOLARGE, format+" (the server's limit; see "+setting+")", args...)
 	}
 	if n := len(d.Events()); d.EventsFull() || sh.MaxEvents > 0 && n > sh.MaxEvents {
 		return too("the README's limits", "more than %d distinct events", min(sh.MaxEvents, fleetscope.MaxEvents))
 	}
+	if sh.MaxDistinctFrames > 0 && d.NumFrames() > sh.MaxDistinctFrames {
+		return too("the documented limits", "more than %d distinct function names", sh.MaxDistinctFrames)
+	}
+	if sh.MaxNameBytes > 0 {
+		long := func(what, name string) error {
+			return too("the documented limits", "a %s of %d bytes (%.40q...), more than %d bytes", what, len(name), name, sh.MaxNameBytes)
+		}
+		for ; c.frames < d.NumFrames(); c.frames++ {
+			if name := d.FrameAt(fleetscope.FrameID(c.frames)).Name; len(name) > sh.MaxNameBytes {
+				return long("function or process name", name)
+			}
+		}
+		for ; c.events < len(d.Events()); c.events++ {
+			if name := d.Events()[c.events]; len(name) > sh.MaxNameBytes {
+				return long("event name", name)
+			}
+		}
+	}
 	if sh.MaxStacks > 0 && d.NumStacks() > sh.MaxStacks {
 		return too("FLEETSCOPE_MAX_STACKS and the tenant's max_stacks", "more than %d distinct stacks", sh.MaxStacks)
 	}
-	for id := from; id < d.NumStacks(); id++ {
-		n := len(d.StackFrames(fleetscope.StackID(id)))
+	for ; c.stacks < d.NumStacks(); c.stacks++ {
+		n := len(d.StackFrames(fleetscope.StackID(c.stacks)))
 		if sh.MaxDepth > 0 && n > sh.MaxDepth {
 			return too("FLEETSCOPE_MAX_DEPTH and the tenant's max_depth", "a stack of %d frames, more than %d", n, sh.MaxDepth)
 		}
-		*frames += n
+		c.stackFrames += n
 	}
-	if sh.MaxFrames > 0 && *frames > sh.MaxFrames {
+	if sh.MaxFrames > 0 && c.stackFrames > sh.MaxFrames {
 		return too("the README's limits", "more than %d frames in its distinct stacks", sh.MaxFrames)
 	}
 	return nil
@@ -358,14 +387,16 @@ func (sh Shape) check(d *fleetscope.Dict, from int, frames *int) error {
 // is EINVALID; one over a bound ETOOLARGE, found while parsing.
 func ParseIndex(r io.Reader, inputFormat string, maxRaw int64, shape Shape) (*Parsed, error) {
 	b := index.NewBuilder()
-	checked, frames := 0, 0
+	var checked shapeCheck
 	prof, err := Parse(r, inputFormat, maxRaw, func(p *fleetscope.Profile, batch []fleetscope.Sample) error {
-		if err := shape.check(p.Dict, checked, &frames); err != nil {
+		if err := shape.check(p.Dict, &checked); err != nil {
 			return err
 		}
-		checked = p.Dict.NumStacks()
 		return b.Add(batch)
 	})
+	if err == nil { // what came after the last batch, if anything
+		err = shape.check(prof.Dict, &checked)
+	}
 	if err != nil {
 		var fe *fleetscope.Error
 		if errors.As(err, &fe) {

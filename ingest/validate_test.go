@@ -3,6 +3,7 @@ package ingest_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -108,5 +109,64 @@ func TestUnstorableTextIsInvalid(t *testing.T) {
 		if fleetscope.ErrorCode(err) != fleetscope.EINVALID {
 			t.Errorf("%s: %v, want EINVALID", tc.name, err)
 		}
+	}
+}
+
+// countingReader counts the bytes read through it.
+type countingReader struct {
+	r io.Reader
+	n int
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += n
+	return n, err
+}
+
+// TestNameBounds: a frame name longer than the server's MaxNameBytes
+// (8 KiB by default) and more distinct frames than MaxDistinctFrames are
+// refused with ETOOLARGE naming the limit, while parsing: the parse stops
+// long before the end of a file with far too many frames.
+func TestNameBounds(t *testing.T) {
+	huge := "main;f 1\nmain;" + strings.Repeat("x", 1<<20) + " 1\n"
+	s := &ingest.Service{TempDir: t.TempDir()} // no index, no blobs: reaching them would panic
+	p := fleetscope.Principal{TenantID: 1, Scopes: []string{fleetscope.ScopeIngest}}
+	_, _, err := s.Ingest(context.Background(), p, ingest.Meta{App: "a"}, strings.NewReader(huge))
+	if fleetscope.ErrorCode(err) != fleetscope.ETOOLARGE || !strings.Contains(err.Error(), "more than 8192 bytes") {
+		t.Errorf("a 1 MiB frame name: %v, want ETOOLARGE naming the 8192-byte limit", err)
+	}
+	if len(err.Error()) > 500 {
+		t.Errorf("the message quotes the whole name (%d bytes)", len(err.Error()))
+	}
+	atLimit := "main;" + strings.Repeat("y", ingest.DefaultShape.MaxNameBytes) + " 1\n"
+	if _, err := ingest.ParseIndex(strings.NewReader(atLimit), "", 0, ingest.DefaultShape); err != nil {
+		t.Errorf("a name of exactly %d bytes: %v", ingest.DefaultShape.MaxNameBytes, err)
+	}
+	// An event name, too.
+	ev := perfSample("app", "1.000000", "main")
+	ev = strings.Replace(ev, "cpu-clock", strings.Repeat("e", 9000), 1)
+	if _, err := ingest.ParseIndex(strings.NewReader(ev), "", 0, ingest.DefaultShape); fleetscope.ErrorCode(err) != fleetscope.ETOOLARGE {
+		t.Errorf("a 9000-byte event name: %v, want ETOOLARGE", err)
+	}
+
+	var many strings.Builder
+	for i := range 200_000 {
+		fmt.Fprintf(&many, "main;f%d 1\n", i)
+	}
+	r := &countingReader{r: strings.NewReader(many.String())}
+	_, err = ingest.ParseIndex(r, "", 0, ingest.Shape{MaxDistinctFrames: 1000})
+	if fleetscope.ErrorCode(err) != fleetscope.ETOOLARGE || !strings.Contains(err.Error(), "more than 1000 distinct") {
+		t.Errorf("200001 distinct frames, limit 1000: %v, want ETOOLARGE", err)
+	}
+	if r.n > many.Len()/4 {
+		t.Errorf("read %d of %d bytes before refusing: the limit must stop the parse early", r.n, many.Len())
+	}
+	small := "main;a 1\nmain;b 1\n"
+	if _, err := ingest.ParseIndex(strings.NewReader(small), "", 0, ingest.Shape{MaxDistinctFrames: 3}); err != nil {
+		t.Errorf("3 distinct frames, limit 3: %v", err)
+	}
+	if _, err := ingest.ParseIndex(strings.NewReader(small), "", 0, ingest.Shape{MaxDistinctFrames: 2}); fleetscope.ErrorCode(err) != fleetscope.ETOOLARGE {
+		t.Errorf("3 distinct frames, limit 2: %v, want ETOOLARGE", err)
 	}
 }

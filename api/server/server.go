@@ -114,7 +114,8 @@ func newServer(ctx context.Context, cfg Config, log *slog.Logger, ln net.Listene
 	perf.LimitCPU(cpus)
 	ing := &ingest.Service{DB: db, Blobs: blobs, Log: log, MaxUploadBytes: cfg.MaxUploadBytes, MaxRawBytes: cfg.MaxRawBytes,
 		TempDir: spool, Shape: ingest.Shape{MaxStacks: int(cfg.MaxStacks), MaxDepth: int(cfg.MaxDepth),
-			MaxFrames: ingest.DefaultShape.MaxFrames, MaxEvents: ingest.DefaultShape.MaxEvents}}
+			MaxFrames: ingest.DefaultShape.MaxFrames, MaxEvents: ingest.DefaultShape.MaxEvents,
+			MaxDistinctFrames: ingest.DefaultShape.MaxDistinctFrames, MaxNameBytes: ingest.DefaultShape.MaxNameBytes}}
 	lc := &lifecycle.Service{DB: db, Blobs: blobs, Log: log}
 	q := query.New(db, query.Options{CacheBytes: cfg.CacheBytes, Warm: true})
 	auth := api.NewAuth(db)
