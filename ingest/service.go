@@ -279,18 +279,19 @@ func checkMeta(m *Meta) error {
 	return nil
 }
 
-// checkProfile refuses what the index cannot store: frame and event names
-// that are not UTF-8 text (Postgres text holds neither invalid UTF-8 nor
-// NUL), and header facts are made storable (they are informational).
+// checkProfile refuses what the index cannot store or show: frame and event
+// names that are not UTF-8 text (Postgres text holds neither invalid UTF-8
+// nor NUL) or hold control characters (a terminal or a log would obey
+// them); header facts are made storable (they are informational).
 func checkProfile(parsed *Parsed) error {
 	d := parsed.Profile.Dict
 	for i := range d.NumFrames() {
-		if name := d.FrameAt(fleetscope.FrameID(i)).Name; !utf8.ValidString(name) || strings.IndexByte(name, 0) >= 0 {
-			return fleetscope.Errorf(fleetscope.EINVALID, "function or process name %q is not UTF-8 text (invalid bytes or NUL): not storable", name)
+		if err := checkName("function or process name", d.FrameAt(fleetscope.FrameID(i)).Name); err != nil {
+			return err
 		}
 	}
 	for _, e := range d.Events() {
-		if err := fleetscope.CheckText("event name", e); err != nil {
+		if err := checkName("event name", e); err != nil {
 			return err
 		}
 	}
@@ -300,6 +301,20 @@ func checkProfile(parsed *Parsed) error {
 			delete(parsed.Profile.Meta, k)
 		} else if clean != v {
 			parsed.Profile.Meta[k] = clean
+		}
+	}
+	return nil
+}
+
+// checkName returns EINVALID unless name is storable text (the rule of
+// fleetscope.CheckText), quoting at most its first 80 bytes.
+func checkName(what, name string) error {
+	if !utf8.ValidString(name) {
+		return fleetscope.Errorf(fleetscope.EINVALID, "%s %.80q is not UTF-8 text (invalid bytes): not storable", what, name)
+	}
+	for _, r := range name {
+		if r < 0x20 || r == 0x7f {
+			return fleetscope.Errorf(fleetscope.EINVALID, "%s %.80q holds a control character (%U): names must be text without NUL or control characters", what, name, r)
 		}
 	}
 	return nil
