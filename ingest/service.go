@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -399,13 +400,25 @@ func (sh Shape) check(d *fleetscope.Dict, c *shapeCheck) error {
 // ParseIndex decompresses r, detects its format (or takes inputFormat),
 // parses it and builds its index. maxRaw bounds the decompressed size
 // (0: none); shape bounds the profile's shape. Input that is not a profile
-// is EINVALID; one over a bound ETOOLARGE, found while parsing.
+// is EINVALID, and so is one whose values (periods) for an event add up to
+// more than math.MaxInt64 (they are never wrapped); one over a bound is
+// ETOOLARGE, found while parsing.
 func ParseIndex(r io.Reader, inputFormat string, maxRaw int64, shape Shape) (*Parsed, error) {
 	b := index.NewBuilder()
 	var checked shapeCheck
+	var sums []uint64 // periods (values) by event, each at most math.MaxInt64
 	prof, err := Parse(r, inputFormat, maxRaw, func(p *fleetscope.Profile, batch []fleetscope.Sample) error {
 		if err := shape.check(p.Dict, &checked); err != nil {
 			return err
+		}
+		for _, s := range batch {
+			for int(s.Event) >= len(sums) {
+				sums = append(sums, 0)
+			}
+			if s.Period > math.MaxInt64-sums[s.Event] {
+				return fleetscope.Errorf(fleetscope.EINVALID, "the values (periods) of event %q add up to more than %d: a profile's total for each event must fit in a signed 64-bit integer", p.Dict.Events()[s.Event], int64(math.MaxInt64))
+			}
+			sums[s.Event] += s.Period
 		}
 		return b.Add(batch)
 	})

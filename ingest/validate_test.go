@@ -1,12 +1,16 @@
 package ingest_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/pprof/profile"
 
 	"github.com/fleetscope/fleetscope"
 	"github.com/fleetscope/fleetscope/ingest"
@@ -172,5 +176,43 @@ func TestNameBounds(t *testing.T) {
 	}
 	if _, err := ingest.ParseIndex(strings.NewReader(small), "", 0, ingest.Shape{MaxDistinctFrames: 2}); fleetscope.ErrorCode(err) != fleetscope.ETOOLARGE {
 		t.Errorf("3 distinct frames, limit 2: %v, want ETOOLARGE", err)
+	}
+}
+
+// TestValuesNeverWrap: values (periods) whose total for an event would pass
+// math.MaxInt64 are refused as EINVALID, never wrapped: pprof records of
+// MaxInt64 each on three stacks, and weighted folded lines. A total of
+// exactly MaxInt64 is accepted.
+func TestValuesNeverWrap(t *testing.T) {
+	pp := func(values ...int64) []byte {
+		p := &profile.Profile{SampleType: []*profile.ValueType{{Type: "alloc_space", Unit: "bytes"}}}
+		for i, v := range values {
+			fn := &profile.Function{ID: uint64(i + 1), Name: fmt.Sprintf("f%d", i)}
+			loc := &profile.Location{ID: uint64(i + 1), Line: []profile.Line{{Function: fn}}}
+			p.Function = append(p.Function, fn)
+			p.Location = append(p.Location, loc)
+			p.Sample = append(p.Sample, &profile.Sample{Location: []*profile.Location{loc}, Value: []int64{v}})
+		}
+		var b bytes.Buffer
+		if err := p.Write(&b); err != nil {
+			t.Fatal(err)
+		}
+		return b.Bytes()
+	}
+	over := pp(math.MaxInt64, math.MaxInt64, math.MaxInt64)
+	_, err := ingest.ParseIndex(bytes.NewReader(over), "", 0, ingest.DefaultShape)
+	if fleetscope.ErrorCode(err) != fleetscope.EINVALID || !strings.Contains(err.Error(), "add up to more than 9223372036854775807") {
+		t.Errorf("three pprof values of MaxInt64: %v, want EINVALID", err)
+	}
+	if _, err := ingest.ParseIndex(bytes.NewReader(pp(math.MaxInt64-1, 1)), "", 0, ingest.DefaultShape); err != nil {
+		t.Errorf("pprof values adding up to exactly MaxInt64: %v", err)
+	}
+	in := "main;a 9223372036854775807\nmain;b 1\n"
+	if _, err := ingest.ParseIndex(strings.NewReader(in), "folded:weighted", 0, ingest.DefaultShape); fleetscope.ErrorCode(err) != fleetscope.EINVALID {
+		t.Errorf("weighted folded lines adding up past MaxInt64: %v, want EINVALID", err)
+	}
+	in = "main;a 18446744073709551615\n"
+	if _, err := ingest.ParseIndex(strings.NewReader(in), "folded:weighted", 0, ingest.DefaultShape); fleetscope.ErrorCode(err) != fleetscope.EINVALID {
+		t.Errorf("a weighted folded line of MaxUint64: %v, want EINVALID", err)
 	}
 }
