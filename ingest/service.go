@@ -30,7 +30,10 @@ type Meta struct {
 	InputFormat string
 	Filename    string
 	// Anchor, if set, says the profile clock read AnchorClockNanos at
-	// AnchorWall; it places boot-clock profiles in absolute time.
+	// AnchorWall; it places boot-clock profiles in absolute time. HasAnchor
+	// says an anchor was sent, so that one whose wall time is the zero time
+	// (year 1) is refused, not taken for no anchor.
+	HasAnchor        bool
 	AnchorClockNanos int64
 	AnchorWall       time.Time
 	// SpanStart and SpanEnd place a profile without per-sample times (pprof)
@@ -257,7 +260,7 @@ func checkMeta(m *Meta) error {
 	if err := fleetscope.CheckText("file name", m.Filename); err != nil {
 		return err
 	}
-	if !m.AnchorWall.IsZero() {
+	if m.HasAnchor || !m.AnchorWall.IsZero() {
 		if err := fleetscope.CheckWallTime(m.AnchorWall, "the clock anchor's wall time"); err != nil {
 			return err
 		}
