@@ -185,7 +185,7 @@ func newServer(ctx context.Context, cfg Config, log *slog.Logger, ln net.Listene
 	gate.Log = log
 	s := &Server{cfg: cfg, log: log, db: db, lifecycle: lc, auth: auth, query: q, ln: ln, routes: mux.patterns, http: &http.Server{
 		Addr:              cfg.Addr,
-		Handler:           auth.Gate(mux, gate),
+		Handler:           api.HTTPStatus(auth.Gate(mux, gate)), // error statuses by the table (413 for too_large)
 		HTTP2:             &http.HTTP2Config{MaxConcurrentStreams: 100},
 		Protocols:         protocols,
 		ReadHeaderTimeout: 10 * time.Second,
