@@ -257,11 +257,12 @@ func tail(s string, n int) string {
 	return s
 }
 
-// spoolFiles counts the files in the server's upload spool (its TMPDIR).
+// spoolFiles counts the files in the server's upload spool (its TMPDIR),
+// but for the spool's lock file (.lock), there while the server runs.
 func (s *service) spoolFiles() int {
 	n := 0
 	filepath.WalkDir(s.tmp, func(_ string, d fs.DirEntry, err error) error {
-		if err == nil && d.Type().IsRegular() {
+		if err == nil && d.Type().IsRegular() && !strings.HasPrefix(d.Name(), ".lock") {
 			n++
 		}
 		return nil
