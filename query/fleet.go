@@ -26,11 +26,13 @@ const (
 	LeftOtherEvent  = "none of its samples is of the event"
 )
 
-// Accounting says which profiles an answer counts and which it left out.
+// Accounting says which profiles an answer counts and which it left out,
+// and which stored rows served it.
 type Accounting struct {
 	Event    string         // the event counted (base name)
 	Profiles int            // profiles whose samples the answer counts
 	LeftOut  map[string]int // profiles left out, by reason
+	Served   Served
 }
 
 // fleet is a resolved selection: its profiles sorted by start.
@@ -43,8 +45,11 @@ type fleet struct {
 	// first and end are the unix seconds the window touches, [first, end).
 	first, end int64
 	// totals are the stored totals of the app's profiles in [first, end),
-	// every event's, when choosing the event read them (nil otherwise).
+	// every event's, when choosing the event read them (nil otherwise),
+	// by the minute where the reader allowed (see storedRows); served
+	// says what was read.
 	totals []index.FleetRow
+	served Served
 }
 
 // resolve finds a selection's profiles and its event.
@@ -54,7 +59,7 @@ func (s *Service) resolve(ctx context.Context, tenant int64, sel fleetscope.Flee
 		return nil, err
 	}
 	if f.event == "" {
-		if err := s.chooseEvent(ctx, tenant, f); err != nil {
+		if err := s.chooseEvent(ctx, tenant, f, true, f.first, f.end); err != nil {
 			return nil, err
 		}
 	}
@@ -62,11 +67,13 @@ func (s *Service) resolve(ctx context.Context, tenant int64, sel fleetscope.Flee
 }
 
 // chooseEvent sets the default event of a selection that names none, from
-// its stored totals (kept: the host strip and the timeline read them next).
-func (s *Service) chooseEvent(ctx context.Context, tenant int64, f *fleet) error {
+// its stored totals (kept: the host strip and the timeline read them next;
+// with minutes, the minutes wholly inside [wholeFrom, wholeTo) as minute
+// rows: see storedRows).
+func (s *Service) chooseEvent(ctx context.Context, tenant int64, f *fleet, minutes bool, wholeFrom, wholeTo int64) error {
 	if len(f.timed) > 0 {
 		var err error
-		if f.totals, err = s.src.FleetTotals(ctx, tenant, f.sel.App, f.first, f.end); err != nil {
+		if f.totals, f.served, err = s.storedRows(ctx, tenant, f, "", f.first, f.end, wholeFrom, wholeTo, minutes, false); err != nil {
 			return err
 		}
 	}
@@ -143,14 +150,6 @@ func (f *fleet) busiestEvent(rows []index.FleetRow) string {
 	return best
 }
 
-// columns returns the heatmap geometry of the seconds [first, end): at
-// least minSPC seconds a column, more if the window needs it.
-func (f *fleet) columns(minSPC int64) (secondsPerColumn int64, columns int) {
-	n := f.end - f.first
-	spc := max(fleetscope.SecondsPerColumn(n), minSPC, 1)
-	return spc, int((n + spc - 1) / spc)
-}
-
 // FleetHeatmap is a fleet's heatmap and what it counts.
 type FleetHeatmap struct {
 	*heatmap.Heatmap
@@ -175,25 +174,26 @@ func (s *Service) FleetHeatmap(ctx context.Context, tenant int64, sel fleetscope
 	if err != nil {
 		return nil, err
 	}
-	spc, columns := f.columns(minSPC)
+	start, spc, columns := f.grid(minSPC)
+	minutes := spc%60 == 0
 	stored := index.Rows%rows == 0 && f.filter.m == nil // the stored cells add up to the answer
 	var cells []index.FleetRow
 	if stored {
 		// With no event named, every event's cells, and the default event
 		// chosen from them: one read, not two.
-		if cells, err = s.src.FleetCells(ctx, tenant, sel.App, f.event, f.first, f.end); err != nil {
+		if cells, f.served, err = s.storedRows(ctx, tenant, f, f.event, f.first, f.end, f.first, f.end, minutes, true); err != nil {
 			return nil, err
 		}
 		if f.event == "" {
 			f.event = f.busiestEvent(cells)
 		}
 	} else if f.event == "" {
-		if err := s.chooseEvent(ctx, tenant, f); err != nil {
+		if err := s.chooseEvent(ctx, tenant, f, minutes, f.first, f.end); err != nil {
 			return nil, err
 		}
 	}
-	h := heatmap.New(f.event, f.first, spc, columns, rows)
-	acc := Accounting{Event: f.event, Profiles: len(f.timed), LeftOut: map[string]int{}}
+	h := heatmap.New(f.event, start, spc, columns, rows)
+	acc := Accounting{Event: f.event, Profiles: len(f.timed), LeftOut: map[string]int{}, Served: f.served}
 	if n := len(f.untimed); n > 0 {
 		acc.LeftOut[LeftUntimed] = n
 	}
@@ -257,7 +257,7 @@ type FleetTimeline struct {
 // FleetHosts returns the selection's samples per host and column (the same
 // columns as its heatmap), from the stored totals.
 func (s *Service) FleetHosts(ctx context.Context, tenant int64, sel fleetscope.FleetSelection, minSPC int64) (*FleetHosts, error) {
-	f, spc, columns, rows, err := s.fleetTotals(ctx, tenant, sel, minSPC)
+	f, start, spc, columns, rows, err := s.fleetTotals(ctx, tenant, sel, minSPC, false)
 	if err != nil {
 		return nil, err
 	}
@@ -272,10 +272,10 @@ func (s *Service) FleetHosts(ctx context.Context, tenant int64, sel fleetscope.F
 		if sel.IncludeIdle {
 			n += int64(r.Idle)
 		}
-		hs.Columns[(r.Second-f.first)/spc] += n
+		hs.Columns[(r.Second-start)/spc] += n
 		hs.Total += n
 	}
-	out := &FleetHosts{StartSecond: f.first, SecondsPerColumn: spc, Accounting: f.accounting(false)}
+	out := &FleetHosts{StartSecond: start, SecondsPerColumn: spc, Accounting: f.accounting(false)}
 	for _, hs := range byHost {
 		out.Hosts = append(out.Hosts, *hs)
 	}
@@ -291,46 +291,63 @@ func (s *Service) FleetHosts(ctx context.Context, tenant int64, sel fleetscope.F
 // FleetTimeline returns the selection's samples per column (the heatmap's
 // columns), from the stored totals.
 func (s *Service) FleetTimeline(ctx context.Context, tenant int64, sel fleetscope.FleetSelection, minSPC int64) (*FleetTimeline, error) {
-	f, spc, columns, rows, err := s.fleetTotals(ctx, tenant, sel, minSPC)
+	f, start, spc, columns, rows, err := s.fleetTotals(ctx, tenant, sel, minSPC, false)
 	if err != nil {
 		return nil, err
 	}
-	out := &FleetTimeline{StartSecond: f.first, SecondsPerColumn: spc, Totals: make([]int64, columns), Accounting: f.accounting(false)}
+	out := &FleetTimeline{StartSecond: start, SecondsPerColumn: spc, Totals: make([]int64, columns), Accounting: f.accounting(false)}
 	for _, r := range rows {
 		n := int64(r.Samples)
 		if sel.IncludeIdle {
 			n += int64(r.Idle)
 		}
-		out.Totals[(r.Second-f.first)/spc] += n
+		out.Totals[(r.Second-start)/spc] += n
 	}
 	return out, nil
 }
 
-// fleetTotals resolves a selection and reads its event's stored totals.
-func (s *Service) fleetTotals(ctx context.Context, tenant int64, sel fleetscope.FleetSelection, minSPC int64) (*fleet, int64, int, []index.FleetRow, error) {
-	f, err := s.resolve(ctx, tenant, sel)
-	if err != nil {
-		return nil, 0, 0, nil, err
+// fleetTotals resolves a selection, lays out its columns and reads its
+// event's stored totals: by the minute where the columns are whole
+// minutes, except, with exactEdges, a minute holding the window's partial
+// first or last second (the caller counts those from the samples).
+func (s *Service) fleetTotals(ctx context.Context, tenant int64, sel fleetscope.FleetSelection, minSPC int64, exactEdges bool) (f *fleet, start, spc int64, columns int, rows []index.FleetRow, err error) {
+	if f, err = s.selectProfiles(ctx, tenant, sel); err != nil {
+		return nil, 0, 0, 0, nil, err
 	}
-	spc, columns := f.columns(minSPC)
+	start, spc, columns = f.grid(minSPC)
+	minutes := spc%60 == 0
+	wholeFrom, wholeTo := f.first, f.end
+	if exactEdges {
+		wholeFrom, wholeTo = -fleetscope.FloorSecond(-sel.From), fleetscope.FloorSecond(sel.To)
+	}
 	if f.filter.m != nil {
+		if f.event == "" {
+			if err := s.chooseEvent(ctx, tenant, f, minutes, wholeFrom, wholeTo); err != nil {
+				return nil, 0, 0, 0, nil, err
+			}
+		}
 		rows, err := s.filteredTotals(ctx, tenant, f)
-		return f, spc, columns, rows, err
+		return f, start, spc, columns, rows, err
+	}
+	if f.event == "" {
+		if err := s.chooseEvent(ctx, tenant, f, minutes, wholeFrom, wholeTo); err != nil {
+			return nil, 0, 0, 0, nil, err
+		}
 	}
 	all := f.totals
 	if all == nil {
-		if all, err = s.src.FleetTotals(ctx, tenant, sel.App, f.first, f.end); err != nil {
-			return nil, 0, 0, nil, err
+		if all, f.served, err = s.storedRows(ctx, tenant, f, "", f.first, f.end, wholeFrom, wholeTo, minutes, false); err != nil {
+			return nil, 0, 0, 0, nil, err
 		}
 	}
 	ids := f.ids()
-	rows := all[:0]
+	rows = all[:0]
 	for _, r := range all {
 		if ids[r.ProfileID] && r.Event == f.event {
 			rows = append(rows, r)
 		}
 	}
-	return f, spc, columns, rows, nil
+	return f, start, spc, columns, rows, nil
 }
 
 // filteredTotals counts, from the stored samples, what a filtered
@@ -375,7 +392,7 @@ func (s *Service) filteredTotals(ctx context.Context, tenant int64, f *fleet) ([
 // accounting counts a fleet's profiles; withUntimedSpans counts untimed
 // profiles wholly inside the window as used (flame graphs).
 func (f *fleet) accounting(withUntimedSpans bool) Accounting {
-	acc := Accounting{Event: f.event, Profiles: len(f.timed), LeftOut: map[string]int{}}
+	acc := Accounting{Event: f.event, Profiles: len(f.timed), LeftOut: map[string]int{}, Served: f.served}
 	for _, p := range f.untimed {
 		switch {
 		case !withUntimedSpans:
