@@ -84,6 +84,7 @@ func flamegraphCmd() *cobra.Command {
 	f.StringVar(&r.ProfileID, "profile", "", "a stored profile's id: ask the server (FLEETSCOPE_URL, FLEETSCOPE_API_KEY)")
 	fleet.register(c)
 	filter.register(c)
+	setEnvironment(c, clientEnvHelp(" (read scope)")+"\n                       (for --profile and fleet queries)")
 	return c
 }
 

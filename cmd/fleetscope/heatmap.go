@@ -91,6 +91,7 @@ func heatmapCmd() *cobra.Command {
 	f.IntVar(&top, "top", query.DefaultSeries, "with --by: the largest series to show, the rest summed as \"other\"")
 	fleet.register(c)
 	filter.register(c)
+	setEnvironment(c, clientEnvHelp(" (read scope)")+"\n                       (for --profile and fleet queries)")
 	return c
 }
 

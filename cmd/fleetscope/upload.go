@@ -30,7 +30,12 @@ func uploadCmd() *cobra.Command {
 On stderr, for each file: where the profile sits in wall-clock time (UTC) and
 which clock placed it, and, when the same bytes were already stored, that the
 upload is a duplicate: the stored profile keeps its app, host and labels
-(fleetscope admin update-profile changes them).`,
+(fleetscope admin update-profile changes them).
+
+FILE - reads the profile from standard input.`,
+		Example: `  fleetscope upload --app checkout --host web-7 --label env=prod perf.txt.gz
+  fleetscope upload --app checkout host1.perf.txt host2.perf.txt
+  perf script --header -i perf.data | fleetscope upload --app checkout --host web-7 -`,
 		Args: args(1, 1<<20),
 		RunE: func(c *cobra.Command, files []string) error {
 			if app == "" {
@@ -66,8 +71,9 @@ upload is a duplicate: the stored profile keeps its app, host and labels
 	f := c.Flags()
 	f.StringVar(&app, "app", "", "application name (required)")
 	f.StringVar(&host, "host", "", "host name (default: the hostname the profile records)")
-	f.StringArrayVar(&labels, "label", nil, "label key=value (repeatable)")
+	f.StringArrayVar(&labels, "label", nil, "label `key=value` (repeatable)")
 	f.StringVar(&inputFormat, "input-format", "", "input format, instead of detecting it (perf)")
+	setEnvironment(c, clientEnvHelp(" (ingest scope)"))
 	return c
 }
 
