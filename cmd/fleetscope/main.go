@@ -72,8 +72,8 @@ func run(args []string) int {
 
 func newRoot() *cobra.Command {
 	root := &cobra.Command{
-		Use:           "fleetscope",
-		Short:         "Sub-second profiling for fleets: heatmaps and exact range flame graphs",
+		Use:   "fleetscope",
+		Short: "Sub-second profiling for fleets: heatmaps and exact range flame graphs",
 		Long: `Sub-second profiling for fleets: heatmaps and exact range flame graphs, of a
 local profile file or of the profiles a fleetscope server stores.
 
