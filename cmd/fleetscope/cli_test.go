@@ -5,6 +5,8 @@ package main
 
 import (
 	"bytes"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 
@@ -73,5 +75,43 @@ func TestUnknownCommandIsUsageError(t *testing.T) {
 	}
 	if out, errOut, code := run1(nil); code != 0 || !strings.Contains(out, "Commands:") {
 		t.Errorf("fleetscope alone: exit %d, stderr %q; want the help", code, errOut)
+	}
+}
+
+// runStdin runs a client command against s with stdin as standard input.
+func (s *service) runStdin(stdin string, args ...string) (string, string, int) {
+	cmd := exec.Command(fsBin, args...)
+	cmd.Env = append(append(os.Environ(), s.env...), "FLEETSCOPE_URL="+s.url, "FLEETSCOPE_API_KEY="+s.key)
+	cmd.Stdin = strings.NewReader(stdin)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	if ee, ok := err.(*exec.ExitError); ok {
+		return out.String(), errOut.String(), ee.ExitCode()
+	} else if err != nil {
+		s.t.Fatal(err)
+	}
+	return out.String(), errOut.String(), 0
+}
+
+// TestUploadFromStdin: upload - reads the profile from standard input (a
+// pipe): the same profile as the file it came from.
+func TestUploadFromStdin(t *testing.T) {
+	s := startService(t, serviceOpts{})
+	path := plant(t, "--seed", "48", "--seconds", "2", "--epoch")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := s.runStdin(string(b), "upload", "--app", "test", "-")
+	f := strings.Fields(out)
+	if code != 0 || len(f) != 2 {
+		t.Fatalf("upload -: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	if again := s.upload(path); again != f[0] {
+		t.Fatalf("the file uploaded after its bytes came on stdin: profile %s, want the same profile %s", again, f[0])
+	}
+	if _, errOut, code := s.runStdin("", "upload", "--app", "test", "-", "-"); code != exitUsage {
+		t.Fatalf("upload - -: exit %d (%s), want a usage error", code, errOut)
 	}
 }
