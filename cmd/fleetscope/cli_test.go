@@ -5,12 +5,22 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
+	"math/rand/v2"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"connectrpc.com/connect"
 	"github.com/spf13/cobra"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	fsv1 "github.com/fleetscope/fleetscope/api/gen/fleetscope/v1"
+	"github.com/fleetscope/fleetscope/api/gen/fleetscope/v1/fleetscopev1connect"
 )
 
 // TestHelp: the top level and upload show examples and the environment
@@ -113,5 +123,137 @@ func TestUploadFromStdin(t *testing.T) {
 	}
 	if _, errOut, code := s.runStdin("", "upload", "--app", "test", "-", "-"); code != exitUsage {
 		t.Fatalf("upload - -: exit %d (%s), want a usage error", code, errOut)
+	}
+}
+
+// TestEmptyFleetAnswers: a fleet query that counts nothing is never
+// silent: one line on stderr says what matched nothing in which window and
+// when the app's (and each named host's) profiles lie, and the exit status
+// is 3. With --json the JSON is printed all the same.
+func TestEmptyFleetAnswers(t *testing.T) {
+	s := startService(t, serviceOpts{})
+	s.upload(plant(t, "--seed", "71", "--seconds", "3", "--epoch"), "--host", "h1")
+	s.upload(plant(t, "--seed", "72", "--seconds", "5", "--epoch"), "--host", "h2")
+	var ps []struct{ Host, StartTime, EndTime string }
+	if err := json.Unmarshal([]byte(s.mustCLI("profiles", "--app", "test", "--json")), &ps); err != nil || len(ps) != 2 {
+		t.Fatalf("profiles: %v %v", ps, err)
+	}
+	span := map[string][2]time.Time{} // host ("" the app) -> first start, last end
+	for _, p := range ps {
+		start, _ := time.Parse(time.RFC3339Nano, p.StartTime)
+		end, _ := time.Parse(time.RFC3339Nano, p.EndTime)
+		for _, k := range []string{"", p.Host} {
+			sp, ok := span[k]
+			if !ok || start.Before(sp[0]) {
+				sp[0] = start
+			}
+			if !ok || end.After(sp[1]) {
+				sp[1] = end
+			}
+			span[k] = sp
+		}
+	}
+	spanOf := func(host string) string {
+		sp := span[host]
+		return sp[0].UTC().Truncate(time.Second).Format(time.RFC3339) + " to " + sp[1].UTC().Truncate(time.Second).Add(time.Second).Format(time.RFC3339)
+	}
+	const later = "--from=2026-11-23T10:00:00Z" // after the profiles (2026-11-18)
+	for _, c := range []struct {
+		args []string
+		want []string // in the one line on stderr
+	}{
+		{[]string{"flamegraph", "--app", "test", "--host", "h1", later, "--to", "2026-11-23T10:05:00.5Z"},
+			[]string{"0 profiles of app test, host h1 in [2026-11-23T10:00:00Z, 2026-11-23T10:05:00.5Z)", "the app's profiles span " + spanOf(""), "host h1's profiles span " + spanOf("h1")}},
+		{[]string{"heatmap", "--app", "test", "--host", "h2", "--host", "h9", later, "--to", "2026-11-23T10:05:00Z"},
+			[]string{"0 profiles of app test, hosts h2 or h9 in [", "the app's profiles span " + spanOf(""), "host h2's profiles span " + spanOf("h2"), "host h9 has none"}},
+		{[]string{"flamegraph", "--app", "nope", "--from", "1795000000", "--to", "1795000010"},
+			[]string{"0 profiles of app nope in [2026-11-18T", "app nope has no profiles at all"}},
+		{[]string{"flamegraph", "--app", "test", "--label", "env=prod", "--from", "1795000000", "--to", "1795000010"},
+			[]string{"0 profiles of app test, label env=prod in [", "the app's profiles span " + spanOf("")}},
+		{[]string{"flamegraph", "--app", "test", "--function", "^no such function$", "--from", "1795000000", "--to", "1795000010"},
+			[]string{"2 profiles of app test in [", "but none of their samples counted (event "}},
+	} {
+		out, errOut, code := s.cli(c.args...)
+		if code != exitEmpty || out != "" || strings.Count(errOut, "\n") != 1 {
+			t.Errorf("fleetscope %v: exit %d, stdout %q, stderr %q: want exit 3, one line on stderr only", c.args, code, out, errOut)
+			continue
+		}
+		t.Logf("fleetscope %v: %s", c.args, errOut)
+		for _, w := range c.want {
+			if !strings.Contains(errOut, w) {
+				t.Errorf("fleetscope %v: stderr %q lacks %q", c.args, errOut, w)
+			}
+		}
+	}
+	// --json: the (empty) JSON on stdout, the line on stderr, exit 3.
+	out, errOut, code := s.cli("heatmap", "--json", "--app", "test", later)
+	var h heatmapJSON
+	if err := json.Unmarshal([]byte(out), &h); err != nil || code != exitEmpty || h.Total != 0 || h.Profiles != 0 || !strings.Contains(errOut, "0 profiles of app test in [2026-11-23T10:00:00Z, ") {
+		t.Errorf("heatmap --json of an empty window: exit %d, stdout %q (%v), stderr %q", code, out, err, errOut)
+	}
+	out, _, code = s.cli("flamegraph", "--format", "json", "--app", "nope", "--from", "1795000000", "--to", "1795000010")
+	if code != exitEmpty || !json.Valid([]byte(out)) {
+		t.Errorf("flamegraph --format json of an unknown app: exit %d, stdout %q: want valid JSON and exit 3", code, out)
+	}
+	// A query that counts samples still succeeds.
+	if _, errOut, code := s.cli("flamegraph", "--app", "test", "--host", "h1", "--from", "1795000000", "--to", "1795000010"); code != 0 {
+		t.Errorf("flamegraph of h1: exit %d: %s", code, errOut)
+	}
+}
+
+// fakeSearch answers SearchProfiles over a list, as the server does:
+// newest first, profiles that start before until, pages of page_size.
+type fakeSearch struct {
+	fleetscopev1connect.QueryServiceClient
+	profiles []*fsv1.Profile // newest first
+	calls    int
+}
+
+func (f *fakeSearch) SearchProfiles(_ context.Context, req *connect.Request[fsv1.SearchProfilesRequest]) (*connect.Response[fsv1.SearchProfilesResponse], error) {
+	f.calls++
+	m := req.Msg
+	var out []*fsv1.Profile
+	for _, p := range f.profiles {
+		if p.GetApp() == m.GetApp() && (m.GetHost() == "" || p.GetHost() == m.GetHost()) &&
+			(m.GetUntil() == nil || p.GetStartTime().AsTime().Before(m.GetUntil().AsTime())) {
+			out = append(out, p)
+		}
+	}
+	res := &fsv1.SearchProfilesResponse{Profiles: out}
+	if len(out) > int(m.GetPageSize()) {
+		res.Profiles, res.NextPageToken = out[:m.GetPageSize()], "more"
+	}
+	return connect.NewResponse(res), nil
+}
+
+// TestSpanOfManyProfiles: the first profile of an app with more profiles
+// than a page is found, to the second, in a few dozen searches.
+func TestSpanOfManyProfiles(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for _, n := range []int{1, 999, 1000, 1001, 5000} {
+		f := &fakeSearch{}
+		base := time.Unix(1795000000, 0)
+		var first, last time.Time
+		for i := range n {
+			start := base.Add(time.Duration(r.Int64N(int64(30 * 24 * time.Hour))))
+			end := start.Add(time.Duration(r.Int64N(int64(time.Minute))))
+			if i == 0 || start.Before(first) {
+				first = start
+			}
+			f.profiles = append(f.profiles, &fsv1.Profile{App: "a", StartTime: timestamppb.New(start), EndTime: timestamppb.New(end)})
+		}
+		slices.SortFunc(f.profiles, func(a, b *fsv1.Profile) int { return b.GetStartTime().AsTime().Compare(a.GetStartTime().AsTime()) })
+		for _, p := range f.profiles[:min(n, 1000)] {
+			if e := p.GetEndTime().AsTime(); e.After(last) {
+				last = e
+			}
+		}
+		gotFirst, gotLast, ok, err := (&client{query: f}).span(context.Background(), "a", "")
+		if err != nil || !ok || gotFirst.Before(first) || gotFirst.Sub(first) > time.Second || !gotLast.Equal(last) || f.calls > 60 {
+			t.Errorf("%d profiles: span %v to %v (%v, %v) in %d searches; want %v (to the second) to %v in at most 60", n, gotFirst, gotLast, ok, err, f.calls, first, last)
+		}
+	}
+	if _, _, ok, err := (&client{query: &fakeSearch{}}).span(context.Background(), "a", ""); ok || err != nil {
+		t.Errorf("no profiles: ok %v, err %v", ok, err)
 	}
 }

@@ -108,7 +108,13 @@ func fleetFlame(c *cobra.Command, ff *fleetFlags, r query.FlameRequest, format s
 	if err := writeFlame(w, res.Msg.GetFlameGraph(), format); err != nil {
 		return err
 	}
-	return flush()
+	if err := flush(); err != nil {
+		return err
+	}
+	if res.Msg.GetFlameGraph().GetTotal() == 0 { // written all the same: an empty document is still one
+		return cl.emptyFleet(c.Context(), sel, res.Msg.GetAccounting())
+	}
+	return nil
 }
 
 // flameOut is standard output for a flame graph in format, and what

@@ -187,12 +187,22 @@ func fleetHeatmap(c *cobra.Command, ff *fleetFlags, r query.HeatmapRequest, asJS
 	for i, col := range m.GetColumns() {
 		h.Columns[i] = col.GetCounts()
 	}
+	var empty error
+	if h.Total == 0 {
+		empty = cl.emptyFleet(c.Context(), sel, m.GetAccounting())
+	}
 	w := bufio.NewWriter(os.Stdout)
-	if asJSON {
+	if asJSON { // valid JSON even when empty: a script reads it, and the exit status
 		if err := json.NewEncoder(w).Encode(fleetJSON{Heatmap: h, Profiles: m.GetAccounting().GetProfiles(), LeftOut: m.GetAccounting().GetLeftOut()}); err != nil {
 			return err
 		}
-		return w.Flush()
+		if err := w.Flush(); err != nil {
+			return err
+		}
+		return empty
+	}
+	if empty != nil { // nothing to draw
+		return empty
 	}
 	renderHeatmap(w, h)
 	fmt.Fprintf(w, "%d profiles of %s, from %s%s\n", m.GetAccounting().GetProfiles(), sel.GetApp(),
