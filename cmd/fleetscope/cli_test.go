@@ -257,3 +257,76 @@ func TestSpanOfManyProfiles(t *testing.T) {
 		t.Errorf("no profiles: ok %v, err %v", ok, err)
 	}
 }
+
+// gridLines returns the rows of a drawn heatmap (the lines with "ms |")
+// and its other lines.
+func gridLines(out string) (grid, other []string) {
+	for _, l := range strings.Split(strings.TrimRight(out, "\n"), "\n") {
+		if len(l) > 7 && l[4:8] == "ms |" {
+			grid = append(grid, l)
+		} else {
+			other = append(other, l)
+		}
+	}
+	return grid, other
+}
+
+// TestTerminalHeatmapFits: a heatmap drawn as text fits the width
+// (COLUMNS, else 100 when standard output is not a terminal): columns
+// merged, every sample still drawn; a fleet heatmap whose window is
+// mostly empty leaves the empty columns out and says so. --json keeps
+// every column.
+func TestTerminalHeatmapFits(t *testing.T) {
+	path := plant(t, "--seed", "73", "--seconds", "300", "--cpus", "1")
+	var h heatmapJSON
+	if err := json.Unmarshal([]byte(local(t, "heatmap", "--json", path)), &h); err != nil {
+		t.Fatal(err)
+	}
+	if len(h.Columns) < 300 {
+		t.Fatalf("--json: %d columns, want one a second", len(h.Columns))
+	}
+	for _, c := range []struct {
+		columns string
+		width   int
+	}{{"COLUMNS=60", 60}, {"COLUMNS=", 100}, {"COLUMNS=200", 200}} {
+		out, errOut, code := run1([]string{c.columns}, "heatmap", path)
+		if code != 0 {
+			t.Fatalf("%s heatmap: exit %d: %s", c.columns, code, errOut)
+		}
+		grid, other := gridLines(out)
+		if len(grid) != h.Rows {
+			t.Fatalf("%s: %d rows drawn, want %d:\n%s", c.columns, len(grid), h.Rows, out)
+		}
+		for _, l := range grid {
+			if len(l) > c.width || len(l) < gutter+(c.width-gutter)/2 { // merged by a whole factor: at least half the width
+				t.Fatalf("%s: a row of %d characters, want at most %d (and at least half):\n%s", c.columns, len(l), c.width, out)
+			}
+		}
+		if !strings.Contains(other[1], "merged ") || !strings.Contains(other[1], "COLUMNS") {
+			t.Errorf("%s: the second line %q does not say the columns were merged", c.columns, other[1])
+		}
+	}
+
+	// A fleet window of 1,010 s with samples in its last 5.
+	s := startService(t, serviceOpts{})
+	s.upload(plant(t, "--seed", "74", "--seconds", "5", "--epoch"), "--host", "h1")
+	args := []string{"heatmap", "--app", "test", "--from", "1794999000", "--to", "1795000010"}
+	var fleet heatmapJSON
+	if err := json.Unmarshal([]byte(s.mustCLI(append(args, "--json")...)), &fleet); err != nil {
+		t.Fatal(err)
+	}
+	if fleet.StartSecond != 1794999000 || int64(len(fleet.Columns))*fleet.SecondsPerColumn < 1010 {
+		t.Fatalf("--json: start %d, %d columns of %d s: want the whole window", fleet.StartSecond, len(fleet.Columns), fleet.SecondsPerColumn)
+	}
+	out, errOut, code := run1(append(slices.Clone(s.env), "FLEETSCOPE_URL="+s.url, "FLEETSCOPE_API_KEY="+s.key, "COLUMNS="), args...)
+	if code != 0 {
+		t.Fatalf("fleet heatmap: exit %d: %s", code, errOut)
+	}
+	grid, other := gridLines(out)
+	if len(grid) == 0 || len(grid[0]) > 8+6/int(fleet.SecondsPerColumn)+1 {
+		t.Fatalf("fleet heatmap: want only the columns of the 5 s with samples:\n%s", out)
+	}
+	if !strings.Contains(other[0], "start second 1795000000,") || !strings.Contains(other[1], "left out ") || !strings.Contains(out, "from 2026-11-18T11:06:40Z") {
+		t.Errorf("fleet heatmap: want it to start at the samples and say the empty columns were left out:\n%s", out)
+	}
+}

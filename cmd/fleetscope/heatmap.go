@@ -204,7 +204,8 @@ func fleetHeatmap(c *cobra.Command, ff *fleetFlags, r query.HeatmapRequest, asJS
 	if empty != nil { // nothing to draw
 		return empty
 	}
-	renderHeatmap(w, h)
+	h, note := fitHeatmap(h, terminalWidth())
+	renderHeatmap(w, h, note)
 	fmt.Fprintf(w, "%d profiles of %s, from %s%s\n", m.GetAccounting().GetProfiles(), sel.GetApp(),
 		time.Unix(h.StartSecond, 0).UTC().Format(time.RFC3339), leftOut(m.GetAccounting()))
 	return w.Flush()
@@ -253,9 +254,15 @@ func printHeatmap(h *heatmap.Heatmap, asJSON bool) error {
 			return err
 		}
 	} else {
-		renderHeatmap(w, h)
+		renderFitted(w, h)
 	}
 	return w.Flush()
+}
+
+// renderFitted draws a heatmap fitted to the terminal (fitHeatmap).
+func renderFitted(w io.Writer, h *heatmap.Heatmap) {
+	h, note := fitHeatmap(h, terminalWidth())
+	renderHeatmap(w, h, note)
 }
 
 // shades are the terminal heatmap's characters, from empty to the most.
@@ -283,10 +290,14 @@ func shadeRange(i int, maxCount int64) (lo, hi int64) {
 func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
 
 // renderHeatmap draws the heatmap for a terminal: one character per cell,
-// the top row first, denser characters for higher counts, and a legend.
-func renderHeatmap(w io.Writer, h *heatmap.Heatmap) {
+// the top row first, denser characters for higher counts, and a legend;
+// note, if any, is a line after the first.
+func renderHeatmap(w io.Writer, h *heatmap.Heatmap, note string) {
 	fmt.Fprintf(w, "event %s, start second %d, %d columns of %d s x %d rows, %d samples, max %d per cell\n",
 		h.Event, h.StartSecond, len(h.Columns), h.SecondsPerColumn, h.Rows, h.Total, h.MaxCount)
+	if note != "" {
+		fmt.Fprintln(w, note)
+	}
 	for r := h.Rows - 1; r >= 0; r-- {
 		fmt.Fprintf(w, "%4dms |", r*1000/h.Rows)
 		for _, col := range h.Columns {
