@@ -183,7 +183,7 @@ FLEETSCOPE_API_KEY_FILE); the key needs the ingest scope.`,
 	f.StringVar(&metricsAddr, "metrics-addr", "", "serve Prometheus /metrics on this address (e.g. 127.0.0.1:9465)")
 	f.StringVar(&level, "log-level", "info", "debug, info, warn or error (JSON logs on stderr)")
 	f.BoolVar(&live, "live", false, "stream samples as perf writes them, in batches of --live-batch, instead of whole recordings; ends when the source ends or on SIGTERM")
-	f.StringVar(&liveSource, "live-source", "", "with --live: a shell command writing perf script text (default: perf record -k CLOCK_REALTIME -o - ... | perf script -i -)")
+	f.StringVar(&liveSource, "live-source", "", "with --live: a perf script text file (plain or gzipped), replayed at the pace of its timestamps, or a shell command writing such text (default: perf record -k CLOCK_REALTIME -o - ... | perf script -i -)")
 	f.DurationVar(&liveBatch, "live-batch", time.Second, "with --live: the longest a sample waits before it is sent")
 	f.StringVar(&liveStream, "live-stream", "", "with --live: the recording's name (default: a new one)")
 	return c

@@ -330,3 +330,34 @@ func TestTerminalHeatmapFits(t *testing.T) {
 		t.Errorf("fleet heatmap: want it to start at the samples and say the empty columns were left out:\n%s", out)
 	}
 }
+
+// TestAgentLiveFromFile: --live-source given a perf script file (not a
+// command) replays it at its own pace (in several batches), says so, and
+// stores the profile an upload of the file stores; given a command it says
+// that instead.
+func TestAgentLiveFromFile(t *testing.T) {
+	s := startService(t, serviceOpts{})
+	file, other := plant(t, "--seed", "93", "--seconds", "2", "--epoch"), plant(t, "--seed", "94", "--seconds", "1", "--epoch")
+	for _, c := range []struct{ path, source, kind string }{
+		{file, file, "file, replayed at the pace of its timestamps"},
+		{other, "cat " + other, "shell command"},
+	} {
+		a := startAgent(t, s.agentEnv(s.url), "--app", "livefile", "--host", "h1", "--live", "--live-source", c.source, "--live-batch", "100ms")
+		if code := a.wait(60 * time.Second); code != 0 {
+			t.Fatalf("--live-source %s: agent exit %d:\n%s", c.source, code, a.log())
+		}
+		if got := a.field("live recording started", "source_kind"); got != c.kind {
+			t.Errorf("--live-source %s: source_kind %q, want %q", c.source, got, c.kind)
+		}
+		id := a.field("live recording stored", "profile")
+		if c.path == other { // cat writes it at once: one batch (a case of the live store's own, not checked here)
+			continue
+		}
+		if n := a.count("live batch sent"); n < 3 {
+			t.Errorf("--live-source %s: %d batches, want the file paced out over several", c.source, n)
+		}
+		if again := s.upload(c.path, "--app", "livefile", "--host", "h1"); again != id {
+			t.Fatalf("--live-source %s: stored %q, an upload of the file %s", c.source, id, again)
+		}
+	}
+}
