@@ -32,7 +32,11 @@ func TestReplayKeepsItsPace(t *testing.T) {
 		clock := time.Unix(0, 0)
 		var waits []time.Duration
 		r.now = func() time.Time { return clock }
-		r.sleep = func(_ context.Context, d time.Duration) bool { waits = append(waits, d); clock = clock.Add(d); return true }
+		r.sleep = func(_ context.Context, d time.Duration) bool {
+			waits = append(waits, d)
+			clock = clock.Add(d)
+			return true
+		}
 		out, err := io.ReadAll(r)
 		if err != nil || string(out) != text {
 			t.Fatalf("replay: %v, %q", err, out)
