@@ -361,3 +361,30 @@ func TestAgentLiveFromFile(t *testing.T) {
 		}
 	}
 }
+
+// TestLocalFileErrorsSayWhatToDo: a truncated gzip file says "truncated
+// gzip" (not "unexpected EOF"); a perf.data file says to run perf script
+// on it (not to name an --input-format).
+func TestLocalFileErrorsSayWhatToDo(t *testing.T) {
+	gz, err := os.ReadFile(gzipFile(t, plant(t, "--seed", "75", "--seconds", "3")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for _, c := range []struct{ name, content, want string }{
+		{"cut.gz", string(gz[:len(gz)/2]), "truncated gzip"},
+		{"tiny.gz", string(gz[:5]), "truncated gzip"},
+		{"perf.data", "PERFILE2\x68\x00\x00\x00\x00\x00\x00\x00" + strings.Repeat("\x00", 200), "perf script --header -i perf.data"},
+	} {
+		p := dir + "/" + c.name
+		if err := os.WriteFile(p, []byte(c.content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for _, cmd := range []string{"heatmap", "collapse", "flamegraph"} {
+			out, errOut, code := run1(nil, cmd, p)
+			if code != 1 || out != "" || !strings.Contains(errOut, c.want) || strings.Contains(errOut, "unexpected EOF") || strings.Contains(errOut, "--input-format") {
+				t.Errorf("%s %s: exit %d, stdout %q, stderr %q; want exit 1 and %q", cmd, c.name, code, tail(out, 100), errOut, c.want)
+			}
+		}
+	}
+}
