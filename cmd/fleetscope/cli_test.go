@@ -4,10 +4,15 @@ package main
 // messages.
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"slices"
@@ -384,6 +389,62 @@ func TestLocalFileErrorsSayWhatToDo(t *testing.T) {
 			out, errOut, code := run1(nil, cmd, p)
 			if code != 1 || out != "" || !strings.Contains(errOut, c.want) || strings.Contains(errOut, "unexpected EOF") || strings.Contains(errOut, "--input-format") {
 				t.Errorf("%s %s: exit %d, stdout %q, stderr %q; want exit 1 and %q", cmd, c.name, code, tail(out, 100), errOut, c.want)
+			}
+		}
+	}
+}
+
+// rawHTTP1 answers every connection with one fixed HTTP/1.0 response, as
+// python3 -m http.server answers a POST.
+func rawHTTP1(t *testing.T, response string) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				br := bufio.NewReader(c)
+				for { // the request's head (or HTTP/2's preface)
+					line, err := br.ReadString('\n')
+					if err != nil || line == "\r\n" {
+						break
+					}
+				}
+				fmt.Fprint(c, response)
+			}()
+		}
+	}()
+	return "http://" + ln.Addr().String()
+}
+
+// TestWrongServerNamesURL: a FLEETSCOPE_URL that names no server, or a
+// server that is not fleetscope, gets one line naming FLEETSCOPE_URL and
+// its value, for queries and uploads alike.
+func TestWrongServerNamesURL(t *testing.T) {
+	notAllowed := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { http.Error(w, "Method Not Allowed", 405) }))
+	defer notAllowed.Close()
+	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "<html>a web site</html>") }))
+	defer page.Close()
+	python := rawHTTP1(t, "HTTP/1.0 501 Unsupported method ('POST')\r\nContent-Type: text/html;charset=utf-8\r\nConnection: close\r\n\r\n<html>Error code: 501</html>")
+	file := plant(t, "--seed", "76", "--seconds", "1")
+	for _, c := range []struct{ url, want string }{
+		{notAllowed.URL, "is not a fleetscope server"},
+		{page.URL, "is not a fleetscope server"},
+		{python, "is not a fleetscope server"},
+		{"http://127.0.0.1:1", "server unavailable: no server answers at http://127.0.0.1:1 (FLEETSCOPE_URL)"},
+	} {
+		env := []string{"FLEETSCOPE_URL=" + c.url, "FLEETSCOPE_API_KEY=fsk_test"}
+		for _, args := range [][]string{{"profiles"}, {"heatmap", "--app", "a", "--from", "1h"}, {"upload", "--app", "a", file}} {
+			out, errOut, code := run1(env, args...)
+			if code != 1 || out != "" || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, c.want) || !strings.Contains(errOut, c.url+" (FLEETSCOPE_URL)") {
+				t.Errorf("FLEETSCOPE_URL=%s fleetscope %v: exit %d, stdout %q, stderr %q; want exit 1 and one line with %q naming FLEETSCOPE_URL", c.url, args, code, out, errOut, c.want)
 			}
 		}
 	}
