@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
+	"github.com/jackc/pgx/v5"
 	"github.com/spf13/cobra"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -446,6 +447,30 @@ func TestWrongServerNamesURL(t *testing.T) {
 			if code != 1 || out != "" || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, c.want) || !strings.Contains(errOut, c.url+" (FLEETSCOPE_URL)") {
 				t.Errorf("FLEETSCOPE_URL=%s fleetscope %v: exit %d, stdout %q, stderr %q; want exit 1 and one line with %q naming FLEETSCOPE_URL", c.url, args, code, out, errOut, c.want)
 			}
+		}
+	}
+}
+
+// TestExpiredKeySaysExpired: the holder of an expired key (its whole
+// secret) is told it expired, and when; a wrong secret with the same
+// visible prefix still only learns "invalid API key".
+func TestExpiredKeySaysExpired(t *testing.T) {
+	s := startService(t, serviceOpts{})
+	secret := strings.TrimSpace(s.admin("key", "create", "--tenant", "acme", "--scope", "read", "--expires-in", "1h"))
+	if err := s.sql(func(c *pgx.Conn) error {
+		_, err := c.Exec(context.Background(), `UPDATE api_keys SET expires_at = '2026-11-01T00:00:00Z' WHERE id = $1`, secret[:12])
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	forged := secret[:12] + strings.Repeat("A", len(secret)-12)
+	for key, want := range map[string]string{
+		secret: "API key " + secret[:12] + " expired at 2026-11-01T00:00:00Z (FLEETSCOPE_API_KEY): keys come from",
+		forged: "invalid API key (FLEETSCOPE_API_KEY): keys come from",
+	} {
+		out, errOut, code := run1([]string{"FLEETSCOPE_URL=" + s.url, "FLEETSCOPE_API_KEY=" + key}, "profiles")
+		if code != 1 || out != "" || !strings.Contains(errOut, want) || strings.Count(errOut, "\n") != 1 {
+			t.Errorf("key %s...: exit %d, stdout %q, stderr %q; want exit 1 and %q", key[:12], code, out, errOut, want)
 		}
 	}
 }
