@@ -37,13 +37,14 @@ func agentCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "agent --app APP [flags] [-- PERF_RECORD_ARGS...]",
 		Short: "Record profiles with perf on this host (or pick up files from --watch DIR) and upload them, spooled and retried",
-		Long: `Repeatedly runs perf record (default -F 49 -a -g), converts each recording with
-perf script --header, gzips it and keeps it in a durable spool directory until the
-server has stored it, retrying with exponential backoff and jitter. Uploads are
-idempotent: a retry never stores a profile twice. Recordings use wall-clock
-timestamps (-k CLOCK_REALTIME) where perf and the kernel can, else carry a
-monotonic/wall-clock anchor, so hosts line up in absolute time. SIGTERM stops the
-recording, spools it and lets the current upload finish (--shutdown-grace).
+		Long: `Repeatedly runs perf record (default -F 49 -a -g), converts each recording
+with perf script --header, gzips it and keeps it in a durable spool directory
+until the server has stored it, retrying with exponential backoff and jitter.
+Uploads are idempotent: a retry never stores a profile twice. Recordings use
+wall-clock timestamps (-k CLOCK_REALTIME) where perf and the kernel can, else
+carry a monotonic/wall-clock anchor, so hosts line up in absolute time. SIGTERM
+stops the recording, spools it and lets the current upload finish
+(--shutdown-grace).
 
 With --watch DIR, no recording: files other tools drop in DIR (perf.data, perf
 script text plain or gzipped, or any format the server reads) are uploaded, then

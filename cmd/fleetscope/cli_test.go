@@ -55,7 +55,7 @@ func TestHelp(t *testing.T) {
 			}
 		}
 	}
-	if h := help(upload); !strings.Contains(h, "fleetscope upload --app checkout --host web-7 -\n") {
+	if h := help(upload); !strings.Contains(h, "| fleetscope upload --app checkout -\n") {
 		t.Errorf("upload --help shows no upload from standard input:\n%s", h)
 	}
 	var visit func(c *cobra.Command)
@@ -64,6 +64,9 @@ func TestHelp(t *testing.T) {
 		if strings.Contains(h, "(default [])") || strings.Contains(h, "(default )") {
 			t.Errorf("%s --help shows an empty default:\n%s", c.CommandPath(), h)
 		}
+		if first, _, _ := strings.Cut(h, "\n"); len(first) > helpWidth {
+			t.Errorf("%s --help: first line of %d characters: %q", c.CommandPath(), len(first), first)
+		}
 		usage := h[strings.Index(h, "Usage:\n"):]
 		for _, line := range strings.Split(usage, "\n")[1:] {
 			if line == "" {
@@ -71,6 +74,16 @@ func TestHelp(t *testing.T) {
 			}
 			if len(line) > helpWidth {
 				t.Errorf("%s --help: usage line of %d characters: %q", c.CommandPath(), len(line), line)
+			}
+		}
+		if i := strings.Index(h, "\nCommands:\n"); i >= 0 {
+			for _, line := range strings.Split(h[i+1:], "\n")[1:] {
+				if line == "" {
+					break
+				}
+				if len(line) > helpWidth {
+					t.Errorf("%s --help: command line of %d characters: %q", c.CommandPath(), len(line), line)
+				}
 			}
 		}
 		for _, sub := range c.Commands() {

@@ -34,7 +34,7 @@ Examples:
 {{.Example}}{{end}}{{if .HasAvailableSubCommands}}
 
 Commands:{{range .Commands}}{{if (or .IsAvailableCommand (eq .Name "help"))}}
-  {{rpad .Name .NamePadding }} {{.Short}}{{end}}{{end}}{{end}}{{if .HasAvailableLocalFlags}}
+  {{rpad .Name .NamePadding }} {{wrapText .Short (add .NamePadding 3)}}{{end}}{{end}}{{end}}{{if .HasAvailableLocalFlags}}
 
 Flags:
 {{flagUsages .LocalFlags}}{{end}}{{if .HasAvailableInheritedFlags}}
@@ -48,8 +48,14 @@ Environment:
 Use "{{.CommandPath}} COMMAND --help" for more about a command.{{end}}
 `
 
+const helpTemplate = `{{if .Long}}{{.Long | trimTrailingWhitespaces}}{{else}}{{wrapText .Short 0}}{{end}}
+
+{{if or .Runnable .HasSubCommands}}{{.UsageString}}{{end}}`
+
 func init() {
 	cobra.AddTemplateFunc("useLines", useLines)
+	cobra.AddTemplateFunc("add", func(a, b int) int { return a + b })
+	cobra.AddTemplateFunc("wrapText", wrapText)
 	cobra.AddTemplateFunc("environment", func(c *cobra.Command) string { return c.Annotations[envAnnotation] })
 	cobra.AddTemplateFunc("flagUsages", func(f *pflag.FlagSet) string {
 		return strings.TrimRight(f.FlagUsagesWrapped(helpWidth), " \n")
@@ -67,6 +73,7 @@ func setEnvironment(c *cobra.Command, text string) {
 // setupHelp applies the help conventions to root and every command under it.
 func setupHelp(root *cobra.Command) {
 	root.SetUsageTemplate(usageTemplate)
+	root.SetHelpTemplate(helpTemplate)
 	var visit func(c *cobra.Command)
 	visit = func(c *cobra.Command) {
 		c.Flags().VisitAll(func(f *pflag.Flag) {
@@ -166,5 +173,24 @@ func wrapUsage(line string, width int) string {
 		}
 	}
 	b.WriteString(cur)
+	return b.String()
+}
+
+// wrapText wraps text to helpWidth for a column starting at indent: the
+// lines after the first begin with indent spaces.
+func wrapText(text string, indent int) string {
+	var b strings.Builder
+	col := indent
+	for i, w := range strings.Fields(text) {
+		if i > 0 && col+1+len(w) > helpWidth {
+			b.WriteString("\n" + strings.Repeat(" ", indent))
+			col = indent
+		} else if i > 0 {
+			b.WriteByte(' ')
+			col++
+		}
+		b.WriteString(w)
+		col += len(w)
+	}
 	return b.String()
 }

@@ -81,10 +81,11 @@ Errors go to stderr as one line. Exit status: 0 success, 1 failure, 2 usage
 error, 3 a fleet query that counted nothing (no profile or no sample matched).`,
 		Example: `  fleetscope heatmap perf.txt                      # a local perf script file
   fleetscope flamegraph --start 2.4 --end 3.48 perf.txt > range.folded
-  export FLEETSCOPE_URL=https://fleetscope.example.com FLEETSCOPE_API_KEY=fsk_...
+  export FLEETSCOPE_URL=https://fleetscope.example.com
+  export FLEETSCOPE_API_KEY=fsk_...
   fleetscope upload --app checkout --host web-7 perf.txt.gz
   fleetscope heatmap --app checkout --from 1h        # the fleet's last hour
-  fleetscope flamegraph --app checkout --host web-7 --from 30m --to 25m > web-7.folded`,
+  fleetscope flamegraph --app checkout --host web-7 --from 30m --to 25m`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}

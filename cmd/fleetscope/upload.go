@@ -25,7 +25,8 @@ func uploadCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "upload --app APP [--host H] [--label k=v]... (FILE | -)...",
 		Short: "Upload profiles; prints one line per file: <profile-id> <permalink-url>",
-		Long: `Upload profiles; prints one line per file on stdout: <profile-id> <permalink-url>.
+		Long: `Upload profiles; prints one line per file on stdout: <profile-id>
+<permalink-url>.
 
 On stderr, for each file: where the profile sits in wall-clock time (UTC) and
 which clock placed it, and, when the same bytes were already stored, that the
@@ -35,7 +36,7 @@ upload is a duplicate: the stored profile keeps its app, host and labels
 A FILE of - reads the profile from standard input.`,
 		Example: `  fleetscope upload --app checkout --host web-7 --label env=prod perf.txt.gz
   fleetscope upload --app checkout host1.perf.txt host2.perf.txt
-  perf script --header -i perf.data | fleetscope upload --app checkout --host web-7 -`,
+  perf script --header -i perf.data | fleetscope upload --app checkout -`,
 		Args: args(1, 1<<20),
 		RunE: func(c *cobra.Command, files []string) error {
 			if app == "" {
