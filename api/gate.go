@@ -16,29 +16,42 @@ import (
 
 // GateOptions bound what one key, and the server, may have in flight.
 type GateOptions struct {
-	// UploadsPerKey and Uploads bound concurrent uploads (streamed or
-	// not) of one key and of the whole server; BrowserUploads bounds the
-	// one-message uploads, which are read whole into memory.
-	UploadsPerKey, Uploads, BrowserUploads int
+	// UploadsPerKey, UploadsPerTenant and Uploads bound concurrent
+	// uploads (streamed or not) of one key, of one tenant (its share of
+	// the server's, whatever its keys) and of the whole server;
+	// BrowserUploads bounds the one-message uploads, which are read whole
+	// into memory.
+	UploadsPerKey, UploadsPerTenant, Uploads, BrowserUploads int
 	// BodyIdle is how long a request body may send nothing before the
-	// request is cut off.
-	BodyIdle time.Duration
+	// request is cut off; once a body has been waited for that long in
+	// all, it must also have come at MinBodyRate bytes a second or more
+	// (a trickle that keeps a place without ever sending is cut off).
+	BodyIdle    time.Duration
+	MinBodyRate int64
+	// ReadBodyBytes and ReadBodyTime bound the body of a request that is
+	// not an upload (queries, admin): a few hundred bytes of selection,
+	// never more than this many bytes, all within this time.
+	ReadBodyBytes int64
+	ReadBodyTime  time.Duration
 	// Log, if set, gets a debug line for each upload admitted, with the
 	// key's uploads in flight (operators and tests see the bound work).
 	Log *slog.Logger
 }
 
 // DefaultGate suits a server of a few cores.
-var DefaultGate = GateOptions{UploadsPerKey: 8, Uploads: 64, BrowserUploads: 4, BodyIdle: 30 * time.Second}
+var DefaultGate = GateOptions{UploadsPerKey: 8, UploadsPerTenant: 16, Uploads: 64, BrowserUploads: 4, BodyIdle: 30 * time.Second,
+	MinBodyRate: 1024, ReadBodyBytes: 64 << 10, ReadBodyTime: 10 * time.Second}
 
 // Gate authenticates Connect requests before their body is read (no key,
 // no work: nothing is read, inflated or buffered for a stranger), bounds
-// concurrent uploads per key and per server (beyond them: ERATELIMITED at
-// once, the connection closed), and cuts off request bodies that stall.
+// concurrent uploads per key, per tenant and per server (beyond them:
+// ERATELIMITED at once, the connection closed), cuts off upload bodies
+// that stall or trickle, and bounds other requests' bodies in size and
+// time.
 // Requests it refuses get a Connect error in the caller's protocol. The
 // interceptor (Auth.Interceptor) still checks every call behind it.
 func (a *Auth) Gate(next http.Handler, o GateOptions) http.Handler {
-	g := &gate{auth: a, next: next, o: o, errw: connect.NewErrorWriter(), perKey: map[string]int{}}
+	g := &gate{auth: a, next: next, o: o, errw: connect.NewErrorWriter(), perKey: map[string]int{}, perTenant: map[int64]int{}}
 	return g
 }
 
@@ -50,6 +63,7 @@ type gate struct {
 
 	mu             sync.Mutex
 	perKey         map[string]int
+	perTenant      map[int64]int
 	uploads        int
 	browserUploads int
 }
@@ -70,38 +84,53 @@ func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g.refuse(w, r, err)
 		return
 	}
-	if scope == fleetscope.ScopeIngest {
+	rc := http.NewResponseController(w)
+	switch {
+	case scope == fleetscope.ScopeIngest:
 		browser := r.URL.Path == fleetscopev1connect.IngestServiceUploadFileProcedure
-		n, err := g.acquire(p.KeyID, browser)
+		n, err := g.acquire(p, browser)
 		if err != nil {
 			g.refuse(w, r, err)
 			return
 		}
-		defer g.release(p.KeyID, browser)
+		defer g.release(p, browser)
 		if g.o.Log != nil {
 			g.o.Log.Debug("upload admitted", "procedure", r.URL.Path, "key", p.KeyID, "key_in_flight", n)
 		}
-	}
-	if g.o.BodyIdle > 0 && r.Body != nil {
-		r.Body = &idleBody{ReadCloser: r.Body, rc: http.NewResponseController(w), idle: g.o.BodyIdle}
+		if g.o.BodyIdle > 0 && r.Body != nil {
+			r.Body = &idleBody{ReadCloser: r.Body, rc: rc, idle: g.o.BodyIdle, minRate: g.o.MinBodyRate}
+		}
+	case r.Body != nil:
+		// A query's body is a selection: small, and sent at once. Connect
+		// answers a body over the bound as too large.
+		if g.o.ReadBodyBytes > 0 {
+			r.Body = http.MaxBytesReader(w, r.Body, g.o.ReadBodyBytes)
+		}
+		if g.o.ReadBodyTime > 0 {
+			r.Body = &deadlineBody{ReadCloser: r.Body, rc: rc, deadline: time.Now().Add(g.o.ReadBodyTime)}
+		}
 	}
 	g.next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)))
 }
 
 // acquire takes an upload's place; it returns the key's uploads in flight
 // with this one.
-func (g *gate) acquire(key string, browser bool) (int, error) {
+func (g *gate) acquire(p fleetscope.Principal, browser bool) (int, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	key := p.KeyID
 	switch {
 	case g.o.UploadsPerKey > 0 && g.perKey[key] >= g.o.UploadsPerKey:
 		return 0, fleetscope.Errorf(fleetscope.ERATELIMITED, "this key has %d uploads in flight, the most allowed: retry when one finishes", g.perKey[key])
+	case g.o.UploadsPerTenant > 0 && g.perTenant[p.TenantID] >= g.o.UploadsPerTenant:
+		return 0, fleetscope.Errorf(fleetscope.ERATELIMITED, "this tenant has %d uploads in flight, its share of the server's: retry when one finishes", g.perTenant[p.TenantID])
 	case g.o.Uploads > 0 && g.uploads >= g.o.Uploads:
 		return 0, fleetscope.Errorf(fleetscope.ERATELIMITED, "the server has %d uploads in flight, the most it takes: retry later", g.uploads)
 	case browser && g.o.BrowserUploads > 0 && g.browserUploads >= g.o.BrowserUploads:
 		return 0, fleetscope.Errorf(fleetscope.ERATELIMITED, "the server has %d one-message uploads in flight, the most it takes: retry later (or stream the upload)", g.browserUploads)
 	}
 	g.perKey[key]++
+	g.perTenant[p.TenantID]++
 	g.uploads++
 	if browser {
 		g.browserUploads++
@@ -109,11 +138,14 @@ func (g *gate) acquire(key string, browser bool) (int, error) {
 	return g.perKey[key], nil
 }
 
-func (g *gate) release(key string, browser bool) {
+func (g *gate) release(p fleetscope.Principal, browser bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.perKey[key]--; g.perKey[key] <= 0 {
-		delete(g.perKey, key)
+	if g.perKey[p.KeyID]--; g.perKey[p.KeyID] <= 0 {
+		delete(g.perKey, p.KeyID)
+	}
+	if g.perTenant[p.TenantID]--; g.perTenant[p.TenantID] <= 0 {
+		delete(g.perTenant, p.TenantID)
 	}
 	g.uploads--
 	if browser {
@@ -122,14 +154,54 @@ func (g *gate) release(key string, browser bool) {
 }
 
 // idleBody cuts a request body off when nothing arrives for idle: each
-// read moves the connection's (or HTTP/2 stream's) read deadline on.
+// read moves the connection's (or HTTP/2 stream's) read deadline on. Once
+// the body has been waited for idle in all (time spent inside Read, not
+// the server's own work between reads), it must have come at minRate
+// bytes a second or more, or the upload is cut off as too slow.
 type idleBody struct {
 	io.ReadCloser
-	rc   *http.ResponseController
-	idle time.Duration
+	rc      *http.ResponseController
+	idle    time.Duration
+	minRate int64
+	n       int64         // bytes read
+	waited  time.Duration // time spent waiting for them
+	slow    error         // once cut off, every later read fails too
 }
 
 func (b *idleBody) Read(p []byte) (int, error) {
+	if b.slow != nil {
+		return 0, b.slow
+	}
 	b.rc.SetReadDeadline(time.Now().Add(b.idle)) // best effort: not every connection supports it
-	return b.ReadCloser.Read(p)
+	t := time.Now()
+	n, err := b.ReadCloser.Read(p)
+	if err != nil {
+		b.rc.SetReadDeadline(time.Time{}) // the body is over: the answer may take its time
+	}
+	b.n += int64(n)
+	b.waited += time.Since(t)
+	if err == nil && b.minRate > 0 && b.waited >= b.idle && float64(b.n) < float64(b.minRate)*b.waited.Seconds() {
+		b.slow = fleetscope.Errorf(fleetscope.ERATELIMITED, "the upload's body arrived at %.0f bytes a second, slower than the %d the server takes: cut off (send it faster, or retry later)",
+			float64(b.n)/b.waited.Seconds(), b.minRate)
+		return n, b.slow
+	}
+	return n, err
+}
+
+// deadlineBody cuts a request body off unless it has all come by
+// deadline; once it has (or failed), the connection has no read deadline
+// again, so the answer may take its time.
+type deadlineBody struct {
+	io.ReadCloser
+	rc       *http.ResponseController
+	deadline time.Time
+}
+
+func (b *deadlineBody) Read(p []byte) (int, error) {
+	b.rc.SetReadDeadline(b.deadline) // best effort: not every connection supports it
+	n, err := b.ReadCloser.Read(p)
+	if err != nil {
+		b.rc.SetReadDeadline(time.Time{})
+	}
+	return n, err
 }

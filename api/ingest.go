@@ -3,6 +3,7 @@ package api
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -132,6 +133,10 @@ func (r *chunkReader) Read(p []byte) (int, error) {
 	for len(r.buf) == 0 {
 		if !r.stream.Receive() {
 			if err := r.stream.Err(); err != nil {
+				var fe *fleetscope.Error
+				if errors.As(err, &fe) { // the gate cut the body off, and says why
+					return 0, fe
+				}
 				return 0, fmt.Errorf("upload stream: %w", err)
 			}
 			return 0, io.EOF

@@ -12,31 +12,33 @@ import (
 // Config is the server's configuration. Each field has an environment
 // variable (Env); command-line flags override them.
 type Config struct {
-	Addr               string // FLEETSCOPE_ADDR: listen address
-	DatabaseURL        string // FLEETSCOPE_DATABASE_URL: Postgres URL
-	BlobURL            string // FLEETSCOPE_BLOB_URL: file:///dir or s3://bucket?endpoint=host:port&insecure=true
-	S3AccessKey        string // FLEETSCOPE_S3_ACCESS_KEY
-	S3SecretKey        string // FLEETSCOPE_S3_SECRET_KEY
-	PublicURL          string // FLEETSCOPE_PUBLIC_URL: base of permalinks (default http://ADDR)
-	MaxUploadBytes     int64  // FLEETSCOPE_MAX_UPLOAD_BYTES: largest upload, as sent
-	MaxRawBytes        int64  // FLEETSCOPE_MAX_RAW_BYTES: largest upload once decompressed
-	BrowserUploadBytes int64  // FLEETSCOPE_BROWSER_UPLOAD_BYTES: largest single-message upload
-	LogLevel           string // FLEETSCOPE_LOG_LEVEL: debug, info, warn, error
-	SweepInterval      string // FLEETSCOPE_SWEEP_INTERVAL: how often retention runs (Go duration)
-	SelfProfileKey     string // FLEETSCOPE_SELF_PROFILE_KEY: ingest key for server --self-profile
-	SelfProfileApp     string // FLEETSCOPE_SELF_PROFILE_APP: app name of the server's own profiles
-	MaxConns           int64  // FLEETSCOPE_MAX_CONNS: open connections (0: the file limit less 512)
-	MaxConnsPerIP      int64  // FLEETSCOPE_MAX_CONNS_PER_IP: open connections from one address
-	MaxUploads         int64  // FLEETSCOPE_MAX_UPLOADS: uploads in flight, the whole server
-	MaxUploadsPerKey   int64  // FLEETSCOPE_MAX_UPLOADS_PER_KEY: uploads in flight with one key
-	MaxStacks          int64  // FLEETSCOPE_MAX_STACKS: distinct stacks in one profile
-	MaxDepth           int64  // FLEETSCOPE_MAX_DEPTH: frames in one stack
-	BodyIdleTimeout    string // FLEETSCOPE_BODY_IDLE_TIMEOUT: a request body sending nothing this long is cut off
-	IngestCPUs         int64  // FLEETSCOPE_INGEST_CPUS: cores all uploads' parsing may take together (0: all but one)
-	CacheBytes         int64  // FLEETSCOPE_CACHE_BYTES: memory of the query caches together
-	DebugAddr          string // FLEETSCOPE_DEBUG_ADDR: Go's /debug/pprof/ on a separate address (off when empty)
-	MaxLiveStreams     int64  // FLEETSCOPE_MAX_LIVE_STREAMS: open live streams of one tenant
-	LiveIdleTimeout    string // FLEETSCOPE_LIVE_IDLE_TIMEOUT: a live stream with no batch this long is ended, its batches kept
+	Addr                string // FLEETSCOPE_ADDR: listen address
+	DatabaseURL         string // FLEETSCOPE_DATABASE_URL: Postgres URL
+	BlobURL             string // FLEETSCOPE_BLOB_URL: file:///dir or s3://bucket?endpoint=host:port&insecure=true
+	S3AccessKey         string // FLEETSCOPE_S3_ACCESS_KEY
+	S3SecretKey         string // FLEETSCOPE_S3_SECRET_KEY
+	PublicURL           string // FLEETSCOPE_PUBLIC_URL: base of permalinks (default http://ADDR)
+	MaxUploadBytes      int64  // FLEETSCOPE_MAX_UPLOAD_BYTES: largest upload, as sent
+	MaxRawBytes         int64  // FLEETSCOPE_MAX_RAW_BYTES: largest upload once decompressed
+	BrowserUploadBytes  int64  // FLEETSCOPE_BROWSER_UPLOAD_BYTES: largest single-message upload
+	LogLevel            string // FLEETSCOPE_LOG_LEVEL: debug, info, warn, error
+	SweepInterval       string // FLEETSCOPE_SWEEP_INTERVAL: how often retention runs (Go duration)
+	SelfProfileKey      string // FLEETSCOPE_SELF_PROFILE_KEY: ingest key for server --self-profile
+	SelfProfileApp      string // FLEETSCOPE_SELF_PROFILE_APP: app name of the server's own profiles
+	MaxConns            int64  // FLEETSCOPE_MAX_CONNS: open connections (0: the file limit less 512)
+	MaxConnsPerIP       int64  // FLEETSCOPE_MAX_CONNS_PER_IP: open connections from one address
+	MaxUploads          int64  // FLEETSCOPE_MAX_UPLOADS: uploads in flight, the whole server
+	MaxUploadsPerKey    int64  // FLEETSCOPE_MAX_UPLOADS_PER_KEY: uploads in flight with one key
+	MaxUploadsPerTenant int64  // FLEETSCOPE_MAX_UPLOADS_PER_TENANT: uploads in flight of one tenant, whatever its keys
+	MinBodyRate         int64  // FLEETSCOPE_MIN_BODY_RATE: bytes a second an upload's body must average once waited for FLEETSCOPE_BODY_IDLE_TIMEOUT
+	MaxStacks           int64  // FLEETSCOPE_MAX_STACKS: distinct stacks in one profile
+	MaxDepth            int64  // FLEETSCOPE_MAX_DEPTH: frames in one stack
+	BodyIdleTimeout     string // FLEETSCOPE_BODY_IDLE_TIMEOUT: a request body sending nothing this long is cut off
+	IngestCPUs          int64  // FLEETSCOPE_INGEST_CPUS: cores all uploads' parsing may take together (0: all but one)
+	CacheBytes          int64  // FLEETSCOPE_CACHE_BYTES: memory of the query caches together
+	DebugAddr           string // FLEETSCOPE_DEBUG_ADDR: Go's /debug/pprof/ on a separate address (off when empty)
+	MaxLiveStreams      int64  // FLEETSCOPE_MAX_LIVE_STREAMS: open live streams of one tenant
+	LiveIdleTimeout     string // FLEETSCOPE_LIVE_IDLE_TIMEOUT: a live stream with no batch this long is ended, its batches kept
 }
 
 // Env lists the environment variables Config reads, in field order.
@@ -58,6 +60,8 @@ var Env = []string{
 	"FLEETSCOPE_MAX_CONNS_PER_IP",
 	"FLEETSCOPE_MAX_UPLOADS",
 	"FLEETSCOPE_MAX_UPLOADS_PER_KEY",
+	"FLEETSCOPE_MAX_UPLOADS_PER_TENANT",
+	"FLEETSCOPE_MIN_BODY_RATE",
 	"FLEETSCOPE_MAX_STACKS",
 	"FLEETSCOPE_MAX_DEPTH",
 	"FLEETSCOPE_BODY_IDLE_TIMEOUT",
@@ -71,23 +75,25 @@ var Env = []string{
 // Defaults are the embedded defaults.
 func Defaults() Config {
 	return Config{
-		Addr:               "127.0.0.1:8080",
-		BlobURL:            "file://./.data/blobs",
-		MaxUploadBytes:     4 << 30,
-		MaxRawBytes:        16 << 30,
-		BrowserUploadBytes: 64 << 20,
-		LogLevel:           "info",
-		SweepInterval:      "1h",
-		SelfProfileApp:     "fleetscope",
-		MaxConnsPerIP:      1024,
-		MaxUploads:         64,
-		MaxUploadsPerKey:   8,
-		MaxStacks:          250_000,
-		MaxDepth:           4096,
-		BodyIdleTimeout:    "30s",
-		CacheBytes:         256 << 20,
-		MaxLiveStreams:     ingest.DefaultMaxLiveStreams,
-		LiveIdleTimeout:    ingest.DefaultLiveIdleTimeout.String(),
+		Addr:                "127.0.0.1:8080",
+		BlobURL:             "file://./.data/blobs",
+		MaxUploadBytes:      4 << 30,
+		MaxRawBytes:         16 << 30,
+		BrowserUploadBytes:  64 << 20,
+		LogLevel:            "info",
+		SweepInterval:       "1h",
+		SelfProfileApp:      "fleetscope",
+		MaxConnsPerIP:       1024,
+		MaxUploads:          64,
+		MaxUploadsPerKey:    8,
+		MaxUploadsPerTenant: 16,
+		MinBodyRate:         1024,
+		MaxStacks:           250_000,
+		MaxDepth:            4096,
+		BodyIdleTimeout:     "30s",
+		CacheBytes:          256 << 20,
+		MaxLiveStreams:      ingest.DefaultMaxLiveStreams,
+		LiveIdleTimeout:     ingest.DefaultLiveIdleTimeout.String(),
 	}
 }
 
@@ -114,18 +120,20 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		"FLEETSCOPE_LIVE_IDLE_TIMEOUT": &c.LiveIdleTimeout,
 	}
 	num := map[string]*int64{
-		"FLEETSCOPE_MAX_UPLOAD_BYTES":     &c.MaxUploadBytes,
-		"FLEETSCOPE_MAX_RAW_BYTES":        &c.MaxRawBytes,
-		"FLEETSCOPE_BROWSER_UPLOAD_BYTES": &c.BrowserUploadBytes,
-		"FLEETSCOPE_MAX_CONNS":            &c.MaxConns,
-		"FLEETSCOPE_MAX_CONNS_PER_IP":     &c.MaxConnsPerIP,
-		"FLEETSCOPE_MAX_UPLOADS":          &c.MaxUploads,
-		"FLEETSCOPE_MAX_UPLOADS_PER_KEY":  &c.MaxUploadsPerKey,
-		"FLEETSCOPE_MAX_STACKS":           &c.MaxStacks,
-		"FLEETSCOPE_MAX_DEPTH":            &c.MaxDepth,
-		"FLEETSCOPE_INGEST_CPUS":          &c.IngestCPUs,
-		"FLEETSCOPE_CACHE_BYTES":          &c.CacheBytes,
-		"FLEETSCOPE_MAX_LIVE_STREAMS":     &c.MaxLiveStreams,
+		"FLEETSCOPE_MAX_UPLOAD_BYTES":       &c.MaxUploadBytes,
+		"FLEETSCOPE_MAX_RAW_BYTES":          &c.MaxRawBytes,
+		"FLEETSCOPE_BROWSER_UPLOAD_BYTES":   &c.BrowserUploadBytes,
+		"FLEETSCOPE_MAX_CONNS":              &c.MaxConns,
+		"FLEETSCOPE_MAX_CONNS_PER_IP":       &c.MaxConnsPerIP,
+		"FLEETSCOPE_MAX_UPLOADS":            &c.MaxUploads,
+		"FLEETSCOPE_MAX_UPLOADS_PER_KEY":    &c.MaxUploadsPerKey,
+		"FLEETSCOPE_MAX_UPLOADS_PER_TENANT": &c.MaxUploadsPerTenant,
+		"FLEETSCOPE_MIN_BODY_RATE":          &c.MinBodyRate,
+		"FLEETSCOPE_MAX_STACKS":             &c.MaxStacks,
+		"FLEETSCOPE_MAX_DEPTH":              &c.MaxDepth,
+		"FLEETSCOPE_INGEST_CPUS":            &c.IngestCPUs,
+		"FLEETSCOPE_CACHE_BYTES":            &c.CacheBytes,
+		"FLEETSCOPE_MAX_LIVE_STREAMS":       &c.MaxLiveStreams,
 	}
 	for _, name := range Env {
 		v := getenv(name)

@@ -2,25 +2,30 @@ package server
 
 import (
 	"net"
+	"net/http"
 	"sync"
+	"time"
 )
 
-// limitListener refuses connections beyond a total and a per-address
-// bound, closing them at once instead of queueing them, so that one client
-// cannot take every file descriptor and the server keeps room for health
-// checks and queries. Refused connections are counted.
+// limitListener bounds open connections in total and per address. At the
+// per-address bound a new connection is closed at once, so that one client
+// cannot take every file descriptor. At the total bound the connection
+// that has been idle longest (no request in flight: never sent one, or
+// between requests) is closed to make room, so idle connections, however
+// many addresses open them, never lock out a new client, health checks
+// included; only when every connection is busy is the new one refused.
+// The server reports its connections' states through ConnState.
 type limitListener struct {
 	net.Listener
 	total, perIP int
 
-	mu      sync.Mutex
-	open    int
-	byIP    map[string]int
-	refused int64
+	mu    sync.Mutex
+	byIP  map[string]int
+	conns map[*limitConn]struct{}
 }
 
 func newLimitListener(ln net.Listener, total, perIP int) *limitListener {
-	return &limitListener{Listener: ln, total: total, perIP: perIP, byIP: map[string]int{}}
+	return &limitListener{Listener: ln, total: total, perIP: perIP, byIP: map[string]int{}, conns: map[*limitConn]struct{}{}}
 }
 
 func (l *limitListener) Accept() (net.Conn, error) {
@@ -30,28 +35,73 @@ func (l *limitListener) Accept() (net.Conn, error) {
 			return nil, err
 		}
 		ip := remoteIP(c)
+		lc := &limitConn{Conn: c, l: l, ip: ip, idleSince: time.Now()}
 		l.mu.Lock()
-		ok := (l.total <= 0 || l.open < l.total) && (l.perIP <= 0 || l.byIP[ip] < l.perIP)
+		ok := l.perIP <= 0 || l.byIP[ip] < l.perIP
+		var shed *limitConn
+		if ok && l.total > 0 && len(l.conns) >= l.total {
+			shed = l.idlest()
+			ok = shed != nil
+		}
 		if ok {
-			l.open++
+			l.conns[lc] = struct{}{}
 			l.byIP[ip]++
-		} else {
-			l.refused++
+			if shed != nil {
+				l.forget(shed) // its place is the new one's from now on
+			}
 		}
 		l.mu.Unlock()
+		if shed != nil {
+			shed.Conn.Close()
+		}
 		if !ok {
 			c.Close()
 			continue
 		}
-		return &limitConn{Conn: c, l: l, ip: ip}, nil
+		return lc, nil
 	}
 }
 
-// Refused returns how many connections were refused.
-func (l *limitListener) Refused() int64 {
+// idlest returns the open connection idle longest, or nil if every one is
+// busy. The caller holds l.mu.
+func (l *limitListener) idlest() *limitConn {
+	var out *limitConn
+	for c := range l.conns {
+		if !c.busy && (out == nil || c.idleSince.Before(out.idleSince)) {
+			out = c
+		}
+	}
+	return out
+}
+
+// forget drops a connection from the counts. The caller holds l.mu.
+func (l *limitListener) forget(c *limitConn) {
+	if _, ok := l.conns[c]; !ok {
+		return
+	}
+	delete(l.conns, c)
+	if l.byIP[c.ip]--; l.byIP[c.ip] <= 0 {
+		delete(l.byIP, c.ip)
+	}
+}
+
+// ConnState is the http.Server's hook: a connection with a request in
+// flight is busy; one without, idle since then.
+func (l *limitListener) ConnState(c net.Conn, st http.ConnState) {
+	lc, ok := c.(*limitConn)
+	if !ok {
+		return
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.refused
+	switch st {
+	case http.StateActive:
+		lc.busy = true
+	case http.StateIdle:
+		lc.busy, lc.idleSince = false, time.Now()
+	case http.StateHijacked, http.StateClosed:
+		l.forget(lc)
+	}
 }
 
 func remoteIP(c net.Conn) string {
@@ -64,18 +114,17 @@ func remoteIP(c net.Conn) string {
 
 type limitConn struct {
 	net.Conn
-	l    *limitListener
-	ip   string
-	once sync.Once
+	l         *limitListener
+	ip        string
+	busy      bool      // a request in flight (l.mu)
+	idleSince time.Time // (l.mu)
+	once      sync.Once
 }
 
 func (c *limitConn) Close() error {
 	c.once.Do(func() {
 		c.l.mu.Lock()
-		c.l.open--
-		if c.l.byIP[c.ip]--; c.l.byIP[c.ip] <= 0 {
-			delete(c.l.byIP, c.ip)
-		}
+		c.l.forget(c)
 		c.l.mu.Unlock()
 	})
 	return c.Conn.Close()

@@ -189,7 +189,8 @@ func newServer(ctx context.Context, cfg Config, log *slog.Logger, ln net.Listene
 	protocols.SetHTTP1(true)
 	protocols.SetUnencryptedHTTP2(true) // client streaming without TLS
 	gate := api.DefaultGate
-	gate.Uploads, gate.UploadsPerKey = int(cfg.MaxUploads), int(cfg.MaxUploadsPerKey)
+	gate.Uploads, gate.UploadsPerKey, gate.UploadsPerTenant = int(cfg.MaxUploads), int(cfg.MaxUploadsPerKey), int(cfg.MaxUploadsPerTenant)
+	gate.MinBodyRate = cfg.MinBodyRate
 	gate.BodyIdle, _ = time.ParseDuration(cfg.BodyIdleTimeout) // checked by FromEnv
 	gate.Log = log
 	s := &Server{cfg: cfg, log: log, db: db, lifecycle: lc, live: live, auth: auth, query: q, ln: ln, routes: mux.patterns, http: &http.Server{
@@ -251,7 +252,9 @@ func (s *Server) Handler() http.Handler { return s.http.Handler }
 // in-flight requests (uploads included) get up to grace to finish.
 func (s *Server) Serve(ctx context.Context, ln net.Listener, grace time.Duration) error {
 	defer s.db.Close()
-	ln = newLimitListener(ln, s.maxConns(), int(s.cfg.MaxConnsPerIP))
+	limited := newLimitListener(ln, s.maxConns(), int(s.cfg.MaxConnsPerIP))
+	s.http.ConnState = limited.ConnState
+	ln = limited
 	errc := make(chan error, 1)
 	go func() { errc <- s.http.Serve(ln) }()
 	go s.maintain(ctx)

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -223,5 +224,122 @@ func TestUploadsInFlightAreBounded(t *testing.T) {
 	s.upload(path, "--label", "after=stall")
 	if n := s.spoolFiles(); n != 0 {
 		t.Fatalf("%d spool files left by the stalled uploads", n)
+	}
+}
+
+// stallUploads opens n uploads with key that send their metadata and then
+// nothing, and waits until the server has admitted them (its log says so).
+func (s *service) stallUploads(key string, n int, from int) ([]*connect.ClientStreamForClient[fsv1.UploadRequest, fsv1.UploadResponse], int) {
+	s.t.Helper()
+	ing, _ := s.clientsWithKey(key)
+	var out []*connect.ClientStreamForClient[fsv1.UploadRequest, fsv1.UploadResponse]
+	for range n {
+		st := ing.Upload(context.Background())
+		if err := st.Send(&fsv1.UploadRequest{Msg: &fsv1.UploadRequest_Metadata{Metadata: &fsv1.UploadMetadata{App: "stalled"}}}); err != nil {
+			s.t.Fatal(err)
+		}
+		out = append(out, st)
+		_, from = s.log.await(s.t, from, 60*time.Second, func(l map[string]any) bool {
+			return l["msg"] == "upload admitted" && strings.HasSuffix(fmt.Sprint(l["procedure"]), "IngestService/Upload")
+		})
+	}
+	return out, from
+}
+
+// TestTenantsShareTheUploadSlots: one tenant, whatever its keys, holds at
+// most its share of the server's upload places, so another tenant's
+// upload still goes through while the first keeps its uploads open.
+func TestTenantsShareTheUploadSlots(t *testing.T) {
+	s := startService(t, serviceOpts{extra: []string{"FLEETSCOPE_MAX_UPLOADS=4", "FLEETSCOPE_MAX_UPLOADS_PER_TENANT=2", "FLEETSCOPE_MAX_UPLOADS_PER_KEY=8"}})
+	second := s.newKey("acme", "ingest,read")
+	s.admin("tenant", "create", "other")
+	other := s.newKey("other", "ingest,read")
+	stalled, _ := s.stallUploads(s.key, 2, 0)
+	ing, _ := s.clientsWithKey(second)
+	_, err := ing.UploadFile(context.Background(), connect.NewRequest(&fsv1.UploadFileRequest{Metadata: &fsv1.UploadMetadata{App: "third"}, Data: []byte("not a profile")}))
+	if connect.CodeOf(err) != connect.CodeResourceExhausted || !strings.Contains(err.Error(), "tenant") {
+		t.Fatalf("a third upload of the tenant, with another key: %v, want ResourceExhausted naming the tenant's share", err)
+	}
+	out, errOut, code := run1([]string{"FLEETSCOPE_URL=" + s.url, "FLEETSCOPE_API_KEY=" + other}, "upload", "--app", "other", plant(t, "--seed", "83", "--seconds", "2"))
+	if code != 0 {
+		t.Fatalf("another tenant's upload while the first holds its share: exit %d %s %s", code, out, errOut)
+	}
+	for _, st := range stalled {
+		st.CloseAndReceive()
+	}
+}
+
+// TestTricklingUploadsAreCutOff: an upload that sends a byte now and then,
+// never idle long enough to be cut off as stalled, is cut off once it has
+// been waited for the idle timeout at less than the minimum rate, and its
+// place is free again.
+func TestTricklingUploadsAreCutOff(t *testing.T) {
+	s := startService(t, serviceOpts{extra: []string{"FLEETSCOPE_BODY_IDLE_TIMEOUT=2s", "FLEETSCOPE_MIN_BODY_RATE=1000", "FLEETSCOPE_MAX_UPLOADS_PER_KEY=1"}})
+	ing, _ := s.clients()
+	st := ing.Upload(context.Background())
+	if err := st.Send(&fsv1.UploadRequest{Msg: &fsv1.UploadRequest_Metadata{Metadata: &fsv1.UploadMetadata{App: "trickle"}}}); err != nil {
+		t.Fatal(err)
+	}
+	// A byte every 100 ms: never 2 s idle, 10 bytes a second. Bounded: 600
+	// bytes at most, a minute.
+	var sendErr error
+	for i := 0; i < 600 && sendErr == nil; i++ {
+		sendErr = st.Send(&fsv1.UploadRequest{Msg: &fsv1.UploadRequest_Chunk{Chunk: []byte{'#'}}})
+		if l, _, _ := s.log.find(0, func(l map[string]any) bool {
+			return l["msg"] == "request failed" && strings.Contains(fmt.Sprint(l["err"]), "slower than")
+		}); l != nil {
+			break
+		}
+		time.Sleep(100 * time.Millisecond) // the trickle's pace, not a wait for the server
+	}
+	_, err := st.CloseAndReceive()
+	if connect.CodeOf(err) != connect.CodeResourceExhausted || !strings.Contains(err.Error(), "slower than") {
+		t.Fatalf("a trickling upload: %v, want it cut off as too slow", err)
+	}
+	s.upload(plant(t, "--seed", "84", "--seconds", "2"), "--label", "after=trickle") // its place is free
+}
+
+// TestQueryBodiesAreSmall: a query's request body is a selection of a few
+// hundred bytes: one of more than 64 KiB is refused as too large before
+// it is read to its end.
+func TestQueryBodiesAreSmall(t *testing.T) {
+	s := startService(t, serviceOpts{})
+	_, q := s.clients()
+	_, err := q.GetHeatmap(context.Background(), connect.NewRequest(&fsv1.GetHeatmapRequest{ProfileId: strings.Repeat("x", 100<<10)}))
+	if connect.CodeOf(err) != connect.CodeResourceExhausted {
+		t.Fatalf("a 100-KiB query: %v, want ResourceExhausted (too large)", err)
+	}
+	if _, err := q.GetHeatmap(context.Background(), connect.NewRequest(&fsv1.GetHeatmapRequest{ProfileId: "not-an-id"})); connect.CodeOf(err) != connect.CodeNotFound {
+		t.Fatalf("a small query for no profile: %v, want NotFound (read, not refused for its size)", err)
+	}
+}
+
+// TestIdleConnectionsAreShed: with every connection place taken by
+// connections that send nothing, a new client (a health check) still gets
+// in: the connection idle longest is closed to make room.
+func TestIdleConnectionsAreShed(t *testing.T) {
+	s := startService(t, serviceOpts{extra: []string{"FLEETSCOPE_MAX_CONNS=8"}})
+	addr := strings.TrimPrefix(s.url, "http://")
+	var idle []net.Conn
+	for range 8 {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		idle = append(idle, c)
+	}
+	hc := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 30 * time.Second}
+	for i := range 3 {
+		res, err := hc.Get(s.url + "/healthz")
+		if err != nil || res.StatusCode != http.StatusOK {
+			t.Fatalf("health check %d with every place idle: %v %v", i, res, err)
+		}
+		res.Body.Close()
+	}
+	// The oldest idle connection was the one closed.
+	idle[0].SetReadDeadline(time.Now().Add(30 * time.Second))
+	if _, err := idle[0].Read(make([]byte, 1)); err == nil {
+		t.Fatal("the idlest connection is still open")
 	}
 }
