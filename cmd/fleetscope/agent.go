@@ -18,7 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 
-	"github.com/fleetscope/fleetscope/api/server"
+	"github.com/fleetscope/fleetscope/cmd/fleetscope/server"
 	"github.com/fleetscope/fleetscope/cmd/fleetscope/agent"
 )
 

@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/fleetscope/fleetscope/api/server"
+	"github.com/fleetscope/fleetscope/cmd/fleetscope/server"
 	"github.com/fleetscope/fleetscope/store/blob"
 	_ "github.com/fleetscope/fleetscope/store/blob/localfs" // file:// URLs
 	_ "github.com/fleetscope/fleetscope/store/blob/s3"      // s3:// URLs

@@ -7,7 +7,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/fleetscope/fleetscope/api/server"
+	"github.com/fleetscope/fleetscope/cmd/fleetscope/server"
 	"github.com/fleetscope/fleetscope/cmd/fleetscope/agent"
 	"github.com/spf13/cobra"
 )
