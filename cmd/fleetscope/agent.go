@@ -18,8 +18,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 
-	"github.com/fleetscope/fleetscope/cmd/fleetscope/server"
 	"github.com/fleetscope/fleetscope/cmd/fleetscope/agent"
+	"github.com/fleetscope/fleetscope/cmd/fleetscope/server"
 )
 
 // agentCmd runs the host agent (package agent). Flags override the
