@@ -44,10 +44,9 @@ func (s *service) healthy(when string) {
 // uploads failed), a blob store that fails, and stalled clients.
 // Afterwards nothing is lost (every file stored exactly once), nothing is
 // half-visible (each file's profile's heatmap equals that file's planted
-// truth, the
-// index is consistent), nothing is left behind (no spool files, no orphan
-// blobs, no unfinished blob writes once checked) and /healthz answered
-// throughout.
+// truth, the index is consistent), nothing is left behind (no spool files,
+// no orphan blobs, no unfinished blob writes once checked) and /healthz
+// answered throughout.
 func TestChaos(t *testing.T) {
 	if testing.Short() {
 		t.Skip("chaos takes a minute")
