@@ -20,7 +20,9 @@ import (
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/fleetscope/fleetscope/api"
 	fsv1 "github.com/fleetscope/fleetscope/api/gen/fleetscope/v1"
+	"github.com/fleetscope/fleetscope/api/gen/fleetscope/v1/fleetscopev1connect"
 )
 
 type heatmapJSON struct {
@@ -221,5 +223,87 @@ func TestUploadsInFlightAreBounded(t *testing.T) {
 	s.upload(path, "--label", "after=stall")
 	if n := s.spoolFiles(); n != 0 {
 		t.Fatalf("%d spool files left by the stalled uploads", n)
+	}
+}
+
+// TestUploadBoundsCoverEveryUploadPath: Pyroscope's /ingest takes its place
+// among the uploads in flight as the Connect uploads do. With one upload a
+// key and two on the server: a stalled /ingest holds its key's place (that
+// key's next upload is refused at once, through either path); a stalled
+// streamed upload of a second key fills the server (a third key is
+// refused, through either path, the server saying it is full); once the
+// stalled bodies end, the /ingest is stored and the places are free.
+func TestUploadBoundsCoverEveryUploadPath(t *testing.T) {
+	s := startService(t, serviceOpts{extra: []string{"FLEETSCOPE_MAX_UPLOADS=2", "FLEETSCOPE_MAX_UPLOADS_PER_KEY=1"}})
+	ctx := context.Background()
+	k2, k3 := s.newKey("acme", "ingest"), s.newKey("acme", "ingest")
+	pyroscope := func(key string, body io.Reader) (int, string, error) {
+		req, _ := http.NewRequest("POST", s.url+api.PyroscopePath+"?name=bounded&format=folded", body)
+		req.Header.Set("Authorization", "Bearer "+key)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return 0, "", err
+		}
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		return res.StatusCode, string(b), nil
+	}
+	_, from, _ := s.log.find(0, func(map[string]any) bool { return false })
+	admitted := func(proc string) {
+		t.Helper()
+		_, from = s.log.await(t, from, 60*time.Second, func(l map[string]any) bool {
+			return l["msg"] == "upload admitted" && l["procedure"] == proc
+		})
+	}
+	oneMessage := func(key string) error {
+		ing, _ := s.clientsWithKey(key)
+		_, err := ing.UploadFile(ctx, connect.NewRequest(&fsv1.UploadFileRequest{Metadata: &fsv1.UploadMetadata{App: "bounded"}, Data: []byte("main;x 1\n")}))
+		return err
+	}
+
+	// The first key's /ingest stalls mid-body.
+	body, bodyW := io.Pipe()
+	type answer struct {
+		code int
+		err  error
+	}
+	first := make(chan answer, 1)
+	go func() {
+		code, _, err := pyroscope(s.key, body)
+		first <- answer{code, err}
+	}()
+	bodyW.Write([]byte("main;a 1\n"))
+	admitted(api.PyroscopePath)
+	if code, msg, err := pyroscope(s.key, strings.NewReader("main;b 1\n")); code != http.StatusTooManyRequests || !strings.Contains(msg, "this key has 1 uploads in flight") {
+		t.Errorf("a second /ingest of a key with a stalled one: %d %q %v; want 429, the key's uploads in flight", code, msg, err)
+	}
+	if err := oneMessage(s.key); connect.CodeOf(err) != connect.CodeResourceExhausted || !strings.Contains(err.Error(), "this key has 1 uploads in flight") {
+		t.Errorf("an upload of a key with a stalled /ingest: %v; want ResourceExhausted, the key's uploads in flight", err)
+	}
+	// A second key's streamed upload stalls: the server is full.
+	ing2, _ := s.clientsWithKey(k2)
+	st := ing2.Upload(ctx)
+	if err := st.Send(&fsv1.UploadRequest{Msg: &fsv1.UploadRequest_Metadata{Metadata: &fsv1.UploadMetadata{App: "stalled"}}}); err != nil {
+		t.Fatal(err)
+	}
+	admitted(fleetscopev1connect.IngestServiceUploadProcedure)
+	if err := oneMessage(k3); connect.CodeOf(err) != connect.CodeResourceExhausted || !strings.Contains(err.Error(), "the server has 2 uploads in flight") {
+		t.Errorf("an upload with the server full: %v; want ResourceExhausted, the server's uploads in flight", err)
+	}
+	if code, msg, err := pyroscope(k3, strings.NewReader("main;c 1\n")); code != http.StatusTooManyRequests || !strings.Contains(msg, "the server has 2 uploads in flight") {
+		t.Errorf("an /ingest with the server full: %d %q %v; want 429, the server's uploads in flight", code, msg, err)
+	}
+	// The stalled bodies end: the /ingest is stored, the places freed.
+	bodyW.Close()
+	if a := <-first; a.err != nil || a.code != http.StatusOK {
+		t.Fatalf("the stalled /ingest, once its body ended: %d %v", a.code, a.err)
+	}
+	st.CloseAndReceive()
+	waitUntil(t, "the third key's upload to be admitted", func() bool {
+		code, _, err := pyroscope(k3, strings.NewReader("main;c 1\n"))
+		return err == nil && code == http.StatusOK
+	})
+	if err := oneMessage(s.key); err != nil {
+		t.Errorf("an upload once the places are free: %v", err)
 	}
 }
