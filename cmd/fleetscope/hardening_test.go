@@ -6,10 +6,13 @@ package main
 // stalled bodies cut off.
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -18,6 +21,8 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
+	pushv1 "github.com/grafana/pyroscope/api/gen/proto/go/push/v1"
+	typesv1 "github.com/grafana/pyroscope/api/gen/proto/go/types/v1"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/fleetscope/fleetscope/api"
@@ -306,4 +311,195 @@ func TestUploadBoundsCoverEveryUploadPath(t *testing.T) {
 	if err := oneMessage(s.key); err != nil {
 		t.Errorf("an upload once the places are free: %v", err)
 	}
+}
+
+// TestConnectionsPerAddressAreBounded: with two connections an address,
+// two held open from 127.0.0.1 take its places: a third from there is
+// closed unanswered, while another address (127.0.0.2) is served; once
+// one of the two closes, 127.0.0.1 is served again.
+func TestConnectionsPerAddressAreBounded(t *testing.T) {
+	s := startService(t, serviceOpts{extra: []string{"FLEETSCOPE_MAX_CONNS_PER_IP=2"}})
+	http.DefaultClient.CloseIdleConnections()
+	addr := strings.TrimPrefix(s.url, "http://")
+	// health dials from ip and asks /healthz on a kept-alive connection;
+	// it returns the open connection if the server answered.
+	health := func(ip string) (net.Conn, error) {
+		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}, Timeout: 10 * time.Second} // a failure, not a measurement
+		c, err := d.Dial("tcp", addr)
+		if err != nil {
+			return nil, err
+		}
+		c.SetDeadline(time.Now().Add(10 * time.Second)) // a closed connection says so at once
+		if _, err := c.Write([]byte("GET /healthz HTTP/1.1\r\nHost: fleetscope\r\n\r\n")); err != nil {
+			c.Close()
+			return nil, err
+		}
+		res, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			c.Close()
+			return nil, err
+		}
+		io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+		if res.StatusCode != http.StatusOK {
+			c.Close()
+			return nil, fmt.Errorf("/healthz: %s", res.Status)
+		}
+		c.SetDeadline(time.Time{})
+		return c, nil
+	}
+	var held []net.Conn
+	// Until the server has let go of the connections startService used.
+	waitUntil(t, "two connections from 127.0.0.1 served and held", func() bool {
+		c, err := health("127.0.0.1")
+		if err == nil {
+			held = append(held, c)
+		}
+		return len(held) == 2
+	})
+	defer func() {
+		for _, c := range held {
+			c.Close()
+		}
+	}()
+	if c, err := health("127.0.0.1"); err == nil {
+		c.Close()
+		t.Fatal("a third connection from 127.0.0.1 was served with two held open")
+	} else if errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("a third connection from 127.0.0.1: %v; want it closed at once, not kept waiting", err)
+	}
+	if c, err := health("127.0.0.2"); err != nil {
+		t.Fatalf("a connection from another address with 127.0.0.1's places taken: %v", err)
+	} else {
+		c.Close()
+	}
+	held[0].Close()
+	held = held[1:]
+	waitUntil(t, "127.0.0.1 served again once one of its connections closed", func() bool {
+		c, err := health("127.0.0.1")
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	})
+}
+
+// TestShapesAreBounded: the server refuses a profile deeper than
+// FLEETSCOPE_MAX_DEPTH or with more distinct stacks than
+// FLEETSCOPE_MAX_STACKS, through the Connect upload and /ingest alike,
+// storing nothing, while one at the limits is stored.
+func TestShapesAreBounded(t *testing.T) {
+	s := startService(t, serviceOpts{extra: []string{"FLEETSCOPE_MAX_DEPTH=3", "FLEETSCOPE_MAX_STACKS=2"}})
+	ctx := context.Background()
+	ing, _ := s.clients()
+	upload := func(text string) error {
+		_, err := ing.UploadFile(ctx, connect.NewRequest(&fsv1.UploadFileRequest{Metadata: &fsv1.UploadMetadata{App: "shape", InputFormat: "folded"}, Data: []byte(text)}))
+		return err
+	}
+	pyroscope := func(text string) (int, string) {
+		req, _ := http.NewRequest("POST", s.url+api.PyroscopePath+"?name=shape&format=folded", strings.NewReader(text))
+		req.Header.Set("Authorization", "Bearer "+s.key)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		return res.StatusCode, string(b)
+	}
+
+	// Shapes: too deep, too many stacks; nothing stored.
+	for _, tc := range []struct{ name, text, setting string }{
+		{"a stack of 4 frames", "main;a;b;c 1\n", "FLEETSCOPE_MAX_DEPTH"},
+		{"3 distinct stacks", "main;a 1\nmain;b 1\nmain;c 1\n", "FLEETSCOPE_MAX_STACKS"},
+	} {
+		if err := upload(tc.text); connect.CodeOf(err) != connect.CodeResourceExhausted || !strings.Contains(err.Error(), tc.setting) {
+			t.Errorf("UploadFile of %s: %v; want ResourceExhausted naming %s", tc.name, err, tc.setting)
+		}
+		if code, msg := pyroscope(tc.text); code != http.StatusRequestEntityTooLarge || !strings.Contains(msg, tc.setting) {
+			t.Errorf("/ingest of %s: %d %q; want 413 naming %s", tc.name, code, msg, tc.setting)
+		}
+	}
+	if got := s.counts(); got != "profiles=0 profile_stacks=0 seconds=0 frames=0 stacks=0 blobs=0" {
+		t.Fatalf("refused shapes left: %s", got)
+	}
+	if err := upload("main;a;b 1\nmain;c 2\n"); err != nil {
+		t.Errorf("a profile at the limits (depth 3, 2 stacks): %v", err)
+	}
+	if code, msg := pyroscope("main;a;b 3\nmain;d 1\n"); code != http.StatusOK {
+		t.Errorf("/ingest of a profile at the limits: %d %q", code, msg)
+	}
+}
+
+// TestOneMessageUploadsAreBounded: over the API, the single-message
+// uploads (the browser's UploadFile, Pyroscope's Push) are bounded in size
+// (FLEETSCOPE_BROWSER_UPLOAD_BYTES; the streamed upload of the same file
+// is stored) and four at a time in flight (a fifth is refused at once,
+// while a streamed upload is still admitted).
+func TestOneMessageUploadsAreBounded(t *testing.T) {
+	s := startService(t, serviceOpts{extra: []string{"FLEETSCOPE_BROWSER_UPLOAD_BYTES=1048576"}})
+	ctx := context.Background()
+	ing, _ := s.clients()
+	push := s.as(s.key).push
+	upload := func(text string) error {
+		_, err := ing.UploadFile(ctx, connect.NewRequest(&fsv1.UploadFileRequest{Metadata: &fsv1.UploadMetadata{App: "shape", InputFormat: "folded"}, Data: []byte(text)}))
+		return err
+	}
+
+	// Size: a file over the bound in one message is refused; streamed, it
+	// is stored.
+	// (The bound is 1 MiB, the CLI's chunk: each message of a streamed
+	// upload is bounded by it too.)
+	big := plant(t, "--seed", "83", "--seconds", "8")
+	data, _ := os.ReadFile(big)
+	if len(data) <= 1<<20+64<<10 {
+		t.Fatalf("the planted file has %d bytes: not over the bound", len(data))
+	}
+	if _, err := ing.UploadFile(ctx, connect.NewRequest(&fsv1.UploadFileRequest{Metadata: &fsv1.UploadMetadata{App: "big"}, Data: data})); connect.CodeOf(err) != connect.CodeResourceExhausted {
+		t.Errorf("UploadFile of %d bytes over a bound of 1 MiB: %v; want ResourceExhausted", len(data), err)
+	}
+	pr := connect.NewRequest(&pushv1.PushRequest{Series: []*pushv1.RawProfileSeries{{
+		Labels:  []*typesv1.LabelPair{{Name: "service_name", Value: "big"}},
+		Samples: []*pushv1.RawSample{{RawProfile: data}}}}})
+	if _, err := push.Push(ctx, pr); connect.CodeOf(err) != connect.CodeResourceExhausted {
+		t.Errorf("Push of %d bytes over a bound of 1 MiB: %v; want ResourceExhausted", len(data), err)
+	}
+	s.upload(big) // streamed
+
+	// In flight: four one-message uploads stall mid-body; a fifth is
+	// refused at once, a streamed upload still admitted.
+	_, from, _ := s.log.find(0, func(map[string]any) bool { return false })
+	var bodies []*io.PipeWriter
+	ended := make(chan error, 4)
+	for range 4 {
+		body, bodyW := io.Pipe()
+		bodies = append(bodies, bodyW)
+		req, _ := http.NewRequest("POST", s.url+fleetscopev1connect.IngestServiceUploadFileProcedure, body)
+		req.Header.Set("Authorization", "Bearer "+s.key)
+		req.Header.Set("Content-Type", "application/proto")
+		go func() {
+			res, err := http.DefaultClient.Do(req)
+			if err == nil {
+				res.Body.Close()
+			}
+			ended <- err
+		}()
+		bodyW.Write([]byte{0x0a}) // the start of the message, no more
+		_, from = s.log.await(t, from, 60*time.Second, func(l map[string]any) bool {
+			return l["msg"] == "upload admitted" && l["procedure"] == fleetscopev1connect.IngestServiceUploadFileProcedure
+		})
+	}
+	if err := upload("main;x 1\n"); connect.CodeOf(err) != connect.CodeResourceExhausted || !strings.Contains(err.Error(), "one-message uploads in flight") {
+		t.Errorf("a fifth one-message upload with four stalled: %v; want ResourceExhausted, the one-message uploads in flight", err)
+	}
+	s.upload(plant(t, "--seed", "84", "--seconds", "1")) // streamed: admitted
+	for _, w := range bodies {
+		w.CloseWithError(errors.New("the client gives up"))
+	}
+	for range bodies {
+		<-ended
+	}
+	waitUntil(t, "a one-message upload admitted again", func() bool {
+		return connect.CodeOf(upload("main;y 1\n")) != connect.CodeResourceExhausted
+	})
 }
