@@ -39,6 +39,20 @@ type heatmapJSON struct {
 	Profiles         int       `json:"profiles"`
 }
 
+// pyroscopeIngest posts body to Pyroscope's ingest endpoint with key and
+// the query; it returns the HTTP status and the answer's text.
+func (s *service) pyroscopeIngest(key, query string, body io.Reader) (int, string, error) {
+	req, _ := http.NewRequest("POST", s.url+api.PyroscopePath+"?"+query, body)
+	req.Header.Set("Authorization", "Bearer "+key)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	b, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	return res.StatusCode, string(b), nil
+}
+
 func writeFile(t *testing.T, name, text string) string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), name)
@@ -107,16 +121,12 @@ func TestPermanentErrorsAreInvalidArgument(t *testing.T) {
 	}
 	// The Pyroscope endpoint: %00 and %FF in the name.
 	for _, name := range []string{"a%00b", "a%FFb", "app{k=v%00}"} {
-		req, _ := http.NewRequest("POST", s.url+"/ingest?name="+name+"&format=folded", strings.NewReader("main;f 1\n"))
-		req.Header.Set("Authorization", "Bearer "+s.key)
-		res, err := http.DefaultClient.Do(req)
+		code, body, err := s.pyroscopeIngest(s.key, "name="+name+"&format=folded", strings.NewReader("main;f 1\n"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		body, _ := io.ReadAll(res.Body)
-		res.Body.Close()
-		if res.StatusCode != http.StatusBadRequest {
-			t.Errorf("/ingest name %s: %d %s, want 400", name, res.StatusCode, body)
+		if code != http.StatusBadRequest {
+			t.Errorf("/ingest name %s: %d %s, want 400", name, code, body)
 		}
 	}
 	// Admin calls with a NUL in an id.
@@ -243,15 +253,7 @@ func TestUploadBoundsCoverEveryUploadPath(t *testing.T) {
 	ctx := context.Background()
 	k2, k3 := s.newKey("acme", "ingest"), s.newKey("acme", "ingest")
 	pyroscope := func(key string, body io.Reader) (int, string, error) {
-		req, _ := http.NewRequest("POST", s.url+api.PyroscopePath+"?name=bounded&format=folded", body)
-		req.Header.Set("Authorization", "Bearer "+key)
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return 0, "", err
-		}
-		b, _ := io.ReadAll(res.Body)
-		res.Body.Close()
-		return res.StatusCode, string(b), nil
+		return s.pyroscopeIngest(key, "name=bounded&format=folded", body)
 	}
 	_, from, _ := s.log.find(0, func(map[string]any) bool { return false })
 	admitted := func(proc string) {
@@ -397,15 +399,11 @@ func TestShapesAreBounded(t *testing.T) {
 		return err
 	}
 	pyroscope := func(text string) (int, string) {
-		req, _ := http.NewRequest("POST", s.url+api.PyroscopePath+"?name=shape&format=folded", strings.NewReader(text))
-		req.Header.Set("Authorization", "Bearer "+s.key)
-		res, err := http.DefaultClient.Do(req)
+		code, msg, err := s.pyroscopeIngest(s.key, "name=shape&format=folded", strings.NewReader(text))
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, _ := io.ReadAll(res.Body)
-		res.Body.Close()
-		return res.StatusCode, string(b)
+		return code, msg
 	}
 
 	// Shapes: too deep, too many stacks; nothing stored.
