@@ -45,7 +45,7 @@ type pushHandler struct {
 //
 // A push holds at most MaxPushSeries series and MaxPushProfiles profiles;
 // a larger one is refused whole (EINVALID, naming the limit) before
-// anything is read or stored. Empty profiles (a CPU profile of an idle
+// anything is stored. Empty profiles (a CPU profile of an idle
 // program) are skipped.
 //
 // A push is not one transaction: it is idempotent per profile, and says so.
@@ -55,10 +55,12 @@ type pushHandler struct {
 // that cannot be stored fails the push, naming its series and sample
 // (EINVALID for a profile that is not a pprof) and saying how many of the
 // push's profiles are stored and that retrying the whole push is safe. A
-// push never runs past its deadline (the client's, or the server's bound on
-// a call): before each profile it checks the time left, and when that is
-// less than its slowest profile so far plus a margin it stops, EUNAVAILABLE,
-// saying how many profiles are stored and that retrying is safe.
+// push does not begin a profile it may not finish before its deadline (the
+// client's, or the server's bound on a call): before each profile it checks
+// the time left, and when that is less than its slowest profile so far plus
+// a margin it stops, EUNAVAILABLE, saying how many profiles are stored and
+// that retrying is safe (a profile still cut off by the deadline answers
+// the same).
 func NewPush(svc *ingest.Service, log *slog.Logger) pushv1connect.PusherServiceHandler {
 	return &pushHandler{ingest: svc, log: log, now: time.Now}
 }
