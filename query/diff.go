@@ -63,7 +63,7 @@ func (g *FlameGraph) Export(w io.Writer, format, where string, byPeriod bool) er
 // or window; "whole profile" for a profile's graph without one), as
 // "cpu-clock, app web, host h1, profile 01J…, [2.4, 2.48) s".
 func (g *FlameGraph) Title(where string) string {
-	if where == "" && strings.Contains(g.Source, "profile ") {
+	if where == "" && g.Source != "" && !strings.HasPrefix(g.Source, "fleet") {
 		where = "whole profile"
 	}
 	var parts []string
