@@ -26,6 +26,9 @@ type timedSample struct {
 	weight uint64
 }
 
+// maxTimelineSamples is export.MaxTimelineSamples (tests lower it).
+var maxTimelineSamples = export.MaxTimelineSamples
+
 // timeline gathers samples and their stacks' frames, within
 // export.MaxTimelineSamples.
 type timeline struct {
@@ -35,8 +38,8 @@ type timeline struct {
 
 // add counts one more sample; ETOOLARGE past export.MaxTimelineSamples.
 func (tl *timeline) add() error {
-	if tl.n++; tl.n > export.MaxTimelineSamples {
-		return fleetscope.Errorf(fleetscope.ETOOLARGE, "a speedscope export holds at most %d samples, one entry each in time order: choose a shorter range (the other formats have no such limit)", export.MaxTimelineSamples)
+	if tl.n++; tl.n > maxTimelineSamples {
+		return fleetscope.Errorf(fleetscope.ETOOLARGE, "a speedscope export holds at most %d samples, one entry each in time order: choose a shorter range (the other formats have no such limit)", maxTimelineSamples)
 	}
 	return nil
 }
