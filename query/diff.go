@@ -61,7 +61,7 @@ func (g *FlameGraph) Export(w io.Writer, format, where string, byPeriod bool) er
 
 // Title names the graph in exports: its event, Source and where (a range
 // or window; "whole profile" for a profile's graph without one), as
-// "cpu-clock, app web, host h1, profile 01J…, [2.4, 2.48) s".
+// "cpu-clock, app web, host h1, profile 01J…, [2.400000, 2.480000) s".
 func (g *FlameGraph) Title(where string) string {
 	if where == "" && g.Source != "" && !strings.HasPrefix(g.Source, "fleet") {
 		where = "whole profile"
