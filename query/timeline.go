@@ -30,18 +30,29 @@ type timedSample struct {
 var maxTimelineSamples = export.MaxTimelineSamples
 
 // timeline gathers samples and their stacks' frames, within
-// export.MaxTimelineSamples.
+// maxTimelineSamples.
 type timeline struct {
 	stacks [][]string
 	n      int
+	err    error // ETOOLARGE past maxTimelineSamples
 }
 
-// add counts one more sample; ETOOLARGE past export.MaxTimelineSamples.
-func (tl *timeline) add() error {
-	if tl.n++; tl.n > maxTimelineSamples {
-		return fleetscope.Errorf(fleetscope.ETOOLARGE, "a speedscope export holds at most %d samples, one entry each in time order: choose a shorter range (the other formats have no such limit)", maxTimelineSamples)
+// weigh returns the weight of a sample the graph keeps: 1, or its period
+// when weighted; 0 for none. It counts the samples of nonzero weight and
+// sets err, and returns 0, past maxTimelineSamples.
+func (tl *timeline) weigh(smp *fleetscope.Sample, weighted bool) uint64 {
+	v := uint64(1)
+	if weighted {
+		v = smp.Period
 	}
-	return nil
+	if v == 0 {
+		return 0
+	}
+	if tl.n++; tl.n > maxTimelineSamples {
+		tl.err = fleetscope.Errorf(fleetscope.ETOOLARGE, "a speedscope export holds at most %d samples, one entry each in time order: choose a shorter range (the other formats have no such limit)", maxTimelineSamples)
+		return 0
+	}
+	return v
 }
 
 // frames returns a stack's frames as the flame graph names them.
@@ -119,15 +130,12 @@ func (s *Service) profileTimeline(ctx context.Context, tenant int64, r FlameRequ
 				!r.IncludeIdle && d.Idle(smp.Stack) || !f.keepSample(keep, sel, smp) {
 				continue
 			}
-			v := uint64(1)
-			if weighted {
-				v = smp.Period
+			v := tl.weigh(smp, weighted)
+			if failed = tl.err; failed != nil {
+				return
 			}
 			if v == 0 {
 				continue
-			}
-			if failed = tl.add(); failed != nil {
-				return
 			}
 			k, ok := at[smp.Stack]
 			if !ok {
@@ -178,15 +186,12 @@ func (s *Service) fleetTimeline(ctx context.Context, tenant int64, sel fleetscop
 			if failed != nil || !keep(smp) || !sel.IncludeIdle && d.Idle(smp.Stack) {
 				continue
 			}
-			v := uint64(1)
-			if weights || p.Events[smp.Event].Weighted {
-				v = smp.Period
+			v := tl.weigh(smp, weights || p.Events[smp.Event].Weighted)
+			if failed = tl.err; failed != nil {
+				return
 			}
 			if v == 0 {
 				continue
-			}
-			if failed = tl.add(); failed != nil {
-				return
 			}
 			k, ok := mine[smp.Stack]
 			if !ok {

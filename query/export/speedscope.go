@@ -232,30 +232,24 @@ func WriteSpeedscopeTimeline(w io.Writer, name string, stacks [][]string, profil
 		str(unit)
 		bw.WriteString(`,"startValue":0,"endValue":`)
 		bw.WriteString(strconv.FormatUint(totals[i], 10))
+		// each writes the samples of nonzero weight, comma-separated.
+		each := func(write func(TimedSample)) {
+			first := true
+			for _, s := range p.Samples {
+				if s.Weight == 0 {
+					continue
+				}
+				if !first {
+					bw.WriteByte(',')
+				}
+				first = false
+				write(s)
+			}
+		}
 		bw.WriteString(`,"samples":[`)
-		first := true
-		for _, s := range p.Samples {
-			if s.Weight == 0 {
-				continue
-			}
-			if !first {
-				bw.WriteByte(',')
-			}
-			first = false
-			bw.Write(sample[s.Stack])
-		}
+		each(func(s TimedSample) { bw.Write(sample[s.Stack]) })
 		bw.WriteString(`],"weights":[`)
-		first = true
-		for _, s := range p.Samples {
-			if s.Weight == 0 {
-				continue
-			}
-			if !first {
-				bw.WriteByte(',')
-			}
-			first = false
-			bw.WriteString(strconv.FormatUint(s.Weight, 10))
-		}
+		each(func(s TimedSample) { bw.WriteString(strconv.FormatUint(s.Weight, 10)) })
 		bw.WriteString(`]}`)
 	}
 	bw.WriteString(`],"name":`)
