@@ -40,10 +40,16 @@ func (g *FlameGraph) foldedStacks() []export.Stack {
 }
 
 // Export writes the flame graph in an export format (export.FormatSVG,
-// FormatPprof, FormatSpeedscope); where names the selection in the
-// subtitle.
+// FormatPprof, FormatSpeedscope); where names the selection (its range or
+// window) in the title, after the event and the graph's Source. A graph of
+// timed samples goes to speedscope as its timeline: each sample its own
+// entry, in time order (export.WriteSpeedscopeTimeline).
 func (g *FlameGraph) Export(w io.Writer, format, where string, byPeriod bool) error {
-	o := export.Options{Subtitle: strings.TrimSpace(g.Event + " " + where), SampleType: "samples", SampleUnit: "count"}
+	title := g.Title(where)
+	if format == export.FormatSpeedscope && g.timeline != nil {
+		return g.timeline(w, title)
+	}
+	o := export.Options{Subtitle: title, SampleType: "samples", SampleUnit: "count"}
 	if byPeriod {
 		o.SampleType = fleetscope.EventBase(g.Event)
 		if o.SampleType == "cpu-clock" || o.SampleType == "task-clock" {
@@ -51,6 +57,22 @@ func (g *FlameGraph) Export(w io.Writer, format, where string, byPeriod bool) er
 		}
 	}
 	return export.Write(w, format, g.Stacks(), o)
+}
+
+// Title names the graph in exports: its event, Source and where (a range
+// or window; "whole profile" for a profile's graph without one), as
+// "cpu-clock, app web, host h1, profile 01J…, [2.400000, 2.480000) s".
+func (g *FlameGraph) Title(where string) string {
+	if where == "" && g.Source != "" && !strings.HasPrefix(g.Source, "fleet") {
+		where = "whole profile"
+	}
+	var parts []string
+	for _, p := range []string{g.Event, g.Source, where} {
+		if p != "" {
+			parts = append(parts, p)
+		}
+	}
+	return strings.Join(parts, ", ")
 }
 
 // DiffSide is one side of a comparison: a stored profile's range (Profile)
@@ -284,7 +306,7 @@ func RangeTitle(rg *fleetscope.Range) string {
 		}
 		return fleetscope.FormatSeconds(ns)
 	}
-	return "[" + bound(rg.Start, "start") + ", " + bound(rg.End, "end") + ")"
+	return "[" + bound(rg.Start, "start") + ", " + bound(rg.End, "end") + ") s"
 }
 
 // WindowTitle names a fleet selection in exports.

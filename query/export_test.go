@@ -7,3 +7,11 @@ import "github.com/fleetscope/fleetscope/query/export"
 // walks.
 func (g *FlameGraph) FoldedStacks() []export.Stack { return g.foldedStacks() }
 func (d *Diff) DictStacks() []export.DiffStack     { return d.dictStacks() }
+
+// SetMaxTimelineSamples lowers the speedscope export's sample limit until
+// the returned function restores it.
+func SetMaxTimelineSamples(n int) (restore func()) {
+	old := maxTimelineSamples
+	maxTimelineSamples = n
+	return func() { maxTimelineSamples = old }
+}
