@@ -5,19 +5,9 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/fleetscope/fleetscope"
 )
-
-// Reclaimed counts what reclaims deleted from tenant dictionaries.
-type Reclaimed struct {
-	Tenants, Frames, Stacks, Bytes int64
-}
-
-func (r *Reclaimed) add(o Reclaimed) {
-	r.Tenants += o.Tenants
-	r.Frames += o.Frames
-	r.Stacks += o.Stacks
-	r.Bytes += o.Bytes
-}
 
 // reclaimLock is the session advisory lock a reclaim of a tenant holds
 // throughout ("fsrc", then the tenant's low 32 bits): one reclaim of a
@@ -35,8 +25,8 @@ const (
 // ReclaimDictionaries reclaims the dictionary of every tenant one is due
 // for (a profile deleted since its last finished reclaim, or a reclaim that
 // did not finish).
-func (db *DB) ReclaimDictionaries(ctx context.Context) (Reclaimed, error) {
-	var total Reclaimed
+func (db *DB) ReclaimDictionaries(ctx context.Context) (fleetscope.Reclaimed, error) {
+	var total fleetscope.Reclaimed
 	rows, err := db.pool.Query(ctx, `SELECT tenant_id FROM dictionaries WHERE deletions > reclaimed OR reclaiming ORDER BY tenant_id`)
 	if err != nil {
 		return total, translate(err, "dictionaries")
@@ -47,7 +37,7 @@ func (db *DB) ReclaimDictionaries(ctx context.Context) (Reclaimed, error) {
 	}
 	for _, t := range tenants {
 		r, err := db.ReclaimDictionary(ctx, t)
-		total.add(r)
+		total.Add(r)
 		if err != nil {
 			return total, err
 		}
@@ -75,8 +65,8 @@ func (db *DB) ReclaimDictionaries(ctx context.Context) (Reclaimed, error) {
 // Each step commits alone, with the bytes it reclaimed taken off the
 // tenant's usage; after a crash the next reclaim starts again at step 1.
 // Returns nothing reclaimed if another reclaim of the tenant is under way.
-func (db *DB) ReclaimDictionary(ctx context.Context, tenant int64) (Reclaimed, error) {
-	r := Reclaimed{Tenants: 1}
+func (db *DB) ReclaimDictionary(ctx context.Context, tenant int64) (fleetscope.Reclaimed, error) {
+	r := fleetscope.Reclaimed{Tenants: 1}
 	c, err := db.pool.Acquire(ctx)
 	if err != nil {
 		return r, err
@@ -84,7 +74,7 @@ func (db *DB) ReclaimDictionary(ctx context.Context, tenant int64) (Reclaimed, e
 	defer c.Release()
 	var mine bool
 	if err := c.QueryRow(ctx, `SELECT pg_try_advisory_lock($1)`, reclaimLock(tenant)).Scan(&mine); err != nil || !mine {
-		return Reclaimed{}, translate(err, "reclaim")
+		return fleetscope.Reclaimed{}, translate(err, "reclaim")
 	}
 	defer func() {
 		if _, err := c.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, reclaimLock(tenant)); err != nil {
