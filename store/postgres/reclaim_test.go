@@ -9,8 +9,11 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/pressly/goose/v3"
 
 	"github.com/fleetscope/fleetscope"
+	"github.com/fleetscope/fleetscope/migrations"
 	"github.com/fleetscope/fleetscope/store/postgres"
 )
 
@@ -275,5 +278,55 @@ func TestReclaimRacesUploads(t *testing.T) {
 	var pins int
 	if err := c.QueryRow(ctx, `SELECT count(*) FROM dictionary_pins`).Scan(&pins); err != nil || pins != 0 {
 		t.Fatalf("%d pins left (%v)", pins, err)
+	}
+}
+
+// TestDictionaryReclaimMigration: migration 13 counts the dictionary rows
+// stored before it in their tenant's usage, and makes a reclaim due, which
+// deletes the rows of profiles deleted before it. On Citus the other
+// tables are distributed when it runs, as a deployment's are.
+func TestDictionaryReclaimMigration(t *testing.T) {
+	ctx := context.Background()
+	db := newDB(t)
+	c := conn(t, db)
+	acme, _ := db.CreateTenant(ctx, "acme", false)
+	other, _ := db.CreateTenant(ctx, "other", false)
+	gone, _ := store(t, db, acme, "api", manyFrames("gone", "start_thread", 300))
+	kept, _ := store(t, db, acme, "api", sample)
+	store(t, db, other, "api", sample)
+	keep := folded(t, db, acme, kept)
+	sqldb := stdlib.OpenDBFromPool(poolOf(t, db))
+	defer sqldb.Close()
+	p, err := goose.NewProvider(goose.DialectPostgres, sqldb, migrations.FS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.DownTo(ctx, 11); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Exec(ctx, `DELETE FROM profiles WHERE id = $1`, gone.ID); err != nil { // as deletes did before
+		t.Fatal(err)
+	}
+	if _, err := p.UpTo(ctx, 13); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Distribute(ctx); err != nil {
+		t.Fatal(err)
+	}
+	before := checkUsage(t, db, c, acme, "after the migration")
+	checkUsage(t, db, c, other, "the other tenant after the migration")
+	if before.frames < 300 {
+		t.Fatalf("%+v: want the deleted profile's frames still there", before)
+	}
+	r, err := db.ReclaimDictionaries(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := checkUsage(t, db, c, acme, "after the reclaim")
+	if r.Tenants != 2 || r.Frames != before.frames-after.frames || after.frames != after.usedFrames || after.stacks != after.usedStacks {
+		t.Fatalf("reclaimed %+v, left %+v (was %+v): want only the rows the kept profile uses", r, after, before)
+	}
+	if !slices.Equal(folded(t, db, acme, kept), keep) {
+		t.Fatal("the kept profile's dictionary changed")
 	}
 }
