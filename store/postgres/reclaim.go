@@ -101,41 +101,40 @@ func (db *DB) ReclaimDictionary(ctx context.Context, tenant int64) (fleetscope.R
 	db.known.sync(tenant, gen)
 	db.hook("reclaim begun")
 
+	// Stacks first, then frames: each a table of rows, the table whose
+	// arrays (a column of the same name in dictionary_pins) refer to them,
+	// and a row's bytes.
 	steps := []struct {
-		what, mark, sweep string
-		n                 *int64
+		table, users, column, bytes string
+		n                           *int64
 	}{
-		{"stacks", `SELECT s.id FROM stacks s WHERE s.tenant_id = $1 AND NOT EXISTS (
-				SELECT FROM profile_stacks ps CROSS JOIN LATERAL unnest(ps.stacks) AS u(id) WHERE ps.tenant_id = $1 AND u.id = s.id)
-			LIMIT $2`,
-			`DELETE FROM stacks WHERE tenant_id = $1 AND id = ANY($2)
-				AND id NOT IN (SELECT unnest(stacks) FROM dictionary_pins WHERE tenant_id = $1)
-			RETURNING ` + stackBytes, &r.Stacks},
-		{"frames", `SELECT f.id FROM frames f WHERE f.tenant_id = $1 AND NOT EXISTS (
-				SELECT FROM stacks s CROSS JOIN LATERAL unnest(s.frames) AS u(id) WHERE s.tenant_id = $1 AND u.id = f.id)
-			LIMIT $2`,
-			`DELETE FROM frames WHERE tenant_id = $1 AND id = ANY($2)
-				AND id NOT IN (SELECT unnest(frames) FROM dictionary_pins WHERE tenant_id = $1)
-			RETURNING ` + frameBytes, &r.Frames},
+		{"stacks", "profile_stacks", "stacks", stackBytes, &r.Stacks},
+		{"frames", "stacks", "frames", frameBytes, &r.Frames},
 	}
 	for _, s := range steps {
+		mark := `SELECT t.id FROM ` + s.table + ` t WHERE t.tenant_id = $1 AND NOT EXISTS (
+			SELECT FROM ` + s.users + ` x CROSS JOIN LATERAL unnest(x.` + s.column + `) AS u(id) WHERE x.tenant_id = $1 AND u.id = t.id)
+			LIMIT $2`
+		sweep := `DELETE FROM ` + s.table + ` WHERE tenant_id = $1 AND id = ANY($2)
+			AND id NOT IN (SELECT unnest(` + s.column + `) FROM dictionary_pins WHERE tenant_id = $1)
+			RETURNING ` + s.bytes
 		for {
 			var ids []int64
 			err := db.readTenant(ctx, tenant, func(rows pgx.Rows) (err error) {
 				ids, err = pgx.CollectRows(rows, pgx.RowTo[int64])
 				return err
-			}, s.mark, tenant, markLimit)
+			}, mark, tenant, markLimit)
 			if err != nil {
-				return r, translate(err, "reclaim: marking "+s.what)
+				return r, translate(err, "reclaim: marking "+s.table)
 			}
-			db.hook(s.what + " marked")
+			db.hook(s.table + " marked")
 			marked, deleted := len(ids), int64(0)
 			for len(ids) > 0 {
 				batch := ids[:min(len(ids), reclaimBatch)]
 				ids = ids[len(batch):]
-				n, bytes, err := db.sweepBatch(ctx, tenant, s.sweep, batch)
+				n, bytes, err := db.sweepBatch(ctx, tenant, sweep, batch)
 				if err != nil {
-					return r, translate(err, "reclaim: deleting "+s.what)
+					return r, translate(err, "reclaim: deleting "+s.table)
 				}
 				deleted += n
 				*s.n += n

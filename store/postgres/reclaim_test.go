@@ -95,6 +95,21 @@ func checkUsage(t *testing.T, db *postgres.DB, c *pgx.Conn, tenant int64, when s
 	return s
 }
 
+// twoTenants is a new index with tenants acme and other, and a
+// connection to it.
+func twoTenants(t *testing.T) (*postgres.DB, *pgx.Conn, int64, int64) {
+	db := newDB(t)
+	acme, err := db.CreateTenant(context.Background(), "acme", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := db.CreateTenant(context.Background(), "other", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db, conn(t, db), acme, other
+}
+
 // TestReclaimDictionary: deleting profiles and reclaiming leaves exactly
 // the rows the remaining profiles use; they read back unchanged; usage
 // counts the dictionary rows throughout; another tenant's dictionary is
@@ -102,10 +117,7 @@ func checkUsage(t *testing.T, db *postgres.DB, c *pgx.Conn, tenant int64, when s
 // replica or one that remembers the reclaimed keys, writes them again.
 func TestReclaimDictionary(t *testing.T) {
 	ctx := context.Background()
-	db := newDB(t)
-	c := conn(t, db)
-	acme, _ := db.CreateTenant(ctx, "acme", false)
-	other, _ := db.CreateTenant(ctx, "other", false)
+	db, c, acme, other := twoTenants(t)
 	replica, err := postgres.Open(ctx, dbURL(t, db))
 	if err != nil {
 		t.Fatal(err)
@@ -287,10 +299,7 @@ func TestReclaimRacesUploads(t *testing.T) {
 // tables are distributed when it runs, as a deployment's are.
 func TestDictionaryReclaimMigration(t *testing.T) {
 	ctx := context.Background()
-	db := newDB(t)
-	c := conn(t, db)
-	acme, _ := db.CreateTenant(ctx, "acme", false)
-	other, _ := db.CreateTenant(ctx, "other", false)
+	db, c, acme, other := twoTenants(t)
 	gone, _ := store(t, db, acme, "api", manyFrames("gone", "start_thread", 300))
 	kept, _ := store(t, db, acme, "api", sample)
 	store(t, db, other, "api", sample)
