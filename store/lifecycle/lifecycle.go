@@ -52,7 +52,9 @@ type Service struct {
 
 // Deleted signals that profiles were deleted since it last did: a
 // dictionary reclaim is due (the server runs Reclaim then).
-func (s *Service) Deleted() <-chan struct{} {
+func (s *Service) Deleted() <-chan struct{} { return s.due() }
+
+func (s *Service) due() chan struct{} {
 	s.once.Do(func() { s.deleted = make(chan struct{}, 1) })
 	return s.deleted
 }
@@ -86,9 +88,8 @@ func (s *Service) Delete(ctx context.Context, tenant int64, id, actor string) er
 	if err != nil {
 		return err
 	}
-	s.Deleted()
 	select {
-	case s.deleted <- struct{}{}:
+	case s.due() <- struct{}{}:
 	default: // already signalled
 	}
 	if err := s.dropBlob(ctx, key); err != nil && s.Log != nil {

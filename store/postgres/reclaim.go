@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
@@ -64,26 +65,31 @@ func (db *DB) ReclaimDictionaries(ctx context.Context) (fleetscope.Reclaimed, er
 //
 // Each step commits alone, with the bytes it reclaimed taken off the
 // tenant's usage; after a crash the next reclaim starts again at step 1.
-// Returns nothing reclaimed if another reclaim of the tenant is under way.
+// Returns nothing reclaimed if another reclaim of the tenant is under way
+// (a session advisory lock); steps 3 and 4 also check, under the lock,
+// that no other reclaim began since step 1 (it would have cleared the pins):
+// if one did, this one stops.
 func (db *DB) ReclaimDictionary(ctx context.Context, tenant int64) (fleetscope.Reclaimed, error) {
 	r := fleetscope.Reclaimed{Tenants: 1}
-	c, err := db.pool.Acquire(ctx)
-	if err != nil {
-		return r, err
-	}
-	defer c.Release()
-	var mine bool
-	if err := c.QueryRow(ctx, `SELECT pg_try_advisory_lock($1)`, reclaimLock(tenant)).Scan(&mine); err != nil || !mine {
-		return fleetscope.Reclaimed{}, translate(err, "reclaim")
-	}
-	defer func() {
-		if _, err := c.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, reclaimLock(tenant)); err != nil {
-			c.Conn().Close(context.Background()) // the lock ends with the session
+	if db.pool.Config().MaxConns >= 2 { // else no second connection to reclaim with while one holds the lock
+		c, err := db.pool.Acquire(ctx)
+		if err != nil {
+			return r, err
 		}
-	}()
+		defer c.Release()
+		var mine bool
+		if err := c.QueryRow(ctx, `SELECT pg_try_advisory_lock($1)`, reclaimLock(tenant)).Scan(&mine); err != nil || !mine {
+			return fleetscope.Reclaimed{}, translate(err, "reclaim")
+		}
+		defer func() {
+			if _, err := c.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, reclaimLock(tenant)); err != nil {
+				c.Conn().Close(context.Background()) // the lock ends with the session
+			}
+		}()
+	}
 
 	var gen, deletions int64
-	err = db.inTenant(ctx, tenant, func(tx pgx.Tx) error {
+	err := db.inTenant(ctx, tenant, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, dictLock(tenant)); err != nil {
 			return err
 		}
@@ -132,7 +138,10 @@ func (db *DB) ReclaimDictionary(ctx context.Context, tenant int64) (fleetscope.R
 			for len(ids) > 0 {
 				batch := ids[:min(len(ids), reclaimBatch)]
 				ids = ids[len(batch):]
-				n, bytes, err := db.sweepBatch(ctx, tenant, sweep, batch)
+				n, bytes, err := db.sweepBatch(ctx, tenant, gen, sweep, batch)
+				if errors.Is(err, errSuperseded) {
+					return r, nil
+				}
 				if err != nil {
 					return r, translate(err, "reclaim: deleting "+s.table)
 				}
@@ -147,7 +156,7 @@ func (db *DB) ReclaimDictionary(ctx context.Context, tenant int64) (fleetscope.R
 	}
 
 	err = db.inTenant(ctx, tenant, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, dictLock(tenant)); err != nil {
+		if err := lockOwn(ctx, tx, tenant, gen); err != nil {
 			return err
 		}
 		if _, err := tx.Exec(ctx, `UPDATE dictionaries SET reclaiming = false, reclaimed = greatest(reclaimed, $2) WHERE tenant_id = $1`, tenant, deletions); err != nil {
@@ -156,16 +165,39 @@ func (db *DB) ReclaimDictionary(ctx context.Context, tenant int64) (fleetscope.R
 		_, err := tx.Exec(ctx, `DELETE FROM dictionary_pins WHERE tenant_id = $1`, tenant)
 		return err
 	})
+	if errors.Is(err, errSuperseded) {
+		return r, nil
+	}
 	return r, translate(err, "reclaim")
+}
+
+// errSuperseded: another reclaim of the tenant began after this one (its
+// session lock lost, a killed connection), and cleared the pins this one
+// relies on; or the tenant is gone. This one stops, deleting nothing more.
+// (A fleetscope error, so the connection it is returned on is kept.)
+var errSuperseded = fleetscope.Errorf(fleetscope.ECONFLICT, "reclaim superseded by another")
+
+// lockOwn takes the tenant's dictionary lock, exclusive, and checks that
+// the generation is still the one this reclaim raised it to.
+func lockOwn(ctx context.Context, tx pgx.Tx, tenant, gen int64) error {
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, dictLock(tenant)); err != nil {
+		return err
+	}
+	var now int64
+	err := tx.QueryRow(ctx, `SELECT generation FROM dictionaries WHERE tenant_id = $1`, tenant).Scan(&now)
+	if errors.Is(err, pgx.ErrNoRows) || err == nil && now != gen {
+		return errSuperseded
+	}
+	return err
 }
 
 // sweepBatch deletes a batch of candidates (sweep: a DELETE of ids $2
 // returning each row's bytes) under the tenant's dictionary lock, and
 // takes their bytes off the tenant's usage, in one transaction.
-func (db *DB) sweepBatch(ctx context.Context, tenant int64, sweep string, ids []int64) (n, bytes int64, err error) {
+func (db *DB) sweepBatch(ctx context.Context, tenant, gen int64, sweep string, ids []int64) (n, bytes int64, err error) {
 	err = db.inTenant(ctx, tenant, func(tx pgx.Tx) error {
 		n, bytes = 0, 0
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, dictLock(tenant)); err != nil {
+		if err := lockOwn(ctx, tx, tenant, gen); err != nil {
 			return err
 		}
 		if err := tx.QueryRow(ctx, `WITH d AS (`+sweep+` AS bytes) SELECT count(*), coalesce(sum(bytes), 0)::bigint FROM d`, tenant, ids).Scan(&n, &bytes); err != nil {

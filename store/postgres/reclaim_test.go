@@ -291,6 +291,31 @@ func TestReclaimRacesUploads(t *testing.T) {
 	if err := c.QueryRow(ctx, `SELECT count(*) FROM dictionary_pins`).Scan(&pins); err != nil || pins != 0 {
 		t.Fatalf("%d pins left (%v)", pins, err)
 	}
+
+	// Superseded: another reclaim begins (as one would whose session lock
+	// was lost with its connection) after an upload pinned its keys for
+	// this one, and clears the pins; this one deletes nothing more.
+	drop(late)
+	late = nil
+	db.SetReclaimHook(func(point string) {
+		if point == "stacks marked" {
+			late, _ = store(t, db, acme, "api", manyFrames("f", "clone3", 200)+"#3\n")
+			for _, q := range []string{`UPDATE dictionaries SET generation = generation + 1 WHERE tenant_id = $1`, `DELETE FROM dictionary_pins WHERE tenant_id = $1`} {
+				if _, err := c.Exec(ctx, q, acme); err != nil {
+					t.Error(err)
+				}
+			}
+		}
+	})
+	r, err = db.ReclaimDictionary(ctx, acme)
+	db.SetReclaimHook(nil)
+	if err != nil || r.Stacks+r.Frames != 0 {
+		t.Fatalf("a superseded reclaim: %+v %v, want nothing deleted", r, err)
+	}
+	if got := folded(t, db, acme, late); len(got) != 200 {
+		t.Fatalf("the upload before the other reclaim began: %d stacks, want 200", len(got))
+	}
+	checkUsage(t, db, c, acme, "after a superseded reclaim")
 }
 
 // TestDictionaryReclaimMigration: migration 13 counts the dictionary rows
