@@ -7,6 +7,7 @@ package lifecycle
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -121,18 +122,16 @@ func (s *Service) Sweep(ctx context.Context, now time.Time) (int, error) {
 			break
 		}
 	}
-	if _, err := s.Reclaim(ctx); err != nil {
-		return n, err
-	}
+	_, reclaimErr := s.Reclaim(ctx) // a failure does not hold up the partitions
 	longest, ok, err := s.DB.LongestRetention(ctx)
 	if err != nil || !ok {
-		return n, err
+		return n, errors.Join(reclaimErr, err)
 	}
 	dropped, err := s.DB.DropPartitionsBefore(ctx, now.Add(-longest-24*time.Hour))
 	if len(dropped) > 0 && s.Log != nil {
 		s.Log.Info("retention dropped partitions", "partitions", dropped)
 	}
-	return n, err
+	return n, errors.Join(reclaimErr, err)
 }
 
 // PartialGrace is how old an unfinished blob write must be before Check
