@@ -172,6 +172,20 @@ type ProfileRef struct {
 	ID     string
 }
 
+// Reclaimed counts what reclaims deleted from tenant dictionaries: the
+// tenants reclaimed, the frame and stack rows deleted and their bytes.
+type Reclaimed struct {
+	Tenants, Frames, Stacks, Bytes int64
+}
+
+// Add adds o to r.
+func (r *Reclaimed) Add(o Reclaimed) {
+	r.Tenants += o.Tenants
+	r.Frames += o.Frames
+	r.Stacks += o.Stacks
+	r.Bytes += o.Bytes
+}
+
 // KeyOptions describe a new API key.
 type KeyOptions struct {
 	Name      string

@@ -64,7 +64,8 @@ func identity(sum []byte, owner string) []byte {
 type Index interface {
 	// ProfileBySHA256 returns the tenant's profile with these bytes, or ENOTFOUND.
 	ProfileBySHA256(ctx context.Context, tenant int64, sum []byte) (*fleetscope.ProfileInfo, error)
-	// StoredBytes returns the raw bytes and number of a tenant's profiles.
+	// StoredBytes returns the bytes a tenant stores (its profiles' raw
+	// files and its dictionary rows) and the number of its profiles.
 	StoredBytes(ctx context.Context, tenant int64) (bytes, profiles int64, err error)
 	// InsertProfile writes a profile's index in one transaction, running
 	// beforeCommit last inside it; if the tenant has a profile with the

@@ -41,6 +41,15 @@ func checkCmd() *cobra.Command {
 				for _, sp := range spools {
 					fmt.Printf("upload spool of a server that is gone %s (%d files)%s\n", sp.Dir, sp.Files, deleted)
 				}
+				if fix { // what servers reclaim after deletions, now
+					rc, err := s.Reclaim(c.Context())
+					if err != nil {
+						return err
+					}
+					if rc.Frames+rc.Stacks > 0 {
+						fmt.Printf("unused dictionary rows of %d tenants: %d frames, %d stacks, %d bytes (deleted)\n", rc.Tenants, rc.Frames, rc.Stacks, rc.Bytes)
+					}
+				}
 				if len(r.Missing) > 0 || (len(r.Orphans)+len(r.Partials)+len(spools) > 0 && !fix) {
 					return fmt.Errorf("%d orphan blobs, %d missing blobs, %d unfinished writes, %d spools left by servers that are gone",
 						len(r.Orphans), len(r.Missing), len(r.Partials), len(spools))
@@ -49,7 +58,7 @@ func checkCmd() *cobra.Command {
 			})
 		},
 	}
-	c.Flags().BoolVar(&fix, "fix", false, "delete orphan blobs and unfinished writes older than --grace, and spools of servers that are gone")
+	c.Flags().BoolVar(&fix, "fix", false, "delete orphan blobs and unfinished writes older than --grace, spools of servers that are gone, and dictionary rows no profile uses")
 	c.Flags().DurationVar(&grace, "grace", lifecycle.PartialGrace, "unfinished blob writes younger than this may be uploads in flight: left alone (0 when no server runs)")
 	return c
 }

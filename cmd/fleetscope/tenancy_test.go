@@ -9,6 +9,7 @@ import (
 	"maps"
 	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -671,17 +672,36 @@ func TestRetentionAndDeletion(t *testing.T) {
 	if n, err := svc.Sweep(ctx, time.Now().Add(31*24*time.Hour)); err != nil || n != 1 {
 		t.Fatalf("sweep a month later: %d deleted, %v; want 1", n, err)
 	}
-	if got := s.counts(); !strings.HasPrefix(got, "profiles=0 profile_stacks=0 seconds=0") || !strings.HasSuffix(got, "blobs=0") {
+	// Retention reclaims the dictionary rows no profile uses: here all.
+	if got := s.counts(); got != "profiles=0 profile_stacks=0 seconds=0 frames=0 stacks=0 blobs=0" {
 		t.Fatalf("after retention: %s", got)
 	}
-	// DeleteProfile through the API.
-	id := s.upload(plant(t, "--seed", "38", "--seconds", "2"))
+	// DeleteProfile through the API (of frames no other profile has).
+	own := filepath.Join(t.TempDir(), "own.perf")
+	if err := os.WriteFile(own, []byte("app 1 [000] 1.000000: cpu-clock:\n\t1 deleted_only (/bin/app)\n\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	id := s.upload(own)
 	admin := s.as(s.newKey("acme", "admin"))
 	if _, err := admin.admin.DeleteProfile(ctx, connect.NewRequest(&fsv1.DeleteProfileRequest{Id: id})); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.as(s.key).query.GetHeatmap(ctx, connect.NewRequest(&fsv1.GetHeatmapRequest{ProfileId: id})); connect.CodeOf(err) != connect.CodeNotFound {
 		t.Fatalf("deleted profile: %v", err)
+	}
+	// Dictionary rows no profile uses.
+	unused := func() int {
+		var n int
+		if err := s.sql(func(c *pgx.Conn) error {
+			return c.QueryRow(ctx, `SELECT (SELECT count(*) FROM stacks WHERE id NOT IN (SELECT unnest(stacks) FROM profile_stacks))
+				+ (SELECT count(*) FROM frames WHERE id NOT IN (SELECT unnest(frames) FROM stacks))`).Scan(&n)
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := unused(); n == 0 {
+		t.Fatal("no unused dictionary rows after a deletion")
 	}
 	// check: an orphan blob and a missing blob are reported, --fix removes the orphan.
 	s.upload(plant(t, "--seed", "39", "--seconds", "2"))
@@ -692,8 +712,13 @@ func TestRetentionAndDeletion(t *testing.T) {
 	if code != 1 || !strings.Contains(out, "orphan blob 1/orphan") {
 		t.Fatalf("check: exit %d %q", code, out)
 	}
-	if out, errOut, code := run1(s.env, "check", "--fix"); code != 0 {
+	// --fix also reclaims the dictionary rows of the profile deleted
+	// through the API (which the server does 10 s after a deletion).
+	if out, errOut, code := run1(s.env, "check", "--fix"); code != 0 || !strings.Contains(out, "unused dictionary rows of 1 tenants") {
 		t.Fatalf("check --fix: exit %d %q %q", code, out, errOut)
+	}
+	if n := unused(); n != 0 {
+		t.Fatalf("after check --fix: %d unused dictionary rows", n)
 	}
 	if _, _, code := run1(s.env, "check"); code != 0 {
 		t.Fatal("check after --fix still finds problems")

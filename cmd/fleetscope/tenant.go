@@ -70,7 +70,7 @@ func tenantCmd() *cobra.Command {
 	lf.IntVar(&l.RetentionDays, "retention-days", 0, "delete profiles older than this many days")
 	lf.Int64Var(&l.MaxUploadBytes, "max-upload-bytes", 0, "largest upload as sent")
 	lf.Int64Var(&l.MaxRawBytes, "max-raw-bytes", 0, "largest upload once decompressed")
-	lf.Int64Var(&l.MaxStoredBytes, "max-stored-bytes", 0, "total raw bytes kept")
+	lf.Int64Var(&l.MaxStoredBytes, "max-stored-bytes", 0, "total bytes kept: raw files and dictionary rows")
 	lf.IntVar(&l.RatePerSecond, "rate", 0, "requests per second (per server replica)")
 	lf.IntVar(&l.MaxStacks, "max-stacks", 0, "distinct stacks in one profile (default: the server's)")
 	lf.IntVar(&l.MaxDepth, "max-depth", 0, "frames in one stack (default: the server's)")

@@ -1,14 +1,16 @@
 // Package lifecycle ends what ingest began: it deletes profiles and tenants
 // from the index and the blob store together (the index first, in one
-// transaction, then the raw files no profile still uses), runs retention,
-// and checks that the two stores agree. It parses nothing and answers no
-// queries.
+// transaction, then the raw files no profile still uses), reclaims the
+// dictionary rows no profile uses any more, runs retention, and checks that
+// the two stores agree. It parses nothing and answers no queries.
 package lifecycle
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/fleetscope/fleetscope"
@@ -34,6 +36,9 @@ type Index interface {
 	BlobKeys(ctx context.Context) (map[string]bool, error)
 	// BlobInUse reports whether any profile refers to a blob key.
 	BlobInUse(ctx context.Context, key string) (bool, error)
+	// ReclaimDictionaries deletes the dictionary rows no profile uses, of
+	// every tenant a profile was deleted from since its last reclaim.
+	ReclaimDictionaries(ctx context.Context) (fleetscope.Reclaimed, error)
 }
 
 // Service deletes, expires and checks stored profiles.
@@ -41,6 +46,29 @@ type Service struct {
 	DB    Index
 	Blobs blob.Store
 	Log   *slog.Logger
+
+	once    sync.Once
+	deleted chan struct{} // a profile was deleted (see Deleted)
+}
+
+// Deleted signals that profiles were deleted since it last did: a
+// dictionary reclaim is due (the server runs Reclaim then).
+func (s *Service) Deleted() <-chan struct{} { return s.due() }
+
+func (s *Service) due() chan struct{} {
+	s.once.Do(func() { s.deleted = make(chan struct{}, 1) })
+	return s.deleted
+}
+
+// Reclaim deletes the dictionary rows no profile uses, of every tenant
+// that had profiles deleted since its last reclaim (or whose last reclaim
+// did not finish).
+func (s *Service) Reclaim(ctx context.Context) (fleetscope.Reclaimed, error) {
+	r, err := s.DB.ReclaimDictionaries(ctx)
+	if r.Frames+r.Stacks > 0 && s.Log != nil {
+		s.Log.Info("dictionary rows reclaimed", "tenants", r.Tenants, "frames", r.Frames, "stacks", r.Stacks, "bytes", r.Bytes)
+	}
+	return r, err
 }
 
 // dropBlob removes a blob unless a profile refers to it (the same bytes
@@ -54,11 +82,16 @@ func (s *Service) dropBlob(ctx context.Context, key string) error {
 
 // Delete removes one of a tenant's profiles: its index rows in one
 // transaction, then its raw file unless another profile still uses it.
+// Its dictionary rows go at the next Reclaim (Deleted signals one is due).
 // Returns ENOTFOUND for a profile the tenant does not have.
 func (s *Service) Delete(ctx context.Context, tenant int64, id, actor string) error {
 	key, err := s.DB.DeleteProfile(ctx, tenant, id, actor)
 	if err != nil {
 		return err
+	}
+	select {
+	case s.due() <- struct{}{}:
+	default: // already signalled
 	}
 	if err := s.dropBlob(ctx, key); err != nil && s.Log != nil {
 		// The index no longer refers to it: check --fix removes it later.
@@ -67,9 +100,11 @@ func (s *Service) Delete(ctx context.Context, tenant int64, id, actor string) er
 	return nil
 }
 
-// Sweep deletes the profiles past their tenant's retention at now, and the
-// daily partitions of per-second rows that every tenant's retention has
-// passed. It returns how many profiles it deleted.
+// Sweep deletes the profiles past their tenant's retention at now, then
+// the dictionary rows no profile uses any more (Reclaim: those of these
+// deletions and of any before), and the daily partitions of per-second rows
+// that every tenant's retention has passed. It returns how many profiles
+// it deleted.
 func (s *Service) Sweep(ctx context.Context, now time.Time) (int, error) {
 	n := 0
 	for {
@@ -87,15 +122,16 @@ func (s *Service) Sweep(ctx context.Context, now time.Time) (int, error) {
 			break
 		}
 	}
+	_, reclaimErr := s.Reclaim(ctx) // a failure does not hold up the partitions
 	longest, ok, err := s.DB.LongestRetention(ctx)
 	if err != nil || !ok {
-		return n, err
+		return n, errors.Join(reclaimErr, err)
 	}
 	dropped, err := s.DB.DropPartitionsBefore(ctx, now.Add(-longest-24*time.Hour))
 	if len(dropped) > 0 && s.Log != nil {
 		s.Log.Info("retention dropped partitions", "partitions", dropped)
 	}
-	return n, err
+	return n, errors.Join(reclaimErr, err)
 }
 
 // PartialGrace is how old an unfinished blob write must be before Check

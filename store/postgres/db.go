@@ -36,6 +36,8 @@ type DB struct {
 	known known        // dictionary entries stored (see writeDictionary)
 	lost  atomic.Int64 // when a connection was last found broken (Unix nanoseconds)
 	rerun atomic.Int64 // operations run again after their connection broke
+
+	reclaimHook func(point string) // tests: called at named points of a reclaim
 }
 
 // Retried counts the operations run again on a fresh connection after

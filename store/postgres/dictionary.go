@@ -3,12 +3,14 @@ package postgres
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
 
 	"github.com/fleetscope/fleetscope"
 	"github.com/fleetscope/fleetscope/store/index"
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 )
@@ -19,10 +21,15 @@ import (
 // entries it does not find here; one it finds under the same key with a
 // different check is a collision, refused as ever. It is an optimisation
 // only: bounded (emptied when full), per replica, and emptied when a
-// tenant is deleted.
+// tenant is deleted. A tenant's entries belong to a generation of its
+// dictionary (dictionaries.generation, raised by each reclaim): an upload
+// reads the generation under the tenant's dictionary lock, and entries of
+// another generation are dropped before any is used (sync), so no replica
+// trusts an entry a reclaim may have deleted.
 type known struct {
 	mu      sync.Mutex
 	entries map[knownKey]uint64
+	gens    map[int64]int64 // tenant → the generation its entries belong to
 }
 
 type knownKey struct {
@@ -41,10 +48,37 @@ func (k *known) lookup(tenant, key int64, stack bool) (check uint64, ok bool) {
 	return check, ok
 }
 
-// remember records committed entries.
-func (k *known) remember(tenant int64, frames, stacks map[int64]uint64) {
+// sync makes gen the tenant's generation, dropping its entries of another.
+func (k *known) sync(tenant, gen int64) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	k.syncLocked(tenant, gen)
+}
+
+func (k *known) syncLocked(tenant, gen int64) {
+	if k.gens == nil {
+		k.gens = make(map[int64]int64)
+	}
+	if g, ok := k.gens[tenant]; ok && g != gen {
+		for e := range k.entries {
+			if e.tenant == tenant {
+				delete(k.entries, e)
+			}
+		}
+	}
+	k.gens[tenant] = gen
+}
+
+// remember records committed entries of generation gen. Entries of an
+// older generation than one already seen are not kept: a reclaim may have
+// deleted them since.
+func (k *known) remember(tenant, gen int64, frames, stacks map[int64]uint64) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if g, ok := k.gens[tenant]; ok && gen < g {
+		return
+	}
+	k.syncLocked(tenant, gen)
 	if k.entries == nil || len(k.entries)+len(frames)+len(stacks) > maxKnown {
 		k.entries = make(map[knownKey]uint64)
 	}
@@ -56,11 +90,19 @@ func (k *known) remember(tenant int64, frames, stacks map[int64]uint64) {
 	}
 }
 
+// generation is the tenant's generation as last synced (0: none yet).
+func (k *known) generation(tenant int64) int64 {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.gens[tenant]
+}
+
 // forget empties the memory (a tenant's dictionary was deleted).
 func (k *known) forget() {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.entries = nil
+	k.gens = nil
 }
 
 // frameCheck and stackCheck hash content independently of index.FrameKey
@@ -98,19 +140,62 @@ func fnv1a(h uint64, s string) uint64 {
 	return h
 }
 
+// dictWrite is what writeDictionary did: the tenant stack id of each of
+// the profile's stacks, in order; the entries it wrote, to remember once
+// committed, of generation gen; and the bytes of the rows it added (see
+// frameBytes).
+type dictWrite struct {
+	stackIDs       []int64
+	frames, stacks map[int64]uint64
+	gen            int64
+	bytes          int64
+}
+
+// A dictionary row's bytes, as usage counts them: a fixed measure of its
+// content (tuple header, columns, line pointer and primary-key index
+// entry), the same when it is added and when it is reclaimed (migration
+// 00013 counted the rows stored before with the same expressions).
+const (
+	frameBytes = `(octet_length(name) + 80)`
+	stackBytes = `(8 * cardinality(frames) + 104)`
+)
+
+// dictLock is the advisory lock of a tenant's dictionary: uploads hold it
+// shared from before they look for stored entries until they commit, a
+// reclaim holds it exclusive while it deletes ("fsdc" in ASCII, then the
+// tenant's low 32 bits: tenants that share them only wait for each other).
+func dictLock(tenant int64) int64 { return 0x66736463<<32 | tenant&0xffffffff }
+
 // writeDictionary adds the profile's frames and stacks to the tenant
 // dictionary (bulk: COPY into temporary tables, then INSERT ... ON
-// CONFLICT DO NOTHING, since COPY cannot go through row-level security) and
-// returns the tenant stack id of each of the profile's stacks, in order,
-// and the entries written (to remember once committed). Entries the tenant
-// is known to have are neither written nor checked again.
-func (db *DB) writeDictionary(ctx context.Context, tx pgx.Tx, tenant int64, dict *fleetscope.Dict) ([]int64, map[int64]uint64, map[int64]uint64, error) {
+// CONFLICT DO NOTHING, since COPY cannot go through row-level security).
+// Entries the tenant is known to have are neither written nor checked
+// again. It first takes the tenant's dictionary lock, shared, then reads
+// the dictionary's generation (a statement of its own, so its snapshot
+// follows the lock: a reclaim that committed before is seen), so no reclaim
+// deletes anything from then until the upload commits; while a reclaim is
+// under way, the keys the profile uses are pinned for it (dictionary_pins).
+func (db *DB) writeDictionary(ctx context.Context, tx pgx.Tx, tenant int64, profile uuid.UUID, dict *fleetscope.Dict) (dictWrite, error) {
+	var w dictWrite
 	collision := func(n int) error {
 		return fleetscope.Errorf(fleetscope.ECONFLICT, "%d dictionary hash collisions: profile not stored", n)
 	}
+	var reclaiming bool
+	b := &pgx.Batch{}
+	b.Queue(`SELECT pg_advisory_xact_lock_shared($1)`, dictLock(tenant))
+	b.Queue(`SELECT generation, reclaiming FROM dictionaries WHERE tenant_id = $1`, tenant).QueryRow(func(r pgx.Row) error {
+		if err := r.Scan(&w.gen, &reclaiming); !errors.Is(err, pgx.ErrNoRows) {
+			return err
+		}
+		return nil
+	})
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return w, err
+	}
+	db.known.sync(tenant, w.gen)
 	var keys index.Keyer
 	frameIDs := make([]int64, dict.NumFrames())
-	newFrames := map[int64]uint64{}
+	w.frames = map[int64]uint64{}
 	var frameRows [][]any
 	for i := range frameIDs {
 		f := dict.FrameAt(fleetscope.FrameID(i))
@@ -118,61 +203,70 @@ func (db *DB) writeDictionary(ctx context.Context, tx pgx.Tx, tenant int64, dict
 		check := frameCheck(f)
 		if c, ok := db.known.lookup(tenant, frameIDs[i], false); ok {
 			if c != check {
-				return nil, nil, nil, collision(1)
+				return w, collision(1)
 			}
 			continue
 		}
-		newFrames[frameIDs[i]] = check
+		w.frames[frameIDs[i]] = check
 		frameRows = append(frameRows, []any{frameIDs[i], f.Name, int16(f.Kind)})
 	}
-	stackIDs := make([]int64, dict.NumStacks())
-	newStacks := map[int64]uint64{}
+	w.stackIDs = make([]int64, dict.NumStacks())
+	w.stacks = map[int64]uint64{}
 	var stackRows [][]any
 	ids := make([]int64, 0, 64)
-	for i := range stackIDs {
+	for i := range w.stackIDs {
 		ids = ids[:0]
 		for _, f := range dict.StackFrames(fleetscope.StackID(i)) {
 			ids = append(ids, frameIDs[f])
 		}
-		stackIDs[i] = keys.Stack(ids)
+		w.stackIDs[i] = keys.Stack(ids)
 		idle := dict.Idle(fleetscope.StackID(i))
 		check := stackCheck(ids, idle)
-		if c, ok := db.known.lookup(tenant, stackIDs[i], true); ok {
+		if c, ok := db.known.lookup(tenant, w.stackIDs[i], true); ok {
 			if c != check {
-				return nil, nil, nil, collision(1)
+				return w, collision(1)
 			}
 			continue
 		}
-		newStacks[stackIDs[i]] = check
-		stackRows = append(stackRows, []any{stackIDs[i], slices.Clone(ids), idle})
+		w.stacks[w.stackIDs[i]] = check
+		stackRows = append(stackRows, []any{w.stackIDs[i], slices.Clone(ids), idle})
+	}
+	if reclaiming {
+		if _, err := tx.Exec(ctx, `INSERT INTO dictionary_pins (tenant_id, profile_id, stacks, frames) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`,
+			tenant, profile, w.stackIDs, frameIDs); err != nil {
+			return w, err
+		}
 	}
 	if len(frameRows) == 0 && len(stackRows) == 0 {
-		return stackIDs, newFrames, newStacks, nil
+		return w, nil
 	}
 	if _, err := tx.Exec(ctx, `CREATE TEMPORARY TABLE new_frames (id bigint, name text, kind smallint) ON COMMIT DROP;
 		CREATE TEMPORARY TABLE new_stacks (id bigint, frames bigint[], idle boolean) ON COMMIT DROP`); err != nil {
-		return nil, nil, nil, err
+		return w, err
 	}
 	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"new_frames"}, []string{"id", "name", "kind"}, pgx.CopyFromRows(frameRows)); err != nil {
-		return nil, nil, nil, err
+		return w, err
 	}
 	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"new_stacks"}, []string{"id", "frames", "idle"}, pgx.CopyFromRows(stackRows)); err != nil {
-		return nil, nil, nil, err
+		return w, err
 	}
+	// The rows added are counted as RETURNING gives them: a row another
+	// upload added first is its, not ours.
 	var collisions int
 	err := tx.QueryRow(ctx, `
-		WITH f AS (INSERT INTO frames (tenant_id, id, name, kind) SELECT DISTINCT $1::bigint, id, name, kind FROM new_frames ON CONFLICT DO NOTHING),
-		     s AS (INSERT INTO stacks (tenant_id, id, frames, idle) SELECT DISTINCT ON (id) $1::bigint, id, frames, idle FROM new_stacks ON CONFLICT DO NOTHING)
+		WITH f AS (INSERT INTO frames (tenant_id, id, name, kind) SELECT DISTINCT $1::bigint, id, name, kind FROM new_frames ON CONFLICT DO NOTHING RETURNING `+frameBytes+` AS bytes),
+		     s AS (INSERT INTO stacks (tenant_id, id, frames, idle) SELECT DISTINCT ON (id) $1::bigint, id, frames, idle FROM new_stacks ON CONFLICT DO NOTHING RETURNING `+stackBytes+` AS bytes)
 		SELECT (SELECT count(*) FROM new_frames n JOIN frames f ON f.tenant_id = $1 AND f.id = n.id WHERE f.name <> n.name OR f.kind <> n.kind)
-		     + (SELECT count(*) FROM new_stacks n JOIN stacks s ON s.tenant_id = $1 AND s.id = n.id WHERE s.frames <> n.frames)`,
-		tenant).Scan(&collisions)
+		     + (SELECT count(*) FROM new_stacks n JOIN stacks s ON s.tenant_id = $1 AND s.id = n.id WHERE s.frames <> n.frames),
+		       (SELECT coalesce(sum(bytes), 0) FROM f)::bigint + (SELECT coalesce(sum(bytes), 0) FROM s)::bigint`,
+		tenant).Scan(&collisions, &w.bytes)
 	if err != nil {
-		return nil, nil, nil, err
+		return w, err
 	}
 	if collisions > 0 {
-		return nil, nil, nil, collision(collisions)
+		return w, collision(collisions)
 	}
-	return stackIDs, newFrames, newStacks, nil
+	return w, nil
 }
 
 // ProfileStacks returns a profile's stack list: the tenant dictionary id

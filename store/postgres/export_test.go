@@ -9,7 +9,7 @@ import (
 // RememberStack records a stack key as stored with a content check, as a
 // committed upload would (tests: a collision the memory must catch).
 func (db *DB) RememberStack(tenant, key int64, check uint64) {
-	db.known.remember(tenant, nil, map[int64]uint64{key: check})
+	db.known.remember(tenant, db.known.generation(tenant), nil, map[int64]uint64{key: check})
 }
 
 // SecondsQuery is the query of Cells (samples false) and Seconds, for the
@@ -38,3 +38,10 @@ var (
 	FleetProfilesQuery  = fleetProfilesQuery
 	FleetLabelSetsQuery = fleetLabelSetsQuery
 )
+
+// SetReclaimHook has fn called at named points of every reclaim (tests that
+// interleave uploads with a reclaim).
+func (db *DB) SetReclaimHook(fn func(point string)) { db.reclaimHook = fn }
+
+// DictLock is the advisory lock key of a tenant's dictionary.
+var DictLock = dictLock

@@ -39,6 +39,12 @@ java 4242 [000] 101.750000: cpu-clock:pppH:
 // store parses text and writes it for tenant, as ingest does.
 func store(t *testing.T, db *postgres.DB, tenant int64, app, text string) (*fleetscope.ProfileInfo, bool) {
 	t.Helper()
+	return storeWith(t, db, tenant, app, text, nil)
+}
+
+// storeWith is store with InsertProfile's beforeCommit.
+func storeWith(t *testing.T, db *postgres.DB, tenant int64, app, text string, beforeCommit func() error) (*fleetscope.ProfileInfo, bool) {
+	t.Helper()
 	b := index.NewBuilder()
 	prof, err := perf.Parse(strings.NewReader(text), func(_ *fleetscope.Profile, batch []fleetscope.Sample) error {
 		return b.Add(batch)
@@ -58,7 +64,7 @@ func store(t *testing.T, db *postgres.DB, tenant int64, app, text string) (*flee
 	for _, e := range ix.Events {
 		info.Events = append(info.Events, fleetscope.EventInfo{Name: e.Name, Samples: e.Samples, Period: e.Period})
 	}
-	out, created, err := db.InsertProfile(context.Background(), tenant, info, sum[:], prof.Dict, ix, nil)
+	out, created, err := db.InsertProfile(context.Background(), tenant, info, sum[:], prof.Dict, ix, beforeCommit)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,6 +202,17 @@ func TestRowLevelSecurity(t *testing.T) {
 		}
 	}
 	c := conn(t, db)
+	// A deleted profile leaves its tenant a dictionaries row; a pin is an
+	// upload's while a reclaim is under way (written here directly).
+	for _, tenant := range []int64{a, b} {
+		p, _ := store(t, db, tenant, "gone", sample+"# deleted\n"+strings.Repeat("\n", int(tenant)))
+		if _, err := db.DeleteProfile(ctx, tenant, p.ID, "test"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Exec(ctx, `INSERT INTO dictionary_pins (tenant_id, profile_id, stacks, frames) VALUES ($1, $2, '{}', '{}')`, tenant, p.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
 	rows, err := c.Query(ctx, `SELECT c.relname, c.relrowsecurity, EXISTS (SELECT FROM pg_policy p WHERE p.polrelid = c.oid)
 		FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
 		WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p') AND NOT c.relispartition

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"time"
 
 	"github.com/google/uuid"
@@ -97,7 +98,7 @@ func (db *DB) InsertProfile(ctx context.Context, tenant int64, p *fleetscope.Pro
 	meta, _ := json.Marshal(nonNil(p.Meta))
 	day := time.Now().UTC().Truncate(24 * time.Hour)
 	created := false
-	var newFrames, newStacks map[int64]uint64
+	var w dictWrite
 	err := db.retry(ctx, func() error {
 		return db.inTenant(ctx, tenant, func(tx pgx.Tx) error {
 			created = false
@@ -117,16 +118,16 @@ func (db *DB) InsertProfile(ctx context.Context, tenant int64, p *fleetscope.Pro
 				return nil // the same bytes are already stored
 			}
 			created = true
-			stackIDs, nf, ns, err := db.writeDictionary(ctx, tx, tenant, dict)
+			w, err = db.writeDictionary(ctx, tx, tenant, id, dict)
 			if err != nil {
 				return err
 			}
-			newFrames, newStacks = nf, ns
 			threads := make([]int32, 0, 3*len(ix.Threads))
 			for _, t := range ix.Threads {
 				threads = append(threads, t.PID, t.TID, t.CPU)
 			}
-			if _, err := tx.Exec(ctx, `INSERT INTO profile_stacks (tenant_id, profile_id, stacks, threads) VALUES ($1, $2, $3, $4)`, tenant, id, stackIDs, threads); err != nil {
+			if _, err := tx.Exec(ctx, `INSERT INTO profile_stacks (tenant_id, profile_id, stacks, threads, dict_bytes) VALUES ($1, $2, $3, $4, $5)`,
+				tenant, id, w.stackIDs, threads, w.bytes); err != nil {
 				return err
 			}
 			if err := writeSeconds(ctx, tx, tenant, id, day, ix); err != nil {
@@ -145,7 +146,7 @@ func (db *DB) InsertProfile(ctx context.Context, tenant int64, p *fleetscope.Pro
 		return nil, false, translate(err, "profile")
 	}
 	if created {
-		db.known.remember(tenant, newFrames, newStacks)
+		db.known.remember(tenant, w.gen, w.frames, w.stacks)
 	}
 	if !created {
 		existing, err := db.ProfileBySHA256(ctx, tenant, sum)
@@ -163,7 +164,7 @@ func nonNil(m map[string]string) map[string]string {
 }
 
 // DeleteProfile removes a profile's index rows in one transaction and
-// returns its blob key; the caller deletes the blob unless another profile
+// returns its blob key (its dictionary rows stay, for ReclaimDictionaries); the caller deletes the blob unless another profile
 // uses it (BlobInUse). Returns ENOTFOUND if the tenant has no such profile.
 func (db *DB) DeleteProfile(ctx context.Context, tenant int64, id, actor string) (string, error) {
 	u, err := parseID(id)
@@ -172,7 +173,17 @@ func (db *DB) DeleteProfile(ctx context.Context, tenant int64, id, actor string)
 	}
 	var key string
 	err = db.inTenant(ctx, tenant, func(tx pgx.Tx) error {
+		// The dictionary bytes its upload added outlive it, unattributed,
+		// until a reclaim deletes the rows no profile uses (one is due).
+		var dictBytes int64
+		if err := tx.QueryRow(ctx, `DELETE FROM profile_stacks WHERE tenant_id = $1 AND profile_id = $2 RETURNING dict_bytes`, tenant, u).Scan(&dictBytes); err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return err
+		}
 		if err := tx.QueryRow(ctx, `DELETE FROM profiles WHERE tenant_id = $1 AND id = $2 RETURNING blob_key`, tenant, u).Scan(&key); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO dictionaries AS d (tenant_id, bytes, deletions) VALUES ($1, $2, 1)
+			ON CONFLICT (tenant_id) DO UPDATE SET bytes = d.bytes + excluded.bytes, deletions = d.deletions + 1`, tenant, dictBytes); err != nil {
 			return err
 		}
 		if _, err := tx.Exec(ctx, `DELETE FROM seconds WHERE tenant_id = $1 AND profile_id = $2`, tenant, u); err != nil {

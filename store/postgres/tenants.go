@@ -109,10 +109,17 @@ func (db *DB) SetTenantLimits(ctx context.Context, name string, l fleetscope.Lim
 	return translate(err, "tenant")
 }
 
-// StoredBytes is the total raw size of a tenant's profiles.
+// StoredBytes is what a tenant's storage quota counts: the raw size of its
+// profiles and the bytes of its dictionary rows (the bytes each profile's
+// upload added, and those of rows that outlived the profile that added
+// them; see frameBytes), counted as they are written and reclaimed, not
+// summed over the dictionary.
 func (db *DB) StoredBytes(ctx context.Context, tenant int64) (bytes, profiles int64, err error) {
 	err = db.readTenantRow(ctx, tenant, func(r pgx.Row) error { return r.Scan(&bytes, &profiles) },
-		`SELECT coalesce(sum(size_bytes), 0)::bigint, count(*) FROM profiles WHERE tenant_id = $1`, tenant)
+		`SELECT coalesce(sum(size_bytes), 0)::bigint
+			+ coalesce((SELECT sum(dict_bytes) FROM profile_stacks WHERE tenant_id = $1), 0)::bigint
+			+ coalesce((SELECT bytes FROM dictionaries WHERE tenant_id = $1), 0)::bigint, count(*)
+		FROM profiles WHERE tenant_id = $1`, tenant)
 	return bytes, profiles, translate(err, "usage")
 }
 
@@ -137,7 +144,8 @@ func (db *DB) DeleteTenant(ctx context.Context, name string) ([]string, error) {
 			`DELETE FROM seconds WHERE tenant_id = $1`, `DELETE FROM fleet_seconds WHERE tenant_id = $1`,
 			`DELETE FROM fleet_minutes WHERE tenant_id = $1`, `DELETE FROM share_links WHERE tenant_id = $1`,
 			`DELETE FROM profiles WHERE tenant_id = $1`, `DELETE FROM stacks WHERE tenant_id = $1`,
-			`DELETE FROM frames WHERE tenant_id = $1`, `DELETE FROM tenants WHERE id = $1`,
+			`DELETE FROM frames WHERE tenant_id = $1`, `DELETE FROM dictionary_pins WHERE tenant_id = $1`,
+			`DELETE FROM dictionaries WHERE tenant_id = $1`, `DELETE FROM tenants WHERE id = $1`,
 		} {
 			if _, err := tx.Exec(ctx, q, id); err != nil {
 				return err

@@ -342,7 +342,12 @@ func (s *Server) endIdleLive(ctx context.Context) {
 	}
 }
 
-// maintain runs retention and partition upkeep until ctx ends.
+// reclaimDelay is how long after a deletion the dictionary rows it left
+// unused are reclaimed: deletions in between are reclaimed together.
+const reclaimDelay = 10 * time.Second
+
+// maintain runs retention and partition upkeep until ctx ends, and
+// reclaims dictionary rows soon after profiles are deleted.
 func (s *Server) maintain(ctx context.Context) {
 	every, _ := time.ParseDuration(s.cfg.SweepInterval)
 	t := time.NewTicker(every)
@@ -351,6 +356,16 @@ func (s *Server) maintain(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
+		case <-s.lifecycle.Deleted():
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(reclaimDelay):
+			}
+			if _, err := s.lifecycle.Reclaim(ctx); err != nil && ctx.Err() == nil {
+				s.log.Error("dictionary reclaim", "err", err)
+			}
+			continue
 		case <-t.C:
 		}
 		if n, err := s.lifecycle.Sweep(ctx, time.Now()); err != nil {
