@@ -154,7 +154,7 @@ type dictWrite struct {
 // A dictionary row's bytes, as usage counts them: a fixed measure of its
 // content (tuple header, columns, line pointer and primary-key index
 // entry), the same when it is added and when it is reclaimed (migration
-// 00013 counted the rows stored before with the same expressions).
+// 00012 counted the rows stored before with the same expressions).
 const (
 	frameBytes = `(octet_length(name) + 80)`
 	stackBytes = `(8 * cardinality(frames) + 104)`

@@ -318,7 +318,7 @@ func TestReclaimRacesUploads(t *testing.T) {
 	checkUsage(t, db, c, acme, "after a superseded reclaim")
 }
 
-// TestDictionaryReclaimMigration: migration 13 counts the dictionary rows
+// TestDictionaryReclaimMigration: migration 12 counts the dictionary rows
 // stored before it in their tenant's usage, and makes a reclaim due, which
 // deletes the rows of profiles deleted before it. On Citus the other
 // tables are distributed when it runs, as a deployment's are.
@@ -341,7 +341,7 @@ func TestDictionaryReclaimMigration(t *testing.T) {
 	if _, err := c.Exec(ctx, `DELETE FROM profiles WHERE id = $1`, gone.ID); err != nil { // as deletes did before
 		t.Fatal(err)
 	}
-	if _, err := p.UpTo(ctx, 13); err != nil {
+	if _, err := p.UpTo(ctx, 12); err != nil {
 		t.Fatal(err)
 	}
 	if err := db.Distribute(ctx); err != nil {
