@@ -1511,6 +1511,17 @@ describe("dashboard", () => {
     const gc = countInRange(planted, d.startSecond, 2.4e9, 2.48e9);
     await page.getByTestId("compare").selectOption("rest");
     await page.waitForFunction(() => document.querySelector("[data-testid=flamegraph]")?.dataset.diff === "1");
+    // The totals differ far more than twofold: normalized by default (no
+    // norm in the URL), and it says so.
+    await page.waitForFunction(() => document.querySelector("[data-testid=diff-mode]")?.dataset.mode === "auto-normalized");
+    assert.ok(await page.getByTestId("diff-normalize").isChecked());
+    assert.equal(query(page).get("norm"), null);
+    // GC grew, against the rest scaled to the selection's total.
+    await page.waitForFunction(() => [...document.querySelectorAll("[data-testid=diff-by-total] tbody tr")].some((tr) => /GCTaskThread::run/.test(tr.dataset.name) && tr.lastChild.classList.contains("grew")));
+    // Raw counts, chosen: the sides' own totals.
+    await page.getByTestId("diff-normalize").uncheck();
+    await page.waitForFunction(() => new URL(location.href).searchParams.get("norm") === "0");
+    await page.waitForFunction(() => document.querySelector("[data-testid=diff-mode]")?.dataset.mode === "raw" && !document.querySelector(".flame-box").classList.contains("stale"));
     let f = await flameState(page);
     assert.equal(Number(f.totalB), gc, "B: the selection");
     assert.equal(Number(f.totalA), d.total - gc, "A: the rest of the profile");
@@ -1518,13 +1529,13 @@ describe("dashboard", () => {
     const changed = await page.locator("[data-testid=diff-by-total] tbody tr").count();
     assert.ok(changed > 0, "a table of the largest changes");
     await screenshot(page, "diff-range-vs-rest");
-    // Normalized: GC grew, against the rest scaled to the selection's total.
-    await page.getByTestId("diff-normalize").check();
-    await page.waitForFunction(() => new URL(location.href).searchParams.get("norm") === "1");
-    await page.waitForFunction(() => [...document.querySelectorAll("[data-testid=diff-by-total] tbody tr")].some((tr) => /GCTaskThread::run/.test(tr.dataset.name) && tr.lastChild.classList.contains("grew")));
-    // Normalized, A's total is scaled to B's: the raw totals again.
-    await page.getByTestId("diff-normalize").uncheck();
+    // Automatic again.
+    await page.getByTestId("diff-normalize-auto").click();
     await page.waitForFunction(() => !new URL(location.href).searchParams.has("norm"));
+    await page.waitForFunction(() => document.querySelector("[data-testid=diff-mode]")?.dataset.mode === "auto-normalized");
+    // Raw counts again for the totals below.
+    await page.getByTestId("diff-normalize").uncheck();
+    await page.waitForFunction(() => new URL(location.href).searchParams.get("norm") === "0");
     // Pin the GC stripe, select second 5: B is second 5, A the stripe.
     await page.getByTestId("pin-baseline").click();
     await page.waitForFunction(() => new URL(location.href).searchParams.get("cmp") === "base");
@@ -1597,7 +1608,7 @@ describe("dashboard", () => {
     const all = hostsS.flatMap((x) => x.samples);
     const first = Math.floor(Math.min(...all.map((s) => s.us)) / 1e6);
     const last = Math.floor(Math.max(...all.map((s) => s.us)) / 1e6) + 1;
-    await page.goto(`${URL_}/fleet?app=fleet&from=${first}&to=${last}`);
+    await page.goto(`${URL_}/fleet?app=fleet&from=${first}&to=${last}&norm=0`); // raw counts: each side's own total
     await fleetReady(page);
     const diffDone = () =>
       page.waitForFunction(() => {

@@ -14,7 +14,9 @@
 // fn and xfn filter the samples by function (as on the profile page); cmp
 // compares, as a differential flame graph of the range, a host (chost)
 // with the rest of the fleet, or the profiles matching label condition la
-// with those matching lb; norm scales the baseline to the other's total.
+// with those matching lb; norm scales the baseline to the other's total
+// (norm=1; norm=0: raw counts; absent: when the totals differ more than
+// twofold).
 //
 // Times are absolute: unix seconds as exact decimals (up to nanoseconds,
 // like the CLI's --from/--to), held as bigint nanoseconds (unix
@@ -82,7 +84,7 @@ export interface FleetState {
   chost: string;
   la: string;
   lb: string;
-  norm: boolean;
+  norm: boolean | null;
   /** Follow now: the window slides to end at the present second. */
   live: boolean;
 }
@@ -231,7 +233,7 @@ export function readFleet(p: URLSearchParams, now: Date): { state: FleetState; d
       chost: p.get("chost") ?? "",
       la: p.get("la") ?? "",
       lb: p.get("lb") ?? "",
-      norm: p.get("norm") === "1",
+      norm: p.get("norm") === "1" ? true : p.get("norm") === "0" ? false : null,
       live: p.get("live") === "1",
     },
     defaulted,
@@ -263,7 +265,7 @@ export function writeFleet(s: FleetState): URLSearchParams {
   if (s.chost) p.set("chost", s.chost);
   if (s.la) p.set("la", s.la);
   if (s.lb) p.set("lb", s.lb);
-  if (s.norm) p.set("norm", "1");
+  if (s.norm !== null) p.set("norm", s.norm ? "1" : "0");
   if (s.live) p.set("live", "1");
   return p;
 }
@@ -295,7 +297,7 @@ export function newFleet(app: string, from: bigint, to: bigint): FleetState {
     chost: "",
     la: "",
     lb: "",
-    norm: false,
+    norm: null,
     live: false,
   };
 }

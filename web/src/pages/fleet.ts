@@ -22,7 +22,7 @@
 // current entry. Answers to requests that a newer one replaced are dropped.
 
 import { compare, fleet, getFleetFlameGraph, problem, query, type Problem } from "../api";
-import { diffLayout } from "../flame/diff";
+import { askDiff, diffLayout, normMode, rawTotalsOf } from "../flame/diff";
 import type { GetDiffFlameGraphResponse } from "../gen/fleetscope/v1/compare_pb";
 import { DiffPanel } from "../panels/diffchanges";
 import { FilterPanel } from "../panels/filter";
@@ -448,14 +448,17 @@ export function fleetPage(params: URLSearchParams): Page {
     try {
       const sides = fleetDiffSides(counted(), state.cmp === "host" && hostNames.length === 0 ? await hostsOfSelection() : hostNames);
       if (sides) {
-        const d = await compare.getDiffFlameGraph(
-          { a: { side: { case: "fleet", value: sides.a } }, b: { side: { case: "fleet", value: sides.b } }, normalize: state.norm, format: FlameGraphFormat.TREE, top: 20 },
-          { signal: ctrl.signal },
+        const d = await askDiff(state.norm, (normalize) =>
+          compare.getDiffFlameGraph(
+            { a: { side: { case: "fleet", value: sides.a } }, b: { side: { case: "fleet", value: sides.b } }, normalize, format: FlameGraphFormat.TREE, top: 20 },
+            { signal: ctrl.signal },
+          ),
         );
         if (!current()) return;
         return showDiff(d);
       }
       diffPanel.hide();
+      cmpPanel.showMode(null);
       const { graph, accounting } = await getFleetFlameGraph(flameRequest(counted(), FlameGraphFormat.TREE), ctrl.signal);
       if (!current()) return;
       flameTotal = graph.total;
@@ -531,6 +534,7 @@ export function fleetPage(params: URLSearchParams): Page {
    * change, and the largest changes. */
   function showDiff(d: GetDiffFlameGraphResponse) {
     const dl = diffLayout(d.tree, d.normalized);
+    cmpPanel.showMode({ ...normMode(state.norm, d.normalized, ...rawTotalsOf(d)), normalized: d.normalized });
     const r = state.range ?? { start: state.from, end: state.to };
     const [a, b] = state.cmp === "host" ? ["the rest of the fleet", state.chost] : [state.la, state.lb];
     flameTotal = null; // B is part of the selection: its total is not the cells'

@@ -12,7 +12,7 @@
 
 import { problem, type Problem } from "../api";
 import { h, replace } from "../dom";
-import { diffLayout } from "../flame/diff";
+import { diffLayout, normMode, rawTotalsOf } from "../flame/diff";
 import { saveExport, saveFolded } from "../download";
 import { exactSearch, findPath, pathOf } from "../flame/model";
 import { layoutOf, type WireFlameGraph } from "../flame/wire";
@@ -396,6 +396,7 @@ export class ProfileView {
         return this.showDiff(d);
       }
       this.lowerPanels?.diffPanel.hide();
+      this.lowerPanels?.flame.showNormMode(null);
       const res = await this.src.flame(this._view, FlameGraphFormat.TREE, this.ctrl.signal);
       if (!current()) return;
       const t1 = performance.now();
@@ -458,6 +459,7 @@ export class ProfileView {
   private showDiff(d: GetDiffFlameGraphResponse) {
     const v = this._view;
     const dl = diffLayout(d.tree, d.normalized);
+    this.flame.showNormMode({ ...normMode(v.norm, d.normalized, ...rawTotalsOf(d)), normalized: d.normalized });
     const r = v.range;
     const where = r ? formatTimeRange(r) : "the whole profile";
     const sel = v.cmp === "spans" ? `the requests slower than p95, ${where}` : where;

@@ -39,7 +39,8 @@ export interface FlamePanelOptions {
     onCompare: (cmp: Compare) => void;
     /** Pin the selection as the baseline. */
     onPin: () => void;
-    onNormalize: (norm: boolean) => void;
+    /** Normalize (true), raw counts (false), or automatic (null). */
+    onNormalize: (norm: boolean | null) => void;
   };
   /** After each drawing, with the milliseconds it took (for the bench). */
   onRendered?: (ms: number) => void;
@@ -61,6 +62,8 @@ export class FlamePanel {
   private compareSel: HTMLSelectElement | null = null;
   private pinBtn: HTMLButtonElement | null = null;
   private normBox: HTMLInputElement | null = null;
+  private normMode = h("span", { class: "norm-mode muted small", "data-testid": "diff-mode", "aria-live": "polite" });
+  private normAuto: HTMLButtonElement | null = null;
   private opts: FlamePanelOptions;
 
   constructor(opts: FlamePanelOptions) {
@@ -132,7 +135,20 @@ export class FlamePanel {
       this.pinBtn = h("button", { type: "button", class: "ghost", "data-testid": "pin-baseline", title: "Pin the selected range as the baseline to compare other ranges with", onclick: () => c.onPin() }, "Pin as baseline");
       this.normBox = h("input", { type: "checkbox", "data-testid": "diff-normalize" });
       this.normBox.addEventListener("change", () => c.onNormalize(this.normBox!.checked));
-      compareBox = h("div", { class: "compare-controls" }, this.compareSel, this.pinBtn, h("label", { class: "check", title: "Scale the baseline to the selection's total" }, this.normBox, " Normalize"));
+      this.normAuto = h(
+        "button",
+        { type: "button", class: "ghost small", "data-testid": "diff-normalize-auto", hidden: true, title: "Normalize when the totals differ more than twofold", onclick: () => c.onNormalize(null) },
+        "Automatic",
+      );
+      compareBox = h(
+        "div",
+        { class: "compare-controls" },
+        this.compareSel,
+        this.pinBtn,
+        h("label", { class: "check", title: "Scale the baseline to the selection's total" }, this.normBox, " Normalize"),
+        this.normAuto,
+        this.normMode,
+      );
     }
     this.setOrient(opts.orient);
     this.resetBtn = h("button", { type: "button", class: "ghost", "data-testid": "reset-zoom", disabled: true, onclick: () => opts.onZoom(0) }, "Reset zoom");
@@ -236,14 +252,24 @@ export class FlamePanel {
 
   /** setCompare shows the comparison state: cmp, whether a baseline is
    * pinned (and which), normalized. */
-  setCompare(cmp: Compare, pinned: string | null, norm: boolean) {
+  setCompare(cmp: Compare, pinned: string | null, norm: boolean | null) {
     if (!this.compareSel || !this.pinBtn || !this.normBox) return;
     this.compareSel.value = cmp;
     (this.compareSel.options[2] as HTMLOptionElement).disabled = pinned === null;
     this.pinBtn.title = pinned ? `Baseline pinned: ${pinned}. Click to pin the selected range instead.` : "Pin the selected range as the baseline to compare other ranges with";
     this.pinBtn.dataset.pinned = pinned ?? "";
-    this.normBox.checked = norm;
+    if (norm !== null) this.normBox.checked = norm;
     this.normBox.disabled = cmp === "";
+    if (this.normAuto) this.normAuto.hidden = norm === null || cmp === "";
+    if (cmp === "") this.showNormMode(null);
+  }
+
+  /** showNormMode says which mode the comparison on screen is drawn in
+   * (null: no comparison), and ticks Normalize when it is normalized. */
+  showNormMode(m: { mode: string; text: string; normalized: boolean } | null) {
+    this.normMode.textContent = m ? m.text : "";
+    this.normMode.dataset.mode = m ? m.mode : "";
+    if (m && this.normBox) this.normBox.checked = m.normalized;
   }
 
   /** enableSpans offers "slow requests vs the rest" (the profile has spans). */

@@ -1,0 +1,160 @@
+// Browser tests of what the panels draw, measured on the page: the
+// differential flame graph's labels against their frames (contrast from
+// the drawn pixels), empty and failed states that must not pass for data,
+// and the panels sharing the heatmap's time axis (geometry). Run by
+// web/scripts/test.sh after e2e.test.mjs, with the same server and
+// profiles (the same E2E_* variables).
+
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { after, before, describe, test } from "node:test";
+import { artifactsDir, env, launch, plantedSamples } from "./lib.mjs";
+
+const URL_ = env("E2E_URL");
+const KEY = env("E2E_KEY");
+const PROFILE = env("E2E_PROFILE");
+const ART = artifactsDir();
+const VIEWPORT = { width: 1400, height: 1000 };
+
+let browser;
+let page;
+const errors = [];
+
+before(async () => {
+  browser = await launch();
+  const ctx = await browser.newContext({ viewport: VIEWPORT, timezoneId: "UTC", locale: "en-US" });
+  ctx.setDefaultTimeout(15_000);
+  await ctx.addInitScript((key) => sessionStorage.setItem("fleetscope.apiKey", key), KEY);
+  page = await ctx.newPage();
+  page.on("pageerror", (e) => errors.push(`pageerror: ${e.message}`));
+});
+
+after(async () => {
+  await browser?.close();
+});
+
+async function screenshot(name) {
+  await page.screenshot({ path: join(ART, `views-${name}.png`), fullPage: true });
+}
+
+const query = () => new URL(page.url()).searchParams;
+
+/** cellPoint is the page coordinate of heatmap cell (col, row)'s centre. */
+async function cellPoint(col, row) {
+  const c = page.getByTestId("heatmap");
+  await c.scrollIntoViewIfNeeded();
+  const box = await c.boundingBox();
+  const ds = await c.evaluate((el) => ({ ...el.dataset }));
+  return { x: box.x + Number(ds.plotLeft) + (col + 0.5) * Number(ds.cellWidth), y: box.y + Number(ds.plotTop) + (Number(ds.rows) - 1 - row + 0.5) * Number(ds.cellHeight) };
+}
+
+async function drag(from, to) {
+  const a = await cellPoint(...from);
+  const b = await cellPoint(...to);
+  await page.mouse.move(a.x, a.y);
+  await page.mouse.down();
+  await page.mouse.move(b.x, b.y, { steps: 6 });
+  await page.mouse.up();
+}
+
+/** diffDrawn waits for a differential flame graph's answer on screen. */
+async function diffDrawn() {
+  await page.waitForFunction(() => {
+    const c = document.querySelector("[data-testid=flamegraph]");
+    return c?.dataset.diff === "1" && c.dataset.totalB !== undefined && !document.querySelector(".flame-box").classList.contains("stale");
+  });
+  await page.mouse.move(0, 0); // no hover outline
+  await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+}
+
+/** labelContrasts reads the flame graph canvas: for each frame in view
+ * wide enough to carry a label (a run of one colour at least 22 CSS px
+ * long on the line one pixel under its row's top), the WCAG contrast
+ * between its colour and the label pixel that differs most from it. */
+async function labelContrasts() {
+  return page.getByTestId("flamegraph").evaluate((c) => {
+    const lum = ([r, g, b]) => {
+      const l = [r, g, b].map((v) => ((v /= 255) <= 0.04045 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4));
+      return 0.2126 * l[0] + 0.7152 * l[1] + 0.0722 * l[2];
+    };
+    const ratio = (a, b) => {
+      const [x, y] = [lum(a), lum(b)];
+      return (Math.max(x, y) + 0.05) / (Math.min(x, y) + 0.05);
+    };
+    const dpr = devicePixelRatio;
+    const rowH = Number(c.dataset.rowHeight);
+    const scroll = Number(c.dataset.scrollTop);
+    const px = c.getContext("2d").getImageData(0, 0, c.width, c.height).data;
+    const at = (x, y) => {
+      const i = 4 * (y * c.width + x);
+      return [px[i], px[i + 1], px[i + 2], px[i + 3]];
+    };
+    const out = [];
+    for (let k = 0; (k + 1) * rowH - scroll <= c.clientHeight; k++) {
+      const top = k * rowH - scroll;
+      if (top < 0) continue;
+      const line = Math.floor((top + 1) * dpr);
+      let x = 0;
+      while (x < c.width) {
+        const bg = at(x, line);
+        let end = x + 1;
+        while (end < c.width && at(end, line).every((v, i) => v === bg[i])) end++;
+        if (bg[3] === 255 && end - x >= 22 * dpr) {
+          let best = 1;
+          let differing = 0;
+          for (let y = Math.floor((top + 2) * dpr); y < Math.floor((top + rowH - 2) * dpr); y++) {
+            for (let xx = x + 1; xx < end - 1; xx++) {
+              const p = at(xx, y);
+              if (p.every((v, i) => v === bg[i])) continue;
+              differing++;
+              best = Math.max(best, ratio(bg, p));
+            }
+          }
+          if (differing > 4) out.push({ row: k, x: x / dpr, width: (end - x) / dpr, bg: bg.slice(0, 3), contrast: +best.toFixed(2) });
+        }
+        x = end;
+      }
+    }
+    return out;
+  });
+}
+
+describe("views", () => {
+  test("differential flame graph: every label keeps WCAG AA contrast with its frame; selection vs rest is normalized by default and says so", async () => {
+    await page.goto(`${URL_}/p/${PROFILE}`);
+    await page.waitForFunction(() => document.querySelector("[data-testid=heatmap]")?.heatmapCells);
+    await drag([2, 20], [2, 23]); // the GC stripe: a few dozen samples against thousands
+    await page.waitForFunction(() => new URL(location.href).searchParams.get("start") === "2.4");
+    await page.getByTestId("compare").selectOption("rest");
+    await diffDrawn();
+    // The mode is on screen, and it is normalized without being asked.
+    const mode = page.getByTestId("diff-mode");
+    assert.equal(await mode.getAttribute("data-mode"), "auto-normalized");
+    const apart = /^Normalized \(automatic: totals (\d+)× apart\)/.exec(await mode.textContent());
+    assert.ok(apart && Number(apart[1]) > 2, await mode.textContent());
+    assert.ok(await page.getByTestId("diff-normalize").isChecked());
+    assert.equal(query().get("norm"), null);
+    const shades = new Set();
+    for (const norm of ["auto", "raw"]) {
+      if (norm === "raw") {
+        await page.getByTestId("diff-normalize").uncheck();
+        await page.waitForFunction(() => document.querySelector("[data-testid=diff-mode]")?.dataset.mode === "raw");
+        await diffDrawn();
+      }
+      await screenshot(`diff-${norm}`);
+      const labels = await labelContrasts();
+      assert.ok(labels.length >= 5, `${labels.length} labelled frames in view`);
+      const low = labels.filter((l) => l.contrast < 4.5);
+      assert.deepEqual(low.slice(0, 5), [], `${low.length} of ${labels.length} labels under 4.5:1 (${norm})`);
+      for (const l of labels) shades.add(l.bg.join(","));
+    }
+    // Raw counts of a small selection against the rest: the deepest blue is drawn, and its label is legible too.
+    assert.ok([...shades].some((s) => s === "33,102,172"), `the deepest blue among ${[...shades].join(" ")}`);
+    await page.getByTestId("diff-normalize-auto").click();
+    await page.waitForFunction(() => !new URL(location.href).searchParams.has("norm"));
+  });
+
+  test("no script errors", () => {
+    assert.deepEqual(errors, []);
+  });
+});
