@@ -154,6 +154,41 @@ describe("views", () => {
     await page.waitForFunction(() => !new URL(location.href).searchParams.has("norm"));
   });
 
+  test("fleet: an unknown app, and an app's empty window, say no profiles match, with the selection and where the app's profiles are", async () => {
+    const visible = (testid) => page.evaluate((t) => (document.querySelector(`[data-testid=${t}]`)?.getClientRects().length ?? 0) > 0, testid);
+    await page.goto(`${URL_}/fleet?app=nosuchapp`);
+    await page.getByTestId("no-match").waitFor();
+    await page.waitForFunction(() => !/Looking for/.test(document.querySelector("[data-testid=no-match-nearest]")?.textContent ?? "Looking for"));
+    await screenshot("fleet-unknown-app");
+    assert.match(await page.getByTestId("no-match-selection").textContent(), /app nosuchapp, in \d{4}-\d\d-\d\d \d\d:\d\d:\d\d – .*\(1 h 00 min\)/);
+    assert.match(await page.getByTestId("no-match-nearest").textContent(), /No profile of app nosuchapp is stored/);
+    const summary = await page.getByTestId("accounting").textContent();
+    assert.match(summary, /^No profiles match app nosuchapp/);
+    assert.doesNotMatch(summary, /✓|0 samples of no event/);
+    // No panels of zeros: no heatmap, legend or timeline on screen, nowhere a "0 – 0" scale.
+    for (const t of ["heatmap", "timeline", "flamegraph"]) assert.equal(await visible(t), false, `${t} shown`);
+    assert.equal(await page.evaluate(() => (document.querySelector(".heatmap .legend")?.getClientRects().length ?? 0) > 0), false);
+    assert.doesNotMatch(await page.locator("main, body").first().innerText(), /\b0 – 0\b/);
+
+    // App fleet exists, but not in the last hour (its profiles are days old).
+    const hosts = env("E2E_FLEET").split(" ").map((x) => plantedSamples(x.split("=")[1]));
+    const lastUs = Math.max(...hosts.flat().map((s) => s.us));
+    await page.goto(`${URL_}/fleet?app=fleet`);
+    await page.getByTestId("no-match").waitFor();
+    const nearest = page.getByTestId("no-match-nearest");
+    await page.waitForFunction(() => document.querySelector("[data-testid=no-match-nearest]")?.dataset.last);
+    await screenshot("fleet-empty-window");
+    const lastNs = BigInt(await nearest.getAttribute("data-last"));
+    assert.ok(Math.abs(Number(lastNs / 1000n) - lastUs) < 1e6, `the latest profile ends at ${lastNs} ns, its last sample at ${lastUs} µs`);
+    assert.match(await nearest.textContent(), /^fleet's latest profile: \d{4}-\d\d-\d\d \d\d:\d\d:\d\d – .* on fleet-\w/);
+    assert.equal(await visible("heatmap"), false);
+    // One click to the data: the heatmap is back, with samples.
+    await page.getByTestId("no-match-latest").click();
+    await page.waitForFunction(() => Number(document.querySelector("[data-testid=heatmap]")?.dataset.total) > 0);
+    assert.equal(await visible("heatmap"), true);
+    assert.equal(await visible("no-match"), false);
+  });
+
   test("no script errors", () => {
     assert.deepEqual(errors, []);
   });

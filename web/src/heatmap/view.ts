@@ -639,6 +639,8 @@ export class HeatmapView {
 
   private renderLegend() {
     const d = this.data!;
+    // No samples: no scale to read ("0 – 0" would look like one).
+    this.legend.hidden = d.maxCount === 0;
     const spc = d.secondsPerColumn;
     const cellMs = formatDuration(Math.round(NS_PER_SEC / d.rows));
     replace(
