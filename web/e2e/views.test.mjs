@@ -189,6 +189,48 @@ describe("views", () => {
     assert.equal(await visible("no-match"), false);
   });
 
+  test("a bad function regex: the last filter's numbers go (flame graph total, top functions, cell sums), on a profile and in the fleet view", async () => {
+    const shown = (sel) => page.evaluate((s) => [...document.querySelectorAll(s)].some((el) => el.getClientRects().length > 0), sel);
+    const filter = async (re) => {
+      await page.getByTestId("filter-function").fill(re);
+      await page.getByTestId("filter-function").press("Enter");
+    };
+    await page.goto(`${URL_}/p/${PROFILE}`);
+    await page.waitForFunction(() => document.querySelector("[data-testid=heatmap]")?.heatmapCells);
+    await drag([2, 20], [2, 23]);
+    await filter("GCTaskThread::run");
+    await page.waitForFunction(() => new URL(location.href).searchParams.get("fn") === "GCTaskThread::run");
+    await page.waitForFunction(() => Number(document.querySelector("[data-testid=flame-total]")?.dataset.total) > 0 && !document.querySelector(".flame-box.stale"));
+    await page.getByTestId("top-functions").waitFor();
+    assert.match(await page.getByTestId("flame-total").textContent(), /^[\d,]+ samples/);
+    assert.ok(await page.getByTestId("selection-count").count());
+    await filter("(");
+    await page.locator(".flame-box [data-testid=error]").waitFor();
+    await page.locator(".heatmap-box [data-testid=error]").waitFor();
+    await screenshot("bad-regex-profile");
+    assert.equal((await page.getByTestId("flame-total").textContent()).trim(), "", "the flame graph's total is the last filter's");
+    assert.equal(await shown("[data-testid=top-functions]"), false, "the top-functions table is the last filter's");
+    assert.equal(await shown("[data-testid=selection-count]"), false, "the cells' sum is the last heatmap's");
+    assert.doesNotMatch(await page.getByTestId("selection").innerText(), /samples/);
+
+    const hosts = env("E2E_FLEET").split(" ").map((x) => plantedSamples(x.split("=")[1]));
+    const all = hosts.flat().map((s) => s.us);
+    const [first, last] = [Math.floor(Math.min(...all) / 1e6), Math.floor(Math.max(...all) / 1e6) + 1];
+    await page.goto(`${URL_}/fleet?app=fleet&from=${first}&to=${last}&fn=GCTaskThread::run`);
+    await page.waitForFunction(() => Number(document.querySelector("[data-testid=flame-total]")?.dataset.total) > 0 && !document.querySelector(".flame-box.stale"));
+    await page.getByTestId("top-functions").waitFor();
+    await filter("(");
+    await page.locator(".flame-box [data-testid=error]").waitFor();
+    await page.locator(".heatmap-box [data-testid=error]").waitFor();
+    await page.waitForFunction(() => document.querySelector(".hosts-box [data-testid=error]") && document.querySelector(".timeline-box [data-testid=error]"));
+    await screenshot("bad-regex-fleet");
+    assert.equal((await page.getByTestId("flame-total").textContent()).trim(), "");
+    assert.equal(await shown("[data-testid=top-functions]"), false);
+    assert.doesNotMatch(await page.getByTestId("accounting").innerText(), /samples of/);
+    assert.doesNotMatch(await page.locator(".hosts-panel .panel-head").innerText(), /\d samples/);
+    assert.doesNotMatch(await page.getByTestId("timeline-summary").innerText(), /\d samples/);
+  });
+
   test("no script errors", () => {
     assert.deepEqual(errors, []);
   });

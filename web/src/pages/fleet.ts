@@ -500,7 +500,11 @@ export function fleetPage(params: URLSearchParams): Page {
       void explainDifference(current);
     } catch (err) {
       if (ctrl.signal.aborted || !current()) return;
-      failed(problem(err), (p) => flame.error(p, () => void loadFlame()));
+      failed(problem(err), (p) => {
+        flame.error(p, () => void loadFlame());
+        top.clear(); // the last graph's functions are not this selection's
+        diffPanel.hide();
+      });
     }
   }
 

@@ -443,7 +443,11 @@ export class ProfileView {
       const p = problem(err);
       if (p.kind === "notfound") return this.notFound();
       this.attachBelow(); // the error shows in the flame panel
-      if (p.kind === "invalid" && this._view.range && !this.opts.readOnly) {
+      // what was counted from the last graph is not this view's
+      this.top.clear();
+      this.diffPanel.hide();
+      this.sandwich.hide();
+      if (p.kind === "invalid" && this._view.range && !this.opts.readOnly && !this._view.fn && !this._view.xfn) {
         this.flame.badRange(p, () => {
           this.heat.clearSelection();
           this.selectWhole();

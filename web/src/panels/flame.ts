@@ -286,16 +286,30 @@ export class FlamePanel {
     this.searchBox.focus();
   }
 
-  /** error shows a failed request, with Retry when that can help. */
+  /** error shows a failed request, with Retry when that can help; the
+   * last graph's numbers (its total, zoom, matched share) go with it. */
   error(p: Problem, retry: () => void) {
     this.box.classList.remove("stale");
     replace(this.box, errorState(p, retry));
+    this.clearChrome();
   }
 
   /** badRange says the server refused the range, offering the whole profile. */
   badRange(p: Problem, onWhole: () => void) {
     this.box.classList.remove("stale");
     replace(this.box, errorState(p, undefined, "Cannot show this range"), h("button", { type: "button", class: "ghost", onclick: onWhole }, "Show the whole profile"));
+    this.clearChrome();
+  }
+
+  /** clearChrome empties what describes a graph no longer shown. */
+  private clearChrome() {
+    replace(this.totalEl);
+    delete this.totalEl.dataset.total;
+    replace(this.breadcrumb);
+    this.resetBtn.disabled = true;
+    this.matched.hidden = true;
+    delete this.matched.dataset.samples;
+    this.showNormMode(null);
   }
 
   // renderChrome writes what surrounds the canvas: the total, the

@@ -61,6 +61,7 @@ export class HeatmapPanel {
   private tableBtn = h("button", { type: "button", class: "ghost", "aria-pressed": "false", "data-testid": "heatmap-table-toggle" }, "Table");
   private selectionBar = h("div", { class: "selection-bar", "data-testid": "selection", "aria-live": "polite" });
   private opts: HeatmapPanelOptions;
+  private noHeatmap = false; // an untimed profile's
 
   constructor(opts: HeatmapPanelOptions) {
     this.opts = opts;
@@ -162,12 +163,17 @@ export class HeatmapPanel {
   /** untimed says the profile has no heatmap and hides what only a heatmap needs. */
   untimed() {
     replace(this.box, emptyState("No heatmap", "This profile has no per-sample timestamps, so it has no heatmap: the flame graph below is the whole profile.", "no-heatmap"));
+    this.noHeatmap = true;
     for (const e of [this.hint, this.rowsLabel, this.tableBtn, this.selectionBar]) e.hidden = true;
   }
 
   /** error shows a failed heatmap request, with Retry when that can help. */
   error(p: Problem, retry: () => void) {
+    this.box.classList.remove("stale");
     replace(this.box, errorState(p, retry));
+    replace(this.selectionBar); // its cells' sum was the last heatmap's
+    this.selectionBar.hidden = true;
+    delete this.selectionBar.dataset.start;
   }
 
   /** clearSelection removes the selection from the heatmap (without a callback). */
@@ -182,6 +188,7 @@ export class HeatmapPanel {
    * heatmap). */
   showSelection(r: Range | null, flameTotal: number | null, explain?: string) {
     const bar = this.selectionBar;
+    bar.hidden = this.noHeatmap || this.box.querySelector("[data-testid=error]") !== null; // nothing to count on
     if (!r) {
       const whole = this.opts.whole ?? {
         label: "Whole profile",

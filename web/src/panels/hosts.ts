@@ -91,7 +91,9 @@ export class HostsPanel {
 
   error(p: Problem, retry: () => void) {
     this.data = null;
+    this.box.classList.remove("stale");
     replace(this.box, errorState(p, retry));
+    this.summary.textContent = "";
   }
 
   /** show draws the strip; narrowed says the selection names hosts (so

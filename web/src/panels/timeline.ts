@@ -81,7 +81,9 @@ export class TimelinePanel {
 
   error(p: Problem, retry: () => void) {
     this.data = null;
+    this.box.classList.remove("stale");
     replace(this.box, errorState(p, retry));
+    this.summary.textContent = "";
   }
 
   show(d: TimelineData, selection: AbsRange | null) {
