@@ -1353,8 +1353,9 @@ describe("dashboard", () => {
     // Drag across the timeline over the profile's seconds: the window becomes them.
     const tl = page.getByTestId("timeline");
     const box = await tl.boundingBox();
-    const g = await tl.evaluate((c) => ({ left: Number(c.dataset.plotLeft), width: Number(c.dataset.plotWidth), cols: Number(c.dataset.cols) }));
-    const x = (col) => box.x + g.left + ((col + 0.5) * g.width) / g.cols;
+    // (its columns are the heatmap's, scrolled with it: column 0 at data-x0)
+    const g = await tl.evaluate((c) => ({ x0: Number(c.dataset.x0), colW: Number(c.dataset.colWidth) }));
+    const x = (col) => box.x + g.x0 + (col + 0.5) * g.colW;
     const [c0, c1] = [span.first - d.startSecond, span.end - 1 - d.startSecond];
     await page.mouse.move(x(c0), box.y + 40);
     await page.mouse.down();

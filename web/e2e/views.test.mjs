@@ -231,6 +231,61 @@ describe("views", () => {
     assert.doesNotMatch(await page.getByTestId("timeline-summary").innerText(), /\d samples/);
   });
 
+  test("one time axis: the thread view's strips, the host strip and the timeline draw each column at the heatmap's pixels", async () => {
+    /** heatEdges: the client x of the heatmap's first column's left edge and its last column's right edge. */
+    const heatEdges = () =>
+      page.getByTestId("heatmap").evaluate((c) => {
+        const r = c.getBoundingClientRect();
+        const [left, w, cols, scroll] = [c.dataset.plotLeft, c.dataset.cellWidth, c.dataset.cols, c.dataset.scrollLeft].map(Number);
+        return { left: r.left + left, right: r.left + left + cols * w, cols, cellW: w, visLeft: r.left + left + scroll, visRight: r.right };
+      });
+    /** painted: the client x range of the pixels drawn on a canvas's row y
+     * (CSS px); purple: only the timeline's purple (not its axis labels). */
+    const painted = (loc, y, purple = false) =>
+      loc.evaluate((c, [y, purple]) => {
+        const dpr = devicePixelRatio;
+        const px = c.getContext("2d").getImageData(0, Math.floor(y * dpr), c.width, 1).data;
+        let [lo, hi] = [-1, -1];
+        const hit = (i) => px[i + 3] > 0 && (!purple || (px[i + 1] < px[i] && px[i] < px[i + 2]));
+        for (let x = 0; x < c.width; x++) if (hit(4 * x)) (lo < 0 && (lo = x), (hi = x));
+        const r = c.getBoundingClientRect();
+        return lo < 0 ? null : { left: r.left + lo / dpr, right: r.left + (hi + 1) / dpr };
+      }, [y, purple]);
+    const near = (got, want, what) => assert.ok(got && Math.abs(got.left - want.left) <= 1.5 && Math.abs(got.right - want.right) <= 1.5, `${what}: ${JSON.stringify(got)} vs the heatmap's ${JSON.stringify(want)}`);
+
+    // A profile's thread view.
+    await page.goto(`${URL_}/p/${PROFILE}?axis=thread`);
+    await page.waitForFunction(() => document.querySelector("[data-testid=heatmap]")?.heatmapCells && document.querySelector(".series-strip"));
+    await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+    await page.getByTestId("series").scrollIntoViewIfNeeded();
+    const heat = await heatEdges();
+    const strips = page.locator(".series-strip");
+    assert.ok((await strips.count()) > 1);
+    for (let i = 0; i < Math.min(await strips.count(), 5); i++) near(await painted(strips.nth(i), 5), heat, `thread strip ${i}`);
+    await screenshot("axis-threads");
+
+    // The fleet: timeline above the heatmap, host strip below.
+    const hosts = env("E2E_FLEET").split(" ").map((x) => plantedSamples(x.split("=")[1]));
+    const all = hosts.flat().map((s) => s.us);
+    const [first, last] = [Math.floor(Math.min(...all) / 1e6), Math.floor(Math.max(...all) / 1e6) + 1];
+    for (const [from, to] of [[first, last], [first - 600, last + 600]]) {
+      await page.goto(`${URL_}/fleet?app=fleet&from=${from}&to=${to}`);
+      await page.waitForFunction(() => document.querySelector("[data-testid=heatmap]")?.heatmapCells && document.querySelector("[data-testid=host-strip-canvas]") && document.querySelector("[data-testid=timeline]")?.dataset.totals);
+      await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+      const fh = await heatEdges();
+      const want = { left: Math.max(fh.left, fh.visLeft), right: Math.min(fh.right, fh.visRight) }; // (a long window scrolls sideways)
+      // the host strip's cells (row 0's middle), the timeline's area just above its baseline
+      near(await painted(page.getByTestId("host-strip-canvas"), 10), want, `host strip, window ${to - from} s`);
+      const tl = page.getByTestId("timeline");
+      const base = await tl.evaluate((c) => c.clientHeight - 22 - 2);
+      if (from === first) near(await painted(tl, base, true), want, `timeline, window ${to - from} s`); // (every column has samples)
+      // and a column in between: the timeline's column edges are the heatmap's
+      const tcol = await tl.evaluate((c) => ({ x0: Number(c.dataset.x0) + c.getBoundingClientRect().left, w: Number(c.dataset.colWidth) }));
+      assert.ok(Math.abs(tcol.x0 - fh.left) <= 0.5 && Math.abs(tcol.w - fh.cellW) <= 0.01, `timeline columns ${JSON.stringify(tcol)} vs ${JSON.stringify(fh)}`);
+      await screenshot(`axis-fleet-${to - from}`);
+    }
+  });
+
   test("no script errors", () => {
     assert.deepEqual(errors, []);
   });

@@ -102,6 +102,10 @@ function leftOutData(a: Accounting | undefined): string {
   return JSON.stringify(a ? Object.fromEntries(Object.entries(a.leftOut).sort(([x], [y]) => (x < y ? -1 : 1))) : {});
 }
 
+/** The fleet heatmap's left gutter: the host strip's names and totals
+ * take it, so that every panel's columns are the heatmap's pixels. */
+const FLEET_GUTTER = 250;
+
 export function fleetPage(params: URLSearchParams): Page {
   const read = readFleet(params, new Date());
   let state: FleetState = read.state;
@@ -137,10 +141,21 @@ export function fleetPage(params: URLSearchParams): Page {
       if (from !== state.from || to !== state.to) change(zoomTo(state, from, to));
     },
   });
+  let axisKey = "";
   const heatPanel = new HeatmapPanel({
     rows: state.rows,
     idle: state.idle,
     wallClock: true,
+    // One time axis: the timeline and the host strip draw each column at
+    // the heatmap's pixels, the host names in its gutter.
+    axisLeft: FLEET_GUTTER,
+    onAxis: (a) => {
+      const key = [a.x0, a.cellW, a.visLeft, a.visRight, a.second0, a.secondsPerColumn].join();
+      if (key === axisKey) return; // (a hover or the cursor redrew it)
+      axisKey = key;
+      timeline.align(a);
+      hosts.align(a);
+    },
     eventAndIdle: false,
     hint: (spc) =>
       spc === 1

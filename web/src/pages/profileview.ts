@@ -26,6 +26,7 @@ import { DiffPanel } from "../panels/diffchanges";
 import { FilterPanel } from "../panels/filter";
 import { FlamePanel, type DownloadFormat } from "../panels/flame";
 import { HeaderPanel } from "../panels/header";
+import type { ColumnAxis } from "../heatmap/view";
 import { HeatmapPanel } from "../panels/heatmap";
 import { SandwichPanel } from "../panels/sandwich";
 import { SeriesPanel } from "../panels/series";
@@ -109,6 +110,9 @@ export class ProfileView {
    * flame graph waits for (start). */
   private belowAttached = false;
   private attached: Promise<void> = Promise.resolve();
+  /** Where the heatmap's columns are (the thread view draws its strips there). */
+  private axis: ColumnAxis | null = null;
+  private axisKey = "";
 
   constructor(opts: ProfileViewOptions) {
     this.opts = opts;
@@ -146,6 +150,14 @@ export class ProfileView {
         void this.loadFlame();
       },
       onDrawn: (ms) => perf.heatmapDrawn(ms),
+      // the thread view's strips draw each second at the heatmap's pixels
+      onAxis: (a) => {
+        const key = [a.x0, a.cellW, a.visLeft, a.visRight, a.second0, a.secondsPerColumn].join();
+        if (key === this.axisKey) return; // (a hover or the cursor redrew it)
+        this.axisKey = key;
+        this.axis = a;
+        this.lowerPanels?.series.align(a);
+      },
     });
     this.owner = !opts.readOnly && this.src.series !== undefined;
     this.filter = this.owner
@@ -218,6 +230,7 @@ export class ProfileView {
       },
     });
     const series = new SeriesPanel({ onPick: (axis, key) => this.pickSeries(axis, key) });
+    series.align(this.axis);
     const sandwich = new SandwichPanel({
       onClose: () => {
         this.update({ ...this._view, sw: "" });

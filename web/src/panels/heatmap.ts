@@ -12,7 +12,7 @@ import type { Problem } from "../api";
 import { h, replace } from "../dom";
 import { formatCount, formatDuration, formatSeconds, formatTimeRange, formatWallRange } from "../format";
 import { cellOfIndex, cellsOfRange, gridOf, type Heatmap, type Range } from "../heatmap/model";
-import { HeatmapView } from "../heatmap/view";
+import { HeatmapView, type ColumnAxis } from "../heatmap/view";
 import { emptyState, errorState, loadingState } from "../pages/states";
 
 const ROW_OPTIONS = [50, 100, 25];
@@ -48,6 +48,10 @@ export interface HeatmapPanelOptions {
   whole?: { label: string; hint: string };
   /** Buttons after a selected range in the selection bar. */
   selectionActions?: (r: Range) => Node[];
+  /** The heatmap's left gutter (CSS px; default 64). */
+  axisLeft?: number;
+  /** Where the columns are after each drawing (panels sharing the time axis). */
+  onAxis?: (a: ColumnAxis) => void;
 }
 
 export class HeatmapPanel {
@@ -66,7 +70,7 @@ export class HeatmapPanel {
   constructor(opts: HeatmapPanelOptions) {
     this.opts = opts;
     this.hint = h("span", { class: "muted small", "data-testid": "heatmap-hint" }, this.hintFor(1));
-    this.view = new HeatmapView({ onSelect: opts.onSelect, onDrawn: opts.onDrawn, readOnly: opts.readOnly, wallClock: opts.wallClock });
+    this.view = new HeatmapView({ onSelect: opts.onSelect, onDrawn: opts.onDrawn, readOnly: opts.readOnly, wallClock: opts.wallClock, axisLeft: opts.axisLeft, onAxis: opts.onAxis });
     const rowsSel = h(
       "select",
       { "data-testid": "rows", "aria-label": "Rows per second" },
