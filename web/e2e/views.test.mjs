@@ -8,7 +8,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { artifactsDir, env, launch, plantedSamples } from "./lib.mjs";
+import { artifactsDir, env, launch, plantedSamples, rpc } from "./lib.mjs";
 
 const URL_ = env("E2E_URL");
 const KEY = env("E2E_KEY");
@@ -284,6 +284,114 @@ describe("views", () => {
       assert.ok(Math.abs(tcol.x0 - fh.left) <= 0.5 && Math.abs(tcol.w - fh.cellW) <= 0.01, `timeline columns ${JSON.stringify(tcol)} vs ${JSON.stringify(fh)}`);
       await screenshot(`axis-fleet-${to - from}`);
     }
+  });
+
+  test("a comparison: the pinned baseline is outlined on the heatmap; the largest-changes tables keep their own heights", async () => {
+    await page.goto(`${URL_}/p/${PROFILE}`);
+    await page.waitForFunction(() => document.querySelector("[data-testid=heatmap]")?.heatmapCells);
+    await drag([2, 20], [2, 23]);
+    await page.waitForFunction(() => new URL(location.href).searchParams.get("start") === "2.4");
+    await page.getByTestId("compare").selectOption("rest");
+    await diffDrawn();
+    // Rows of either table are as tall as their text, not stretched to the other table's height.
+    const heights = await page.evaluate(() => ["diff-by-self", "diff-by-total"].map((t) => [...document.querySelectorAll(`[data-testid=${t}] tbody tr`)].map((tr) => tr.getBoundingClientRect().height)));
+    const flat = heights.flat();
+    assert.ok(heights[0].length > 0 && heights[1].length > 0);
+    assert.ok(Math.max(...flat) <= 1.25 * Math.min(...flat), `row heights ${JSON.stringify(heights)}`);
+    // Pin the stripe, select second 5: the stripe is outlined in the baseline's colour.
+    await page.getByTestId("pin-baseline").click();
+    await page.waitForFunction(() => new URL(location.href).searchParams.get("cmp") === "base");
+    await drag([5, 0], [5, 49]);
+    await page.waitForFunction(() => new URL(location.href).searchParams.get("start") === "5");
+    await diffDrawn();
+    await page.evaluate(() => document.activeElement?.blur());
+    await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+    await screenshot("baseline");
+    const px = await page.getByTestId("heatmap").evaluate((c) => {
+      const [left, top, w, hh, rows] = [c.dataset.plotLeft, c.dataset.plotTop, c.dataset.cellWidth, c.dataset.cellHeight, c.dataset.rows].map(Number);
+      const dpr = devicePixelRatio;
+      const at = (x, y) => [...c.getContext("2d").getImageData(Math.floor(x * dpr), Math.floor(y * dpr), 1, 1).data];
+      const y = top + (rows - 1 - 21.5) * hh; // row 21's middle, inside the stripe's rows 20-23
+      return { left: at(left + 2 * w + 1.5, y), right: at(left + 3 * w - 1.5, y), outside: at(left + 2 * w + 1.5, top + (rows - 1 - 30) * hh + hh / 2) };
+    });
+    const orange = [230, 126, 0];
+    const is = (p) => orange.every((v, k) => Math.abs(v - p[k]) <= 3);
+    assert.ok(is(px.left) && is(px.right), `the stripe's edges: ${JSON.stringify(px)}`);
+    assert.ok(!is(px.outside), "a cell outside the baseline is not outlined");
+    await page.getByTestId("compare").selectOption("");
+    await page.waitForFunction(() => !document.querySelector("[data-testid=heatmap]")?.dataset.baselineStart);
+  });
+
+  test("the flame graph's search row keeps its height when a search starts (no layout shift)", async () => {
+    await page.goto(`${URL_}/p/${PROFILE}`);
+    await page.waitForFunction(() => document.querySelector("[data-testid=flamegraph]")?.dataset.total > 0);
+    const geo = () => page.evaluate(() => ({ head: document.querySelector(".flame-panel .panel-head").getBoundingClientRect().height, graph: document.querySelector("[data-testid=flamegraph]").getBoundingClientRect().top + scrollY }));
+    const before = await geo();
+    await page.getByTestId("flame-search").fill("GCTaskThread");
+    await page.getByTestId("flame-search").press("Enter");
+    await page.waitForFunction(() => document.querySelector("[data-testid=matched]")?.dataset.samples);
+    const after_ = await geo();
+    assert.deepEqual(after_, before, "the head's height and the graph's top");
+    await page.getByTestId("flame-search").press("Escape");
+  });
+
+  test("labels read in name order wherever a profile's are listed", async () => {
+    // A live stream's one batch, final: a stored profile with labels given version first.
+    const stream = `labels-${Date.now()}`;
+    const text = Array.from({ length: 20 }, (_, i) => `app 1 [000] ${(Date.now() / 1000 - 5 + i * 0.01).toFixed(6)}: 1 cpu-clock:\n\t    1 main (/bin/app)\n\t    2 f (/bin/app)\n\n`).join("");
+    await rpc(URL_, KEY, "fleetscope.v1.IngestService/AppendLive", { stream, seq: 0, metadata: { app: "labelsapp", host: "l-1", labels: { version: "1", zone: "b", env: "prod" } }, chunk: Buffer.from(text).toString("base64"), final: true });
+    let id;
+    for (let i = 0; i < 50 && !id; i++) {
+      id = (await rpc(URL_, KEY, "fleetscope.v1.QueryService/SearchProfiles", { app: "labelsapp" })).profiles?.[0]?.id;
+      if (!id) await new Promise((r) => setTimeout(r, 200));
+    }
+    assert.ok(id, "the stream's profile is stored");
+    // The server's map has no order: each load may list them differently, unless sorted.
+    for (let i = 0; i < 6; i++) {
+      await page.goto(`${URL_}/p/${id}`);
+      await page.locator(".profile-head .chip").first().waitFor();
+      assert.deepEqual(await page.locator(".profile-head .title-row .chip").allTextContents(), ["env=prod", "version=1", "zone=b"]);
+    }
+    await page.goto(`${URL_}/?app=labelsapp`);
+    await page.locator("[data-testid=results] .chip").first().waitFor();
+    assert.deepEqual(await page.locator("[data-testid=results] .chip").allTextContents(), ["env=prod", "version=1", "zone=b"]);
+  });
+
+  test("GetSpans is asked only of a profile with entry/return probes", async () => {
+    const asked = [];
+    const onReq = (r) => /QueryService\/GetSpans$/.test(r.url()) && asked.push(r.url());
+    page.on("request", onReq);
+    await page.goto(`${URL_}/p/${PROFILE}`);
+    await page.waitForFunction(() => document.querySelector(".facts") && document.querySelector("[data-testid=flamegraph]")?.dataset.total > 0);
+    await page.waitForTimeout(800);
+    assert.equal(asked.length, 0, "a profile without probes");
+    await page.goto(`${URL_}/p/${env("E2E_SPANS")}`);
+    await page.getByTestId("span-histogram").waitFor();
+    page.off("request", onReq);
+    assert.equal(asked.length, 1, "a profile with probes");
+  });
+
+  test("'profile ↗' opens the host's profile at its top; a shared page hides the size and id, as the docs say", async () => {
+    const hosts = env("E2E_FLEET").split(" ").map((x) => plantedSamples(x.split("=")[1]));
+    const all = hosts.flat().map((s) => s.us);
+    const [first, last] = [Math.floor(Math.min(...all) / 1e6), Math.floor(Math.max(...all) / 1e6) + 1];
+    await page.setViewportSize({ width: 1400, height: 600 }); // a laptop's window: the host strip is far down the page
+    await page.goto(`${URL_}/fleet?app=fleet&from=${first}&to=${last}`);
+    await page.waitForFunction(() => document.querySelector("[data-testid=host-strip]"));
+    await page.locator("[data-testid=host-strip] li[data-host=fleet-a] [data-testid=host-profile]").click();
+    await page.waitForURL("**/p/**");
+    await page.waitForFunction(() => document.querySelector("[data-testid=heatmap]")?.heatmapCells);
+    const top = await page.evaluate(() => ({ y: scrollY, heat: document.querySelector(".heat-panel").getBoundingClientRect().top }));
+    assert.equal(top.y, 0, "the new page is at its top");
+    assert.ok(top.heat >= 0, `the heatmap's panel starts on screen (${top.heat})`);
+    await page.setViewportSize(VIEWPORT);
+    // A share link to this profile, opened: no size, no id.
+    const id = new URL(page.url()).pathname.split("/").pop();
+    const link = await rpc(URL_, env("E2E_ADMIN_KEY"), "fleetscope.v1.AdminService/CreateShareLink", { profileId: id, ttlSeconds: "3600" });
+    await page.goto(link.url);
+    await page.getByTestId("shared-badge").waitFor();
+    const facts = await page.locator(".facts dt").allTextContents();
+    assert.ok(facts.includes("duration") && !facts.includes("size") && !facts.includes("id"), `facts ${facts}`);
   });
 
   test("no script errors", () => {

@@ -106,6 +106,15 @@ export function formatBytes(n: number): string {
 
 /** formatLabels writes labels as "k=v,k2=v2", keys sorted, as the CLI
  * prints them ("" for none). */
+/** sortedLabels is a profile's labels in name order (a map's order is its
+ * decoder's: "env=prod version=1" on one page was "version=1 env=prod"
+ * on another). */
+export function sortedLabels(labels: Record<string, string>): [string, string][] {
+  return Object.keys(labels)
+    .sort()
+    .map((k) => [k, labels[k]]);
+}
+
 export function formatLabels(labels: Record<string, string>): string {
   return Object.keys(labels)
     .sort()

@@ -53,6 +53,8 @@ const AXIS_LEFT = 64;
  * more before it was drawn). */
 export const AXIS_FONT = '12px system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif';
 const AXIS_BOTTOM = 30;
+/** The outline of a comparison's pinned baseline range. */
+export const BASELINE_COLOUR = "#e67e00";
 const PAD_TOP = 10;
 const PAD_RIGHT = 12;
 const PLOT_HEIGHT = 400;
@@ -121,6 +123,7 @@ export class HeatmapView {
   private bitmap: HTMLCanvasElement | null = null;
   private geo: Geometry | null = null;
   private selection: Range | null = null;
+  private baseline: Range | null = null;
   private drag: { from: number; to: number } | null = null;
   private anchor: number | null = null;
   private cursor = 0;
@@ -236,6 +239,14 @@ export class HeatmapView {
       }
     }
     this.updateSelectionData();
+    this.schedule();
+  }
+
+  /** setBaseline marks a comparison's pinned baseline range (null: none). */
+  setBaseline(r: Range | null) {
+    this.baseline = r;
+    this.canvas.dataset.baselineStart = r ? formatSeconds(r.start) : "";
+    this.canvas.dataset.baselineEnd = r ? formatSeconds(r.end) : "";
     this.schedule();
   }
 
@@ -358,6 +369,8 @@ export class HeatmapView {
     }
     // selection (or the drag in progress)
     const sel = this.drag ? rangeOfCells(this.drag.from, this.drag.to, this.grid()) : this.selection;
+    // the pinned baseline of a comparison: outlined, not filled (its cells keep their colours)
+    if (this.baseline) this.drawSpan(ctx, this.baseline, plotLeft, "rgba(0,0,0,0)", BASELINE_COLOUR);
     if (sel) this.drawSpan(ctx, sel, plotLeft, this.drag ? "rgba(0,150,255,0.28)" : "rgba(0,150,255,0.35)", "#0072e5");
     if (this.hover !== null && !this.drag) this.outlineCell(ctx, this.hover, plotLeft, "rgba(20,20,20,0.9)", 1.5);
     if (document.activeElement === this.canvas) this.outlineCell(ctx, this.cursor, plotLeft, "#0072e5", 2, [3, 2]);

@@ -644,10 +644,11 @@ export function fleetPage(params: URLSearchParams): Page {
       return;
     }
     const whole =
-      // (0 against 0 is no check: nothing was counted)
-      !state.range && heat.total > 0 && flameTotal !== null && flameAccounting && wholeSeconds(state)
+      !state.range && flameTotal !== null && flameAccounting && wholeSeconds(state)
         ? flameAccounting.profiles === a?.profiles
-          ? flameTotal === heat.total
+          ? heat.total === 0 && flameTotal === 0
+            ? null // 0 against 0 is no check: nothing was counted
+            : flameTotal === heat.total
             ? h("span", { class: "agree", "data-testid": "window-check" }, " ✓ the whole window's merged flame graph totals the heatmap")
             : h("span", { class: "disagree", role: "alert", "data-testid": "window-check" }, ` ✗ the whole window's merged flame graph totals ${formatCount(flameTotal)}`)
           : h("span", { class: "muted", "data-testid": "window-check" }, ` · the merged flame graph also counts ${profilesWithout(flameAccounting.profiles - (a?.profiles ?? 0))} lying wholly inside the window`)

@@ -82,6 +82,13 @@ interface LowerPanels {
   diffPanel: DiffPanel;
 }
 
+/** hasProbes says whether a profile's events hold an entry/return probe
+ * pair, named as perf names them (F and F__return): the spans' source. */
+export function hasProbes(events: { name: string }[]): boolean {
+  const names = new Set(events.map((e) => e.name));
+  return events.some((e) => names.has(`${e.name}__return`));
+}
+
 /** nextFrame resolves in the first task after the next frame is painted. */
 const nextFrame = () => new Promise<void>((r) => requestAnimationFrame(() => setTimeout(r)));
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
@@ -113,6 +120,8 @@ export class ProfileView {
   /** Where the heatmap's columns are (the thread view draws its strips there). */
   private axis: ColumnAxis | null = null;
   private axisKey = "";
+  /** The spans were asked for before the profile's facts came. */
+  private spansWanted = false;
 
   constructor(opts: ProfileViewOptions) {
     this.opts = opts;
@@ -172,6 +181,7 @@ export class ProfileView {
         })
       : null;
     this.filter?.show(v);
+    this.heat.showBaseline(v.cmp === "base" ? v.base : null);
     this.el = h("div", { class: "page profile-page" }, this.header.el, opts.extras ?? [], this.filter?.el ?? null, this.heat.el);
     window.addEventListener("keydown", this.onKey);
   }
@@ -347,6 +357,10 @@ export class ProfileView {
   /** setProfile shows the profile's facts and events. */
   setProfile(p: Profile) {
     this.profile = p;
+    if (this.spansWanted) {
+      this.spansWanted = false;
+      void this.loadSpans();
+    }
     this.header.show(p);
     this.heat.setEvents(p.events, p.defaultEvent, this._view.event);
     if (!p.timed) this.heat.untimed();
@@ -493,6 +507,13 @@ export class ProfileView {
 
   private async loadSpans() {
     if (!this.src.spans) return;
+    // Only a profile with entry/return probes has spans (asking of another
+    // was a 400 on every profile page): known once its facts are.
+    if (!this.profile) {
+      this.spansWanted = true;
+      return;
+    }
+    if (!hasProbes(this.profile.events)) return this.spans.hide();
     try {
       const res = await this.src.spans(this.ctrl.signal);
       if (res.spans > 0n) this.flame.enableSpans();
@@ -576,6 +597,7 @@ export class ProfileView {
   /** update records a new view in the URL (without drawing anything). */
   private update(next: ViewState) {
     this._view = next;
+    this.heat.showBaseline(next.cmp === "base" ? next.base : null);
     this.src.record(next);
     this.opts.onChange?.(next);
   }

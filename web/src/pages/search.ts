@@ -9,7 +9,7 @@
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { problem, query } from "../api";
 import { h, replace } from "../dom";
-import { dateOf, formatCount, formatDate, profileDuration, toLocalInput } from "../format";
+import { dateOf, formatCount, formatDate, profileDuration, sortedLabels, toLocalInput } from "../format";
 import type { Profile } from "../gen/fleetscope/v1/profile_pb";
 import { navigate, setQuery } from "../router";
 import { ceilSecond, dateNanos, floorSecond, fleetPath, MAX_WINDOW_SECONDS, newFleet, NS, windowOfProfiles } from "../fleetstate";
@@ -279,7 +279,7 @@ export function searchPage(params: URLSearchParams): Page {
         h("td", { class: "num" }, formatCount(p.samples)),
         h("td", null, p.events.map((e) => e.name).join(", ")),
         h("td", null, p.format),
-        h("td", null, Object.entries(p.labels).map(([k, v]) => h("span", { class: "chip" }, `${k}=${v}`))),
+        h("td", null, sortedLabels(p.labels).map(([k, v]) => h("span", { class: "chip" }, `${k}=${v}`))),
       );
     });
     const pageNo = tokenTrail.length + 1;

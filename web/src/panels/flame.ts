@@ -52,7 +52,7 @@ export class FlamePanel {
   private box = h("div", { class: "flame-box" }, loadingState("flame graph", 200));
   private totalEl = h("span", { class: "flame-total", "data-testid": "flame-total" });
   private searchBox: HTMLInputElement;
-  private matched = h("span", { class: "matched", "data-testid": "matched", "aria-live": "polite" });
+  private matched = h("span", { class: "matched off", "data-testid": "matched", "aria-live": "polite" });
   private orientBtns: HTMLButtonElement[];
   private breadcrumb = h("nav", { class: "breadcrumb", "aria-label": "Zoomed frame", "data-testid": "breadcrumb" });
   private resetBtn: HTMLButtonElement;
@@ -307,7 +307,8 @@ export class FlamePanel {
     delete this.totalEl.dataset.total;
     replace(this.breadcrumb);
     this.resetBtn.disabled = true;
-    this.matched.hidden = true;
+    this.matched.classList.add("off");
+    this.matched.textContent = "";
     delete this.matched.dataset.samples;
     this.showNormMode(null);
   }
@@ -336,9 +337,11 @@ export class FlamePanel {
       m.dataset.samples = String(n);
       m.dataset.percent = l.total ? ((100 * n) / l.total).toFixed(2) : "0";
       m.textContent = `Matched ${formatPercent(n, l.total)} · ${formatCount(n)} samples`;
-      m.hidden = false;
+      m.classList.remove("off");
     } else {
-      m.hidden = true;
+      // (its room kept: the row does not wrap when a search starts)
+      m.classList.add("off");
+      m.textContent = "";
       delete m.dataset.samples;
     }
   }

@@ -180,6 +180,11 @@ export class HeatmapPanel {
     delete this.selectionBar.dataset.start;
   }
 
+  /** showBaseline marks a comparison's pinned baseline range (null: none). */
+  showBaseline(r: Range | null) {
+    this.view.setBaseline(r);
+  }
+
   /** clearSelection removes the selection from the heatmap (without a callback). */
   clearSelection() {
     this.view.setSelection(null);
