@@ -394,6 +394,31 @@ describe("views", () => {
     assert.ok(facts.includes("duration") && !facts.includes("size") && !facts.includes("id"), `facts ${facts}`);
   });
 
+  test("date fields read 24-hour times, as the rest of the page, whole in their boxes", async () => {
+    const from = Date.UTC(2026, 10, 18, 16, 10, 42) / 1000; // an afternoon (the browser runs in UTC)
+    await page.goto(`${URL_}/fleet?app=fleet&from=${from}&to=${from + 600}`);
+    await page.getByTestId("fleet-from").waitFor();
+    await page.waitForFunction(() => document.querySelector("[data-testid=fleet-from]").value);
+    const fields = await page.evaluate(() =>
+      ["fleet-from", "fleet-to"].map((t) => {
+        const el = document.querySelector(`[data-testid=${t}]`);
+        return { value: el.value, fits: el.scrollWidth <= el.clientWidth };
+      }),
+    );
+    assert.deepEqual(fields, [
+      { value: "2026-11-18 16:10:42", fits: true },
+      { value: "2026-11-18 16:20:42", fits: true },
+    ]);
+    // Typed in 24-hour time, the window is that time.
+    await page.getByTestId("fleet-to").fill("2026-11-18 17:00:00");
+    await page.getByTestId("fleet-apply").click();
+    await page.waitForFunction((to) => new URL(location.href).searchParams.get("to") === to, String(Date.UTC(2026, 10, 18, 17) / 1000));
+    // The search page's custom range too.
+    await page.goto(`${URL_}/?since=2026-11-18T16:10:00.000Z&until=2026-11-18T17:00:00.000Z`);
+    await page.getByTestId("since").waitFor();
+    assert.deepEqual(await page.evaluate(() => ["since", "until"].map((t) => document.querySelector(`[data-testid=${t}]`).value)), ["2026-11-18 16:10", "2026-11-18 17:00"]);
+  });
+
   test("no script errors", () => {
     assert.deepEqual(errors, []);
   });
