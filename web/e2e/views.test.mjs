@@ -419,6 +419,30 @@ describe("views", () => {
     assert.deepEqual(await page.evaluate(() => ["since", "until"].map((t) => document.querySelector(`[data-testid=${t}]`).value)), ["2026-11-18 16:10", "2026-11-18 17:00"]);
   });
 
+  test("a live view opens on the last 5 minutes: the stream is in view, not a sliver at the right edge", async () => {
+    const stream = `live-window-${Date.now()}`;
+    const t0 = Date.now() / 1000 - 20;
+    let text = "";
+    for (let i = 0; i < 200; i++) text += `app 1 [000] ${(t0 + i * 0.1).toFixed(6)}: 1 cpu-clock:\n\t    1 main (/bin/app)\n\t    2 f${i % 3} (/bin/app)\n\n`;
+    await rpc(URL_, KEY, "fleetscope.v1.IngestService/AppendLive", { stream, seq: 0, metadata: { app: "livewin", host: "lw-1" }, chunk: Buffer.from(text).toString("base64"), final: false });
+    await page.goto(`${URL_}/fleet?app=livewin&live=1`);
+    await page.waitForFunction(() => Number(document.querySelector("[data-testid=heatmap]")?.dataset.total) > 0);
+    const q = query();
+    assert.equal(Number(q.get("to")) - Number(q.get("from")), 300, "a 5-minute window");
+    // The whole window on screen (no sideways scroll), the stream's 20 s a visible span of it.
+    const g = await page.getByTestId("heatmap").evaluate((c) => {
+      const [cols, w, scroll] = [c.dataset.cols, c.dataset.cellWidth, c.dataset.scrollLeft].map(Number);
+      const cells = c.heatmapCells();
+      const busy = cells.map((col) => col.some((n) => n > 0));
+      return { cols, width: cols * w, scroll, visible: c.clientWidth, busyPx: busy.filter(Boolean).length * w };
+    });
+    assert.equal(g.scroll, 0);
+    assert.ok(g.width <= g.visible, `${g.width} px of columns in ${g.visible}`);
+    assert.ok(g.busyPx >= 60, `the stream spans ${g.busyPx} px`);
+    await screenshot("live-window");
+    await rpc(URL_, KEY, "fleetscope.v1.IngestService/AppendLive", { stream, seq: 1, metadata: { app: "livewin", host: "lw-1" }, chunk: "", final: true }).catch(() => {});
+  });
+
   test("no script errors", () => {
     assert.deepEqual(errors, []);
   });

@@ -97,6 +97,8 @@ export const MAX_WINDOW_SECONDS = 31 * 24 * 3600;
 export const MAX_COLUMNS = 1000;
 /** The window a view without one gets: the last hour. */
 export const DEFAULT_WINDOW_SECONDS = 3600;
+/** The window a live view without one gets: the last 5 minutes. */
+export const LIVE_WINDOW_SECONDS = 300;
 
 export const WINDOW_PRESETS: { id: string; label: string; seconds: number }[] = [
   { id: "5m", label: "5 min", seconds: 300 },
@@ -187,7 +189,7 @@ export function parseHosts(text: string): string[] {
 // ---- URL ------------------------------------------------------------------------
 
 /** readFleet reads a view from a URL's query at time now. A missing or
- * invalid window is the last hour, and then defaulted says so (the page
+ * invalid window is the last hour (a live view's: the last 5 minutes), and then defaulted says so (the page
  * writes the window into the URL, so that the view is a permalink); a
  * range outside the window is dropped. */
 export function readFleet(p: URLSearchParams, now: Date): { state: FleetState; defaulted: boolean } {
@@ -196,7 +198,9 @@ export function readFleet(p: URLSearchParams, now: Date): { state: FleetState; d
   let to = parseUnix(p.get("to"));
   let defaulted = false;
   if (from === null || to === null || to <= from || to - from > BigInt(MAX_WINDOW_SECONDS) * NS) {
-    ({ from, to } = presetWindow(DEFAULT_WINDOW_SECONDS, now));
+    // a live view follows the last minutes: in an hour a stream of a few
+    // minutes was a sliver at the right edge
+    ({ from, to } = presetWindow(p.get("live") === "1" ? LIVE_WINDOW_SECONDS : DEFAULT_WINDOW_SECONDS, now));
     defaulted = true;
   }
   const start = parseUnix(p.get("start"));
