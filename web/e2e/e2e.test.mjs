@@ -1792,7 +1792,7 @@ describe("dashboard", () => {
     assert.ok(await page.locator(".heatmap-box.stale").count(), "the last heatmap stays, dimmed, while the next loads");
     const d = await heatmapData(page);
     const lastCol = d.cols - 1;
-    const back = Math.ceil(20 / d.secondsPerColumn) - 1; // the last 20 s (a live view's 5 minutes are 1-s columns)
+    const back = Math.ceil(20 / d.secondsPerColumn) - 1; // the last 20 s (a live view's 3 minutes are 1-s columns)
     await drag(page, [lastCol - back, 0], [lastCol, 49]);
     await page.waitForFunction(() => document.querySelector("[data-testid=fleet-live]")?.dataset.state === "paused");
     const sel = query(page); // the columns' seconds, of the heatmap on screen

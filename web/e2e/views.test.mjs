@@ -325,7 +325,12 @@ describe("views", () => {
   test("the flame graph's search row keeps its height when a search starts (no layout shift)", async () => {
     await page.goto(`${URL_}/p/${PROFILE}`);
     await page.waitForFunction(() => document.querySelector("[data-testid=flamegraph]")?.dataset.total > 0);
-    const geo = () => page.evaluate(() => ({ head: document.querySelector(".flame-panel .panel-head").getBoundingClientRect().height, graph: document.querySelector("[data-testid=flamegraph]").getBoundingClientRect().top + scrollY }));
+    // (the graph's top within its panel: the header above grows when the profile's facts come)
+    const geo = () =>
+      page.evaluate(() => ({
+        head: document.querySelector(".flame-panel .panel-head").getBoundingClientRect().height,
+        graph: document.querySelector("[data-testid=flamegraph]").getBoundingClientRect().top - document.querySelector(".flame-panel").getBoundingClientRect().top,
+      }));
     const before = await geo();
     await page.getByTestId("flame-search").fill("GCTaskThread");
     await page.getByTestId("flame-search").press("Enter");
@@ -419,7 +424,7 @@ describe("views", () => {
     assert.deepEqual(await page.evaluate(() => ["since", "until"].map((t) => document.querySelector(`[data-testid=${t}]`).value)), ["2026-11-18 16:10", "2026-11-18 17:00"]);
   });
 
-  test("a live view opens on the last 5 minutes: the stream is in view, not a sliver at the right edge", async () => {
+  test("a live view opens on the last 3 minutes: the stream is in view, not a sliver at the right edge", async () => {
     const stream = `live-window-${Date.now()}`;
     const t0 = Date.now() / 1000 - 20;
     let text = "";
@@ -428,7 +433,7 @@ describe("views", () => {
     await page.goto(`${URL_}/fleet?app=livewin&live=1`);
     await page.waitForFunction(() => Number(document.querySelector("[data-testid=heatmap]")?.dataset.total) > 0);
     const q = query();
-    assert.equal(Number(q.get("to")) - Number(q.get("from")), 300, "a 5-minute window");
+    assert.equal(Number(q.get("to")) - Number(q.get("from")), 180, "a 3-minute window");
     // The whole window on screen (no sideways scroll), the stream's 20 s a visible span of it.
     const g = await page.getByTestId("heatmap").evaluate((c) => {
       const [cols, w, scroll] = [c.dataset.cols, c.dataset.cellWidth, c.dataset.scrollLeft].map(Number);

@@ -97,8 +97,9 @@ export const MAX_WINDOW_SECONDS = 31 * 24 * 3600;
 export const MAX_COLUMNS = 1000;
 /** The window a view without one gets: the last hour. */
 export const DEFAULT_WINDOW_SECONDS = 3600;
-/** The window a live view without one gets: the last 5 minutes. */
-export const LIVE_WINDOW_SECONDS = 300;
+/** The window a live view without one gets: the last 3 minutes (at the
+ * heatmap's narrowest columns, 4 px, they fit a laptop's panel unscrolled). */
+export const LIVE_WINDOW_SECONDS = 180;
 
 export const WINDOW_PRESETS: { id: string; label: string; seconds: number }[] = [
   { id: "5m", label: "5 min", seconds: 300 },
@@ -189,7 +190,7 @@ export function parseHosts(text: string): string[] {
 // ---- URL ------------------------------------------------------------------------
 
 /** readFleet reads a view from a URL's query at time now. A missing or
- * invalid window is the last hour (a live view's: the last 5 minutes), and then defaulted says so (the page
+ * invalid window is the last hour (a live view's: the last 3 minutes), and then defaulted says so (the page
  * writes the window into the URL, so that the view is a permalink); a
  * range outside the window is dropped. */
 export function readFleet(p: URLSearchParams, now: Date): { state: FleetState; defaulted: boolean } {
