@@ -1353,8 +1353,9 @@ describe("dashboard", () => {
     // Drag across the timeline over the profile's seconds: the window becomes them.
     const tl = page.getByTestId("timeline");
     const box = await tl.boundingBox();
-    const g = await tl.evaluate((c) => ({ left: Number(c.dataset.plotLeft), width: Number(c.dataset.plotWidth), cols: Number(c.dataset.cols) }));
-    const x = (col) => box.x + g.left + ((col + 0.5) * g.width) / g.cols;
+    // (its columns are the heatmap's, scrolled with it: column 0 at data-x0)
+    const g = await tl.evaluate((c) => ({ x0: Number(c.dataset.x0), colW: Number(c.dataset.colWidth) }));
+    const x = (col) => box.x + g.x0 + (col + 0.5) * g.colW;
     const [c0, c1] = [span.first - d.startSecond, span.end - 1 - d.startSecond];
     await page.mouse.move(x(c0), box.y + 40);
     await page.mouse.down();
@@ -1511,6 +1512,17 @@ describe("dashboard", () => {
     const gc = countInRange(planted, d.startSecond, 2.4e9, 2.48e9);
     await page.getByTestId("compare").selectOption("rest");
     await page.waitForFunction(() => document.querySelector("[data-testid=flamegraph]")?.dataset.diff === "1");
+    // The totals differ far more than twofold: normalized by default (no
+    // norm in the URL), and it says so.
+    await page.waitForFunction(() => document.querySelector("[data-testid=diff-mode]")?.dataset.mode === "auto-normalized");
+    assert.ok(await page.getByTestId("diff-normalize").isChecked());
+    assert.equal(query(page).get("norm"), null);
+    // GC grew, against the rest scaled to the selection's total.
+    await page.waitForFunction(() => [...document.querySelectorAll("[data-testid=diff-by-total] tbody tr")].some((tr) => /GCTaskThread::run/.test(tr.dataset.name) && tr.lastChild.classList.contains("grew")));
+    // Raw counts, chosen: the sides' own totals.
+    await page.getByTestId("diff-normalize").uncheck();
+    await page.waitForFunction(() => new URL(location.href).searchParams.get("norm") === "0");
+    await page.waitForFunction(() => document.querySelector("[data-testid=diff-mode]")?.dataset.mode === "raw" && !document.querySelector(".flame-box").classList.contains("stale"));
     let f = await flameState(page);
     assert.equal(Number(f.totalB), gc, "B: the selection");
     assert.equal(Number(f.totalA), d.total - gc, "A: the rest of the profile");
@@ -1518,13 +1530,13 @@ describe("dashboard", () => {
     const changed = await page.locator("[data-testid=diff-by-total] tbody tr").count();
     assert.ok(changed > 0, "a table of the largest changes");
     await screenshot(page, "diff-range-vs-rest");
-    // Normalized: GC grew, against the rest scaled to the selection's total.
-    await page.getByTestId("diff-normalize").check();
-    await page.waitForFunction(() => new URL(location.href).searchParams.get("norm") === "1");
-    await page.waitForFunction(() => [...document.querySelectorAll("[data-testid=diff-by-total] tbody tr")].some((tr) => /GCTaskThread::run/.test(tr.dataset.name) && tr.lastChild.classList.contains("grew")));
-    // Normalized, A's total is scaled to B's: the raw totals again.
-    await page.getByTestId("diff-normalize").uncheck();
+    // Automatic again.
+    await page.getByTestId("diff-normalize-auto").click();
     await page.waitForFunction(() => !new URL(location.href).searchParams.has("norm"));
+    await page.waitForFunction(() => document.querySelector("[data-testid=diff-mode]")?.dataset.mode === "auto-normalized");
+    // Raw counts again for the totals below.
+    await page.getByTestId("diff-normalize").uncheck();
+    await page.waitForFunction(() => new URL(location.href).searchParams.get("norm") === "0");
     // Pin the GC stripe, select second 5: B is second 5, A the stripe.
     await page.getByTestId("pin-baseline").click();
     await page.waitForFunction(() => new URL(location.href).searchParams.get("cmp") === "base");
@@ -1597,7 +1609,7 @@ describe("dashboard", () => {
     const all = hostsS.flatMap((x) => x.samples);
     const first = Math.floor(Math.min(...all.map((s) => s.us)) / 1e6);
     const last = Math.floor(Math.max(...all.map((s) => s.us)) / 1e6) + 1;
-    await page.goto(`${URL_}/fleet?app=fleet&from=${first}&to=${last}`);
+    await page.goto(`${URL_}/fleet?app=fleet&from=${first}&to=${last}&norm=0`); // raw counts: each side's own total
     await fleetReady(page);
     const diffDone = () =>
       page.waitForFunction(() => {
@@ -1780,11 +1792,12 @@ describe("dashboard", () => {
     assert.ok(await page.locator(".heatmap-box.stale").count(), "the last heatmap stays, dimmed, while the next loads");
     const d = await heatmapData(page);
     const lastCol = d.cols - 1;
-    await drag(page, [lastCol - 4, 0], [lastCol, 49]);
+    const back = Math.ceil(20 / d.secondsPerColumn) - 1; // the last 20 s (a live view's 3 minutes are 1-s columns)
+    await drag(page, [lastCol - back, 0], [lastCol, 49]);
     await page.waitForFunction(() => document.querySelector("[data-testid=fleet-live]")?.dataset.state === "paused");
     const sel = query(page); // the columns' seconds, of the heatmap on screen
     const spc = d.secondsPerColumn;
-    assert.deepEqual([sel.get("start"), sel.get("end")], [String(d.startSecond + (lastCol - 4) * spc), String(d.startSecond + (lastCol + 1) * spc)]);
+    assert.deepEqual([sel.get("start"), sel.get("end")], [String(d.startSecond + (lastCol - back) * spc), String(d.startSecond + (lastCol + 1) * spc)]);
     release();
     await page.unroute(heatRoute);
     const before = Number((await flameState(page)).total);

@@ -80,6 +80,6 @@ say "server $URL, profiles $P_BOOT (boot clock), $P_EPOCH (epoch clock); screens
   E2E_URL=$URL E2E_KEY=$KEY E2E_ADMIN_KEY=$ADMIN_KEY E2E_PROFILE=$P_BOOT E2E_EPOCH_PROFILE=$P_EPOCH E2E_TWO_EVENTS=$P_TWO E2E_UNTIMED=$P_UNTIMED E2E_PPROF=$P_PPROF E2E_LONG=$P_LONG E2E_SPANS=$P_SPANS E2E_SPANS_SLOW=$SPANS_SLOW \
     E2E_PERF=$TMP/boot/planted.perf E2E_TRUTH=$TMP/boot/truth.json E2E_DROP_FILE=$TMP/drop/planted.perf E2E_LONG_PERF=$TMP/long/planted.perf \
     E2E_FLEET="${FLEET# }" \
-    E2E_ARTIFACTS=$ARTIFACTS node --test --test-concurrency=1 --test-reporter=spec e2e/e2e.test.mjs
+    E2E_ARTIFACTS=$ARTIFACTS node --test --test-concurrency=1 --test-reporter=spec e2e/e2e.test.mjs e2e/views.test.mjs
 )
 say "passed in $(($(date +%s) - t0)) s; screenshots in ${ARTIFACTS#"$ROOT"/}"

@@ -180,6 +180,9 @@ test("a missing or bad window is the last hour, said so; a range outside the win
     expect(r.state.to).toBe(S(1795428001)); // now, rounded up to a whole second
     expect(r.state.from).toBe(S(1795428001 - 3600));
   }
+  // a live view's: the last 3 minutes
+  const live = readFleet(new URLSearchParams("app=a&live=1"), NOW).state;
+  expect([live.from, live.to]).toEqual([S(1795428001 - 180), S(1795428001)]);
   const out = readFleet(new URLSearchParams("app=a&from=1795000000&to=1795000030&start=1795000029&end=1795000031"), NOW);
   expect(out.state.range).toBeNull();
   const empty = readFleet(new URLSearchParams("app=a&from=1795000000&to=1795000030&start=1795000002&end=1795000002"), NOW);

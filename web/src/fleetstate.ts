@@ -14,7 +14,9 @@
 // fn and xfn filter the samples by function (as on the profile page); cmp
 // compares, as a differential flame graph of the range, a host (chost)
 // with the rest of the fleet, or the profiles matching label condition la
-// with those matching lb; norm scales the baseline to the other's total.
+// with those matching lb; norm scales the baseline to the other's total
+// (norm=1; norm=0: raw counts; absent: when the totals differ more than
+// twofold).
 //
 // Times are absolute: unix seconds as exact decimals (up to nanoseconds,
 // like the CLI's --from/--to), held as bigint nanoseconds (unix
@@ -82,7 +84,7 @@ export interface FleetState {
   chost: string;
   la: string;
   lb: string;
-  norm: boolean;
+  norm: boolean | null;
   /** Follow now: the window slides to end at the present second. */
   live: boolean;
 }
@@ -95,6 +97,9 @@ export const MAX_WINDOW_SECONDS = 31 * 24 * 3600;
 export const MAX_COLUMNS = 1000;
 /** The window a view without one gets: the last hour. */
 export const DEFAULT_WINDOW_SECONDS = 3600;
+/** The window a live view without one gets: the last 3 minutes (at the
+ * heatmap's narrowest columns, 4 px, they fit a laptop's panel unscrolled). */
+export const LIVE_WINDOW_SECONDS = 180;
 
 export const WINDOW_PRESETS: { id: string; label: string; seconds: number }[] = [
   { id: "5m", label: "5 min", seconds: 300 },
@@ -185,7 +190,7 @@ export function parseHosts(text: string): string[] {
 // ---- URL ------------------------------------------------------------------------
 
 /** readFleet reads a view from a URL's query at time now. A missing or
- * invalid window is the last hour, and then defaulted says so (the page
+ * invalid window is the last hour (a live view's: the last 3 minutes), and then defaulted says so (the page
  * writes the window into the URL, so that the view is a permalink); a
  * range outside the window is dropped. */
 export function readFleet(p: URLSearchParams, now: Date): { state: FleetState; defaulted: boolean } {
@@ -194,7 +199,9 @@ export function readFleet(p: URLSearchParams, now: Date): { state: FleetState; d
   let to = parseUnix(p.get("to"));
   let defaulted = false;
   if (from === null || to === null || to <= from || to - from > BigInt(MAX_WINDOW_SECONDS) * NS) {
-    ({ from, to } = presetWindow(DEFAULT_WINDOW_SECONDS, now));
+    // a live view follows the last minutes: in an hour a stream of a few
+    // minutes was a sliver at the right edge
+    ({ from, to } = presetWindow(p.get("live") === "1" ? LIVE_WINDOW_SECONDS : DEFAULT_WINDOW_SECONDS, now));
     defaulted = true;
   }
   const start = parseUnix(p.get("start"));
@@ -231,7 +238,7 @@ export function readFleet(p: URLSearchParams, now: Date): { state: FleetState; d
       chost: p.get("chost") ?? "",
       la: p.get("la") ?? "",
       lb: p.get("lb") ?? "",
-      norm: p.get("norm") === "1",
+      norm: p.get("norm") === "1" ? true : p.get("norm") === "0" ? false : null,
       live: p.get("live") === "1",
     },
     defaulted,
@@ -263,7 +270,7 @@ export function writeFleet(s: FleetState): URLSearchParams {
   if (s.chost) p.set("chost", s.chost);
   if (s.la) p.set("la", s.la);
   if (s.lb) p.set("lb", s.lb);
-  if (s.norm) p.set("norm", "1");
+  if (s.norm !== null) p.set("norm", s.norm ? "1" : "0");
   if (s.live) p.set("live", "1");
   return p;
 }
@@ -295,7 +302,7 @@ export function newFleet(app: string, from: bigint, to: bigint): FleetState {
     chost: "",
     la: "",
     lb: "",
-    norm: false,
+    norm: null,
     live: false,
   };
 }

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "vitest";
-import { formatBytes, formatClock, formatCount, formatDuration, formatLabels, formatPercent, formatSeconds, formatTick, formatTimeRange, formatWallRange, parseSeconds, profileDuration, zoneOffsetSeconds } from "./format";
+import { formatBytes, formatClock, formatCount, formatDuration, formatLabels, formatPercent, formatSeconds, formatTick, formatTimeRange, formatWallRange, parseLocalInput, parseSeconds, profileDuration, toLocalInput, zoneOffsetSeconds } from "./format";
 
 describe("relative seconds", () => {
   test("parse exactly, without floats", () => {
@@ -101,3 +101,16 @@ test("formatTimeRange: relative [start, end) as formatTime writes each end", () 
   expect(formatTimeRange({ start: 2_400_000_000, end: 3_000_000_000 })).toBe("2.400 s – 3.000 s");
   expect(formatTimeRange({ start: 0, end: 20_000_001 })).toBe("0.000 s – 0.020000001 s");
 });
+
+describe("date fields", () => {
+  test("24-hour local text, read back with or without seconds, T or space", () => {
+    const d = new Date(2026, 10, 18, 16, 10, 42);
+    expect(toLocalInput(d, true)).toBe("2026-11-18 16:10:42");
+    expect(toLocalInput(d)).toBe("2026-11-18 16:10");
+    expect(parseLocalInput("2026-11-18 16:10:42")).toEqual(d);
+    expect(parseLocalInput("2026-11-18T16:10")).toEqual(new Date(2026, 10, 18, 16, 10));
+    expect(parseLocalInput("2026-11-18")).toEqual(new Date(2026, 10, 18));
+    for (const bad of ["", "04:10:16 PM", "2026-02-30 10:00", "2026-11-18 24:00", "18.11.2026"]) expect(parseLocalInput(bad)).toBeNull();
+  });
+});
+

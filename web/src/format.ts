@@ -106,6 +106,15 @@ export function formatBytes(n: number): string {
 
 /** formatLabels writes labels as "k=v,k2=v2", keys sorted, as the CLI
  * prints them ("" for none). */
+/** sortedLabels is a profile's labels in name order (a map's order is its
+ * decoder's: "env=prod version=1" on one page was "version=1 env=prod"
+ * on another). */
+export function sortedLabels(labels: Record<string, string>): [string, string][] {
+  return Object.keys(labels)
+    .sort()
+    .map((k) => [k, labels[k]]);
+}
+
 export function formatLabels(labels: Record<string, string>): string {
   return Object.keys(labels)
     .sort()
@@ -127,10 +136,23 @@ export function formatDate(d: Date): string {
   return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())} ${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}`;
 }
 
-/** toLocalInput writes a Date for an <input type="datetime-local">. */
-export function toLocalInput(d: Date): string {
+/** toLocalInput writes a Date for a date field, local time, 24-hour
+ * ("2026-11-18 16:10", with seconds "2026-11-18 16:10:42"): a text field,
+ * since a datetime-local input shows the browser locale's 12-hour
+ * "04:10:42 PM" where the rest of the app reads 24-hour times. */
+export function toLocalInput(d: Date, seconds = false): string {
   const p = (n: number) => String(n).padStart(2, "0");
-  return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())}T${p(d.getHours())}:${p(d.getMinutes())}`;
+  return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())} ${p(d.getHours())}:${p(d.getMinutes())}${seconds ? `:${p(d.getSeconds())}` : ""}`;
+}
+
+/** parseLocalInput reads a date field (local time): "YYYY-MM-DD HH:MM",
+ * seconds optional, a "T" for the space accepted; null if it is not one. */
+export function parseLocalInput(v: string): Date | null {
+  const m = /^\s*(\d{4})-(\d{1,2})-(\d{1,2})(?:[T ]+(\d{1,2}):(\d{2})(?::(\d{2}))?)?\s*$/.exec(v);
+  if (!m) return null;
+  const [y, mo, d, hh, mm, ss] = m.slice(1).map((x) => Number(x ?? 0));
+  const date = new Date(y, mo - 1, d, hh, mm, ss);
+  return date.getMonth() === mo - 1 && date.getDate() === d && hh < 24 && mm < 60 && ss < 60 ? date : null;
 }
 
 // ---- wall-clock time (the fleet view) -------------------------------------------

@@ -35,7 +35,10 @@ export function onNavigate(fn: Listener) {
 /** navigate goes to a URL of the app and renders it. */
 export function navigate(url: string, replace = false) {
   if (replace) history.replaceState(null, "", url);
-  else history.pushState(null, "", url);
+  else {
+    history.pushState(null, "", url);
+    window.scrollTo(0, 0); // a new page opens at its top, not where the last was scrolled
+  }
   listener();
 }
 

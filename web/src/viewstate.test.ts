@@ -41,7 +41,7 @@ const DEFAULTS: ViewState = {
   axis: "offset",
   cmp: "",
   base: null,
-  norm: false,
+  norm: null,
   sw: "",
   spans: "",
 };
@@ -105,6 +105,9 @@ describe("URL ↔ view", () => {
     expect(readView(new URLSearchParams(q))).toEqual(v);
     expect(readView(new URLSearchParams("axis=sideways&cmp=x&tid=1,a")).axis).toBe("offset");
     expect(readView(new URLSearchParams("cmp=x")).cmp).toBe("");
+    // norm: 1 normalized, 0 raw counts, absent automatic (null)
+    expect([readView(new URLSearchParams("norm=0")).norm, readView(new URLSearchParams("")).norm]).toEqual([false, null]);
+    expect(writeView({ ...v, norm: false }).get("norm")).toBe("0");
     expect(readView(new URLSearchParams("tid=1,a")).tids).toEqual([]);
   });
 

@@ -15,7 +15,9 @@
 // axis is the heatmap's rows (offset within the second, or one row per
 // CPU, thread or process); cmp compares the selection with the rest of the
 // profile ("rest") or with a pinned baseline range bstart–bend ("base"),
-// norm scaling the baseline to the selection's total; sw is the function
+// norm scaling the baseline to the selection's total (norm=1; norm=0: raw
+// counts; absent: normalized when the totals differ more than twofold,
+// flame/diff.ts's autoNormalize); sw is the function
 // whose sandwich (callers and callees) is shown.
 //
 // A shared view (/s/TOKEN?rows=100&frame=...&search=...&orient=flame) holds
@@ -60,8 +62,9 @@ export interface ViewState {
   cmp: Compare;
   /** The pinned baseline range (for cmp "base"). */
   base: Range | null;
-  /** Scale the baseline to the selection's total. */
-  norm: boolean;
+  /** Scale the baseline to the selection's total: true, false (raw
+   * counts), or null: when the totals differ more than twofold. */
+  norm: boolean | null;
   /** The function whose sandwich is shown ("" for none). */
   sw: string;
   /** Samples inside the spans passing this condition ("slower:p95",
@@ -103,7 +106,7 @@ export function readView(p: URLSearchParams): ViewState {
     axis: AXES.includes(p.get("axis") as Axis) ? (p.get("axis") as Axis) : "offset",
     cmp: ["rest", "base", "spans"].includes(p.get("cmp") ?? "") ? (p.get("cmp") as Compare) : "",
     base: bstart !== null && bend !== null ? { start: bstart, end: bend } : null,
-    norm: p.get("norm") === "1",
+    norm: p.get("norm") === "1" ? true : p.get("norm") === "0" ? false : null,
     sw: p.get("sw") ?? "",
     spans: p.get("spans") ?? "",
   };
@@ -138,7 +141,7 @@ export function writeView(v: ViewState): URLSearchParams {
     p.set("bstart", formatSeconds(v.base.start));
     p.set("bend", formatSeconds(v.base.end));
   }
-  if (v.norm) p.set("norm", "1");
+  if (v.norm !== null) p.set("norm", v.norm ? "1" : "0");
   if (v.sw) p.set("sw", v.sw);
   if (v.spans) p.set("spans", v.spans);
   return p;

@@ -20,6 +20,7 @@
 // frames), data-orientation, data-render-ms.
 
 import { h, replace } from "../dom";
+import { labelColour } from "./diff";
 import { formatCount, formatPercent } from "../format";
 import {
   dimColour,
@@ -65,6 +66,7 @@ export class FlameView {
   private colours: (string | undefined)[] = []; // by name, filled as drawn
   private nodeColours: string[] | null = null; // per node, for a differential graph
   private dims: (string | undefined)[] = [];
+  private labelColours = new Map<string, string>(); // by fill
   private visible = new Int32Array(0);
   private count = 0;
   private rowsShown = 1; // rows in the graph
@@ -217,6 +219,7 @@ export class FlameView {
 
     // Bars first, then the labels (fewer fillStyle changes).
     const labels: number[] = [];
+    const fills: string[] = [];
     for (let k = 0; k < this.count; k++) {
       const i = this.visible[k];
       const r = nodeRect(l, v, i);
@@ -224,7 +227,7 @@ export class FlameView {
       if (y <= -ROW_H || y >= this.viewH) continue;
       const nm = l.name[i];
       const ancestor = i !== this.zoom && isAncestor(l, i, this.zoom);
-      ctx.fillStyle = this.searching
+      const fill = this.searching
         ? this.matches[nm] && i !== 0
           ? HIGHLIGHT
           : (this.dims[nm] ??= dimColour(l.names[nm]))
@@ -233,19 +236,26 @@ export class FlameView {
           : this.nodeColours
             ? this.nodeColours[i]
             : (this.colours[nm] ??= frameColour(l.names[nm]));
+      ctx.fillStyle = fill;
       const w = r.w > 1.5 ? r.w - 0.5 : r.w;
       ctx.fillRect(r.x, y, w, ROW_H - 1);
-      if (r.w >= LABEL_MIN) labels.push(k);
+      if (r.w >= LABEL_MIN) {
+        labels.push(k);
+        fills.push(fill);
+      }
     }
     ctx.textBaseline = "middle";
-    for (const k of labels) {
+    for (let j = 0; j < labels.length; j++) {
+      const k = labels[j];
       const i = this.visible[k];
       const r = nodeRect(l, v, i);
       const max = Math.floor((r.w - 6) / this.charW);
       const text = truncateLabel(l.names[l.name[i]], max);
       if (!text) continue;
-      ctx.fillStyle = this.searching && this.matches[l.name[i]] && i !== 0 ? "#fff" : "#1d1d1f";
-      ctx.fillText(text, r.x + 3, this.rowY(r.row) - top + ROW_H / 2);
+      // black or white, whichever contrasts more with the frame's colour
+      // (a deep blue of a differential graph, a red, the search's magenta)
+      ctx.fillStyle = this.labelColours.get(fills[j]) ?? this.labelColours.set(fills[j], labelColour(fills[j])).get(fills[j])!;
+      ctx.fillText(text, Math.round(r.x + 3), this.rowY(r.row) - top + ROW_H / 2);
     }
   }
 

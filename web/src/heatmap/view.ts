@@ -53,6 +53,8 @@ const AXIS_LEFT = 64;
  * more before it was drawn). */
 export const AXIS_FONT = '12px system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif';
 const AXIS_BOTTOM = 30;
+/** The outline of a comparison's pinned baseline range. */
+export const BASELINE_COLOUR = "#e67e00";
 const PAD_TOP = 10;
 const PAD_RIGHT = 12;
 const PLOT_HEIGHT = 400;
@@ -67,6 +69,35 @@ export interface HeatmapViewOptions {
   /** The heatmap's start second is a unix second: axis and tooltips in
    * wall-clock time (the fleet view). */
   wallClock?: boolean;
+  /** The left gutter's width, CSS px (default 64): where the y axis is,
+   * and the row labels of the panels that share the time axis. */
+  axisLeft?: number;
+  /** After each drawing: where the columns are, for panels that share the
+   * heatmap's time axis (the thread view, host strip, timeline). */
+  onAxis?: (a: ColumnAxis) => void;
+}
+
+/** ColumnAxis is where a heatmap's columns are drawn, for panels that draw
+ * the same seconds at the same pixels. */
+export interface ColumnAxis {
+  /** The heatmap's canvas: positions below are CSS px from its left edge. */
+  canvas: HTMLElement;
+  /** Column 0's left edge (moves as the heatmap scrolls sideways). */
+  x0: number;
+  cellW: number;
+  /** The plot's part on screen: [visLeft, visRight). */
+  visLeft: number;
+  visRight: number;
+  /** The absolute second column 0 starts at, and seconds per column. */
+  second0: number;
+  secondsPerColumn: number;
+  cols: number;
+}
+
+/** axisX is where second s (absolute, as second0) starts, in CSS px from
+ * the heatmap canvas's left edge. */
+export function axisX(a: ColumnAxis, s: number): number {
+  return a.x0 + ((s - a.second0) / a.secondsPerColumn) * a.cellW;
 }
 
 interface Geometry {
@@ -92,6 +123,7 @@ export class HeatmapView {
   private bitmap: HTMLCanvasElement | null = null;
   private geo: Geometry | null = null;
   private selection: Range | null = null;
+  private baseline: Range | null = null;
   private drag: { from: number; to: number } | null = null;
   private anchor: number | null = null;
   private cursor = 0;
@@ -99,9 +131,11 @@ export class HeatmapView {
   private raf = 0;
   private resizeObs: ResizeObserver;
   private opts: HeatmapViewOptions;
+  private readonly axisLeft: number;
 
   constructor(opts: HeatmapViewOptions) {
     this.opts = opts;
+    this.axisLeft = opts.axisLeft ?? AXIS_LEFT;
     this.canvas = h("canvas", {
       "data-testid": "heatmap",
       tabindex: "0",
@@ -208,12 +242,20 @@ export class HeatmapView {
     this.schedule();
   }
 
+  /** setBaseline marks a comparison's pinned baseline range (null: none). */
+  setBaseline(r: Range | null) {
+    this.baseline = r;
+    this.canvas.dataset.baselineStart = r ? formatSeconds(r.start) : "";
+    this.canvas.dataset.baselineEnd = r ? formatSeconds(r.end) : "";
+    this.schedule();
+  }
+
   /** scrollToSelection brings the selection into view. */
   scrollToSelection() {
     if (!this.selection || !this.geo || !this.data) return;
     const col = Math.floor(this.selection.start / (NS_PER_SEC * this.data.secondsPerColumn)) - this.data.firstColumn;
     const x = col * this.geo.cellW;
-    const vis = this.geo.width - AXIS_LEFT - PAD_RIGHT;
+    const vis = this.geo.width - this.axisLeft - PAD_RIGHT;
     const left = this.scroller.scrollLeft;
     if (x < left + vis * 0.1 || x > left + vis * 0.9) this.scroller.scrollLeft = Math.max(0, x - vis / 2);
   }
@@ -222,7 +264,7 @@ export class HeatmapView {
   scrollToColumn(col: number) {
     if (!this.geo) return;
     const x = col * this.geo.cellW;
-    const vis = this.geo.width - AXIS_LEFT - PAD_RIGHT;
+    const vis = this.geo.width - this.axisLeft - PAD_RIGHT;
     const left = this.scroller.scrollLeft;
     if (x < left || x > left + vis * 0.9) this.scroller.scrollLeft = Math.max(0, x - vis * 0.1);
   }
@@ -254,9 +296,9 @@ export class HeatmapView {
     const cols = Math.max(d.columns.length, 1);
     const scrollerW = this.scroller.clientWidth;
     const avail = Math.max(scrollerW, 320);
-    const cellW = cellWidth(avail - AXIS_LEFT - PAD_RIGHT, cols);
+    const cellW = cellWidth(avail - this.axisLeft - PAD_RIGHT, cols);
     const cellH = Math.max(2, Math.round(PLOT_HEIGHT / d.rows));
-    const innerWidth = Math.max(AXIS_LEFT + cols * cellW + PAD_RIGHT, avail);
+    const innerWidth = Math.max(this.axisLeft + cols * cellW + PAD_RIGHT, avail);
     const width = Math.min(avail, innerWidth);
     const height = PAD_TOP + d.rows * cellH + AXIS_BOTTOM;
     this.geo = { cellW, cellH, width, height, innerWidth, scrollerW };
@@ -295,14 +337,14 @@ export class HeatmapView {
     ctx.clearRect(0, 0, g.width, g.height);
     const scroll = this.scroller.scrollLeft;
     const cols = d.columns.length;
-    const plotLeft = AXIS_LEFT - scroll;
+    const plotLeft = this.axisLeft - scroll;
     this.canvas.dataset.plotLeft = String(plotLeft);
 
     this.canvas.dataset.scrollLeft = String(scroll);
     const plotH = d.rows * g.cellH;
     const c0 = Math.max(0, Math.floor(scroll / g.cellW));
-    const c1 = Math.min(cols, Math.ceil((scroll + g.width - AXIS_LEFT) / g.cellW));
-    const lastVisible = Math.min(cols, Math.floor((scroll + g.width - AXIS_LEFT - PAD_RIGHT) / g.cellW));
+    const c1 = Math.min(cols, Math.ceil((scroll + g.width - this.axisLeft) / g.cellW));
+    const lastVisible = Math.min(cols, Math.floor((scroll + g.width - this.axisLeft - PAD_RIGHT) / g.cellW));
     const [spc, s0] = [d.secondsPerColumn, firstSecond(d)];
     this.scrollHint.textContent =
       lastVisible < cols || scroll > 0
@@ -311,7 +353,7 @@ export class HeatmapView {
 
     ctx.save();
     ctx.beginPath();
-    ctx.rect(AXIS_LEFT, 0, g.width - AXIS_LEFT, g.height);
+    ctx.rect(this.axisLeft, 0, g.width - this.axisLeft, g.height);
     ctx.clip();
     // plot background and frame
     ctx.fillStyle = "#ffffff";
@@ -327,6 +369,8 @@ export class HeatmapView {
     }
     // selection (or the drag in progress)
     const sel = this.drag ? rangeOfCells(this.drag.from, this.drag.to, this.grid()) : this.selection;
+    // the pinned baseline of a comparison: outlined, not filled (its cells keep their colours)
+    if (this.baseline) this.drawSpan(ctx, this.baseline, plotLeft, "rgba(0,0,0,0)", BASELINE_COLOUR);
     if (sel) this.drawSpan(ctx, sel, plotLeft, this.drag ? "rgba(0,150,255,0.28)" : "rgba(0,150,255,0.35)", "#0072e5");
     if (this.hover !== null && !this.drag) this.outlineCell(ctx, this.hover, plotLeft, "rgba(20,20,20,0.9)", 1.5);
     if (document.activeElement === this.canvas) this.outlineCell(ctx, this.cursor, plotLeft, "#0072e5", 2, [3, 2]);
@@ -334,9 +378,19 @@ export class HeatmapView {
 
     ctx.strokeStyle = "#c9cdd4";
     ctx.lineWidth = 1;
-    ctx.strokeRect(AXIS_LEFT - 0.5, PAD_TOP - 0.5, Math.min(cols * g.cellW - scroll, g.width - AXIS_LEFT) + 1, plotH + 1);
+    ctx.strokeRect(this.axisLeft - 0.5, PAD_TOP - 0.5, Math.min(cols * g.cellW - scroll, g.width - this.axisLeft) + 1, plotH + 1);
     this.drawAxes(ctx, g, d, plotLeft, c0, c1);
     this.canvas.dataset.drawn = String(Number(this.canvas.dataset.drawn ?? 0) + 1);
+    this.opts.onAxis?.({
+      canvas: this.canvas,
+      x0: plotLeft,
+      cellW: g.cellW,
+      visLeft: this.axisLeft,
+      visRight: Math.min(plotLeft + cols * g.cellW, g.width),
+      second0: d.startSecond + firstSecond(d),
+      secondsPerColumn: d.secondsPerColumn,
+      cols,
+    });
     this.opts.onDrawn?.(performance.now());
   }
 
@@ -389,8 +443,8 @@ export class HeatmapView {
     ctx.textBaseline = "middle";
     for (const ms of msTicks(plotH)) {
       const y = PAD_TOP + plotH - (ms / 1000) * plotH;
-      ctx.fillText(`${ms} ms`, AXIS_LEFT - 6, Math.min(Math.max(y, PAD_TOP + 4), PAD_TOP + plotH - 4));
-      ctx.fillRect(AXIS_LEFT - 4, Math.round(y) - 0.5, 3, 1);
+      ctx.fillText(`${ms} ms`, this.axisLeft - 6, Math.min(Math.max(y, PAD_TOP + 4), PAD_TOP + plotH - 4));
+      ctx.fillRect(this.axisLeft - 4, Math.round(y) - 0.5, 3, 1);
     }
     // x: seconds from the profile's start second, at column boundaries;
     // or, in wall-clock time, round times of day
@@ -399,7 +453,7 @@ export class HeatmapView {
     ctx.save();
     ctx.beginPath();
     const spill = this.opts.wallClock ? 40 : 20; // a label centred on the plot's left edge (times of day are wider)
-    ctx.rect(AXIS_LEFT - spill, 0, g.width - AXIS_LEFT + spill, g.height);
+    ctx.rect(this.axisLeft - spill, 0, g.width - this.axisLeft + spill, g.height);
     ctx.clip();
     const g0 = this.grid();
     const wall = this.opts.wallClock ? wallTicks(g0, g.cellW, d.startSecond, zoneOffsetSeconds(d.startSecond)) : null;
@@ -407,9 +461,11 @@ export class HeatmapView {
       const c = (s - firstSecond(g0)) / g0.secondsPerColumn;
       if (c < c0 - 5 || c > c1 + 5) continue;
       const x = plotLeft + c * g.cellW;
-      if (x < AXIS_LEFT - 1) continue;
+      if (x < this.axisLeft - 1) continue;
       ctx.fillRect(Math.round(x) - 0.5, PAD_TOP + plotH + 1, 1, 4);
-      ctx.fillText(wall ? formatTick(d.startSecond + s, wall.step) : `${s} s`, x, PAD_TOP + plotH + 7);
+      // a label at the right edge is moved in, not cut ("16:10:4…")
+      const label = wall ? formatTick(d.startSecond + s, wall.step) : `${s} s`;
+      ctx.fillText(label, Math.min(x, g.width - ctx.measureText(label).width / 2 - 1), PAD_TOP + plotH + 7);
     }
     ctx.restore();
   }
@@ -422,11 +478,11 @@ export class HeatmapView {
     const g = this.geo;
     if (!d || !g || d.columns.length === 0) return null;
     const rect = this.canvas.getBoundingClientRect();
-    const x = e.clientX - rect.left - AXIS_LEFT + this.scroller.scrollLeft;
+    const x = e.clientX - rect.left - this.axisLeft + this.scroller.scrollLeft;
     const y = e.clientY - rect.top - PAD_TOP;
     let col = Math.floor(x / g.cellW);
     let row = d.rows - 1 - Math.floor(y / g.cellH);
-    const inside = col >= 0 && col < d.columns.length && row >= 0 && row < d.rows && e.clientX - rect.left >= AXIS_LEFT;
+    const inside = col >= 0 && col < d.columns.length && row >= 0 && row < d.rows && e.clientX - rect.left >= this.axisLeft;
     if (!inside && !clamp) return null;
     col = Math.min(Math.max(col, 0), d.columns.length - 1);
     row = Math.min(Math.max(row, 0), d.rows - 1);
@@ -527,7 +583,7 @@ export class HeatmapView {
     const g = this.geo!;
     const { col } = cellOfIndex(idx, this.data!.rows);
     const x = col * g.cellW;
-    const vis = g.width - AXIS_LEFT - PAD_RIGHT;
+    const vis = g.width - this.axisLeft - PAD_RIGHT;
     if (x < this.scroller.scrollLeft) this.scroller.scrollLeft = x;
     else if (x + g.cellW > this.scroller.scrollLeft + vis) this.scroller.scrollLeft = x + g.cellW - vis;
   }
@@ -639,6 +695,8 @@ export class HeatmapView {
 
   private renderLegend() {
     const d = this.data!;
+    // No samples: no scale to read ("0 – 0" would look like one).
+    this.legend.hidden = d.maxCount === 0;
     const spc = d.secondsPerColumn;
     const cellMs = formatDuration(Math.round(NS_PER_SEC / d.rows));
     replace(

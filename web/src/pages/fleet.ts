@@ -22,7 +22,7 @@
 // current entry. Answers to requests that a newer one replaced are dropped.
 
 import { compare, fleet, getFleetFlameGraph, problem, query, type Problem } from "../api";
-import { diffLayout } from "../flame/diff";
+import { askDiff, diffLayout, normMode, rawTotalsOf } from "../flame/diff";
 import type { GetDiffFlameGraphResponse } from "../gen/fleetscope/v1/compare_pb";
 import { DiffPanel } from "../panels/diffchanges";
 import { FilterPanel } from "../panels/filter";
@@ -35,6 +35,8 @@ import { formatCount, formatDuration, formatWallRange } from "../format";
 import {
   absRange,
   ceilSecond,
+  NS,
+  timestampNanos,
   eventBase,
   floorSecond,
   flameRequest,
@@ -100,6 +102,10 @@ function leftOutData(a: Accounting | undefined): string {
   return JSON.stringify(a ? Object.fromEntries(Object.entries(a.leftOut).sort(([x], [y]) => (x < y ? -1 : 1))) : {});
 }
 
+/** The fleet heatmap's left gutter: the host strip's names and totals
+ * take it, so that every panel's columns are the heatmap's pixels. */
+const FLEET_GUTTER = 250;
+
 export function fleetPage(params: URLSearchParams): Page {
   const read = readFleet(params, new Date());
   let state: FleetState = read.state;
@@ -135,10 +141,21 @@ export function fleetPage(params: URLSearchParams): Page {
       if (from !== state.from || to !== state.to) change(zoomTo(state, from, to));
     },
   });
+  let axisKey = "";
   const heatPanel = new HeatmapPanel({
     rows: state.rows,
     idle: state.idle,
     wallClock: true,
+    // One time axis: the timeline and the host strip draw each column at
+    // the heatmap's pixels, the host names in its gutter.
+    axisLeft: FLEET_GUTTER,
+    onAxis: (a) => {
+      const key = [a.x0, a.cellW, a.visLeft, a.visRight, a.second0, a.secondsPerColumn].join();
+      if (key === axisKey) return; // (a hover or the cursor redrew it)
+      axisKey = key;
+      timeline.align(a);
+      hosts.align(a);
+    },
     eventAndIdle: false,
     hint: (spc) =>
       spc === 1
@@ -262,9 +279,13 @@ export function fleetPage(params: URLSearchParams): Page {
     onFilter: (name) => change({ ...state, fn: functionRegex(name), xfn: "", frame: "" }),
   });
 
+  const noMatch = h("section", { class: "panel no-match", "data-testid": "no-match", "aria-live": "polite", hidden: true });
+  const nearestReq = new Latest();
   const title = h("h1", null);
   const back = h("a", { class: "back", href: "/" }, "← Profiles");
-  const panels = [filterBar.el, summary, timeline.el, heatPanel.el, hosts.el, flame.el, diffPanel.el, top.el];
+  const panels = [filterBar.el, summary, noMatch, timeline.el, heatPanel.el, hosts.el, flame.el, diffPanel.el, top.el];
+  /** The panels of data, hidden while no profile matches. */
+  const dataPanels = [timeline.el, heatPanel.el, hosts.el, flame.el, top.el];
   const body = h("div", { class: "fleet-body" }, panels);
   const el = h(
     "div",
@@ -326,6 +347,7 @@ export function fleetPage(params: URLSearchParams): Page {
       return;
     }
     if (body.firstChild !== filterBar.el) replace(body, panels);
+    showNoMatch(false);
     heat = null;
     heatAccounting = undefined;
     hostCount = null;
@@ -364,6 +386,11 @@ export function fleetPage(params: URLSearchParams): Page {
         : state.idle
           ? "No samples of this event in the window."
           : "No samples of this event in the window that are not idle. Tick “Include idle” to see idle ones.";
+      if (matchesNothing(res.accounting)) {
+        showNoMatch(true);
+        showSummary();
+        return;
+      }
       heatPanel.show(heat, state.range ? relRange(state.range, heat.startSecond) : null, state.idle, none);
       if (!state.range) {
         // a long window may have its samples far to the right: show where they start
@@ -448,14 +475,17 @@ export function fleetPage(params: URLSearchParams): Page {
     try {
       const sides = fleetDiffSides(counted(), state.cmp === "host" && hostNames.length === 0 ? await hostsOfSelection() : hostNames);
       if (sides) {
-        const d = await compare.getDiffFlameGraph(
-          { a: { side: { case: "fleet", value: sides.a } }, b: { side: { case: "fleet", value: sides.b } }, normalize: state.norm, format: FlameGraphFormat.TREE, top: 20 },
-          { signal: ctrl.signal },
+        const d = await askDiff(state.norm, (normalize) =>
+          compare.getDiffFlameGraph(
+            { a: { side: { case: "fleet", value: sides.a } }, b: { side: { case: "fleet", value: sides.b } }, normalize, format: FlameGraphFormat.TREE, top: 20 },
+            { signal: ctrl.signal },
+          ),
         );
         if (!current()) return;
         return showDiff(d);
       }
       diffPanel.hide();
+      cmpPanel.showMode(null);
       const { graph, accounting } = await getFleetFlameGraph(flameRequest(counted(), FlameGraphFormat.TREE), ctrl.signal);
       if (!current()) return;
       flameTotal = graph.total;
@@ -485,7 +515,11 @@ export function fleetPage(params: URLSearchParams): Page {
       void explainDifference(current);
     } catch (err) {
       if (ctrl.signal.aborted || !current()) return;
-      failed(problem(err), (p) => flame.error(p, () => void loadFlame()));
+      failed(problem(err), (p) => {
+        flame.error(p, () => void loadFlame());
+        top.clear(); // the last graph's functions are not this selection's
+        diffPanel.hide();
+      });
     }
   }
 
@@ -531,6 +565,7 @@ export function fleetPage(params: URLSearchParams): Page {
    * change, and the largest changes. */
   function showDiff(d: GetDiffFlameGraphResponse) {
     const dl = diffLayout(d.tree, d.normalized);
+    cmpPanel.showMode({ ...normMode(state.norm, d.normalized, ...rawTotalsOf(d)), normalized: d.normalized });
     const r = state.range ?? { start: state.from, end: state.to };
     const [a, b] = state.cmp === "host" ? ["the rest of the fleet", state.chost] : [state.la, state.lb];
     flameTotal = null; // B is part of the selection: its total is not the cells'
@@ -604,10 +639,16 @@ export function fleetPage(params: URLSearchParams): Page {
     summary.dataset.profiles = String(a?.profiles ?? 0);
     summary.dataset.event = a?.event ?? "";
     summary.dataset.leftOut = leftOutData(a);
+    if (matchesNothing(a)) {
+      replace(summary, h("b", { "data-testid": "fleet-total" }, "No profiles match"), ` ${selectionWords()}.`);
+      return;
+    }
     const whole =
       !state.range && flameTotal !== null && flameAccounting && wholeSeconds(state)
         ? flameAccounting.profiles === a?.profiles
-          ? flameTotal === heat.total
+          ? heat.total === 0 && flameTotal === 0
+            ? null // 0 against 0 is no check: nothing was counted
+            : flameTotal === heat.total
             ? h("span", { class: "agree", "data-testid": "window-check" }, " ✓ the whole window's merged flame graph totals the heatmap")
             : h("span", { class: "disagree", role: "alert", "data-testid": "window-check" }, ` ✗ the whole window's merged flame graph totals ${formatCount(flameTotal)}`)
           : h("span", { class: "muted", "data-testid": "window-check" }, ` · the merged flame graph also counts ${profilesWithout(flameAccounting.profiles - (a?.profiles ?? 0))} lying wholly inside the window`)
@@ -623,6 +664,95 @@ export function fleetPage(params: URLSearchParams): Page {
       state.hosts.length ? ` · hosts: ${state.hosts.join(", ")}` : "",
       whole,
     );
+  }
+
+  /** matchesNothing says whether an answer counted no profile and left
+   * none out: no profile of the selection lies in the window. */
+  function matchesNothing(a: Accounting | undefined): boolean {
+    return !a || (a.profiles === 0 && Object.values(a.leftOut).every((n) => !n));
+  }
+
+  /** selectionWords says what the selection asks for: "app x, hosts a, b,
+   * labels env=prod, with function f, in <window> (1 h)". */
+  function selectionWords(): string {
+    const parts = [`app ${state.app}`];
+    if (state.hosts.length) parts.push(`host${state.hosts.length === 1 ? "" : "s"} ${state.hosts.join(", ")}`);
+    if (state.labels.length) parts.push(`labels ${state.labels.map((l) => `${l.name}${l.not ? "!=" : "="}${l.value}`).join(" ")}`);
+    if (state.fn) parts.push(`with function ${state.fn}`);
+    if (state.xfn) parts.push(`without function ${state.xfn}`);
+    if (state.event) parts.push(`event ${state.event}`);
+    return `${parts.join(", ")}, in ${formatWallRange(state.from, state.to)} (${formatDuration(Number(state.to - state.from))})`;
+  }
+
+  /** showNoMatch shows (or hides) that no profile matches the selection:
+   * what was asked, in place of panels of zeros, and where the app's data
+   * is (its latest and first profiles, each a button to go there). */
+  function showNoMatch(on: boolean) {
+    noMatch.hidden = !on;
+    for (const e of dataPanels) e.hidden = on;
+    if (!on) return;
+    diffPanel.hide();
+    // (a live view asks every second: the app's profiles are looked for once)
+    const known = nearest?.dataset.app === state.app ? nearest : null;
+    nearest = known ?? h("p", { class: "muted", "data-testid": "no-match-nearest", "data-app": state.app }, `Looking for ${state.app}'s profiles…`);
+    replace(noMatch, h("h2", null, "No profiles match"), h("p", { "data-testid": "no-match-selection" }, `Nothing was recorded for ${selectionWords()}.`), nearest);
+    if (!known) void loadNearest();
+  }
+  let nearest: HTMLElement | null = null;
+
+  /** span is a listed profile's [start, end), unix nanoseconds. */
+  function span(p: ListedProfile): { start: bigint; end: bigint } {
+    const start = p.startTime ? timestampNanos(p.startTime) : 0n;
+    const end = p.endTime ? timestampNanos(p.endTime) : start;
+    return { start, end: end > start ? end : start };
+  }
+
+  /** loadNearest says where app's profiles are: its latest profile's time
+   * (search lists the newest first) and its first (the last page's last). */
+  async function loadNearest() {
+    const current = nearestReq.begin();
+    const app = state.app;
+    try {
+      const res0 = await query.searchProfiles({ app, pageSize: 1000 }, { signal: ctrl.signal });
+      let page = res0.profiles;
+      let token = res0.nextPageToken;
+      for (let n = 0; token && n < 20; n++) {
+        const res = await query.searchProfiles({ app, pageSize: 1000, pageToken: token }, { signal: ctrl.signal });
+        if (res.profiles.length) page = res.profiles;
+        token = res.nextPageToken;
+      }
+      if (!current()) return;
+      const el = nearest;
+      if (!el) return;
+      // the newest started page holds the latest to end; the last page the first to start
+      const last = res0.profiles.reduce<ListedProfile | undefined>((m, p) => (!m || span(p).end > span(m).end ? p : m), undefined);
+      const first = page.reduce<ListedProfile | undefined>((m, p) => (!m || span(p).start < span(m).start ? p : m), undefined);
+      if (!last) {
+        replace(el, `No profile of app ${app} is stored (app names are exact; search lists the apps there are).`);
+        return;
+      }
+      const go = (p: ListedProfile, label: string) => {
+        const s = span(p);
+        const [from, to] = [floorSecond(s.start), ceilSecond(s.end > s.start ? s.end : s.start + NS)];
+        return h("button", { type: "button", class: "ghost small", "data-testid": `no-match-${label}`, "data-from": String(from), "data-to": String(to), onclick: () => change(withWindow({ ...state, zooms: [] }, from, to)) }, `Show the ${label}`);
+      };
+      const when = (p: ListedProfile) => {
+        const s = span(p);
+        return `${formatWallRange(s.start, s.end)}${p.host ? ` on ${p.host}` : ""}`;
+      };
+      el.setAttribute("data-first", first ? String(span(first).start) : "");
+      el.setAttribute("data-last", String(span(last).end));
+      replace(
+        el,
+        `${app}'s latest profile: ${when(last)} `,
+        go(last, "latest"),
+        first && first !== last ? [`; its first: ${when(first)}${token ? " (or earlier: more than 20,000 profiles)" : ""} `, go(first, "first")] : null,
+      );
+    } catch (err) {
+      if (ctrl.signal.aborted || !current()) return;
+      const el = nearest;
+      if (el) el.textContent = `Could not look for ${app}'s profiles: ${problem(err).message}`;
+    }
   }
 
   function showSelection() {

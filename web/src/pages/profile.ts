@@ -7,6 +7,7 @@
 import { compare, getFlameGraph, getHeatmap, query } from "../api";
 import { h } from "../dom";
 import { FlameGraphFormat } from "../enums";
+import { askDiff } from "../flame/diff";
 import { heatmapOf } from "../heatmap/model";
 import { prefetched, takeHeatmap } from "../prefetch";
 import { setQuery } from "../router";
@@ -47,9 +48,11 @@ export function profilePage(id: string, params: URLSearchParams): Page {
       diff: async (v, signal) => {
         const sides = diffSides(id, v);
         if (!sides) return null;
-        return compare.getDiffFlameGraph(
-          { a: { side: { case: "profile", value: sides.a } }, b: { side: { case: "profile", value: sides.b } }, normalize: v.norm, format: FlameGraphFormat.TREE, top: 20 },
-          { signal },
+        return askDiff(v.norm, (normalize) =>
+          compare.getDiffFlameGraph(
+            { a: { side: { case: "profile", value: sides.a } }, b: { side: { case: "profile", value: sides.b } }, normalize, format: FlameGraphFormat.TREE, top: 20 },
+            { signal },
+          ),
         );
       },
       permalink: (v) => permalink(location.origin, id, v),

@@ -12,7 +12,7 @@
 
 import { problem, type Problem } from "../api";
 import { h, replace } from "../dom";
-import { diffLayout } from "../flame/diff";
+import { diffLayout, normMode, rawTotalsOf } from "../flame/diff";
 import { saveExport, saveFolded } from "../download";
 import { exactSearch, findPath, pathOf } from "../flame/model";
 import { layoutOf, type WireFlameGraph } from "../flame/wire";
@@ -26,6 +26,7 @@ import { DiffPanel } from "../panels/diffchanges";
 import { FilterPanel } from "../panels/filter";
 import { FlamePanel, type DownloadFormat } from "../panels/flame";
 import { HeaderPanel } from "../panels/header";
+import type { ColumnAxis } from "../heatmap/view";
 import { HeatmapPanel } from "../panels/heatmap";
 import { SandwichPanel } from "../panels/sandwich";
 import { SeriesPanel } from "../panels/series";
@@ -81,6 +82,13 @@ interface LowerPanels {
   diffPanel: DiffPanel;
 }
 
+/** hasProbes says whether a profile's events hold an entry/return probe
+ * pair, named as perf names them (F and F__return): the spans' source. */
+export function hasProbes(events: { name: string }[]): boolean {
+  const names = new Set(events.map((e) => e.name));
+  return events.some((e) => names.has(`${e.name}__return`));
+}
+
 /** nextFrame resolves in the first task after the next frame is painted. */
 const nextFrame = () => new Promise<void>((r) => requestAnimationFrame(() => setTimeout(r)));
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
@@ -109,6 +117,11 @@ export class ProfileView {
    * flame graph waits for (start). */
   private belowAttached = false;
   private attached: Promise<void> = Promise.resolve();
+  /** Where the heatmap's columns are (the thread view draws its strips there). */
+  private axis: ColumnAxis | null = null;
+  private axisKey = "";
+  /** The spans were asked for before the profile's facts came. */
+  private spansWanted = false;
 
   constructor(opts: ProfileViewOptions) {
     this.opts = opts;
@@ -146,6 +159,14 @@ export class ProfileView {
         void this.loadFlame();
       },
       onDrawn: (ms) => perf.heatmapDrawn(ms),
+      // the thread view's strips draw each second at the heatmap's pixels
+      onAxis: (a) => {
+        const key = [a.x0, a.cellW, a.visLeft, a.visRight, a.second0, a.secondsPerColumn].join();
+        if (key === this.axisKey) return; // (a hover or the cursor redrew it)
+        this.axisKey = key;
+        this.axis = a;
+        this.lowerPanels?.series.align(a);
+      },
     });
     this.owner = !opts.readOnly && this.src.series !== undefined;
     this.filter = this.owner
@@ -160,6 +181,7 @@ export class ProfileView {
         })
       : null;
     this.filter?.show(v);
+    this.heat.showBaseline(v.cmp === "base" ? v.base : null);
     this.el = h("div", { class: "page profile-page" }, this.header.el, opts.extras ?? [], this.filter?.el ?? null, this.heat.el);
     window.addEventListener("keydown", this.onKey);
   }
@@ -218,6 +240,7 @@ export class ProfileView {
       },
     });
     const series = new SeriesPanel({ onPick: (axis, key) => this.pickSeries(axis, key) });
+    series.align(this.axis);
     const sandwich = new SandwichPanel({
       onClose: () => {
         this.update({ ...this._view, sw: "" });
@@ -334,6 +357,10 @@ export class ProfileView {
   /** setProfile shows the profile's facts and events. */
   setProfile(p: Profile) {
     this.profile = p;
+    if (this.spansWanted) {
+      this.spansWanted = false;
+      void this.loadSpans();
+    }
     this.header.show(p);
     this.heat.setEvents(p.events, p.defaultEvent, this._view.event);
     if (!p.timed) this.heat.untimed();
@@ -396,6 +423,7 @@ export class ProfileView {
         return this.showDiff(d);
       }
       this.lowerPanels?.diffPanel.hide();
+      this.lowerPanels?.flame.showNormMode(null);
       const res = await this.src.flame(this._view, FlameGraphFormat.TREE, this.ctrl.signal);
       if (!current()) return;
       const t1 = performance.now();
@@ -442,7 +470,11 @@ export class ProfileView {
       const p = problem(err);
       if (p.kind === "notfound") return this.notFound();
       this.attachBelow(); // the error shows in the flame panel
-      if (p.kind === "invalid" && this._view.range && !this.opts.readOnly) {
+      // what was counted from the last graph is not this view's
+      this.top.clear();
+      this.diffPanel.hide();
+      this.sandwich.hide();
+      if (p.kind === "invalid" && this._view.range && !this.opts.readOnly && !this._view.fn && !this._view.xfn) {
         this.flame.badRange(p, () => {
           this.heat.clearSelection();
           this.selectWhole();
@@ -458,6 +490,7 @@ export class ProfileView {
   private showDiff(d: GetDiffFlameGraphResponse) {
     const v = this._view;
     const dl = diffLayout(d.tree, d.normalized);
+    this.flame.showNormMode({ ...normMode(v.norm, d.normalized, ...rawTotalsOf(d)), normalized: d.normalized });
     const r = v.range;
     const where = r ? formatTimeRange(r) : "the whole profile";
     const sel = v.cmp === "spans" ? `the requests slower than p95, ${where}` : where;
@@ -474,6 +507,13 @@ export class ProfileView {
 
   private async loadSpans() {
     if (!this.src.spans) return;
+    // Only a profile with entry/return probes has spans (asking of another
+    // was a 400 on every profile page): known once its facts are.
+    if (!this.profile) {
+      this.spansWanted = true;
+      return;
+    }
+    if (!hasProbes(this.profile.events)) return this.spans.hide();
     try {
       const res = await this.src.spans(this.ctrl.signal);
       if (res.spans > 0n) this.flame.enableSpans();
@@ -557,6 +597,7 @@ export class ProfileView {
   /** update records a new view in the URL (without drawing anything). */
   private update(next: ViewState) {
     this._view = next;
+    this.heat.showBaseline(next.cmp === "base" ? next.base : null);
     this.src.record(next);
     this.opts.onChange?.(next);
   }

@@ -9,7 +9,7 @@
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { problem, query } from "../api";
 import { h, replace } from "../dom";
-import { dateOf, formatCount, formatDate, profileDuration, toLocalInput } from "../format";
+import { dateOf, formatCount, formatDate, parseLocalInput, profileDuration, sortedLabels, toLocalInput } from "../format";
 import type { Profile } from "../gen/fleetscope/v1/profile_pb";
 import { navigate, setQuery } from "../router";
 import { ceilSecond, dateNanos, floorSecond, fleetPath, MAX_WINDOW_SECONDS, newFleet, NS, windowOfProfiles } from "../fleetstate";
@@ -138,8 +138,8 @@ export function searchPage(params: URLSearchParams): Page {
     h("option", { value: "custom" }, "Custom range…"),
   );
   preset.value = state.range;
-  const since = h("input", { type: "datetime-local", "aria-label": "From", "data-testid": "since" });
-  const until = h("input", { type: "datetime-local", "aria-label": "Until", "data-testid": "until" });
+  const since = h("input", { type: "text", inputmode: "numeric", size: 16, placeholder: "YYYY-MM-DD HH:MM", spellcheck: "false", autocomplete: "off", title: "Local time, 24-hour: YYYY-MM-DD HH:MM", "aria-label": "From", "data-testid": "since" });
+  const until = h("input", { type: "text", inputmode: "numeric", size: 16, placeholder: "YYYY-MM-DD HH:MM", spellcheck: "false", autocomplete: "off", title: "Local time, 24-hour: YYYY-MM-DD HH:MM", "aria-label": "Until", "data-testid": "until" });
   if (state.since) since.value = toLocalInput(new Date(state.since));
   if (state.until) until.value = toLocalInput(new Date(state.until));
   const custom = h("span", { class: "custom-range", hidden: state.range !== "custom" }, since, h("span", { class: "muted" }, "to"), until);
@@ -157,8 +157,8 @@ export function searchPage(params: URLSearchParams): Page {
       ...state,
       filters: parsed.filters,
       range,
-      since: range === "custom" && since.value ? new Date(since.value).toISOString() : "",
-      until: range === "custom" && until.value ? new Date(until.value).toISOString() : "",
+      since: range === "custom" ? (parseLocalInput(since.value)?.toISOString() ?? "") : "",
+      until: range === "custom" ? (parseLocalInput(until.value)?.toISOString() ?? "") : "",
       page: "",
     };
     tokenTrail.length = 0;
@@ -279,7 +279,7 @@ export function searchPage(params: URLSearchParams): Page {
         h("td", { class: "num" }, formatCount(p.samples)),
         h("td", null, p.events.map((e) => e.name).join(", ")),
         h("td", null, p.format),
-        h("td", null, Object.entries(p.labels).map(([k, v]) => h("span", { class: "chip" }, `${k}=${v}`))),
+        h("td", null, sortedLabels(p.labels).map(([k, v]) => h("span", { class: "chip" }, `${k}=${v}`))),
       );
     });
     const pageNo = tokenTrail.length + 1;

@@ -39,7 +39,8 @@ export interface FlamePanelOptions {
     onCompare: (cmp: Compare) => void;
     /** Pin the selection as the baseline. */
     onPin: () => void;
-    onNormalize: (norm: boolean) => void;
+    /** Normalize (true), raw counts (false), or automatic (null). */
+    onNormalize: (norm: boolean | null) => void;
   };
   /** After each drawing, with the milliseconds it took (for the bench). */
   onRendered?: (ms: number) => void;
@@ -51,7 +52,7 @@ export class FlamePanel {
   private box = h("div", { class: "flame-box" }, loadingState("flame graph", 200));
   private totalEl = h("span", { class: "flame-total", "data-testid": "flame-total" });
   private searchBox: HTMLInputElement;
-  private matched = h("span", { class: "matched", "data-testid": "matched", "aria-live": "polite" });
+  private matched = h("span", { class: "matched off", "data-testid": "matched", "aria-live": "polite" });
   private orientBtns: HTMLButtonElement[];
   private breadcrumb = h("nav", { class: "breadcrumb", "aria-label": "Zoomed frame", "data-testid": "breadcrumb" });
   private resetBtn: HTMLButtonElement;
@@ -61,6 +62,8 @@ export class FlamePanel {
   private compareSel: HTMLSelectElement | null = null;
   private pinBtn: HTMLButtonElement | null = null;
   private normBox: HTMLInputElement | null = null;
+  private normMode = h("span", { class: "norm-mode muted small", "data-testid": "diff-mode", "aria-live": "polite" });
+  private normAuto: HTMLButtonElement | null = null;
   private opts: FlamePanelOptions;
 
   constructor(opts: FlamePanelOptions) {
@@ -132,7 +135,20 @@ export class FlamePanel {
       this.pinBtn = h("button", { type: "button", class: "ghost", "data-testid": "pin-baseline", title: "Pin the selected range as the baseline to compare other ranges with", onclick: () => c.onPin() }, "Pin as baseline");
       this.normBox = h("input", { type: "checkbox", "data-testid": "diff-normalize" });
       this.normBox.addEventListener("change", () => c.onNormalize(this.normBox!.checked));
-      compareBox = h("div", { class: "compare-controls" }, this.compareSel, this.pinBtn, h("label", { class: "check", title: "Scale the baseline to the selection's total" }, this.normBox, " Normalize"));
+      this.normAuto = h(
+        "button",
+        { type: "button", class: "ghost small", "data-testid": "diff-normalize-auto", hidden: true, title: "Normalize when the totals differ more than twofold", onclick: () => c.onNormalize(null) },
+        "Automatic",
+      );
+      compareBox = h(
+        "div",
+        { class: "compare-controls" },
+        this.compareSel,
+        this.pinBtn,
+        h("label", { class: "check", title: "Scale the baseline to the selection's total" }, this.normBox, " Normalize"),
+        this.normAuto,
+        this.normMode,
+      );
     }
     this.setOrient(opts.orient);
     this.resetBtn = h("button", { type: "button", class: "ghost", "data-testid": "reset-zoom", disabled: true, onclick: () => opts.onZoom(0) }, "Reset zoom");
@@ -236,14 +252,24 @@ export class FlamePanel {
 
   /** setCompare shows the comparison state: cmp, whether a baseline is
    * pinned (and which), normalized. */
-  setCompare(cmp: Compare, pinned: string | null, norm: boolean) {
+  setCompare(cmp: Compare, pinned: string | null, norm: boolean | null) {
     if (!this.compareSel || !this.pinBtn || !this.normBox) return;
     this.compareSel.value = cmp;
     (this.compareSel.options[2] as HTMLOptionElement).disabled = pinned === null;
     this.pinBtn.title = pinned ? `Baseline pinned: ${pinned}. Click to pin the selected range instead.` : "Pin the selected range as the baseline to compare other ranges with";
     this.pinBtn.dataset.pinned = pinned ?? "";
-    this.normBox.checked = norm;
+    if (norm !== null) this.normBox.checked = norm;
     this.normBox.disabled = cmp === "";
+    if (this.normAuto) this.normAuto.hidden = norm === null || cmp === "";
+    if (cmp === "") this.showNormMode(null);
+  }
+
+  /** showNormMode says which mode the comparison on screen is drawn in
+   * (null: no comparison), and ticks Normalize when it is normalized. */
+  showNormMode(m: { mode: string; text: string; normalized: boolean } | null) {
+    this.normMode.textContent = m ? m.text : "";
+    this.normMode.dataset.mode = m ? m.mode : "";
+    if (m && this.normBox) this.normBox.checked = m.normalized;
   }
 
   /** enableSpans offers "slow requests vs the rest" (the profile has spans). */
@@ -260,16 +286,31 @@ export class FlamePanel {
     this.searchBox.focus();
   }
 
-  /** error shows a failed request, with Retry when that can help. */
+  /** error shows a failed request, with Retry when that can help; the
+   * last graph's numbers (its total, zoom, matched share) go with it. */
   error(p: Problem, retry: () => void) {
     this.box.classList.remove("stale");
     replace(this.box, errorState(p, retry));
+    this.clearChrome();
   }
 
   /** badRange says the server refused the range, offering the whole profile. */
   badRange(p: Problem, onWhole: () => void) {
     this.box.classList.remove("stale");
     replace(this.box, errorState(p, undefined, "Cannot show this range"), h("button", { type: "button", class: "ghost", onclick: onWhole }, "Show the whole profile"));
+    this.clearChrome();
+  }
+
+  /** clearChrome empties what describes a graph no longer shown. */
+  private clearChrome() {
+    replace(this.totalEl);
+    delete this.totalEl.dataset.total;
+    replace(this.breadcrumb);
+    this.resetBtn.disabled = true;
+    this.matched.classList.add("off");
+    this.matched.textContent = "";
+    delete this.matched.dataset.samples;
+    this.showNormMode(null);
   }
 
   // renderChrome writes what surrounds the canvas: the total, the
@@ -296,9 +337,11 @@ export class FlamePanel {
       m.dataset.samples = String(n);
       m.dataset.percent = l.total ? ((100 * n) / l.total).toFixed(2) : "0";
       m.textContent = `Matched ${formatPercent(n, l.total)} · ${formatCount(n)} samples`;
-      m.hidden = false;
+      m.classList.remove("off");
     } else {
-      m.hidden = true;
+      // (its room kept: the row does not wrap when a search starts)
+      m.classList.add("off");
+      m.textContent = "";
       delete m.dataset.samples;
     }
   }

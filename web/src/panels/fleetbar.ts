@@ -9,7 +9,7 @@
 // show).
 
 import { h, replace } from "../dom";
-import { formatDuration, formatWallRange } from "../format";
+import { formatDuration, formatWallRange, parseLocalInput, toLocalInput } from "../format";
 import {
   dateNanos,
   formatLabel,
@@ -43,17 +43,15 @@ export interface FleetBarOptions {
   onZoomBack: (i: number) => void;
 }
 
-/** localInput writes unix nanoseconds for an <input type="datetime-local" step="1">. */
+/** localInput writes unix nanoseconds for a date field (local time, 24-hour, to the second). */
 function localInput(ns: bigint): string {
-  const d = new Date(Number(ns / NS) * 1000);
-  const p = (n: number) => String(n).padStart(2, "0");
-  return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())}T${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}`;
+  return toLocalInput(new Date(Number(ns / NS) * 1000), true);
 }
 
-/** fromLocalInput reads such an input (local time) as unix nanoseconds. */
+/** fromLocalInput reads such a field (local time) as unix nanoseconds. */
 function fromLocalInput(v: string): bigint | null {
-  const d = new Date(v);
-  return v && !isNaN(+d) ? dateNanos(d) : null;
+  const d = parseLocalInput(v);
+  return d ? dateNanos(d) : null;
 }
 
 export class FleetBar {
@@ -64,8 +62,8 @@ export class FleetBar {
   private event = h("input", { type: "text", "data-testid": "fleet-event", "aria-label": "Event", placeholder: "auto (most samples)", title: "Empty: the event most samples of the selection have", spellcheck: "false", autocomplete: "off", list: "fleet-events" });
   private events = h("datalist", { id: "fleet-events" });
   private idle = h("input", { type: "checkbox", "data-testid": "fleet-idle" });
-  private from = h("input", { type: "datetime-local", step: "1", "data-testid": "fleet-from", "aria-label": "From" });
-  private to = h("input", { type: "datetime-local", step: "1", "data-testid": "fleet-to", "aria-label": "To" });
+  private from = h("input", { type: "text", inputmode: "numeric", size: 19, placeholder: "YYYY-MM-DD HH:MM:SS", spellcheck: "false", autocomplete: "off", title: "Local time, 24-hour: YYYY-MM-DD HH:MM:SS", "data-testid": "fleet-from", "aria-label": "From" });
+  private to = h("input", { type: "text", inputmode: "numeric", size: 19, placeholder: "YYYY-MM-DD HH:MM:SS", spellcheck: "false", autocomplete: "off", title: "Local time, 24-hour: YYYY-MM-DD HH:MM:SS", "data-testid": "fleet-to", "aria-label": "To" });
   private length = h("span", { class: "muted small", "data-testid": "window-length" });
   private presets: HTMLButtonElement[];
   private trail = h("nav", { class: "fleet-row zoom-trail", "data-testid": "zoom-trail", "aria-label": "Zoomed in from", hidden: true });

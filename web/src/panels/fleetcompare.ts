@@ -8,7 +8,8 @@ import { h } from "../dom";
 import type { FleetCompare, FleetState } from "../fleetstate";
 
 export interface FleetComparePanelOptions {
-  onChange: (c: { cmp: FleetCompare; chost: string; la: string; lb: string; norm: boolean }) => void;
+  /** norm: normalize (true), raw counts (false), or automatic (null). */
+  onChange: (c: { cmp: FleetCompare; chost: string; la: string; lb: string; norm: boolean | null }) => void;
 }
 
 export class FleetComparePanel {
@@ -18,6 +19,9 @@ export class FleetComparePanel {
   private la: HTMLInputElement;
   private lb: HTMLInputElement;
   private norm: HTMLInputElement;
+  private normAuto: HTMLButtonElement;
+  private normMode = h("span", { class: "norm-mode muted small", "data-testid": "diff-mode", "aria-live": "polite" });
+  private chosen: boolean | null = null; // the view's norm
   private hostBox: HTMLElement;
   private labelBox: HTMLElement;
 
@@ -34,13 +38,19 @@ export class FleetComparePanel {
     this.la = label("fleet-compare-a", "A: label=value");
     this.lb = label("fleet-compare-b", "B: label=value");
     this.norm = h("input", { type: "checkbox", "data-testid": "fleet-compare-norm" });
-    const emit = () => opts.onChange({ cmp: this.sel.value as FleetCompare, chost: this.host.value, la: this.la.value.trim(), lb: this.lb.value.trim(), norm: this.norm.checked });
-    this.sel.addEventListener("change", emit);
-    this.host.addEventListener("change", emit);
-    this.norm.addEventListener("change", emit);
+    const emit = (norm: boolean | null = this.chosen) =>
+      opts.onChange({ cmp: this.sel.value as FleetCompare, chost: this.host.value, la: this.la.value.trim(), lb: this.lb.value.trim(), norm });
+    this.sel.addEventListener("change", () => emit());
+    this.host.addEventListener("change", () => emit());
+    this.norm.addEventListener("change", () => emit(this.norm.checked));
+    this.normAuto = h(
+      "button",
+      { type: "button", class: "ghost small", "data-testid": "fleet-compare-norm-auto", hidden: true, title: "Normalize when the totals differ more than twofold", onclick: () => emit(null) },
+      "Automatic",
+    );
     for (const el of [this.la, this.lb]) el.addEventListener("keydown", (e) => e.key === "Enter" && emit());
     this.hostBox = h("span", { class: "compare-host" }, this.host);
-    this.labelBox = h("span", { class: "compare-labels" }, this.la, " vs ", this.lb, h("button", { type: "button", class: "ghost small", onclick: emit }, "Compare"));
+    this.labelBox = h("span", { class: "compare-labels" }, this.la, " vs ", this.lb, h("button", { type: "button", class: "ghost small", onclick: () => emit() }, "Compare"));
     this.el = h(
       "div",
       { class: "compare-controls fleet-compare" },
@@ -48,6 +58,8 @@ export class FleetComparePanel {
       this.hostBox,
       this.labelBox,
       h("label", { class: "check", title: "Scale the baseline to the other side's total" }, this.norm, " Normalize"),
+      this.normAuto,
+      this.normMode,
     );
   }
 
@@ -61,8 +73,19 @@ export class FleetComparePanel {
     this.host.value = s.chost;
     if (document.activeElement !== this.la) this.la.value = s.la;
     if (document.activeElement !== this.lb) this.lb.value = s.lb;
-    this.norm.checked = s.norm;
+    this.chosen = s.norm;
+    if (s.norm !== null) this.norm.checked = s.norm;
+    this.normAuto.hidden = s.norm === null || s.cmp === "";
+    if (s.cmp === "") this.showMode(null);
     this.hostBox.hidden = s.cmp !== "host";
     this.labelBox.hidden = s.cmp !== "labels";
+  }
+
+  /** showMode says which mode the comparison on screen is drawn in (null:
+   * none), and ticks Normalize when it is normalized. */
+  showMode(m: { mode: string; text: string; normalized: boolean } | null) {
+    this.normMode.textContent = m ? m.text : "";
+    this.normMode.dataset.mode = m ? m.mode : "";
+    if (m) this.norm.checked = m.normalized;
   }
 }

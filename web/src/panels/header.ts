@@ -2,12 +2,13 @@
 // host and labels, its facts (start, duration, samples, events, format,
 // size, id) and the page's actions (Share). For a shared view it has no way
 // back (the visitor has no list) and says it is read-only; what a link
-// hides (host, labels) the server leaves out. It shows a loading state
+// hides (host, labels) the server leaves out, and the stored size and the
+// profile's id it does not show. Labels in name order. It shows a loading state
 // until show() and an error state on error(); it asks for nothing itself.
 
 import type { Problem } from "../api";
 import { h, replace } from "../dom";
-import { dateOf, formatBytes, formatCount, formatDate, profileDuration } from "../format";
+import { dateOf, formatBytes, formatCount, formatDate, profileDuration, sortedLabels } from "../format";
 import type { Profile } from "../gen/fleetscope/v1/profile_pb";
 import { errorState, loadingState } from "../pages/states";
 
@@ -37,7 +38,7 @@ export class HeaderPanel {
         "div",
         { class: "title-row" },
         h("h1", null, p.app, p.host ? h("span", { class: "host" }, ` on ${p.host}`) : null),
-        Object.entries(p.labels).map(([k, v]) => h("span", { class: "chip" }, `${k}=${v}`)),
+        sortedLabels(p.labels).map(([k, v]) => h("span", { class: "chip" }, `${k}=${v}`)),
         this.opts.shared ? h("span", { class: "badge shared-badge", "data-testid": "shared-badge", title: "Opened through a share link: read-only" }, "shared link · read-only") : null,
         this.opts.actions ? h("div", { class: "page-actions" }, this.opts.actions) : null,
       ),
@@ -49,8 +50,10 @@ export class HeaderPanel {
         fact("samples", formatCount(p.samples)),
         fact("events", p.events.map((e) => `${e.name} (${formatCount(e.samples)})`).join(", ") || "—"),
         fact("format", p.format),
-        fact("size", formatBytes(Number(p.sizeBytes)), `${formatCount(p.sizeBytes)} bytes`),
-        fact("id", h("code", null, p.id)),
+        // a shared view shows what the docs say a link shares: not the
+        // stored file's size or the profile's id
+        this.opts.shared ? null : fact("size", formatBytes(Number(p.sizeBytes)), `${formatCount(p.sizeBytes)} bytes`),
+        this.opts.shared ? null : fact("id", h("code", null, p.id)),
       ),
     );
   }

@@ -12,7 +12,7 @@ import type { Problem } from "../api";
 import { h, replace } from "../dom";
 import { formatCount, formatDuration, formatSeconds, formatTimeRange, formatWallRange } from "../format";
 import { cellOfIndex, cellsOfRange, gridOf, type Heatmap, type Range } from "../heatmap/model";
-import { HeatmapView } from "../heatmap/view";
+import { HeatmapView, type ColumnAxis } from "../heatmap/view";
 import { emptyState, errorState, loadingState } from "../pages/states";
 
 const ROW_OPTIONS = [50, 100, 25];
@@ -48,6 +48,10 @@ export interface HeatmapPanelOptions {
   whole?: { label: string; hint: string };
   /** Buttons after a selected range in the selection bar. */
   selectionActions?: (r: Range) => Node[];
+  /** The heatmap's left gutter (CSS px; default 64). */
+  axisLeft?: number;
+  /** Where the columns are after each drawing (panels sharing the time axis). */
+  onAxis?: (a: ColumnAxis) => void;
 }
 
 export class HeatmapPanel {
@@ -61,11 +65,12 @@ export class HeatmapPanel {
   private tableBtn = h("button", { type: "button", class: "ghost", "aria-pressed": "false", "data-testid": "heatmap-table-toggle" }, "Table");
   private selectionBar = h("div", { class: "selection-bar", "data-testid": "selection", "aria-live": "polite" });
   private opts: HeatmapPanelOptions;
+  private noHeatmap = false; // an untimed profile's
 
   constructor(opts: HeatmapPanelOptions) {
     this.opts = opts;
     this.hint = h("span", { class: "muted small", "data-testid": "heatmap-hint" }, this.hintFor(1));
-    this.view = new HeatmapView({ onSelect: opts.onSelect, onDrawn: opts.onDrawn, readOnly: opts.readOnly, wallClock: opts.wallClock });
+    this.view = new HeatmapView({ onSelect: opts.onSelect, onDrawn: opts.onDrawn, readOnly: opts.readOnly, wallClock: opts.wallClock, axisLeft: opts.axisLeft, onAxis: opts.onAxis });
     const rowsSel = h(
       "select",
       { "data-testid": "rows", "aria-label": "Rows per second" },
@@ -162,12 +167,22 @@ export class HeatmapPanel {
   /** untimed says the profile has no heatmap and hides what only a heatmap needs. */
   untimed() {
     replace(this.box, emptyState("No heatmap", "This profile has no per-sample timestamps, so it has no heatmap: the flame graph below is the whole profile.", "no-heatmap"));
+    this.noHeatmap = true;
     for (const e of [this.hint, this.rowsLabel, this.tableBtn, this.selectionBar]) e.hidden = true;
   }
 
   /** error shows a failed heatmap request, with Retry when that can help. */
   error(p: Problem, retry: () => void) {
+    this.box.classList.remove("stale");
     replace(this.box, errorState(p, retry));
+    replace(this.selectionBar); // its cells' sum was the last heatmap's
+    this.selectionBar.hidden = true;
+    delete this.selectionBar.dataset.start;
+  }
+
+  /** showBaseline marks a comparison's pinned baseline range (null: none). */
+  showBaseline(r: Range | null) {
+    this.view.setBaseline(r);
   }
 
   /** clearSelection removes the selection from the heatmap (without a callback). */
@@ -182,6 +197,7 @@ export class HeatmapPanel {
    * heatmap). */
   showSelection(r: Range | null, flameTotal: number | null, explain?: string) {
     const bar = this.selectionBar;
+    bar.hidden = this.noHeatmap || this.box.querySelector("[data-testid=error]") !== null; // nothing to count on
     if (!r) {
       const whole = this.opts.whole ?? {
         label: "Whole profile",

@@ -15,9 +15,12 @@ import { h, replace } from "../dom";
 import { formatClock, formatCount, formatWallRange } from "../format";
 import { columnsRange, NS, type AbsRange, type Columns } from "../fleetstate";
 import { colourOf, legendGradient } from "../heatmap/model";
+import { axisX, type ColumnAxis } from "../heatmap/view";
 import { emptyState, errorState, loadingState } from "../pages/states";
 
 const ROW_H = 20;
+/** The gap between the names and the strip (style.css, .host-grid). */
+const HOST_GAP = 12;
 const SHOWN = 50;
 
 export interface HostRow {
@@ -53,6 +56,7 @@ export class HostsPanel {
   private selection: AbsRange | null = null;
   private showAll = false;
   private resizeObs: ResizeObserver;
+  private axis: ColumnAxis | null = null;
   private opts: HostsPanelOptions;
 
   constructor(opts: HostsPanelOptions) {
@@ -91,7 +95,9 @@ export class HostsPanel {
 
   error(p: Problem, retry: () => void) {
     this.data = null;
+    this.box.classList.remove("stale");
     replace(this.box, errorState(p, retry));
+    this.summary.textContent = "";
   }
 
   /** show draws the strip; narrowed says the selection names hosts (so
@@ -182,12 +188,38 @@ export class HostsPanel {
     );
   }
 
+  /** align draws the columns where the heatmap draws them (null: across
+   * the panel's own width): the host names take the heatmap's gutter. */
+  align(a: ColumnAxis | null) {
+    this.axis = a;
+    if (this.data) this.draw();
+  }
+
+  /** columnsAt says where the strip's columns are: x(col) is column col's
+   * left edge, [plotL, plotR) the plot, CSS px from the canvas's left. */
+  private columnsAt(width: number): { x0: number; colW: number; plotL: number; plotR: number } {
+    const d = this.data!;
+    const a = this.axis;
+    const cols = Math.max(d.columns, 1);
+    if (!a) return { x0: 0, colW: width / cols, plotL: 0, plotR: width };
+    const off = a.canvas.getBoundingClientRect().left - this.canvas.getBoundingClientRect().left;
+    return { x0: off + axisX(a, d.startSecond), colW: (a.cellW * d.secondsPerColumn) / a.secondsPerColumn, plotL: off + a.visLeft, plotR: Math.min(off + a.visRight, width) };
+  }
+
   private draw() {
     const d = this.data;
     if (!d || d.hosts.length === 0 || !this.canvas.isConnected) return;
     const hosts = this.shownHosts();
     const cols = Math.max(d.columns, 1);
-    const width = Math.max((this.canvas.parentElement as HTMLElement).clientWidth, 200);
+    const plot = this.canvas.parentElement as HTMLElement;
+    const grid = plot.parentElement as HTMLElement;
+    if (this.axis) {
+      // the names' column ends where the heatmap's plot starts (less the gap)
+      const a = this.axis;
+      const left = a.canvas.getBoundingClientRect().left + a.visLeft - grid.getBoundingClientRect().left - HOST_GAP;
+      grid.style.gridTemplateColumns = `${Math.max(Math.round(left), 60)}px 1fr`;
+    } else grid.style.gridTemplateColumns = "";
+    const width = Math.max(plot.clientWidth, 200);
     const height = hosts.length * ROW_H;
     const dpr = window.devicePixelRatio || 1;
     const c = this.canvas;
@@ -195,12 +227,17 @@ export class HostsPanel {
     c.style.height = `${height}px`;
     c.width = Math.round(width * dpr);
     c.height = Math.round(height * dpr);
+    const g = this.columnsAt(width);
     const max = this.max();
     const ds = c.dataset;
     ds.hosts = JSON.stringify(hosts.map((x) => x.host));
     ds.cols = String(d.columns);
     ds.max = String(max);
     ds.rowHeight = String(ROW_H);
+    ds.x0 = String(g.x0);
+    ds.colWidth = String(g.colW);
+    ds.plotLeft = String(g.plotL);
+    ds.plotWidth = String(g.plotR - g.plotL);
     // one pixel per (column, host), scaled up without smoothing
     const bm = document.createElement("canvas");
     bm.width = cols;
@@ -219,19 +256,23 @@ export class HostsPanel {
     bctx.putImageData(img, 0, 0);
     const ctx = c.getContext("2d")!;
     ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+    ctx.save();
+    ctx.beginPath();
+    ctx.rect(g.plotL, 0, g.plotR - g.plotL, height);
+    ctx.clip();
     ctx.imageSmoothingEnabled = false;
-    ctx.drawImage(bm, 0, 0, cols, hosts.length, 0, 0, width, height);
+    ctx.drawImage(bm, 0, 0, cols, hosts.length, g.x0, 0, cols * g.colW, height);
     ctx.fillStyle = "rgba(255,255,255,0.9)";
-    for (let r = 1; r < hosts.length; r++) ctx.fillRect(0, r * ROW_H - 0.5, width, 1);
+    for (let r = 1; r < hosts.length; r++) ctx.fillRect(g.plotL, r * ROW_H - 0.5, g.plotR - g.plotL, 1);
     if (this.selection) {
-      const colW = width / cols;
       const at = (ns: bigint) => ((Number(ns / NS) - d.startSecond) + Number(ns % NS) / 1e9) / d.secondsPerColumn;
       const a = Math.max(at(this.selection.start), 0);
       const b = Math.min(at(this.selection.end), cols);
       ctx.strokeStyle = "#0072e5";
       ctx.lineWidth = 2;
-      ctx.strokeRect(a * colW + 1, 1, Math.max((b - a) * colW - 2, 1), height - 2);
+      ctx.strokeRect(g.x0 + a * g.colW + 1, 1, Math.max((b - a) * g.colW - 2, 1), height - 2);
     }
+    ctx.restore();
   }
 
   private onMove = (e: PointerEvent) => {
@@ -239,7 +280,8 @@ export class HostsPanel {
     if (!d) return;
     const rect = this.canvas.getBoundingClientRect();
     const hosts = this.shownHosts();
-    const col = Math.floor(((e.clientX - rect.left) / rect.width) * d.columns);
+    const g = this.columnsAt(rect.width);
+    const col = Math.floor((e.clientX - rect.left - g.x0) / g.colW);
     const row = Math.floor((e.clientY - rect.top) / ROW_H);
     const x = hosts[row];
     if (!x || col < 0 || col >= d.columns) {

@@ -13,7 +13,7 @@ import { h, replace } from "../dom";
 import { formatClock, formatCount, formatTick, zoneOffsetSeconds } from "../format";
 import { columnsRange, NS, type AbsRange, type Columns } from "../fleetstate";
 import { wallTicks } from "../heatmap/model";
-import { AXIS_FONT } from "../heatmap/view";
+import { AXIS_FONT, axisX, type ColumnAxis } from "../heatmap/view";
 import { errorState, loadingState } from "../pages/states";
 
 const LEFT = 64;
@@ -41,6 +41,7 @@ export class TimelinePanel {
   private selection: AbsRange | null = null;
   private drag: { from: number; to: number } | null = null;
   private resizeObs: ResizeObserver;
+  private axis: ColumnAxis | null = null;
   private opts: TimelinePanelOptions;
 
   constructor(opts: TimelinePanelOptions) {
@@ -81,7 +82,9 @@ export class TimelinePanel {
 
   error(p: Problem, retry: () => void) {
     this.data = null;
+    this.box.classList.remove("stale");
     replace(this.box, errorState(p, retry));
+    this.summary.textContent = "";
   }
 
   show(d: TimelineData, selection: AbsRange | null) {
@@ -106,10 +109,29 @@ export class TimelinePanel {
     this.draw();
   }
 
+  /** align draws the columns where the heatmap draws them (null: across
+   * the panel's own width). */
+  align(a: ColumnAxis | null) {
+    this.axis = a;
+    if (this.data) this.draw();
+  }
+
+  /** geometry is the canvas's size and where its columns are: x(col) is
+   * column col's left edge, [plotL, plotR) the plot, in CSS px from the
+   * canvas's left. With the heatmap's axis, the heatmap's pixels. */
   private geometry() {
     const width = Math.max(this.box.clientWidth, 320);
-    const cols = Math.max(this.data?.totals.length ?? 1, 1);
-    return { width, height: TOP + PLOT_H + BOTTOM, plotW: width - LEFT - RIGHT, colW: (width - LEFT - RIGHT) / cols };
+    const d = this.data!;
+    const cols = Math.max(d.totals.length, 1);
+    const a = this.axis;
+    if (a && this.canvas.isConnected) {
+      const off = a.canvas.getBoundingClientRect().left - this.box.getBoundingClientRect().left;
+      const colW = (a.cellW * d.secondsPerColumn) / a.secondsPerColumn;
+      const x0 = off + axisX(a, d.startSecond);
+      return { width, height: TOP + PLOT_H + BOTTOM, x0, colW, plotL: off + a.visLeft, plotR: Math.min(off + a.visRight, width) };
+    }
+    const colW = (width - LEFT - RIGHT) / cols;
+    return { width, height: TOP + PLOT_H + BOTTOM, x0: LEFT, colW, plotL: LEFT, plotR: width - RIGHT };
   }
 
   private draw() {
@@ -122,15 +144,21 @@ export class TimelinePanel {
     c.style.height = `${g.height}px`;
     c.width = Math.round(g.width * dpr);
     c.height = Math.round(g.height * dpr);
-    c.dataset.plotLeft = String(LEFT);
-    c.dataset.plotWidth = String(g.plotW);
+    c.dataset.plotLeft = String(g.plotL);
+    c.dataset.plotWidth = String(g.plotR - g.plotL);
+    c.dataset.x0 = String(g.x0);
+    c.dataset.colWidth = String(g.colW);
     const ctx = c.getContext("2d")!;
     ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
     ctx.clearRect(0, 0, g.width, g.height);
     const max = Math.max(1, ...d.totals);
     const y = (v: number) => TOP + PLOT_H - (v / max) * PLOT_H;
-    const x = (col: number) => LEFT + col * g.colW;
+    const x = (col: number) => g.x0 + col * g.colW;
 
+    ctx.save();
+    ctx.beginPath();
+    ctx.rect(g.plotL, 0, g.plotR - g.plotL, g.height);
+    ctx.clip();
     // the selected range, or the drag in progress
     const span = this.drag ? columnsRange(d, this.drag.from, this.drag.to) : this.selection;
     if (span) {
@@ -153,23 +181,28 @@ export class TimelinePanel {
     ctx.strokeStyle = "#5b2a86";
     ctx.lineWidth = 1.5;
     ctx.stroke();
+    ctx.restore();
     // frame and axes
     ctx.strokeStyle = "#c9cdd4";
     ctx.lineWidth = 1;
-    ctx.strokeRect(LEFT - 0.5, TOP - 0.5, g.plotW + 1, PLOT_H + 1);
+    ctx.strokeRect(g.plotL - 0.5, TOP - 0.5, g.plotR - g.plotL + 1, PLOT_H + 1);
     ctx.fillStyle = "#4a5160";
     ctx.font = AXIS_FONT;
     ctx.textAlign = "right";
     ctx.textBaseline = "middle";
-    ctx.fillText(formatCount(max), LEFT - 6, TOP + 4);
-    ctx.fillText("0", LEFT - 6, TOP + PLOT_H - 4);
+    ctx.fillText(formatCount(max), g.plotL - 6, TOP + 4);
+    ctx.fillText("0", g.plotL - 6, TOP + PLOT_H - 4);
     ctx.textAlign = "center";
     ctx.textBaseline = "top";
     const ticks = wallTicks({ secondsPerColumn: d.secondsPerColumn, firstColumn: 0, cols: d.totals.length }, g.colW, d.startSecond, zoneOffsetSeconds(d.startSecond));
     for (const s of ticks.seconds) {
       const tx = x(s / d.secondsPerColumn);
+      if (tx < g.plotL - 1 || tx > g.plotR + 1) continue;
       ctx.fillRect(Math.round(tx) - 0.5, TOP + PLOT_H + 1, 1, 4);
-      ctx.fillText(formatTick(d.startSecond + s, ticks.step), Math.min(Math.max(tx, LEFT + 20), g.width - 24), TOP + PLOT_H + 6);
+      // labels stay whole inside the canvas (the last one moved in, not cut)
+      const label = formatTick(d.startSecond + s, ticks.step);
+      const w = ctx.measureText(label).width;
+      ctx.fillText(label, Math.min(Math.max(tx, w / 2 + 1), g.width - w / 2 - 1), TOP + PLOT_H + 6);
     }
   }
 
@@ -178,7 +211,7 @@ export class TimelinePanel {
     if (!d || d.totals.length === 0) return null;
     const rect = this.canvas.getBoundingClientRect();
     const g = this.geometry();
-    const col = Math.floor((e.clientX - rect.left - LEFT) / g.colW);
+    const col = Math.floor((e.clientX - rect.left - g.x0) / g.colW);
     return Math.min(Math.max(col, 0), d.totals.length - 1);
   }
 

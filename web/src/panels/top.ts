@@ -26,9 +26,17 @@ export class TopPanel {
     this.opts = opts;
   }
 
+  /** clear empties the table (its graph failed to load: its rows would be
+   * another filter's or range's). */
+  clear() {
+    replace(this.el);
+    this.el.hidden = true;
+  }
+
   /** show lists the functions of layout l under node zoom; searching says
    * whether a search is active (a click then replaces it). */
   show(l: Layout, zoom: number, searching: boolean) {
+    this.el.hidden = false;
     const stats = sortFunctions(topFunctions(l, zoom), this.sort.key, this.sort.asc);
     const total = l.total;
     const th = (key: SortKey, label: string, num: boolean) => {
