@@ -105,23 +105,30 @@ func (f filter) key() string {
 	return f.f.Key()
 }
 
-// stacks returns which of d's stacks the filter keeps (nil: all), cached.
-func (s *Service) keepStacks(d *fleetscope.Dict, f filter) []bool {
+// keepStacks returns which of d's stacks the filter keeps (nil: all),
+// cached; ctx.Err() when ctx is done before it knows (nothing is cached).
+func (s *Service) keepStacks(ctx context.Context, d *fleetscope.Dict, f filter) ([]bool, error) {
 	if f.m == nil || !f.f.ByFunction() {
-		return nil
+		return nil, nil
 	}
 	k := keepKey{d, f.key()}
 	if v, ok := s.keeps.Get(k); ok {
-		return v
+		return v, nil
 	}
 	x, ok := s.inverted.Get(d)
 	if !ok {
-		x = fleetscope.NewFrameIndex(d)
+		var err error
+		if x, err = fleetscope.NewFrameIndex(ctx, d); err != nil {
+			return nil, err
+		}
 		s.inverted.Put(d, x)
 	}
-	v := f.m.Stacks(d, x)
+	v, err := f.m.Stacks(ctx, d, x)
+	if err != nil {
+		return nil, err
+	}
 	s.keeps.Put(k, v)
-	return v
+	return v, nil
 }
 
 // keepThreads returns which of a profile's threads the filter keeps (nil:

@@ -101,7 +101,10 @@ func (s *Service) FlameGraph(ctx context.Context, tenant int64, r FlameRequest) 
 			}
 		}
 	}
-	keep := s.keepStacks(d, f)
+	keep, err := s.keepStacks(ctx, d, f)
+	if err != nil {
+		return nil, err
+	}
 	for id := range values {
 		if !r.IncludeIdle && d.Idle(fleetscope.StackID(id)) || keep != nil && !keep[id] {
 			values[id] = 0

@@ -486,7 +486,11 @@ func (s *Service) fleetSamples(ctx context.Context, tenant int64, f *fleet, from
 					return
 				}
 				var batch []fleetscope.Sample
-				stacks := s.keepStacks(d, f.filter)
+				stacks, err := s.keepStacks(ctx, d, f.filter)
+				if err != nil {
+					errc <- err
+					return
+				}
 				keep := func(smp *fleetscope.Sample) bool {
 					return (!p.Timed || rg.Contains(smp.TimeNanos-p.StartSecond*1e9)) && f.filter.keepSample(stacks, nil, smp)
 				}
@@ -569,7 +573,10 @@ func (s *Service) FleetFlameGraph(ctx context.Context, tenant int64, sel fleetsc
 		}
 	}
 	counts := &flame.Counts{}
-	keep := s.keepStacks(m.dict, f.filter)
+	keep, err := s.keepStacks(ctx, m.dict, f.filter)
+	if err != nil {
+		return nil, err
+	}
 	for i, c := range total {
 		if c != 0 && (sel.IncludeIdle || !m.dict.Idle(fleetscope.StackID(i))) && (keep == nil || keep[i]) {
 			counts.AddStack(fleetscope.StackID(i), c)

@@ -65,15 +65,19 @@ func (s *Service) Heatmap(ctx context.Context, tenant int64, r HeatmapRequest) (
 			return nil, err
 		}
 	} else { // which samples count depends on their times and threads: decode them
-		var keep []bool
 		spanSel, err := s.selector(ctx, tenant, info, f)
 		if err != nil {
 			return nil, err
 		}
+		d, err := s.dict(ctx, tenant, info)
+		if err != nil {
+			return nil, err
+		}
+		keep, err := s.keepStacks(ctx, d, f)
+		if err != nil {
+			return nil, err
+		}
 		err = s.samples(ctx, tenant, info, ev, 0, -1, func(d *fleetscope.Dict, batch []fleetscope.Sample) {
-			if keep == nil {
-				keep = s.keepStacks(d, f)
-			}
 			for i := range batch {
 				if (r.IncludeIdle || !d.Idle(batch[i].Stack)) && f.keepSample(keep, spanSel, &batch[i]) {
 					h.AddN(batch[i].TimeNanos, weight(info, &batch[i]))
@@ -102,7 +106,10 @@ func (s *Service) countCells(ctx context.Context, tenant int64, info *fleetscope
 	if err != nil {
 		return err
 	}
-	keep := s.keepStacks(d, f)
+	keep, err := s.keepStacks(ctx, d, f)
+	if err != nil {
+		return err
+	}
 	if h.Rows == index.Rows {
 		sc, err := s.stackCells(ctx, tenant, info, ev, d)
 		if err != nil {
