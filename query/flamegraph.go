@@ -96,6 +96,9 @@ func (s *Service) FlameGraph(ctx context.Context, tenant int64, r FlameRequest) 
 		c := index.Counter{UnitNanos: info.TimeUnitNanos, Timed: info.Timed, Period: info.Events[ev].Period,
 			ByPeriod: r.ByPeriod || info.Events[ev].Weighted, Range: rg, Threads: threads, Outside: r.Outside}
 		for i := range secs {
+			if i%secondsPerCheck == 0 && ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
 			if err := c.Count(&secs[i], values); err != nil {
 				return nil, fleetscope.Wrap(err, fleetscope.EINTERNAL, "profile "+info.ID+": corrupt index row")
 			}

@@ -448,6 +448,10 @@ func (s *Service) fleetSamples(ctx context.Context, tenant int64, f *fleet, from
 		if len(evs) == 0 {
 			continue
 		}
+		if ctx.Err() != nil { // start no more
+			errc <- ctx.Err()
+			break
+		}
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
@@ -495,6 +499,10 @@ func (s *Service) fleetSamples(ctx context.Context, tenant int64, f *fleet, from
 					return (!p.Timed || rg.Contains(smp.TimeNanos-p.StartSecond*1e9)) && f.filter.keepSample(stacks, nil, smp)
 				}
 				for i := range secs {
+					if i%secondsPerCheck == 0 && ctx.Err() != nil {
+						errc <- ctx.Err()
+						return
+					}
 					batch, err = index.Decode(batch[:0], &secs[i], p.StartSecond, p.TimeUnitNanos, p.Timed, p.Events[ev].Period, threads, len(keys))
 					if err != nil {
 						errc <- fleetscope.Wrap(err, fleetscope.EINTERNAL, "profile "+p.ID+": corrupt index row")
@@ -565,6 +573,9 @@ func (s *Service) FleetFlameGraph(ctx context.Context, tenant int64, sel fleetsc
 	}
 	total := make([]uint64, m.dict.NumStacks())
 	for _, pt := range parts {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		at := at[pt.p.ID]
 		for i, c := range pt.counts {
 			if c != 0 {
@@ -675,7 +686,11 @@ func (s *Service) countParts(ctx context.Context, tenant int64, parts []*part, r
 			errs <- first
 		}()
 	}
+	n := 0
 	err := s.src.FleetSeconds(ctx, tenant, reqs, func(i int, sec *index.Second) error {
+		if n++; n%secondsPerCheck == 0 && ctx.Err() != nil {
+			return ctx.Err()
+		}
 		rows[owner[i]%workers] <- rowOf{i, sec}
 		return nil
 	})
