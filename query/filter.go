@@ -131,6 +131,24 @@ func (s *Service) keepStacks(ctx context.Context, d *fleetscope.Dict, f filter) 
 	return v, nil
 }
 
+// sampleFilter returns what keepSample needs of a profile to judge its
+// decoded samples: the stacks the filter keeps and the span selector.
+func (s *Service) sampleFilter(ctx context.Context, tenant int64, info *fleetscope.ProfileInfo, f filter) ([]bool, *spans.Selector, error) {
+	sel, err := s.selector(ctx, tenant, info, f)
+	if err != nil {
+		return nil, nil, err
+	}
+	d, err := s.dict(ctx, tenant, info)
+	if err != nil {
+		return nil, nil, err
+	}
+	keep, err := s.keepStacks(ctx, d, f)
+	if err != nil {
+		return nil, nil, err
+	}
+	return keep, sel, nil
+}
+
 // keepThreads returns which of a profile's threads the filter keeps (nil:
 // all).
 func (s *Service) keepThreads(ctx context.Context, tenant int64, id string, f filter) ([]bool, error) {

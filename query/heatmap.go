@@ -65,15 +65,7 @@ func (s *Service) Heatmap(ctx context.Context, tenant int64, r HeatmapRequest) (
 			return nil, err
 		}
 	} else { // which samples count depends on their times and threads: decode them
-		spanSel, err := s.selector(ctx, tenant, info, f)
-		if err != nil {
-			return nil, err
-		}
-		d, err := s.dict(ctx, tenant, info)
-		if err != nil {
-			return nil, err
-		}
-		keep, err := s.keepStacks(ctx, d, f)
+		keep, spanSel, err := s.sampleFilter(ctx, tenant, info, f)
 		if err != nil {
 			return nil, err
 		}

@@ -82,15 +82,7 @@ func (s *Service) HeatmapSeries(ctx context.Context, tenant int64, r SeriesReque
 	spc := fleetscope.SecondsPerColumn(seconds)
 	columns := int((seconds + spc - 1) / spc)
 	byKey := map[string]*Series{}
-	spanSel, err := s.selector(ctx, tenant, info, f)
-	if err != nil {
-		return nil, err
-	}
-	d, err := s.dict(ctx, tenant, info)
-	if err != nil {
-		return nil, err
-	}
-	keep, err := s.keepStacks(ctx, d, f)
+	keep, spanSel, err := s.sampleFilter(ctx, tenant, info, f)
 	if err != nil {
 		return nil, err
 	}
