@@ -86,26 +86,12 @@ func (g *FlameGraph) Export(ctx context.Context, w io.Writer, format, where stri
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return export.Write(ctxWriter{ctx, w}, format, stacks, o)
+	return export.WriteContext(ctx, w, format, stacks, o)
 }
 
 // CheckSize refuses (ETOOLARGE) an answer of the whole graph built in
 // memory (an export, folded text) over MaxExportNodes.
 func (g *FlameGraph) CheckSize(what string) error { return CheckSize(what, len(g.Flat().Name)) }
-
-// ctxWriter is a writer that fails with ctx.Err() once ctx is done: an
-// export streamed to it stops there.
-type ctxWriter struct {
-	ctx context.Context
-	w   io.Writer
-}
-
-func (c ctxWriter) Write(p []byte) (int, error) {
-	if err := c.ctx.Err(); err != nil {
-		return 0, err
-	}
-	return c.w.Write(p)
-}
 
 // DiffSide is one side of a comparison: a stored profile's range (Profile)
 // or a fleet selection (Fleet).
