@@ -134,6 +134,9 @@ func (s *Service) countCells(ctx context.Context, tenant int64, info *fleetscope
 	c := index.Counter{UnitNanos: info.TimeUnitNanos, Timed: true, Period: info.Events[ev].Period,
 		ByPeriod: info.Events[ev].Weighted, Threads: threads}
 	for i := range secs {
+		if i%secondsPerCheck == 0 && ctx.Err() != nil {
+			return ctx.Err()
+		}
 		col := h.Column(info.StartSecond + secs[i].Second)
 		if col == nil {
 			return fmt.Errorf("profile %s: stored second %d outside its span", info.ID, secs[i].Second)
