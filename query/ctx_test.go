@@ -151,3 +151,25 @@ func TestExportOverBudgetRefused(t *testing.T) {
 		t.Errorf("cancelled export: got %v, want context.Canceled", err)
 	}
 }
+
+// Comparing flame graphs of two dictionaries copies every stack of both
+// into a new one: it stops at the first look that finds its context done.
+func TestDiffHonoursContext(t *testing.T) {
+	p := wideProfile(t)
+	a, err := p.q.FlameGraph(context.Background(), 0, query.FlameRequest{ProfileID: p.id, Filter: fleetscope.Filter{Function: `^g_1`}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := query.LinesGraph(a.Event, a.Lines()) // the same stacks, another dictionary
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := &cancelAfter{Context: context.Background(), n: 3}
+	if _, err := query.DiffOfContext(ctx, a, b); !errors.Is(err, context.Canceled) || ctx.calls != 3 {
+		t.Errorf("got %v after %d looks, want context.Canceled after 3", err, ctx.calls)
+	}
+	d, err := query.DiffOfContext(context.Background(), a, b)
+	if err != nil || d.TotalA != d.TotalB || d.TotalA == 0 {
+		t.Errorf("%v: totals %d, %d", err, d.TotalA, d.TotalB)
+	}
+}

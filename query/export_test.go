@@ -7,3 +7,6 @@ import "github.com/fleetscope/fleetscope/query/export"
 // walks.
 func (g *FlameGraph) FoldedStacks() []export.Stack { return g.foldedStacks() }
 func (d *Diff) DictStacks() []export.DiffStack     { return d.dictStacks() }
+
+// DiffOfContext is DiffOf with a context.
+var DiffOfContext = diffOf
