@@ -83,10 +83,12 @@ check-generated: generate
 	@test -z "$$(git status --porcelain -- api/gen)" || { echo "untracked files in api/gen" >&2; exit 1; }
 
 # The architecture's one-way data flow (store/ and ingest/ import no query
-# package) and a tidy go.mod.
+# package; api/ no store but through ingest and query) and a tidy go.mod.
 check-deps:
 	@if $(GO) list -deps ./store/... ./ingest/... | grep 'fleetscope/fleetscope/query'; then \
 		echo "store/ or ingest/ imports a query package (data flows api -> ingest -> store -> query)" >&2; exit 1; fi
+	@if $(GO) list -deps ./api/... | grep -E 'fleetscope/fleetscope/(store/postgres|store/lifecycle|store/blob/s3|store/blob/localfs)$$'; then \
+		echo "api/ imports a store directly (only the composition root, cmd/fleetscope/server, wires stores)" >&2; exit 1; fi
 	$(GO) mod tidy -diff
 
 # The CLI reference (docs/cli, one page per command), generated from the

@@ -78,14 +78,3 @@ func ErrorMessage(err error) string {
 	return "internal error"
 }
 
-// Temporary reports whether a failure with this code may succeed if the
-// same request is sent again later: a backing service was down, a rate
-// limit was hit, or something unexpected happened. Invalid, empty, too
-// large, unauthorised and not-found requests fail the same way every time.
-func Temporary(code string) bool {
-	switch code {
-	case EUNAVAILABLE, ERATELIMITED, EINTERNAL, ECANCELED:
-		return true
-	}
-	return false
-}

@@ -10,7 +10,6 @@ import (
 	fsv1 "github.com/fleetscope/fleetscope/api/gen/fleetscope/v1"
 	"github.com/fleetscope/fleetscope/api/gen/fleetscope/v1/fleetscopev1connect"
 	"github.com/fleetscope/fleetscope/query"
-	"github.com/fleetscope/fleetscope/store/lifecycle"
 )
 
 // AdminStore is what the admin service reads and writes in the index
@@ -30,20 +29,29 @@ type AdminStore interface {
 	UpdateProfile(ctx context.Context, tenant int64, id string, u fleetscope.ProfileUpdate, actor string) (*fleetscope.ProfileInfo, error)
 }
 
+// DeleteProfile deletes one of a tenant's profiles: its index rows in one
+// transaction, then its raw file unless another profile uses it, and what
+// the query caches hold of it; ENOTFOUND for a profile the tenant does not
+// have. The composition root makes it (store/lifecycle and the query
+// service); deleting a profile through the API, or a live stream's
+// segments, both go through it.
+type DeleteProfile func(ctx context.Context, tenant int64, id, actor string) error
+
 // adminHandler serves AdminService: the caller's tenant, its keys, audit
 // log, share links, and profiles' deletion and metadata changes.
 type adminHandler struct {
 	store     AdminStore
-	lifecycle *lifecycle.Service
+	delete    DeleteProfile
 	q         *query.Service
 	auth      *Auth
 	publicURL string
 }
 
-// NewAdmin returns the AdminService handler. Deletions go through lc and
-// are forgotten by q's caches; key revocations empty auth's key cache.
-func NewAdmin(store AdminStore, lc *lifecycle.Service, q *query.Service, auth *Auth, publicURL string) fleetscopev1connect.AdminServiceHandler {
-	return &adminHandler{store: store, lifecycle: lc, q: q, auth: auth, publicURL: publicURL}
+// NewAdmin returns the AdminService handler. Deletions go through del;
+// metadata changes are forgotten by q's caches; key revocations empty
+// auth's key cache.
+func NewAdmin(store AdminStore, del DeleteProfile, q *query.Service, auth *Auth, publicURL string) fleetscopev1connect.AdminServiceHandler {
+	return &adminHandler{store: store, delete: del, q: q, auth: auth, publicURL: publicURL}
 }
 
 // GetTenant describes the caller's tenant: limits and usage.
@@ -126,10 +134,9 @@ func (h *adminHandler) DeleteProfile(ctx context.Context, req *connect.Request[f
 	if err != nil {
 		return nil, err
 	}
-	if err := h.lifecycle.Delete(ctx, p.TenantID, req.Msg.GetId(), p.KeyID); err != nil {
+	if err := h.delete(ctx, p.TenantID, req.Msg.GetId(), p.KeyID); err != nil {
 		return nil, err
 	}
-	h.q.Forget(p.TenantID, req.Msg.GetId())
 	return connect.NewResponse(&fsv1.DeleteProfileResponse{}), nil
 }
 

@@ -3,11 +3,15 @@ package api
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"strings"
 
 	"connectrpc.com/connect"
+
+	fsv1 "github.com/fleetscope/fleetscope/api/gen/fleetscope/v1"
+	"github.com/fleetscope/fleetscope/api/gen/fleetscope/v1/fleetscopev1connect"
 )
 
 // HTTPClient is the HTTP client for Connect clients of a fleetscope server at
@@ -60,3 +64,47 @@ func (b Bearer) WrapStreamingClient(next connect.StreamingClientFunc) connect.St
 func (b Bearer) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
 	return next
 }
+
+// UploadChunk is the size of an upload's chunk messages.
+const UploadChunk = 1 << 20
+
+// Upload streams body to IngestService.Upload: the metadata, then the
+// bytes in UploadChunk messages, each reported to sent (if set) once
+// sent. A failure reading body is returned wrapped as a read error; one
+// of the server's as Connect returns it (the caller words it).
+func Upload(ctx context.Context, ing fleetscopev1connect.IngestServiceClient, md *fsv1.UploadMetadata, body io.Reader, sent func(n int)) (*fsv1.UploadResponse, error) {
+	stream := ing.Upload(ctx)
+	if err := stream.Send(&fsv1.UploadRequest{Msg: &fsv1.UploadRequest_Metadata{Metadata: md}}); err != nil && !errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	buf := make([]byte, UploadChunk)
+	for {
+		n, rerr := io.ReadFull(body, buf)
+		if n > 0 {
+			if err := stream.Send(&fsv1.UploadRequest{Msg: &fsv1.UploadRequest_Chunk{Chunk: buf[:n]}}); err != nil {
+				break // the server ended the stream; CloseAndReceive says why
+			}
+			if sent != nil {
+				sent(n)
+			}
+		}
+		if rerr == io.EOF || rerr == io.ErrUnexpectedEOF {
+			break
+		}
+		if rerr != nil {
+			stream.CloseAndReceive()
+			return nil, ReadError{rerr}
+		}
+	}
+	res, err := stream.CloseAndReceive()
+	if err != nil {
+		return nil, err
+	}
+	return res.Msg, nil
+}
+
+// ReadError is a failure reading what Upload sends.
+type ReadError struct{ Err error }
+
+func (e ReadError) Error() string { return "reading the upload: " + e.Err.Error() }
+func (e ReadError) Unwrap() error { return e.Err }

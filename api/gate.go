@@ -42,14 +42,16 @@ type GateOptions struct {
 var DefaultGate = GateOptions{UploadsPerKey: 8, UploadsPerTenant: 16, Uploads: 64, BrowserUploads: 4, BodyIdle: 30 * time.Second,
 	MinBodyRate: 1024, ReadBodyBytes: 64 << 10, ReadBodyTime: 10 * time.Second}
 
-// Gate authenticates Connect requests before their body is read (no key,
-// no work: nothing is read, inflated or buffered for a stranger), bounds
-// concurrent uploads per key, per tenant and per server (beyond them:
-// ERATELIMITED at once, the connection closed), cuts off upload bodies
-// that stall or trickle, and bounds other requests' bodies in size and
-// time.
-// Requests it refuses get a Connect error in the caller's protocol. The
-// interceptor (Auth.Interceptor) still checks every call behind it.
+// Gate authenticates Connect requests, and uploads to the Pyroscope ingest
+// endpoint (PyroscopePath), before their body is read (no key, no work:
+// nothing is read, inflated or buffered for a stranger), bounds concurrent
+// uploads per key, per tenant and per server, the Pyroscope ones with the
+// rest (beyond them: ERATELIMITED at once, the connection closed), cuts off
+// upload bodies that stall or trickle, and bounds other requests' bodies in
+// size and time. Requests it refuses get a Connect error in the caller's
+// protocol (Pyroscope's: plain text and the HTTP status). The interceptor
+// (Auth.Interceptor) and the Pyroscope handler still check every call
+// behind it.
 func (a *Auth) Gate(next http.Handler, o GateOptions) http.Handler {
 	g := &gate{auth: a, next: next, o: o, errw: connect.NewErrorWriter(), perKey: map[string]int{}, perTenant: map[int64]int{}}
 	return g
@@ -70,11 +72,21 @@ type gate struct {
 
 func (g *gate) refuse(w http.ResponseWriter, r *http.Request, err error) {
 	w.Header().Set("Connection", "close") // free the connection: its body is not read
+	if r.URL.Path == PyroscopePath {
+		if fleetscope.ErrorCode(err) == fleetscope.EUNAUTHENTICATED {
+			w.Header().Set("WWW-Authenticate", `Basic realm="fleetscope", charset="UTF-8"`)
+		}
+		httpError(w, err)
+		return
+	}
 	g.errw.Write(w, r, ConnectError(err))
 }
 
 func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	scope, ok := Scopes[r.URL.Path]
+	if r.URL.Path == PyroscopePath && r.Method == http.MethodPost {
+		scope, ok = fleetscope.ScopeIngest, true // an upload like the rest
+	}
 	if !ok || scope == Public {
 		g.next.ServeHTTP(w, r)
 		return

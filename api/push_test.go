@@ -5,12 +5,15 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"maps"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -70,8 +73,9 @@ type pushEnv struct {
 	*pyroEnv
 	pushURL string
 	client  *http.Client
-	http2   atomic.Int64 // requests that arrived over HTTP/2
-	other   atomic.Int64 // and over anything else
+	clock   atomic.Pointer[func() time.Time] // the push handler's clock, if set
+	http2   atomic.Int64                     // requests that arrived over HTTP/2
+	other   atomic.Int64                     // and over anything else
 }
 
 func newPushEnv(t *testing.T) *pushEnv {
@@ -84,7 +88,14 @@ func newPushEnv(t *testing.T) *pushEnv {
 	log := slog.New(slog.DiscardHandler)
 	ing := &ingest.Service{DB: e.db, Blobs: blobs, Log: log, TempDir: t.TempDir()}
 	mux := http.NewServeMux()
-	mux.Handle(pushv1connect.NewPusherServiceHandler(NewPush(ing, log),
+	h := NewPush(ing, log).(*pushHandler)
+	h.now = func() time.Time {
+		if f := e.clock.Load(); f != nil {
+			return (*f)()
+		}
+		return time.Now()
+	}
+	mux.Handle(pushv1connect.NewPusherServiceHandler(h,
 		connect.WithInterceptors(ErrorInterceptor(log), NewAuth(e.db).Interceptor()), connect.WithReadMaxBytes(64<<20)))
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.ProtoMajor == 2 {
@@ -158,6 +169,23 @@ func (e *pushEnv) stored(t *testing.T) int64 {
 	return n
 }
 
+// pprofAt returns base recorded at a given time (so distinct bytes:
+// uploads are deduplicated by content), gzipped or plain.
+func pprofAt(t *testing.T, base *profile.Profile, at time.Time, gzipped bool) []byte {
+	t.Helper()
+	p := base.Copy()
+	p.TimeNanos = at.UnixNano()
+	var buf bytes.Buffer
+	write := p.Write
+	if !gzipped {
+		write = p.WriteUncompressed
+	}
+	if err := write(&buf); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
 func basic(user, password string) string {
 	return "Basic " + base64.StdEncoding.EncodeToString([]byte(user+":"+password))
 }
@@ -192,17 +220,7 @@ func TestPush(t *testing.T) {
 	// bytes: uploads are deduplicated by content), gzipped or plain.
 	t0 := time.Unix(1795000000, 250_000_000)
 	at := func(sec int, gzipped bool) []byte {
-		p := base.Copy()
-		p.TimeNanos = t0.Add(time.Duration(sec) * time.Second).UnixNano()
-		var buf bytes.Buffer
-		write := p.Write
-		if !gzipped {
-			write = p.WriteUncompressed
-		}
-		if err := write(&buf); err != nil {
-			t.Fatal(err)
-		}
-		return buf.Bytes()
+		return pprofAt(t, base, t0.Add(time.Duration(sec)*time.Second), gzipped)
 	}
 	empty := func() []byte { // an idle program's CPU profile
 		p := &profile.Profile{SampleType: []*profile.ValueType{{Type: "samples", Unit: "count"}, {Type: "cpu", Unit: "nanoseconds"}},
@@ -372,5 +390,155 @@ func TestOrgIDOneRule(t *testing.T) {
 	}
 	if err := pushWith("acme"); err != nil {
 		t.Errorf("Push naming the key's tenant: %v", err)
+	}
+}
+
+// pushCorpus returns the corpus CPU profile the push tests record at
+// various times.
+func pushCorpus(t *testing.T) *profile.Profile {
+	t.Helper()
+	base, err := profile.ParseData(corpus.Read(t, "corpus/pprof/go-sha-sort.cpu.pprof"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return base
+}
+
+// storedRe reads what a failed push says it stored.
+var storedRe = regexp.MustCompile(`(\d+) of this push's (\d+) profiles are stored, the rest are not; retrying the whole push is safe`)
+
+// TestPushBounds: a push of more than MaxPushSeries series or
+// MaxPushProfiles profiles is refused whole, InvalidArgument naming the
+// limits, before anything is stored; one at the bound on series is served.
+func TestPushBounds(t *testing.T) {
+	e := newPushEnv(t)
+	good := pprofAt(t, pushCorpus(t), time.Unix(1795000000, 0), true)
+	many := func(nSeries, perSeries int, app string) *pushv1.PushRequest {
+		req := &pushv1.PushRequest{}
+		for i := range nSeries {
+			samples := make([][]byte, perSeries)
+			for j := range samples {
+				samples[j] = good
+			}
+			req.Series = append(req.Series, series(samples, "service_name", app, "hostname", fmt.Sprintf("h%d", i)))
+		}
+		return req
+	}
+	for _, c := range []struct {
+		what string
+		req  *pushv1.PushRequest
+	}{
+		{"series", many(MaxPushSeries+1, 1, "bounded")},
+		{"profiles", many(1, MaxPushProfiles+1, "bounded")},
+		{"profiles over series", many(MaxPushSeries/2, 3, "bounded")},
+	} {
+		err := e.push(t, nil, "Bearer "+e.key, "", c.req)
+		want := fmt.Sprintf("at most %d series and %d profiles a push", MaxPushSeries, MaxPushProfiles)
+		if connect.CodeOf(err) != connect.CodeInvalidArgument || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "nothing was stored") {
+			t.Errorf("too many %s: %v; want InvalidArgument saying %q", c.what, err, want)
+		}
+	}
+	if n := e.stored(t); n != 0 {
+		t.Fatalf("refused pushes stored %d profiles", n)
+	}
+	// At the bound on series: served (one idle profile and series without
+	// samples, so that the test stays fast).
+	idle := &profile.Profile{SampleType: []*profile.ValueType{{Type: "samples", Unit: "count"}},
+		PeriodType: &profile.ValueType{Type: "cpu", Unit: "nanoseconds"}, Period: 10_000_000, DurationNanos: 10e9}
+	req := many(MaxPushSeries, 0, "bounded")
+	req.Series[0] = series([][]byte{pprofAt(t, idle, time.Unix(1795000000, 0), true)}, "service_name", "bounded")
+	if err := e.push(t, nil, "Bearer "+e.key, "", req); err != nil {
+		t.Errorf("a push of %d series: %v", MaxPushSeries, err)
+	}
+}
+
+// TestPushPartial: a push whose fourth series is bad fails naming it and
+// saying that the three before it are stored and that retrying the whole
+// push is safe; the corrected push then stores each series once, and
+// again nothing more.
+func TestPushPartial(t *testing.T) {
+	e := newPushEnv(t)
+	base := pushCorpus(t)
+	t0 := time.Unix(1795000000, 0)
+	req := &pushv1.PushRequest{}
+	for i := range 5 {
+		req.Series = append(req.Series, series([][]byte{pprofAt(t, base, t0.Add(time.Duration(i)*time.Second), true)},
+			"service_name", "partial", "hostname", fmt.Sprintf("h%d", i)))
+	}
+	fixed := req.Series[3].Samples[0].RawProfile
+	req.Series[3].Samples[0].RawProfile = []byte("garbage")
+	for _, proto := range protocols {
+		err := e.push(t, proto.opts, "Bearer "+e.key, "", req)
+		m := storedRe.FindStringSubmatch(err.Error())
+		if connect.CodeOf(err) != connect.CodeInvalidArgument || !strings.Contains(err.Error(), `series 3 (service_name "partial") sample 0`) ||
+			m == nil || m[1] != "3" || m[2] != "5" {
+			t.Fatalf("%s: a push whose series 3 is bad: %v; want InvalidArgument naming it, 3 of 5 stored, retry-safe", proto.name, err)
+		}
+		if n := len(e.profiles(t, "partial")); n != 3 {
+			t.Fatalf("%s: %d profiles stored, the error says 3", proto.name, n)
+		}
+	}
+	req.Series[3].Samples[0].RawProfile = fixed
+	for range 2 {
+		if err := e.push(t, nil, "Bearer "+e.key, "", req); err != nil {
+			t.Fatalf("the corrected push: %v", err)
+		}
+		got := e.profiles(t, "partial")
+		if n := e.stored(t); len(got) != 5 || n != 5 {
+			t.Fatalf("after the corrected push: %d profiles of partial (%d in all), want each of the 5 once", len(got), n)
+		}
+		for i := range 5 {
+			if p := got[t0.Add(time.Duration(i)*time.Second).UnixNano()]; p == nil || p.Host != fmt.Sprintf("h%d", i) {
+				t.Fatalf("series %d: %+v", i, p)
+			}
+		}
+	}
+}
+
+// TestPushDeadline: a push that cannot finish before its deadline stops
+// in time, Unavailable, saying how many profiles it stored (exactly those)
+// and that retrying is safe; the retry stores the rest, each once. The
+// handler's clock runs 5 s a reading, so the call's minute runs out after
+// a few profiles.
+func TestPushDeadline(t *testing.T) {
+	e := newPushEnv(t)
+	base := pushCorpus(t)
+	t0 := time.Unix(1795000000, 0)
+	const n = 12
+	req := &pushv1.PushRequest{}
+	for i := range n {
+		req.Series = append(req.Series, series([][]byte{pprofAt(t, base, t0.Add(time.Duration(i)*time.Second), true)},
+			"service_name", "slow", "hostname", fmt.Sprintf("h%d", i)))
+	}
+	var mu sync.Mutex
+	var fake time.Time
+	clock := func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		if fake.IsZero() {
+			fake = time.Now()
+		}
+		fake = fake.Add(5 * time.Second)
+		return fake
+	}
+	e.clock.Store(&clock)
+	began := time.Now()
+	err := e.push(t, nil, "Bearer "+e.key, "", req)
+	m := storedRe.FindStringSubmatch(fmt.Sprint(err))
+	if connect.CodeOf(err) != connect.CodeUnavailable || !strings.Contains(err.Error(), "ran out of time") || m == nil || m[2] != fmt.Sprint(n) {
+		t.Fatalf("a push out of time: %v; want Unavailable saying how many of %d are stored and that retrying is safe", err, n)
+	}
+	if d := time.Since(began); d > 30*time.Second {
+		t.Errorf("the push answered after %v", d)
+	}
+	if got := len(e.profiles(t, "slow")); fmt.Sprint(got) != m[1] || got == 0 || got == n {
+		t.Fatalf("%d profiles stored; the error says %s (want some, not all)", got, m[1])
+	}
+	e.clock.Store(nil)
+	if err := e.push(t, nil, "Bearer "+e.key, "", req); err != nil {
+		t.Fatalf("retry: %v", err)
+	}
+	if got, all := len(e.profiles(t, "slow")), e.stored(t); got != n || all != n {
+		t.Fatalf("after the retry: %d profiles of slow (%d in all), want each of the %d once", got, all, n)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"math"
 	"net/http"
@@ -568,13 +569,43 @@ func flamebearer(f *flame.Flat) *querierv1.FlameGraph {
 	return out
 }
 
+// MaxSeriesPoints bounds the points of one SelectSeries answer, over all
+// its series: 100 series of 1,000 points (a full Grafana panel), or 1,000
+// series of 100.
+const MaxSeriesPoints = 100_000
+
+// checkSeriesPoints returns ETOOLARGE when n series of columns points
+// each (columns of spc seconds) are more than MaxSeriesPoints, saying how
+// to ask for fewer: the selector, group_by, limit or a wider step.
+func checkSeriesPoints(n, columns int, spc int64) error {
+	points := int64(n) * int64(columns)
+	if points <= MaxSeriesPoints {
+		return nil
+	}
+	how := "narrow the selector or group by fewer labels"
+	if most := MaxSeriesPoints / columns; most > 0 {
+		how += fmt.Sprintf(", set a limit of at most %d series", most)
+	}
+	if fit := MaxSeriesPoints / n; fit >= 2 {
+		// Columns of step seconds, laid out from a whole minute's start,
+		// may need one more column than the window's length makes.
+		step := (int64(columns)*spc + int64(fit) - 2) / int64(fit-1)
+		how += fmt.Sprintf(", or widen the step to at least %d s", step)
+	}
+	return fleetscope.Errorf(fleetscope.ETOOLARGE, "the answer would hold %d series of %d points (%d points), more than %d (the server's limit): %s",
+		n, columns, points, MaxSeriesPoints, how)
+}
+
 // SelectSeries returns the selection's samples over time: one point per
 // column of at least step seconds (whole seconds, from the start's
 // second), counting exactly what SelectMergeStacktraces counts for the
 // same request (query.FleetSeries), so the points sum to its total. With
 // group_by, a series per distinct value of those labels (a label a
 // profile lacks is left out of its series' labels); with limit, the limit
-// series with the largest totals. Only sums are served.
+// series with the largest totals. Series whose points are all zero are
+// left out; an answer of more than MaxSeriesPoints points (series times
+// points) is refused, ETOOLARGE, saying how to ask for fewer. Only sums
+// are served.
 func (h *querierHandler) SelectSeries(ctx context.Context, req *connect.Request[querierv1.SelectSeriesRequest]) (*connect.Response[querierv1.SelectSeriesResponse], error) {
 	p, err := principal(ctx)
 	if err != nil {
@@ -639,11 +670,19 @@ func (h *querierHandler) SelectSeries(ctx context.Context, req *connect.Request[
 			sums[g.Key] += g.Total
 		}
 	}
-	keys := slices.Sorted(maps.Keys(totals))
+	// Series whose points are all zero say nothing: left out.
+	keys := slices.DeleteFunc(slices.Sorted(maps.Keys(totals)), func(k string) bool {
+		return !slices.ContainsFunc(totals[k], func(n int64) bool { return n != 0 })
+	})
 	if lim := m.GetLimit(); lim > 0 && int64(len(keys)) > lim {
 		byTotal := slices.Clone(keys)
 		slices.SortStableFunc(byTotal, func(a, b string) int { return cmp.Compare(sums[b], sums[a]) })
 		keys = slices.DeleteFunc(keys, func(k string) bool { return !slices.Contains(byTotal[:lim], k) })
+	}
+	if len(keys) > 0 {
+		if err := checkSeriesPoints(len(keys), len(totals[keys[0]]), spc); err != nil {
+			return nil, err
+		}
 	}
 	out := &querierv1.SelectSeriesResponse{Series: []*typesv1.Series{}}
 	for _, k := range keys {

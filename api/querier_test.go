@@ -155,3 +155,48 @@ func TestFlamebearer(t *testing.T) {
 		t.Fatalf("empty flame graph: %v", empty)
 	}
 }
+
+// TestSeriesPoints: answers up to MaxSeriesPoints points pass; beyond,
+// ETOOLARGE names a limit and a step, and the step it names makes the
+// series fit however the columns are laid out (from the window's first
+// second, or for steps of a minute or more from a whole minute's).
+func TestSeriesPoints(t *testing.T) {
+	if err := checkSeriesPoints(100, 1000, 2); err != nil {
+		t.Errorf("100 series of 1,000 points: %v", err)
+	}
+	for _, c := range []struct {
+		n, columns int
+		spc        int64
+	}{{101, 1000, 2}, {3000, 1000, 2592}, {4000, 30, 86400}, {100_001, 1, 60}, {60_000, 2, 1}, {1001, 100, 1}} {
+		err := checkSeriesPoints(c.n, c.columns, c.spc)
+		if fleetscope.ErrorCode(err) != fleetscope.ETOOLARGE || !strings.Contains(err.Error(), "narrow the selector") {
+			t.Fatalf("%+v: %v", c, err)
+		}
+		var most int
+		if i := strings.Index(err.Error(), "a limit of at most "); i >= 0 {
+			fmt.Sscanf(err.Error()[i:], "a limit of at most %d series", &most)
+			if most*c.columns > MaxSeriesPoints || (most+1)*c.columns <= MaxSeriesPoints {
+				t.Errorf("%+v: a limit of %d", c, most)
+			}
+		} else if c.columns <= MaxSeriesPoints {
+			t.Errorf("%+v: no limit named: %v", c, err)
+		}
+		var step int64
+		if i := strings.Index(err.Error(), "widen the step to at least "); i >= 0 {
+			fmt.Sscanf(err.Error()[i:], "widen the step to at least %d s", &step)
+			window := int64(c.columns) * c.spc
+			for first := int64(0); first < 120; first += 7 {
+				spc, start := step, first
+				if spc >= 60 {
+					spc = (spc + 59) / 60 * 60
+					start = first / spc * spc
+				}
+				if cols := (first + window - start + spc - 1) / spc; int64(c.n)*cols > MaxSeriesPoints {
+					t.Errorf("%+v: a step of %d s makes %d columns of %d series", c, step, cols, c.n)
+				}
+			}
+		} else if c.n <= MaxSeriesPoints/2 {
+			t.Errorf("%+v: no step named: %v", c, err)
+		}
+	}
+}

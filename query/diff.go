@@ -58,11 +58,21 @@ func CheckSize(what string, nodes int) error {
 }
 
 // Export writes the flame graph in an export format (export.FormatSVG,
-// FormatPprof, FormatSpeedscope); where names the selection in the
-// subtitle. A graph over MaxExportNodes is refused (ETOOLARGE) before
-// anything is built; ctx.Err() once ctx is done.
+// FormatPprof, FormatSpeedscope); where names the selection (its range or
+// window) in the title, after the event and the graph's Source. A graph of
+// timed samples goes to speedscope as its timeline: each sample its own
+// entry, in time order (export.WriteSpeedscopeTimeline). Any other export
+// of a graph over MaxExportNodes is refused (ETOOLARGE) before anything is
+// built; ctx.Err() once ctx is done.
 func (g *FlameGraph) Export(ctx context.Context, w io.Writer, format, where string, byPeriod bool) error {
-	o := export.Options{Subtitle: strings.TrimSpace(g.Event + " " + where), SampleType: "samples", SampleUnit: "count"}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	title := g.Title(where)
+	if format == export.FormatSpeedscope && g.timeline != nil {
+		return g.timeline(w, title)
+	}
+	o := export.Options{Subtitle: title, SampleType: "samples", SampleUnit: "count"}
 	if byPeriod {
 		o.SampleType = fleetscope.EventBase(g.Event)
 		if o.SampleType == "cpu-clock" || o.SampleType == "task-clock" {
@@ -92,6 +102,22 @@ func (g *FlameGraph) Export(ctx context.Context, w io.Writer, format, where stri
 // CheckSize refuses (ETOOLARGE) an answer of the whole graph built in
 // memory (an export, folded text) over MaxExportNodes.
 func (g *FlameGraph) CheckSize(what string) error { return CheckSize(what, len(g.Flat().Name)) }
+
+// Title names the graph in exports: its event, Source and where (a range
+// or window; "whole profile" for a profile's graph without one), as
+// "cpu-clock, app web, host h1, profile 01J…, [2.400000, 2.480000) s".
+func (g *FlameGraph) Title(where string) string {
+	if where == "" && g.Source != "" && !strings.HasPrefix(g.Source, "fleet") {
+		where = "whole profile"
+	}
+	var parts []string
+	for _, p := range []string{g.Event, g.Source, where} {
+		if p != "" {
+			parts = append(parts, p)
+		}
+	}
+	return strings.Join(parts, ", ")
+}
 
 // DiffSide is one side of a comparison: a stored profile's range (Profile)
 // or a fleet selection (Fleet).
@@ -342,7 +368,7 @@ func RangeTitle(rg *fleetscope.Range) string {
 		}
 		return fleetscope.FormatSeconds(ns)
 	}
-	return "[" + bound(rg.Start, "start") + ", " + bound(rg.End, "end") + ")"
+	return "[" + bound(rg.Start, "start") + ", " + bound(rg.End, "end") + ") s"
 }
 
 // WindowTitle names a fleet selection in exports.

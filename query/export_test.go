@@ -10,3 +10,11 @@ func (d *Diff) DictStacks() []export.DiffStack     { return d.dictStacks() }
 
 // DiffOfContext is DiffOf with a context.
 var DiffOfContext = diffOf
+
+// SetMaxTimelineSamples lowers the speedscope export's sample limit until
+// the returned function restores it.
+func SetMaxTimelineSamples(n int) (restore func()) {
+	old := maxTimelineSamples
+	maxTimelineSamples = n
+	return func() { maxTimelineSamples = old }
+}

@@ -3,6 +3,7 @@ package query
 import (
 	"context"
 	"io"
+	"strings"
 
 	"github.com/fleetscope/fleetscope"
 	"github.com/fleetscope/fleetscope/query/flame"
@@ -33,7 +34,13 @@ type FlameGraph struct {
 	Dict     *fleetscope.Dict
 	Counts   *flame.Counts
 	Annotate flame.Annotate
-	layout   func() *flame.Layout
+	// Source names what the samples are of in exports' titles: the app,
+	// host and profile, or the fleet.
+	Source string
+	layout func() *flame.Layout
+	// timeline writes the graph's samples in time order in speedscope's
+	// format, named name (nil: the samples have no times).
+	timeline func(w io.Writer, name string) error
 }
 
 // WriteFolded writes the folded stacks, sorted bytewise (from the lines
@@ -114,8 +121,26 @@ func (s *Service) FlameGraph(ctx context.Context, tenant int64, r FlameRequest) 
 		}
 	}
 	counts := flame.CountsOf(values)
-	return &FlameGraph{Event: info.Events[ev].Name, Total: counts.Total, Dict: d, Counts: counts, Annotate: r.Annotate,
-		layout: func() *flame.Layout { return s.layout(tenant, info, d, r.Annotate) }}, nil
+	g := &FlameGraph{Event: info.Events[ev].Name, Total: counts.Total, Dict: d, Counts: counts, Annotate: r.Annotate,
+		Source: profileSource(info), layout: func() *flame.Layout { return s.layout(tenant, info, d, r.Annotate) }}
+	if info.Timed {
+		g.timeline = func(w io.Writer, name string) error {
+			return s.profileTimeline(ctx, tenant, r, w, name) // the request's, as the export follows it
+		}
+	}
+	return g, nil
+}
+
+// profileSource names a profile in exports' titles: its app, host and id.
+func profileSource(info *fleetscope.ProfileInfo) string {
+	var parts []string
+	if info.App != "" {
+		parts = append(parts, "app "+info.App)
+	}
+	if info.Host != "" {
+		parts = append(parts, "host "+info.Host)
+	}
+	return strings.Join(append(parts, "profile "+info.ID), ", ")
 }
 
 // checkRange refuses a range that cannot hold a sample of the profile:

@@ -18,8 +18,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 
-	"github.com/fleetscope/fleetscope/api/server"
 	"github.com/fleetscope/fleetscope/cmd/fleetscope/agent"
+	"github.com/fleetscope/fleetscope/cmd/fleetscope/server"
 )
 
 // agentCmd runs the host agent (package agent). Flags override the
@@ -58,25 +58,12 @@ FLEETSCOPE_API_KEY_FILE); the key needs the ingest scope.`,
 			}
 			cfg.Perf.Extra = extra
 			cfg.Perf.Events = events
-			env := func(flag, name string, dst *string) {
-				if !c.Flags().Changed(flag) {
-					if v := os.Getenv(name); v != "" {
-						*dst = v
-					}
-				}
-			}
-			env("app", "FLEETSCOPE_APP", &cfg.App)
-			env("host", "FLEETSCOPE_HOST", &cfg.Host)
-			env("spool", "FLEETSCOPE_SPOOL", &cfg.SpoolDir)
-			env("api-key-file", "FLEETSCOPE_API_KEY_FILE", &keyFile)
+			labels = agentEnv(c.Flags(), &cfg.App, &cfg.Host, &cfg.SpoolDir, &keyFile, labels)
 			if cfg.App == "" && !cfg.UploadOnly {
 				return usageError{errors.New("--app (or FLEETSCOPE_APP) is required")}
 			}
 			if cfg.Host == "" {
 				cfg.Host, _ = os.Hostname()
-			}
-			if v := os.Getenv("FLEETSCOPE_LABELS"); v != "" {
-				labels = append(strings.Split(v, ","), labels...) // flags win
 			}
 			lb, err := parseLabels(labels)
 			if err != nil {
@@ -96,7 +83,7 @@ FLEETSCOPE_API_KEY_FILE); the key needs the ingest scope.`,
 				}
 				cfg.MaxSpoolBytes = int64(n)
 			}
-			key := os.Getenv("FLEETSCOPE_API_KEY")
+			key := apiKey()
 			if keyFile != "" {
 				b, err := os.ReadFile(keyFile)
 				if err != nil {
@@ -107,10 +94,7 @@ FLEETSCOPE_API_KEY_FILE); the key needs the ingest scope.`,
 			if key == "" {
 				return usageError{errors.New("FLEETSCOPE_API_KEY (or --api-key-file) is not set: the agent needs a key with the ingest scope")}
 			}
-			base := os.Getenv("FLEETSCOPE_URL")
-			if base == "" {
-				base = "http://127.0.0.1:8080"
-			}
+			base := serverURL()
 			log, err := server.NewLogger(level)
 			if err != nil {
 				return usageError{err}

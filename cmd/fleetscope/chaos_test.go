@@ -41,12 +41,13 @@ func (s *service) healthy(when string) {
 }
 
 // TestChaos: uploads under repeated kill -9 of the server (with restarts),
-// killed database connections, a blob store that fails, and stalled
-// clients. Afterwards nothing is lost (every file stored exactly once),
-// nothing is half-visible (every heatmap equals its planted truth, the
-// index is consistent), nothing is left behind (no spool files, no orphan
-// blobs, no unfinished blob writes once checked) and /healthz answered
-// throughout.
+// killed database connections (which must hit: database work retried, or
+// uploads failed), a blob store that fails, and stalled clients.
+// Afterwards nothing is lost (every file stored exactly once), nothing is
+// half-visible (each file's profile's heatmap equals that file's planted
+// truth, the index is consistent), nothing is left behind (no spool files,
+// no orphan blobs, no unfinished blob writes once checked) and /healthz
+// answered throughout.
 func TestChaos(t *testing.T) {
 	if testing.Short() {
 		t.Skip("chaos takes a minute")
@@ -67,22 +68,28 @@ func TestChaos(t *testing.T) {
 		json.Unmarshal(b, &tr)
 		files = append(files, file{p, tr.NonIdle})
 	}
-	uploadAll := func() (failed int) {
+	// uploadAll uploads every file at once; ids[i] is the profile file i
+	// was stored as ("" if its upload failed).
+	uploadAll := func() (failed int, ids []string) {
 		var wg sync.WaitGroup
 		var mu sync.Mutex
-		for _, f := range files {
+		ids = make([]string, len(files))
+		for i, f := range files {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				if _, _, code := s.cli("upload", "--app", "chaos", f.path); code != 0 {
-					mu.Lock()
+				out, _, code := s.cli("upload", "--app", "chaos", f.path)
+				mu.Lock()
+				defer mu.Unlock()
+				if code != 0 {
 					failed++
-					mu.Unlock()
+				} else if fs := strings.Fields(out); len(fs) > 0 {
+					ids[i] = fs[0]
 				}
 			}()
 		}
 		wg.Wait()
-		return failed
+		return failed, ids
 	}
 
 	// kill -9 while uploads are in flight: the server has begun them once
@@ -90,7 +97,7 @@ func TestChaos(t *testing.T) {
 	kills := 0
 	for round := range 3 {
 		done := make(chan int)
-		go func() { done <- uploadAll() }()
+		go func() { failed, _ := uploadAll(); done <- failed }()
 		for s.spoolFiles() == 0 {
 			select {
 			case failed := <-done:
@@ -115,7 +122,10 @@ func TestChaos(t *testing.T) {
 		t.Fatal("no upload was in flight at any kill: nothing was tested")
 	}
 
-	// Database connections killed mid-upload.
+	// Database connections killed mid-upload: the kills must hit, so
+	// the server retries database work on a fresh connection, or an
+	// upload fails.
+	retriedBefore := s.metric("fleetscope_db_retries_total")
 	stop := make(chan struct{})
 	terminated := 0
 	var wg sync.WaitGroup
@@ -137,11 +147,13 @@ func TestChaos(t *testing.T) {
 			})
 		}
 	}()
-	uploadAll()
+	dbFailed, _ := uploadAll()
 	close(stop)
 	wg.Wait()
-	if terminated == 0 {
-		t.Fatal("no database connection was killed: nothing was tested")
+	retried := s.metric("fleetscope_db_retries_total") - retriedBefore
+	if terminated == 0 || retried == 0 && dbFailed == 0 {
+		t.Fatalf("%d database connections killed, %v database operations retried, %d uploads failed: no kill hit an upload, nothing was tested",
+			terminated, retried, dbFailed)
 	}
 
 	// The blob store fails (its directory replaced by a file), then heals.
@@ -176,28 +188,36 @@ func TestChaos(t *testing.T) {
 		st.CloseAndReceive()
 	}
 
-	// Everything is stored, exactly once, in full.
-	if failed := uploadAll(); failed != 0 {
+	// Everything is stored, exactly once, in full: each file's upload
+	// answers its profile (stored already, or now), whose heatmap holds
+	// that file's planted samples.
+	failed, ids := uploadAll()
+	if failed != 0 {
 		t.Fatalf("%d uploads failed on a healthy server", failed)
 	}
 	res, err := q.SearchProfiles(ctx, connect.NewRequest(&fsv1.SearchProfilesRequest{App: "chaos", PageSize: 100}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := len(res.Msg.GetProfiles()); n != len(files) {
-		t.Fatalf("%d profiles stored, want %d (each file once)", n, len(files))
-	}
+	stored := map[string]bool{}
 	for _, p := range res.Msg.GetProfiles() {
-		hm, err := q.GetHeatmap(ctx, connect.NewRequest(&fsv1.GetHeatmapRequest{ProfileId: p.GetId()}))
+		stored[p.GetId()] = true
+	}
+	if len(stored) != len(files) {
+		t.Fatalf("%d profiles stored, want %d (each file once)", len(stored), len(files))
+	}
+	for i, f := range files {
+		if !stored[ids[i]] {
+			t.Errorf("file %d was stored as %q, not one of the app's profiles", i, ids[i])
+			continue
+		}
+		delete(stored, ids[i]) // two files as one profile show as a missing one
+		hm, err := q.GetHeatmap(ctx, connect.NewRequest(&fsv1.GetHeatmapRequest{ProfileId: ids[i]}))
 		if err != nil {
 			t.Fatal(err)
 		}
-		found := false
-		for _, f := range files {
-			found = found || hm.Msg.GetTotal() == f.nonIdle
-		}
-		if !found {
-			t.Errorf("profile %s: heatmap total %d matches no planted truth: half-written?", p.GetId(), hm.Msg.GetTotal())
+		if hm.Msg.GetTotal() != f.nonIdle {
+			t.Errorf("file %d, profile %s: heatmap total %d, its planted truth %d: half-written?", i, ids[i], hm.Msg.GetTotal(), f.nonIdle)
 		}
 	}
 	if bad, err := s.db.CheckConsistency(ctx); err != nil || len(bad) != 0 {
@@ -221,8 +241,8 @@ func TestChaos(t *testing.T) {
 	if n := s.spoolFiles(); n != 0 {
 		t.Fatalf("%d spool files left", n)
 	}
-	t.Logf("%d kills during uploads, %d database connections killed; %d profiles stored once each, all whole; %s",
-		kills, terminated, len(files), strings.TrimSpace(out))
+	t.Logf("%d kills during uploads, %d database connections killed (%v operations retried, %d uploads failed); %d profiles stored once each, all whole; %s",
+		kills, terminated, retried, dbFailed, len(files), strings.TrimSpace(out))
 }
 
 // TestCheckRemovesDeadSpools: check reports the upload spool a server left

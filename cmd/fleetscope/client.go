@@ -8,6 +8,7 @@ import (
 	"os"
 	"runtime/debug"
 	"strings"
+	"syscall"
 
 	"connectrpc.com/connect"
 
@@ -75,6 +76,11 @@ const keyHint = "keys come from fleetscope key create --tenant NAME --scope inge
 // FLEETSCOPE_URL: a server that cannot be reached, or one that is not
 // fleetscope.
 func remoteErr(err error) error {
+	if errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET) {
+		// What a server that speaks HTTP/1 only does to fleetscope's
+		// HTTP/2 stream, at times before its answer can be read.
+		return fmt.Errorf("the server at %s (FLEETSCOPE_URL) closed the connection while the request was sent: it is not a fleetscope server, or not its API's address, or it went away: %v", serverURL(), err)
+	}
 	var ce *connect.Error
 	if err == nil || !errors.As(err, &ce) {
 		return err

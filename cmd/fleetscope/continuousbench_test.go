@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -15,6 +16,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/fleetscope/fleetscope/api"
 	fsv1 "github.com/fleetscope/fleetscope/api/gen/fleetscope/v1"
 	nflxv1 "github.com/fleetscope/fleetscope/api/gen/nflxprofile/v1"
 )
@@ -91,12 +93,8 @@ func BenchmarkContinuousFleet(b *testing.B) {
 		go func() {
 			defer wg.Done()
 			for j := range jobs {
-				data := r.profile(b, j.host, j.minute)
-				stream := ing.Upload(ctx)
-				stream.Send(&fsv1.UploadRequest{Msg: &fsv1.UploadRequest_Metadata{Metadata: &fsv1.UploadMetadata{
-					App: "fleet", Host: fmt.Sprintf("host-%02d", j.host), Filename: fmt.Sprintf("m%d.nflx", j.minute)}}})
-				stream.Send(&fsv1.UploadRequest{Msg: &fsv1.UploadRequest_Chunk{Chunk: data}})
-				if _, err := stream.CloseAndReceive(); err != nil {
+				md := &fsv1.UploadMetadata{App: "fleet", Host: fmt.Sprintf("host-%02d", j.host), Filename: fmt.Sprintf("m%d.nflx", j.minute)}
+				if _, err := api.Upload(ctx, ing, md, bytes.NewReader(r.profile(b, j.host, j.minute)), nil); err != nil {
 					b.Errorf("upload host %d minute %d: %v", j.host, j.minute, err)
 					return
 				}

@@ -6,8 +6,9 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
-	"github.com/fleetscope/fleetscope/api/server"
+	"github.com/fleetscope/fleetscope/cmd/fleetscope/server"
 	"github.com/fleetscope/fleetscope/store/blob"
 	_ "github.com/fleetscope/fleetscope/store/blob/localfs" // file:// URLs
 	_ "github.com/fleetscope/fleetscope/store/blob/s3"      // s3:// URLs
@@ -17,8 +18,36 @@ import (
 
 // The one place the command line reads its environment: the server's
 // FLEETSCOPE_* configuration (server.FromEnv) for the server and the
-// bootstrap commands, and FLEETSCOPE_URL / FLEETSCOPE_API_KEY for the
-// clients (client.go).
+// bootstrap commands, FLEETSCOPE_URL / FLEETSCOPE_API_KEY for the clients
+// and the agent, the agent's own settings (agentEnv) and
+// FLEETSCOPE_CPUPROFILE. (Go's GOGC and GOMEMLIMIT and the terminal's
+// COLUMNS are read where they apply.)
+
+// selfProfilePath is where fleetscope writes its own CPU profile
+// (FLEETSCOPE_CPUPROFILE; "" for none).
+func selfProfilePath() string { return os.Getenv("FLEETSCOPE_CPUPROFILE") }
+
+// apiKey is the clients' and the agent's key (FLEETSCOPE_API_KEY).
+func apiKey() string { return os.Getenv("FLEETSCOPE_API_KEY") }
+
+// agentEnv fills the agent's settings its flags left unset from the
+// environment (FLEETSCOPE_APP, FLEETSCOPE_HOST, FLEETSCOPE_SPOOL,
+// FLEETSCOPE_API_KEY_FILE) and returns labels with FLEETSCOPE_LABELS
+// (k=v,k=v) before them, so that the flags' win.
+func agentEnv(flags *pflag.FlagSet, app, host, spool, keyFile *string, labels []string) []string {
+	for _, e := range []struct {
+		flag, name string
+		dst        *string
+	}{{"app", "FLEETSCOPE_APP", app}, {"host", "FLEETSCOPE_HOST", host}, {"spool", "FLEETSCOPE_SPOOL", spool}, {"api-key-file", "FLEETSCOPE_API_KEY_FILE", keyFile}} {
+		if v := os.Getenv(e.name); v != "" && !flags.Changed(e.flag) {
+			*e.dst = v
+		}
+	}
+	if v := os.Getenv("FLEETSCOPE_LABELS"); v != "" {
+		return append(strings.Split(v, ","), labels...)
+	}
+	return labels
+}
 
 // config reads the server configuration from the environment.
 func config() (server.Config, error) {
@@ -69,7 +98,7 @@ func withLifecycle(c *cobra.Command, fn func(s *lifecycle.Service) error) error 
 // http://127.0.0.1:8080) and API key (FLEETSCOPE_API_KEY) of the clients.
 func clientEnv() (url, key string, err error) {
 	url = serverURL()
-	key = os.Getenv("FLEETSCOPE_API_KEY")
+	key = apiKey()
 	if key == "" {
 		return "", "", usageError{errors.New("FLEETSCOPE_API_KEY is not set: " + keyHint)}
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -192,6 +193,12 @@ func localFlame(c *cobra.Command, w io.Writer, a []string, inputFormat string, r
 	if err != nil {
 		return err
 	}
+	// A local file's id is the command's own: titles name the file.
+	file := "standard input"
+	if len(a) > 0 && a[0] != "-" {
+		file = filepath.Base(a[0])
+	}
+	g.Source = strings.Replace(g.Source, "profile "+l.id, "file "+file, 1)
 	switch format {
 	case "json":
 		return flame.WriteJSON(w, g.Flat().Tree())

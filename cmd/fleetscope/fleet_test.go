@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -122,6 +124,48 @@ func TestFleetOverTheAPI(t *testing.T) {
 			}
 		}
 	}
+	// The speedscope export of a window is its timeline: one profile per
+	// host, each the host's samples in the window by time as speedscope's
+	// importer reads them; the SVG's title names the fleet and the window,
+	// a profile's its app, host, id and range.
+	window := []string{"--app", "test", "--host", "h1", "--host", "h2", "--from", "1795000002.4", "--to", "1795000003.48"}
+	file := filepath.Join(t.TempDir(), "fleet.speedscope.json")
+	os.WriteFile(file, []byte(s.mustCLI(append([]string{"flamegraph", "--format", "speedscope", "--include-idle"}, window...)...)), 0o644)
+	imp := speedscopeImport(t, file)
+	if len(imp.Profiles) != 2 {
+		t.Fatalf("speedscope imported %d profiles of h1, h2", len(imp.Profiles))
+	}
+	for i, h := range hosts[:2] {
+		ip := imp.Profiles[i]
+		if ip.Name != "host "+h.name+", profile "+h.id {
+			t.Errorf("speedscope profile %d is named %q, want host %s's", i, ip.Name, h.name)
+		}
+		var want []perfSample
+		for _, smp := range readPerfSamples(t, h.path) {
+			if smp.ns >= 1795000002.4e9 && smp.ns < 1795000003.48e9 {
+				want = append(want, smp)
+			}
+		}
+		slices.SortStableFunc(want, func(a, b perfSample) int { return int(a.ns - b.ns) })
+		var seq []string
+		for _, smp := range ip.Samples {
+			w, _ := smp[1].(float64)
+			for range int(w) {
+				seq = append(seq, strings.SplitN(smp[0].(string), ";", 2)[0])
+			}
+		}
+		checkTimeOrder(t, "speedscope's import of the fleet", []string{h.name}, seq, want)
+		if ip.TotalWeight != float64(len(want)) || len(want) == 0 {
+			t.Errorf("host %s: speedscope's total weight %v, the window has %d samples", h.name, ip.TotalWeight, len(want))
+		}
+	}
+	if svg := s.mustCLI(append([]string{"flamegraph", "--format", "svg"}, window...)...); !strings.Contains(svg, ", fleet, hosts h1 h2, app test [2026-11-18T11:06:42.4") {
+		t.Errorf("the fleet SVG's title names neither the fleet nor its window: %.300s", svg[strings.Index(svg, `id="subtitle"`):])
+	}
+	if svg := s.mustCLI("flamegraph", "--format", "svg", "--profile", hosts[0].id, "--start", "2.4", "--end", "3.48"); !strings.Contains(svg, ", app test, host h1, profile "+hosts[0].id+", [2.4") {
+		t.Errorf("the profile SVG's title names not its app, host, id and range: %.300s", svg[strings.Index(svg, `id="subtitle"`):])
+	}
+
 	cells := 0
 	for i := 0; i < len(all.Columns); i++ {
 		for r := 0; r < 50; r += 7 {

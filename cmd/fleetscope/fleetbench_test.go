@@ -192,13 +192,8 @@ func BenchmarkFleet(b *testing.B) {
 			for j := range jobs {
 				// The streaming Upload, as agents send: one-message uploads
 				// are for browsers and have few slots.
-				stream := ing.Upload(ctx)
-				stream.Send(&fsv1.UploadRequest{Msg: &fsv1.UploadRequest_Metadata{Metadata: &fsv1.UploadMetadata{
-					App: "fleet", Host: fmt.Sprintf("host-%02d", j.host), Filename: fmt.Sprintf("m%d.nflx", j.minute)}}})
-				for off := 0; off < len(j.data); off += uploadChunk {
-					stream.Send(&fsv1.UploadRequest{Msg: &fsv1.UploadRequest_Chunk{Chunk: j.data[off:min(off+uploadChunk, len(j.data))]}})
-				}
-				if _, err := stream.CloseAndReceive(); err != nil {
+				md := &fsv1.UploadMetadata{App: "fleet", Host: fmt.Sprintf("host-%02d", j.host), Filename: fmt.Sprintf("m%d.nflx", j.minute)}
+				if _, err := api.Upload(ctx, ing, md, bytes.NewReader(j.data), nil); err != nil {
 					b.Errorf("upload host %d minute %d: %v", j.host, j.minute, err)
 					return
 				}

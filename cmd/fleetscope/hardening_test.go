@@ -6,8 +6,10 @@ package main
 // stalled bodies cut off.
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -19,9 +21,13 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
+	pushv1 "github.com/grafana/pyroscope/api/gen/proto/go/push/v1"
+	typesv1 "github.com/grafana/pyroscope/api/gen/proto/go/types/v1"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/fleetscope/fleetscope/api"
 	fsv1 "github.com/fleetscope/fleetscope/api/gen/fleetscope/v1"
+	"github.com/fleetscope/fleetscope/api/gen/fleetscope/v1/fleetscopev1connect"
 )
 
 type heatmapJSON struct {
@@ -31,6 +37,20 @@ type heatmapJSON struct {
 	Columns          [][]int64 `json:"columns"`
 	Total            int64     `json:"total"`
 	Profiles         int       `json:"profiles"`
+}
+
+// pyroscopeIngest posts body to Pyroscope's ingest endpoint with key and
+// the query; it returns the HTTP status and the answer's text.
+func (s *service) pyroscopeIngest(key, query string, body io.Reader) (int, string, error) {
+	req, _ := http.NewRequest("POST", s.url+api.PyroscopePath+"?"+query, body)
+	req.Header.Set("Authorization", "Bearer "+key)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	b, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	return res.StatusCode, string(b), nil
 }
 
 func writeFile(t *testing.T, name, text string) string {
@@ -103,16 +123,12 @@ func TestPermanentErrorsAreInvalidArgument(t *testing.T) {
 	}
 	// The Pyroscope endpoint: %00 and %FF in the name.
 	for _, name := range []string{"a%00b", "a%FFb", "app{k=v%00}"} {
-		req, _ := http.NewRequest("POST", s.url+"/ingest?name="+name+"&format=folded", strings.NewReader("main;f 1\n"))
-		req.Header.Set("Authorization", "Bearer "+s.key)
-		res, err := http.DefaultClient.Do(req)
+		code, body, err := s.pyroscopeIngest(s.key, "name="+name+"&format=folded", strings.NewReader("main;f 1\n"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		body, _ := io.ReadAll(res.Body)
-		res.Body.Close()
-		if res.StatusCode != http.StatusBadRequest {
-			t.Errorf("/ingest name %s: %d %s, want 400", name, res.StatusCode, body)
+		if code != http.StatusBadRequest {
+			t.Errorf("/ingest name %s: %d %s, want 400", name, code, body)
 		}
 	}
 	// Admin calls with a NUL in an id.
@@ -342,4 +358,265 @@ func TestIdleConnectionsAreShed(t *testing.T) {
 	if _, err := idle[0].Read(make([]byte, 1)); err == nil {
 		t.Fatal("the idlest connection is still open")
 	}
+}
+
+// TestUploadBoundsCoverEveryUploadPath: Pyroscope's /ingest takes its place
+// among the uploads in flight as the Connect uploads do. With one upload a
+// key and two on the server: a stalled /ingest holds its key's place (that
+// key's next upload is refused at once, through either path); a stalled
+// streamed upload of a second key fills the server (a third key is
+// refused, through either path, the server saying it is full); once the
+// stalled bodies end, the /ingest is stored and the places are free.
+func TestUploadBoundsCoverEveryUploadPath(t *testing.T) {
+	s := startService(t, serviceOpts{extra: []string{"FLEETSCOPE_MAX_UPLOADS=2", "FLEETSCOPE_MAX_UPLOADS_PER_KEY=1"}})
+	ctx := context.Background()
+	k2, k3 := s.newKey("acme", "ingest"), s.newKey("acme", "ingest")
+	pyroscope := func(key string, body io.Reader) (int, string, error) {
+		return s.pyroscopeIngest(key, "name=bounded&format=folded", body)
+	}
+	_, from, _ := s.log.find(0, func(map[string]any) bool { return false })
+	admitted := func(proc string) {
+		t.Helper()
+		_, from = s.log.await(t, from, 60*time.Second, func(l map[string]any) bool {
+			return l["msg"] == "upload admitted" && l["procedure"] == proc
+		})
+	}
+	oneMessage := func(key string) error {
+		ing, _ := s.clientsWithKey(key)
+		_, err := ing.UploadFile(ctx, connect.NewRequest(&fsv1.UploadFileRequest{Metadata: &fsv1.UploadMetadata{App: "bounded"}, Data: []byte("main;x 1\n")}))
+		return err
+	}
+
+	// The first key's /ingest stalls mid-body.
+	body, bodyW := io.Pipe()
+	type answer struct {
+		code int
+		err  error
+	}
+	first := make(chan answer, 1)
+	go func() {
+		code, _, err := pyroscope(s.key, body)
+		first <- answer{code, err}
+	}()
+	bodyW.Write([]byte("main;a 1\n"))
+	admitted(api.PyroscopePath)
+	if code, msg, err := pyroscope(s.key, strings.NewReader("main;b 1\n")); code != http.StatusTooManyRequests || !strings.Contains(msg, "this key has 1 uploads in flight") {
+		t.Errorf("a second /ingest of a key with a stalled one: %d %q %v; want 429, the key's uploads in flight", code, msg, err)
+	}
+	if err := oneMessage(s.key); connect.CodeOf(err) != connect.CodeResourceExhausted || !strings.Contains(err.Error(), "this key has 1 uploads in flight") {
+		t.Errorf("an upload of a key with a stalled /ingest: %v; want ResourceExhausted, the key's uploads in flight", err)
+	}
+	// A second key's streamed upload stalls: the server is full.
+	ing2, _ := s.clientsWithKey(k2)
+	st := ing2.Upload(ctx)
+	if err := st.Send(&fsv1.UploadRequest{Msg: &fsv1.UploadRequest_Metadata{Metadata: &fsv1.UploadMetadata{App: "stalled"}}}); err != nil {
+		t.Fatal(err)
+	}
+	admitted(fleetscopev1connect.IngestServiceUploadProcedure)
+	if err := oneMessage(k3); connect.CodeOf(err) != connect.CodeResourceExhausted || !strings.Contains(err.Error(), "the server has 2 uploads in flight") {
+		t.Errorf("an upload with the server full: %v; want ResourceExhausted, the server's uploads in flight", err)
+	}
+	if code, msg, err := pyroscope(k3, strings.NewReader("main;c 1\n")); code != http.StatusTooManyRequests || !strings.Contains(msg, "the server has 2 uploads in flight") {
+		t.Errorf("an /ingest with the server full: %d %q %v; want 429, the server's uploads in flight", code, msg, err)
+	}
+	// The stalled bodies end: the /ingest is stored, the places freed.
+	bodyW.Close()
+	if a := <-first; a.err != nil || a.code != http.StatusOK {
+		t.Fatalf("the stalled /ingest, once its body ended: %d %v", a.code, a.err)
+	}
+	st.CloseAndReceive()
+	waitUntil(t, "the third key's upload to be admitted", func() bool {
+		code, _, err := pyroscope(k3, strings.NewReader("main;c 1\n"))
+		return err == nil && code == http.StatusOK
+	})
+	if err := oneMessage(s.key); err != nil {
+		t.Errorf("an upload once the places are free: %v", err)
+	}
+}
+
+// TestConnectionsPerAddressAreBounded: with two connections an address,
+// two held open from 127.0.0.1 take its places: a third from there is
+// closed unanswered, while another address (127.0.0.2) is served; once
+// one of the two closes, 127.0.0.1 is served again.
+func TestConnectionsPerAddressAreBounded(t *testing.T) {
+	s := startService(t, serviceOpts{extra: []string{"FLEETSCOPE_MAX_CONNS_PER_IP=2"}})
+	http.DefaultClient.CloseIdleConnections()
+	addr := strings.TrimPrefix(s.url, "http://")
+	// health dials from ip and asks /healthz on a kept-alive connection;
+	// it returns the open connection if the server answered.
+	health := func(ip string) (net.Conn, error) {
+		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}, Timeout: 10 * time.Second} // a failure, not a measurement
+		c, err := d.Dial("tcp", addr)
+		if err != nil {
+			return nil, err
+		}
+		c.SetDeadline(time.Now().Add(10 * time.Second)) // a closed connection says so at once
+		if _, err := c.Write([]byte("GET /healthz HTTP/1.1\r\nHost: fleetscope\r\n\r\n")); err != nil {
+			c.Close()
+			return nil, err
+		}
+		res, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			c.Close()
+			return nil, err
+		}
+		io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+		if res.StatusCode != http.StatusOK {
+			c.Close()
+			return nil, fmt.Errorf("/healthz: %s", res.Status)
+		}
+		c.SetDeadline(time.Time{})
+		return c, nil
+	}
+	var held []net.Conn
+	// Until the server has let go of the connections startService used.
+	waitUntil(t, "two connections from 127.0.0.1 served and held", func() bool {
+		c, err := health("127.0.0.1")
+		if err == nil {
+			held = append(held, c)
+		}
+		return len(held) == 2
+	})
+	defer func() {
+		for _, c := range held {
+			c.Close()
+		}
+	}()
+	if c, err := health("127.0.0.1"); err == nil {
+		c.Close()
+		t.Fatal("a third connection from 127.0.0.1 was served with two held open")
+	} else if errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("a third connection from 127.0.0.1: %v; want it closed at once, not kept waiting", err)
+	}
+	if c, err := health("127.0.0.2"); err != nil {
+		t.Fatalf("a connection from another address with 127.0.0.1's places taken: %v", err)
+	} else {
+		c.Close()
+	}
+	held[0].Close()
+	held = held[1:]
+	waitUntil(t, "127.0.0.1 served again once one of its connections closed", func() bool {
+		c, err := health("127.0.0.1")
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	})
+}
+
+// TestShapesAreBounded: the server refuses a profile deeper than
+// FLEETSCOPE_MAX_DEPTH or with more distinct stacks than
+// FLEETSCOPE_MAX_STACKS, through the Connect upload and /ingest alike,
+// storing nothing, while one at the limits is stored.
+func TestShapesAreBounded(t *testing.T) {
+	s := startService(t, serviceOpts{extra: []string{"FLEETSCOPE_MAX_DEPTH=3", "FLEETSCOPE_MAX_STACKS=2"}})
+	ctx := context.Background()
+	ing, _ := s.clients()
+	upload := func(text string) error {
+		_, err := ing.UploadFile(ctx, connect.NewRequest(&fsv1.UploadFileRequest{Metadata: &fsv1.UploadMetadata{App: "shape", InputFormat: "folded"}, Data: []byte(text)}))
+		return err
+	}
+	pyroscope := func(text string) (int, string) {
+		code, msg, err := s.pyroscopeIngest(s.key, "name=shape&format=folded", strings.NewReader(text))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return code, msg
+	}
+
+	// Shapes: too deep, too many stacks; nothing stored.
+	for _, tc := range []struct{ name, text, setting string }{
+		{"a stack of 4 frames", "main;a;b;c 1\n", "FLEETSCOPE_MAX_DEPTH"},
+		{"3 distinct stacks", "main;a 1\nmain;b 1\nmain;c 1\n", "FLEETSCOPE_MAX_STACKS"},
+	} {
+		if err := upload(tc.text); connect.CodeOf(err) != connect.CodeResourceExhausted || !strings.Contains(err.Error(), tc.setting) {
+			t.Errorf("UploadFile of %s: %v; want ResourceExhausted naming %s", tc.name, err, tc.setting)
+		}
+		if code, msg := pyroscope(tc.text); code != http.StatusRequestEntityTooLarge || !strings.Contains(msg, tc.setting) {
+			t.Errorf("/ingest of %s: %d %q; want 413 naming %s", tc.name, code, msg, tc.setting)
+		}
+	}
+	if got := s.counts(); got != "profiles=0 profile_stacks=0 seconds=0 frames=0 stacks=0 blobs=0" {
+		t.Fatalf("refused shapes left: %s", got)
+	}
+	if err := upload("main;a;b 1\nmain;c 2\n"); err != nil {
+		t.Errorf("a profile at the limits (depth 3, 2 stacks): %v", err)
+	}
+	if code, msg := pyroscope("main;a;b 3\nmain;d 1\n"); code != http.StatusOK {
+		t.Errorf("/ingest of a profile at the limits: %d %q", code, msg)
+	}
+}
+
+// TestOneMessageUploadsAreBounded: over the API, the single-message
+// uploads (the browser's UploadFile, Pyroscope's Push) are bounded in size
+// (FLEETSCOPE_BROWSER_UPLOAD_BYTES; the streamed upload of the same file
+// is stored) and four at a time in flight (a fifth is refused at once,
+// while a streamed upload is still admitted).
+func TestOneMessageUploadsAreBounded(t *testing.T) {
+	s := startService(t, serviceOpts{extra: []string{"FLEETSCOPE_BROWSER_UPLOAD_BYTES=1048576"}})
+	ctx := context.Background()
+	ing, _ := s.clients()
+	push := s.as(s.key).push
+	upload := func(text string) error {
+		_, err := ing.UploadFile(ctx, connect.NewRequest(&fsv1.UploadFileRequest{Metadata: &fsv1.UploadMetadata{App: "shape", InputFormat: "folded"}, Data: []byte(text)}))
+		return err
+	}
+
+	// Size: a file over the bound in one message is refused; streamed, it
+	// is stored.
+	// (The bound is 1 MiB, the CLI's chunk: each message of a streamed
+	// upload is bounded by it too.)
+	big := plant(t, "--seed", "83", "--seconds", "8")
+	data, _ := os.ReadFile(big)
+	if len(data) <= 1<<20+64<<10 {
+		t.Fatalf("the planted file has %d bytes: not over the bound", len(data))
+	}
+	if _, err := ing.UploadFile(ctx, connect.NewRequest(&fsv1.UploadFileRequest{Metadata: &fsv1.UploadMetadata{App: "big"}, Data: data})); connect.CodeOf(err) != connect.CodeResourceExhausted {
+		t.Errorf("UploadFile of %d bytes over a bound of 1 MiB: %v; want ResourceExhausted", len(data), err)
+	}
+	pr := connect.NewRequest(&pushv1.PushRequest{Series: []*pushv1.RawProfileSeries{{
+		Labels:  []*typesv1.LabelPair{{Name: "service_name", Value: "big"}},
+		Samples: []*pushv1.RawSample{{RawProfile: data}}}}})
+	if _, err := push.Push(ctx, pr); connect.CodeOf(err) != connect.CodeResourceExhausted {
+		t.Errorf("Push of %d bytes over a bound of 1 MiB: %v; want ResourceExhausted", len(data), err)
+	}
+	s.upload(big) // streamed
+
+	// In flight: four one-message uploads stall mid-body; a fifth is
+	// refused at once, a streamed upload still admitted.
+	_, from, _ := s.log.find(0, func(map[string]any) bool { return false })
+	var bodies []*io.PipeWriter
+	ended := make(chan error, 4)
+	for range 4 {
+		body, bodyW := io.Pipe()
+		bodies = append(bodies, bodyW)
+		req, _ := http.NewRequest("POST", s.url+fleetscopev1connect.IngestServiceUploadFileProcedure, body)
+		req.Header.Set("Authorization", "Bearer "+s.key)
+		req.Header.Set("Content-Type", "application/proto")
+		go func() {
+			res, err := http.DefaultClient.Do(req)
+			if err == nil {
+				res.Body.Close()
+			}
+			ended <- err
+		}()
+		bodyW.Write([]byte{0x0a}) // the start of the message, no more
+		_, from = s.log.await(t, from, 60*time.Second, func(l map[string]any) bool {
+			return l["msg"] == "upload admitted" && l["procedure"] == fleetscopev1connect.IngestServiceUploadFileProcedure
+		})
+	}
+	if err := upload("main;x 1\n"); connect.CodeOf(err) != connect.CodeResourceExhausted || !strings.Contains(err.Error(), "one-message uploads in flight") {
+		t.Errorf("a fifth one-message upload with four stalled: %v; want ResourceExhausted, the one-message uploads in flight", err)
+	}
+	s.upload(plant(t, "--seed", "84", "--seconds", "1")) // streamed: admitted
+	for _, w := range bodies {
+		w.CloseWithError(errors.New("the client gives up"))
+	}
+	for range bodies {
+		<-ended
+	}
+	waitUntil(t, "a one-message upload admitted again", func() bool {
+		return connect.CodeOf(upload("main;y 1\n")) != connect.CodeResourceExhausted
+	})
 }

@@ -20,7 +20,7 @@ import (
 )
 
 func main() {
-	if path := os.Getenv("FLEETSCOPE_CPUPROFILE"); path != "" { // profile fleetscope itself
+	if path := selfProfilePath(); path != "" { // profile fleetscope itself
 		if f, err := os.Create(path); err == nil {
 			pprof.StartCPUProfile(f)
 			code := run(os.Args[1:])

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"maps"
@@ -11,6 +12,9 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
+	"github.com/google/pprof/profile"
+	pushv1 "github.com/grafana/pyroscope/api/gen/proto/go/push/v1"
+	"github.com/grafana/pyroscope/api/gen/proto/go/push/v1/pushv1connect"
 	querierv1 "github.com/grafana/pyroscope/api/gen/proto/go/querier/v1"
 	"github.com/grafana/pyroscope/api/gen/proto/go/querier/v1/querierv1connect"
 	typesv1 "github.com/grafana/pyroscope/api/gen/proto/go/types/v1"
@@ -450,4 +454,91 @@ func TestGrafanaQuerier(t *testing.T) {
 		t.Errorf("SelectMergeProfile: %v", err)
 	}
 	t.Logf("%d non-empty flame graphs and series compared with fleetscope's own answers", checked)
+}
+
+// TestGrafanaSeriesBounds: SelectSeries grouped by host over 101 hosts of
+// 1,000 points each (101,000 points) is refused, ResourceExhausted, saying
+// how to ask for fewer; the limit and the step it names are served, and
+// no answer holds a series of zeros (a host in the window's label sets
+// whose profile counts nothing in the window has no series).
+func TestGrafanaSeriesBounds(t *testing.T) {
+	s := startService(t, serviceOpts{})
+	ctx := context.Background()
+	base, err := profile.ParseData(corpus.Read(t, "corpus/pprof/go-sha-sort.cpu.pprof"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const ms = int64(1795000000000)
+	at := func(sec int64) []byte {
+		p := base.Copy()
+		p.TimeNanos = (ms/1000 + sec) * 1e9
+		var buf bytes.Buffer
+		if err := p.Write(&buf); err != nil {
+			t.Fatal(err)
+		}
+		return buf.Bytes()
+	}
+	const hosts = 101
+	req := &pushv1.PushRequest{}
+	for i := range hosts {
+		req.Series = append(req.Series, &pushv1.RawProfileSeries{
+			Labels:  []*typesv1.LabelPair{{Name: "service_name", Value: "wide"}, {Name: "hostname", Value: fmt.Sprintf("h%03d", i)}},
+			Samples: []*pushv1.RawSample{{RawProfile: at(int64(i) * 10)}}})
+	}
+	// A host whose profile ends after the window: listed in the window,
+	// counted in none of its points.
+	req.Series = append(req.Series, &pushv1.RawProfileSeries{
+		Labels:  []*typesv1.LabelPair{{Name: "service_name", Value: "wide"}, {Name: "hostname", Value: "edge"}},
+		Samples: []*pushv1.RawSample{{RawProfile: at(1999)}}})
+	push := pushv1connect.NewPusherServiceClient(&http.Client{Transport: basicAuth{s.key}}, s.url)
+	if _, err := push.Push(ctx, connect.NewRequest(req)); err != nil {
+		t.Fatal(err)
+	}
+	g := s.grafana(s.key)
+	const cpu = "process_cpu:cpu:nanoseconds:cpu:nanoseconds"
+	series := func(step float64, limit int64) (*connect.Response[querierv1.SelectSeriesResponse], error) {
+		r := &querierv1.SelectSeriesRequest{ProfileTypeID: cpu, LabelSelector: `{service_name="wide"}`,
+			Start: ms, End: ms + 2_000_000, Step: step, GroupBy: []string{"hostname"}}
+		if limit > 0 {
+			r.Limit = &limit
+		}
+		return g.SelectSeries(ctx, connect.NewRequest(r))
+	}
+	// 2,000 s at least 1 s a point: 1,000 points of 2 s.
+	_, err = series(1, 0)
+	want := fmt.Sprintf("the answer would hold %d series of 1000 points (%d points), more than %d", hosts, hosts*1000, api.MaxSeriesPoints)
+	if connect.CodeOf(err) != connect.CodeResourceExhausted || !strings.Contains(fmt.Sprint(err), want) ||
+		!strings.Contains(err.Error(), "set a limit of at most 100 series") || !strings.Contains(err.Error(), "widen the step to at least") {
+		t.Fatalf("%d hosts of 1,000 points: %v; want ResourceExhausted saying %q, a limit and a step", hosts, err, want)
+	}
+	var step float64
+	fmt.Sscanf(err.Error()[strings.Index(err.Error(), "widen the step to at least "):], "widen the step to at least %g s", &step)
+	for _, c := range []struct {
+		what   string
+		step   float64
+		limit  int64
+		series int
+	}{
+		{"the limit it names", 1, 100, 100},
+		{"the step it names", step, 0, hosts},
+		{"an hour's step", 3600, 0, hosts},
+	} {
+		res, err := series(c.step, c.limit)
+		if err != nil {
+			t.Fatalf("%s (step %v, limit %d): %v", c.what, c.step, c.limit, err)
+		}
+		points := 0
+		for _, se := range res.Msg.GetSeries() {
+			points += len(se.GetPoints())
+			if !slices.ContainsFunc(se.GetPoints(), func(p *typesv1.Point) bool { return p.GetValue() != 0 }) {
+				t.Errorf("%s: series %v has only zeros", c.what, se.GetLabels())
+			}
+			if se.GetLabels()[0].GetValue() == "edge" {
+				t.Errorf("%s: the edge host has a series", c.what)
+			}
+		}
+		if len(res.Msg.GetSeries()) != c.series || points > api.MaxSeriesPoints {
+			t.Errorf("%s: %d series, %d points; want %d series, at most %d points", c.what, len(res.Msg.GetSeries()), points, c.series, api.MaxSeriesPoints)
+		}
+	}
 }

@@ -7,8 +7,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/fleetscope/fleetscope/api/server"
 	"github.com/fleetscope/fleetscope/cmd/fleetscope/agent"
+	"github.com/fleetscope/fleetscope/cmd/fleetscope/server"
 	"github.com/spf13/cobra"
 )
 

@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -462,6 +463,10 @@ func firstSeconds(t *testing.T, path string, n float64) string {
 	return p
 }
 
+// exportSource is what an export's title says of its source: the stored
+// profile's app, host and id, or the local file's host and name.
+var exportSource = regexp.MustCompile(`(app [^,"<]*, )?(host [^,"<]*, )?(profile|file) [^,"<]*, `)
+
 // TestServiceAnswersEqualLocalFiles uploads profiles to a server backed by
 // Postgres and MinIO and checks that every query answers exactly what the
 // local-file command answers, and that every cell's range flame graph
@@ -501,6 +506,8 @@ func TestServiceAnswersEqualLocalFiles(t *testing.T) {
 			} {
 				want := local(t, append(args, path)...)
 				got := s.mustCLI(append(args, "--profile", id)...)
+				// Export titles name the stored profile, or the file.
+				got, want = exportSource.ReplaceAllString(got, ""), exportSource.ReplaceAllString(want, "")
 				if got != want {
 					t.Fatalf("%v: server answer differs from the local file's:\n got %.500q\nwant %.500q", args, got, want)
 				}
@@ -660,7 +667,8 @@ func TestBadInputStoresNothing(t *testing.T) {
 
 // TestFailuresLeaveNothingHalfWritten injects failures: the blob store down,
 // database connections killed, a client that disconnects mid-stream. Each
-// failed upload leaves nothing visible; a retry succeeds; no orphans.
+// failed upload leaves nothing visible; a retry succeeds and stores the
+// profile whole (every heatmap cell its planted truth); no orphans.
 func TestFailuresLeaveNothingHalfWritten(t *testing.T) {
 	s := startService(t, serviceOpts{s3: true})
 	ctx := context.Background()
@@ -676,7 +684,9 @@ func TestFailuresLeaveNothingHalfWritten(t *testing.T) {
 	if got := s.counts(); got != "profiles=0 profile_stacks=0 seconds=0 frames=0 stacks=0 blobs=0" {
 		t.Fatalf("after a failed blob write: %s", got)
 	}
-	s.upload(path)
+	// Once MinIO is back the upload is stored whole.
+	_, q := s.clients()
+	s.checkCells(t, q, s.upload(path), path, "after MinIO's restart")
 
 	// Database connections killed while uploads run: distinct files are
 	// uploaded, with every client session killed each 40 ms, until the kills
@@ -726,16 +736,8 @@ func TestFailuresLeaveNothingHalfWritten(t *testing.T) {
 	}
 	t.Logf("killed %d connections; %d of %d uploads failed, %v database operations retried", killed.Load(), failed, len(paths),
 		s.metric("fleetscope_db_retries_total")-retried0)
-	_, q := s.clients()
 	for _, p := range paths { // retries succeed, and store each profile in full
-		id := s.upload(p)
-		hm, err := q.GetHeatmap(ctx, connect.NewRequest(&fsv1.GetHeatmapRequest{ProfileId: id}))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if want := truthNonIdle(t, p); hm.Msg.GetTotal() != want {
-			t.Errorf("%s after a retry: heatmap total %d, truth.json %d (half-written and taken as already stored?)", filepath.Base(filepath.Dir(p)), hm.Msg.GetTotal(), want)
-		}
+		s.checkCells(t, q, s.upload(p), p, filepath.Base(filepath.Dir(p))+" after a retry (half-written and taken as already stored?)")
 	}
 
 	// A client that goes away mid-stream, once the server is reading its
@@ -790,6 +792,42 @@ func (s *service) metric(name string) float64 {
 		}
 	}
 	return 0
+}
+
+// checkCells fails the test unless profile id's heatmap has exactly the
+// cells the local command counts in the planted file, and its planted
+// total (truth.json): the same samples in the same cells, not only the
+// same total. (truth.json's own cells are not the reference: planted.py
+// places a sample on a row boundary by float arithmetic, a row low.)
+func (s *service) checkCells(t *testing.T, q fleetscopev1connect.QueryServiceClient, id, planted, when string) {
+	t.Helper()
+	var want heatmapJSON
+	if err := json.Unmarshal([]byte(local(t, "heatmap", "--json", planted)), &want); err != nil {
+		t.Fatal(err)
+	}
+	hm, err := q.GetHeatmap(context.Background(), connect.NewRequest(&fsv1.GetHeatmapRequest{ProfileId: id, Rows: int32(want.Rows)}))
+	if err != nil {
+		t.Fatalf("%s: %v", when, err)
+	}
+	m := hm.Msg
+	if m.GetStartSecond() != want.StartSecond || m.GetSecondsPerColumn() != want.SecondsPerColumn || int(m.GetRows()) != want.Rows || len(m.GetColumns()) != len(want.Columns) {
+		t.Fatalf("%s: heatmap from second %d, %d s a column, %d rows, %d columns; the file's from %d, %d s, %d rows, %d columns", when,
+			m.GetStartSecond(), m.GetSecondsPerColumn(), m.GetRows(), len(m.GetColumns()), want.StartSecond, want.SecondsPerColumn, want.Rows, len(want.Columns))
+	}
+	bad, cells := 0, 0
+	for c, col := range m.GetColumns() {
+		if !slices.Equal(col.GetCounts(), want.Columns[c]) {
+			for r := range max(len(col.GetCounts()), len(want.Columns[c])) {
+				if r >= len(col.GetCounts()) || r >= len(want.Columns[c]) || col.GetCounts()[r] != want.Columns[c][r] {
+					bad++
+				}
+			}
+		}
+		cells += len(col.GetCounts())
+	}
+	if truth := truthNonIdle(t, planted); bad != 0 || m.GetTotal() != truth || want.Total != truth {
+		t.Errorf("%s: %d of %d heatmap cells differ from the file's; total %d, the file's %d, truth.json %d", when, bad, cells, m.GetTotal(), want.Total, truth)
+	}
 }
 
 // truthNonIdle is the non-idle sample count planted.py wrote beside a

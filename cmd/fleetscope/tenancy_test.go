@@ -93,8 +93,15 @@ func procedures() []string {
 
 // TestTenantIsolation: tenant B's keys of each scope try to read, search,
 // query, share, delete and overwrite tenant A's data through every
-// procedure. Every attempt must fail (or, for uploads and searches, touch
-// only B's own data). A procedure without an attack here fails the test.
+// procedure. Every attempt must be refused with the exact code pinned for
+// it (permission denied for a key without the procedure's scope, not found
+// for A's ids and guessed ones, unimplemented for the Pyroscope procedures
+// not served), or, for uploads, live batches, searches and fleet queries,
+// answered about B's own data only. A's own key finds A's data through the
+// same fleet and Pyroscope queries (so the attacks could have found it),
+// A's open live stream goes on unaffected by B's batches under its name,
+// and nothing B sends lands in A's tenant. A procedure without an attack
+// here fails the test.
 func TestTenantIsolation(t *testing.T) {
 	s := startService(t, serviceOpts{})
 	ctx := context.Background()
@@ -121,78 +128,193 @@ func TestTenantIsolation(t *testing.T) {
 	}
 	dataA, _ := os.ReadFile(pathA)
 	pprofData := corpus.Read(t, "corpus/pprof/go-sha-sort.cpu.pprof")
-	guessed := []string{idA, idA2, uuid.NewString(), "not-a-uuid", strings.ToUpper(idA), idA + " "}
+	// A live recording of A's is open while B attacks: B's batches under
+	// its name make B's own stream, and B cannot read its segment.
+	livePath := plant(t, "--seed", "34", "--seconds", "4")
+	liveRaw, _ := os.ReadFile(livePath)
+	liveBatches := perfBatches(t, string(liveRaw), 2)
+	liveA := s.liveTo("a-stream", &fsv1.UploadMetadata{App: "test"})
+	if r, err := liveA(0, liveBatches[0], false); err != nil || r.GetNextSeq() != 1 {
+		t.Fatalf("A's live batch 0: %v %v", r, err)
+	}
+	segA := ""
+	for _, p := range s.search("test") {
+		if p.GetLabels()["live"] == "a-stream" {
+			segA = p.GetId()
+		}
+	}
+	if segA == "" {
+		t.Fatal("A's live stream has no segment")
+	}
+	guessed := []string{idA, idA2, segA, uuid.NewString(), "not-a-uuid", strings.ToUpper(idA), idA + " "}
 
 	pwned := "intruder"
 	attempts, breaches := 0, 0
 	covered := map[string]bool{}
-	try := func(proc string, scope string, breached bool, detail any) {
+	// try records one attack on proc with B's key of scope: breached says
+	// whether it read or changed A's data; err is the server's answer,
+	// which must be want exactly (0: none, B acting on its own data).
+	try := func(proc, scope string, breached bool, err error, want connect.Code, detail any) {
+		t.Helper()
 		covered[proc] = true
 		attempts++
 		if breached {
 			breaches++
 			t.Errorf("BREACH: %s with B's %q key: %v", proc, scope, detail)
 		}
-		if err, isErr := detail.(error); isErr && err != nil && !refusal(err) {
-			t.Errorf("%s with B's %q key: refused as %v (%v); want not found, permission denied or unauthenticated", proc, scope, connect.CodeOf(err), err)
+		switch {
+		case want == 0 && err != nil:
+			t.Errorf("%s with B's %q key (%v): %v; want an answer about B's own data", proc, scope, detail, err)
+		case want != 0 && connect.CodeOf(err) != want:
+			t.Errorf("%s with B's %q key (%v): %v; want %v", proc, scope, detail, err, want)
 		}
 	}
-	ok := func(err error) bool {
-		if err != nil && !refusal(err) {
-			t.Errorf("an attack was refused as %v (%v); want not found, permission denied or unauthenticated", connect.CodeOf(err), err)
+	// own is the answer to B's call of proc about its own data: none, or
+	// the refusal of a key without proc's scope.
+	own := func(proc, scope string) connect.Code {
+		need, ok := api.Scopes[proc]
+		switch {
+		case !ok:
+			return connect.CodeUnimplemented
+		case need != api.Public && !slices.Contains(strings.Split(scope, ","), need):
+			return connect.CodePermissionDenied
 		}
-		return err == nil
+		return 0
+	}
+	// notFound is the refusal of B's call of proc naming A's profile, key
+	// or link, or a guessed one: not found, as for one that does not exist
+	// (a malformed id too: the server says no more about it).
+	notFound := func(proc, scope string) connect.Code {
+		if c := own(proc, scope); c != 0 {
+			return c
+		}
+		return connect.CodeNotFound
+	}
+	aIDs := map[string]bool{idA: true, idA2: true, segA: true}
+	// What A sees through the fleet queries and A's own Pyroscope reads:
+	// the attacks below ask the same, so they could have found it.
+	sel := &fsv1.FleetSelection{App: "test", Labels: []*fsv1.LabelMatcher{{Name: "team", Value: "a"}},
+		From: timestamppb.New(time.Now().Add(-time.Hour)), To: timestamppb.New(time.Now().Add(time.Hour))}
+	fleetSide := &fsv1.DiffSide{Side: &fsv1.DiffSide_Fleet{Fleet: sel}}
+	fleetReads := func(c clients) map[string]answer {
+		t.Helper()
+		out := map[string]answer{}
+		fh, err := c.fleet.GetFleetHeatmap(ctx, connect.NewRequest(&fsv1.GetFleetHeatmapRequest{Selection: sel}))
+		out[fleetscopev1connect.FleetServiceGetFleetHeatmapProcedure] = answer{err == nil && (fh.Msg.GetTotal() > 0 || fh.Msg.GetAccounting().GetProfiles() > 0), err}
+		fhs, err := c.fleet.GetFleetHosts(ctx, connect.NewRequest(&fsv1.GetFleetHostsRequest{Selection: sel}))
+		out[fleetscopev1connect.FleetServiceGetFleetHostsProcedure] = answer{err == nil && len(fhs.Msg.GetHosts()) > 0, err}
+		ftl, err := c.fleet.GetFleetTimeline(ctx, connect.NewRequest(&fsv1.GetFleetTimelineRequest{Selection: sel}))
+		out[fleetscopev1connect.FleetServiceGetFleetTimelineProcedure] = answer{err == nil && ftl.Msg.GetAccounting().GetProfiles() > 0, err}
+		ffg, err := c.fleet.GetFleetFlameGraph(ctx, connect.NewRequest(&fsv1.GetFleetFlameGraphRequest{Selection: sel}))
+		out[fleetscopev1connect.FleetServiceGetFleetFlameGraphProcedure] = answer{err == nil && ffg.Msg.GetFlameGraph().GetTotal() > 0, err}
+		dfg, err := c.compare.GetDiffFlameGraph(ctx, connect.NewRequest(&fsv1.GetDiffFlameGraphRequest{A: fleetSide, B: fleetSide}))
+		out[fleetscopev1connect.CompareServiceGetDiffFlameGraphProcedure] = answer{err == nil && (dfg.Msg.GetTotalA() > 0 || dfg.Msg.GetTotalB() > 0), err}
+		return out
+	}
+	for proc, r := range fleetReads(s.as(s.key)) {
+		if r.err != nil || !r.found {
+			t.Errorf("A's own key finds nothing of A's through %s (%v): the attack on it proves nothing", proc, r.err)
+		}
+	}
+	pyroA := pyroscopeReads(t, ctx, s.as(s.key).pyro)
+	for kind, r := range pyroA {
+		if r.err != nil || !r.found {
+			t.Errorf("A's own key, Pyroscope query API, %s: found %v, %v", kind, r.found, r.err)
+		}
+	}
+	if len(pyroA) != 9 {
+		t.Errorf("A's own key reads %d kinds of data through the Pyroscope query API, want 9", len(pyroA))
+	}
+	// landedInA reports whether A's tenant holds a profile B sent (app
+	// intruder, or label origin=b) that it did not hold when last asked.
+	landed := 0
+	landedInA := func() bool {
+		t.Helper()
+		n := 0
+		for _, f := range []*fsv1.SearchProfilesRequest{{App: "intruder", PageSize: 1000}, {Labels: map[string]string{"origin": "b"}, PageSize: 1000}} {
+			res, err := s.as(s.key).query.SearchProfiles(ctx, connect.NewRequest(f))
+			if err != nil {
+				t.Fatal(err)
+			}
+			n += len(res.Msg.GetProfiles())
+		}
+		more := n > landed
+		landed = n
+		return more
 	}
 	for scope, key := range bKeys {
 		b := s.as(key)
 		for _, id := range guessed {
 			_, err := b.query.GetProfile(ctx, connect.NewRequest(&fsv1.GetProfileRequest{Id: id}))
-			try(fleetscopev1connect.QueryServiceGetProfileProcedure, scope, ok(err), id)
+			p := fleetscopev1connect.QueryServiceGetProfileProcedure
+			try(p, scope, err == nil, err, notFound(p, scope), id)
+			p = fleetscopev1connect.QueryServiceGetHeatmapProcedure
 			_, err = b.query.GetHeatmap(ctx, connect.NewRequest(&fsv1.GetHeatmapRequest{ProfileId: id}))
-			try(fleetscopev1connect.QueryServiceGetHeatmapProcedure, scope, ok(err), id)
+			try(p, scope, err == nil, err, notFound(p, scope), id)
 			_, err = b.query.GetHeatmap(ctx, connect.NewRequest(&fsv1.GetHeatmapRequest{ProfileId: id, Rows: 7, IncludeIdle: true}))
-			try(fleetscopev1connect.QueryServiceGetHeatmapProcedure, scope, ok(err), id)
+			try(p, scope, err == nil, err, notFound(p, scope), id)
 			st, en := int64(0), int64(1e9)
+			p = fleetscopev1connect.QueryServiceGetFlameGraphProcedure
 			_, err = b.query.GetFlameGraph(ctx, connect.NewRequest(&fsv1.GetFlameGraphRequest{ProfileId: id, StartNanos: &st, EndNanos: &en}))
-			try(fleetscopev1connect.QueryServiceGetFlameGraphProcedure, scope, ok(err), id)
-			_, err = b.query.GetHeatmapSeries(ctx, connect.NewRequest(&fsv1.GetHeatmapSeriesRequest{ProfileId: id, By: fsv1.SeriesKey_SERIES_KEY_THREAD}))
-			try(fleetscopev1connect.QueryServiceGetHeatmapSeriesProcedure, scope, ok(err), id)
-			_, err = b.query.GetSpans(ctx, connect.NewRequest(&fsv1.GetSpansRequest{ProfileId: id}))
-			try(fleetscopev1connect.QueryServiceGetSpansProcedure, scope, ok(err), id)
+			try(p, scope, err == nil, err, notFound(p, scope), id)
 			_, err = b.query.GetFlameGraph(ctx, connect.NewRequest(&fsv1.GetFlameGraphRequest{ProfileId: id, Filter: &fsv1.SampleFilter{InSpans: "slower:p50"}}))
-			try(fleetscopev1connect.QueryServiceGetFlameGraphProcedure, scope, ok(err), id)
+			try(p, scope, err == nil, err, notFound(p, scope), id)
+			p = fleetscopev1connect.QueryServiceGetHeatmapSeriesProcedure
+			_, err = b.query.GetHeatmapSeries(ctx, connect.NewRequest(&fsv1.GetHeatmapSeriesRequest{ProfileId: id, By: fsv1.SeriesKey_SERIES_KEY_THREAD}))
+			try(p, scope, err == nil, err, notFound(p, scope), id)
+			p = fleetscopev1connect.QueryServiceGetSpansProcedure
+			_, err = b.query.GetSpans(ctx, connect.NewRequest(&fsv1.GetSpansRequest{ProfileId: id}))
+			try(p, scope, err == nil, err, notFound(p, scope), id)
+			p = fleetscopev1connect.CompareServiceGetDiffFlameGraphProcedure
 			side := &fsv1.DiffSide{Side: &fsv1.DiffSide_Profile{Profile: &fsv1.GetFlameGraphRequest{ProfileId: id}}}
 			_, err = b.compare.GetDiffFlameGraph(ctx, connect.NewRequest(&fsv1.GetDiffFlameGraphRequest{A: side, B: side}))
-			try(fleetscopev1connect.CompareServiceGetDiffFlameGraphProcedure, scope, ok(err), id)
+			try(p, scope, err == nil, err, notFound(p, scope), id)
+			p = fleetscopev1connect.AdminServiceDeleteProfileProcedure
 			_, err = b.admin.DeleteProfile(ctx, connect.NewRequest(&fsv1.DeleteProfileRequest{Id: id}))
-			try(fleetscopev1connect.AdminServiceDeleteProfileProcedure, scope, ok(err), id)
+			try(p, scope, err == nil, err, notFound(p, scope), id)
+			p = fleetscopev1connect.AdminServiceCreateShareLinkProcedure
 			_, err = b.admin.CreateShareLink(ctx, connect.NewRequest(&fsv1.CreateShareLinkRequest{ProfileId: id}))
-			try(fleetscopev1connect.AdminServiceCreateShareLinkProcedure, scope, ok(err), id)
+			try(p, scope, err == nil, err, notFound(p, scope), id)
+			p = fleetscopev1connect.AdminServiceUpdateProfileProcedure
 			_, err = b.admin.UpdateProfile(ctx, connect.NewRequest(&fsv1.UpdateProfileRequest{Id: id, App: &pwned, Host: &pwned, SetLabels: map[string]string{"team": "b"}}))
-			try(fleetscopev1connect.AdminServiceUpdateProfileProcedure, scope, ok(err), id)
+			try(p, scope, err == nil, err, notFound(p, scope), id)
 		}
+		p := fleetscopev1connect.QueryServiceSearchProfilesProcedure
 		for _, f := range []*fsv1.SearchProfilesRequest{{}, {App: "test"}, {Labels: map[string]string{"team": "a"}}, {Since: nil, PageSize: 1000}} {
 			res, err := b.query.SearchProfiles(ctx, connect.NewRequest(f))
-			try(fleetscopev1connect.QueryServiceSearchProfilesProcedure, scope, err == nil && slices.ContainsFunc(res.Msg.GetProfiles(), func(p *fsv1.Profile) bool {
-				return p.GetId() == idA || p.GetId() == idA2 || p.GetLabels()["team"] == "a"
-			}), f)
+			try(p, scope, err == nil && slices.ContainsFunc(res.Msg.GetProfiles(), func(p *fsv1.Profile) bool {
+				return aIDs[p.GetId()] || p.GetLabels()["team"] == "a"
+			}), err, own(p, scope), f)
 		}
 		// Upload A's exact bytes: B gets a profile of its own, never A's.
-		res, err := b.ingest.UploadFile(ctx, connect.NewRequest(&fsv1.UploadFileRequest{Metadata: &fsv1.UploadMetadata{App: "test"}, Data: dataA}))
-		try(fleetscopev1connect.IngestServiceUploadFileProcedure, scope, err == nil && (res.Msg.GetProfile().GetId() == idA || res.Msg.GetProfile().GetId() == idA2), err)
+		p = fleetscopev1connect.IngestServiceUploadFileProcedure
+		res, err := b.ingest.UploadFile(ctx, connect.NewRequest(&fsv1.UploadFileRequest{Metadata: &fsv1.UploadMetadata{App: "intruder"}, Data: dataA}))
+		try(p, scope, err == nil && aIDs[res.Msg.GetProfile().GetId()], err, own(p, scope), "A's bytes")
+		p = fleetscopev1connect.IngestServiceUploadProcedure
 		stream := b.ingest.Upload(ctx)
-		stream.Send(&fsv1.UploadRequest{Msg: &fsv1.UploadRequest_Metadata{Metadata: &fsv1.UploadMetadata{App: "test"}}})
+		stream.Send(&fsv1.UploadRequest{Msg: &fsv1.UploadRequest_Metadata{Metadata: &fsv1.UploadMetadata{App: "intruder"}}})
 		stream.Send(&fsv1.UploadRequest{Msg: &fsv1.UploadRequest_Chunk{Chunk: dataA}})
 		up, err := stream.CloseAndReceive()
-		try(fleetscopev1connect.IngestServiceUploadProcedure, scope, err == nil && up.Msg.GetProfile().GetId() == idA, err)
-		_ = up
-		// A live batch under a stream name A used: B's own stream (or refused).
-		lv, err := b.ingest.AppendLive(ctx, connect.NewRequest(&fsv1.AppendLiveRequest{Stream: "a-stream", Metadata: &fsv1.UploadMetadata{App: "test"}, Chunk: dataA, Final: true}))
-		try(fleetscopev1connect.IngestServiceAppendLiveProcedure, scope, err == nil && (lv.Msg.GetProfile().GetId() == idA || lv.Msg.GetProfile().GetId() == idA2), err)
+		try(p, scope, err == nil && aIDs[up.Msg.GetProfile().GetId()], err, own(p, scope), "A's bytes")
+		// A live batch, and the end, under the name of A's open stream: B's
+		// own stream (below: A's goes on as if B had sent nothing).
+		p = fleetscopev1connect.IngestServiceAppendLiveProcedure
+		lv, err := b.ingest.AppendLive(ctx, connect.NewRequest(&fsv1.AppendLiveRequest{Stream: "a-stream", Metadata: &fsv1.UploadMetadata{App: "intruder"}, Chunk: dataA, Final: true}))
+		try(p, scope, err == nil && aIDs[lv.Msg.GetProfile().GetId()], err, own(p, scope), "A's stream name")
+		// A's stream's next batch, with A's metadata and other bytes, and
+		// its end: refused as invalid, B's own stream of that name having
+		// begun with other metadata.
+		lv, err = b.ingest.AppendLive(ctx, connect.NewRequest(&fsv1.AppendLiveRequest{Stream: "a-stream", Seq: 1, Metadata: &fsv1.UploadMetadata{App: "test"}, Chunk: dataA, Final: true}))
+		wantLive := own(p, scope)
+		if wantLive == 0 {
+			wantLive = connect.CodeInvalidArgument
+		}
+		try(p, scope, err == nil && aIDs[lv.Msg.GetProfile().GetId()], err, wantLive, "A's stream's next batch")
 
+		p = fleetscopev1connect.AdminServiceGetTenantProcedure
 		gt, err := b.admin.GetTenant(ctx, connect.NewRequest(&fsv1.GetTenantRequest{}))
-		try(fleetscopev1connect.AdminServiceGetTenantProcedure, scope, err == nil && gt.Msg.GetName() != "intruder", err)
-		_ = gt
+		try(p, scope, err == nil && gt.Msg.GetName() != "intruder", err, own(p, scope), "")
+		p = fleetscopev1connect.AdminServiceListKeysProcedure
 		lk, err := b.admin.ListKeys(ctx, connect.NewRequest(&fsv1.ListKeysRequest{}))
 		leaked := false
 		if err == nil {
@@ -200,54 +322,51 @@ func TestTenantIsolation(t *testing.T) {
 				leaked = leaked || aKeyIDs[k.GetId()]
 			}
 		}
-		try(fleetscopev1connect.AdminServiceListKeysProcedure, scope, err == nil && leaked, err)
+		try(p, scope, leaked, err, own(p, scope), "")
+		p = fleetscopev1connect.AdminServiceCreateKeyProcedure
 		ck, err := b.admin.CreateKey(ctx, connect.NewRequest(&fsv1.CreateKeyRequest{Scopes: []string{"read"}}))
+		try(p, scope, false, err, own(p, scope), "")
 		if err == nil { // a key B made for itself still cannot read A
 			_, rerr := s.as(ck.Msg.GetSecret()).query.GetProfile(ctx, connect.NewRequest(&fsv1.GetProfileRequest{Id: idA}))
-			err = rerr
+			try(p, scope, rerr == nil, rerr, connect.CodeNotFound, "new key read A's profile")
 		}
-		try(fleetscopev1connect.AdminServiceCreateKeyProcedure, scope, err == nil, "new key read A's profile")
+		p = fleetscopev1connect.AdminServiceRevokeKeyProcedure
 		for id := range aKeyIDs {
 			_, err := b.admin.RevokeKey(ctx, connect.NewRequest(&fsv1.RevokeKeyRequest{Id: id}))
-			try(fleetscopev1connect.AdminServiceRevokeKeyProcedure, scope, ok(err), id)
+			try(p, scope, err == nil, err, notFound(p, scope), id)
 		}
+		p = fleetscopev1connect.AdminServiceListAuditEventsProcedure
 		ae, err := b.admin.ListAuditEvents(ctx, connect.NewRequest(&fsv1.ListAuditEventsRequest{PageSize: 1000}))
 		seenA := false
 		if err == nil {
 			for _, e := range ae.Msg.GetEvents() {
-				seenA = seenA || aKeyIDs[e.GetTarget()] || e.GetTarget() == linkA.Msg.GetLink().GetId() || e.GetTarget() == idA
+				seenA = seenA || aKeyIDs[e.GetTarget()] || e.GetTarget() == linkA.Msg.GetLink().GetId() || aIDs[e.GetTarget()]
 			}
 		}
-		try(fleetscopev1connect.AdminServiceListAuditEventsProcedure, scope, err == nil && seenA, err)
-		// Fleet queries over A's app, window and labels: B sees only its own.
-		sel := &fsv1.FleetSelection{App: "test", Labels: []*fsv1.LabelMatcher{{Name: "team", Value: "a"}},
-			From: timestamppb.New(time.Now().Add(-time.Hour)), To: timestamppb.New(time.Now().Add(time.Hour))}
-		fh, err := b.fleet.GetFleetHeatmap(ctx, connect.NewRequest(&fsv1.GetFleetHeatmapRequest{Selection: sel}))
-		try(fleetscopev1connect.FleetServiceGetFleetHeatmapProcedure, scope, err == nil && (fh.Msg.GetTotal() > 0 || fh.Msg.GetAccounting().GetProfiles() > 0), err)
-		fhs, err := b.fleet.GetFleetHosts(ctx, connect.NewRequest(&fsv1.GetFleetHostsRequest{Selection: sel}))
-		try(fleetscopev1connect.FleetServiceGetFleetHostsProcedure, scope, err == nil && len(fhs.Msg.GetHosts()) > 0, err)
-		ftl, err := b.fleet.GetFleetTimeline(ctx, connect.NewRequest(&fsv1.GetFleetTimelineRequest{Selection: sel}))
-		try(fleetscopev1connect.FleetServiceGetFleetTimelineProcedure, scope, err == nil && ftl.Msg.GetAccounting().GetProfiles() > 0, err)
-		ffg, err := b.fleet.GetFleetFlameGraph(ctx, connect.NewRequest(&fsv1.GetFleetFlameGraphRequest{Selection: sel}))
-		try(fleetscopev1connect.FleetServiceGetFleetFlameGraphProcedure, scope, err == nil && ffg.Msg.GetFlameGraph().GetTotal() > 0, err)
-		fleetSide := &fsv1.DiffSide{Side: &fsv1.DiffSide_Fleet{Fleet: sel}}
-		dfg, err := b.compare.GetDiffFlameGraph(ctx, connect.NewRequest(&fsv1.GetDiffFlameGraphRequest{A: fleetSide, B: fleetSide}))
-		try(fleetscopev1connect.CompareServiceGetDiffFlameGraphProcedure, scope, err == nil && (dfg.Msg.GetTotalA() > 0 || dfg.Msg.GetTotalB() > 0), err)
+		try(p, scope, seenA, err, own(p, scope), "")
+		// Fleet queries over A's app, window and labels (A's own key sees
+		// its data through each, above): B sees nothing, and its key
+		// with the read scope is answered, not refused.
+		for p, r := range fleetReads(b) {
+			try(p, scope, r.found, r.err, own(p, scope), sel)
+		}
 		// Grafana's queries (Pyroscope's query API): over the days-old
 		// window only A has data, over the last hours only A has team=a;
 		// B's key (with X-Scope-OrgID naming A, which is refused) reads
 		// neither.
-		pyroscopeAttacks(t, ctx, b.pyro, scope, try)
+		pyroscopeAttacks(t, ctx, b.pyro, scope, own, try)
 		// Pushes naming A's tenant are refused; without, they are B's own.
+		p = pushv1connect.PusherServicePushProcedure
 		pr := connect.NewRequest(&pushv1.PushRequest{Series: []*pushv1.RawProfileSeries{{
-			Labels:  []*typesv1.LabelPair{{Name: "service_name", Value: "test"}},
+			Labels:  []*typesv1.LabelPair{{Name: "service_name", Value: "intruder"}},
 			Samples: []*pushv1.RawSample{{RawProfile: pprofData}}}}})
 		pr.Header().Set("X-Scope-OrgID", "acme")
 		_, err = b.push.Push(ctx, pr)
-		try("/push.v1.PusherService/Push", scope, err == nil, err)
+		// Refused with every key: the key alone selects the tenant, and a
+		// header naming another is PermissionDenied on every endpoint.
+		try(p, scope, landedInA(), err, connect.CodePermissionDenied, "X-Scope-OrgID: acme")
 		// Pyroscope's HTTP ingest with A's tenant named: refused, as the
-		// push is (the key alone selects the tenant; a header naming
-		// another is PermissionDenied on every endpoint).
+		// push is.
 		req, _ := http.NewRequest("POST", s.url+"/ingest?name=intruder{origin=b}&format=folded", strings.NewReader("x;y 1\n"))
 		req.Header.Set("Authorization", "Bearer "+key)
 		req.Header.Set("X-Scope-OrgID", "acme")
@@ -261,28 +380,44 @@ func TestTenantIsolation(t *testing.T) {
 		if want := http.StatusForbidden; res2.StatusCode != want {
 			t.Errorf("%s with B's %q key and X-Scope-OrgID naming A: HTTP %d, want %d", api.PyroscopePath, scope, res2.StatusCode, want)
 		}
-		try(api.PyroscopePath, scope, false, nil)
+		try(api.PyroscopePath, scope, landedInA(), nil, 0, "X-Scope-OrgID: acme")
+		p = fleetscopev1connect.AdminServiceListShareLinksProcedure
 		ls, err := b.admin.ListShareLinks(ctx, connect.NewRequest(&fsv1.ListShareLinksRequest{}))
-		try(fleetscopev1connect.AdminServiceListShareLinksProcedure, scope, err == nil && slices.ContainsFunc(ls.Msg.GetLinks(), func(l *fsv1.ShareLink) bool { return l.GetProfileId() == idA }), err)
-		_ = ls
+		try(p, scope, err == nil && slices.ContainsFunc(ls.Msg.GetLinks(), func(l *fsv1.ShareLink) bool { return aIDs[l.GetProfileId()] }), err, own(p, scope), "")
+		p = fleetscopev1connect.AdminServiceRevokeShareLinkProcedure
 		_, err = b.admin.RevokeShareLink(ctx, connect.NewRequest(&fsv1.RevokeShareLinkRequest{Id: linkA.Msg.GetLink().GetId()}))
-		try(fleetscopev1connect.AdminServiceRevokeShareLinkProcedure, scope, ok(err), "A's link")
+		try(p, scope, err == nil, err, notFound(p, scope), "A's link")
+	}
+	// The positive control: what B's ingest key sends without naming A is
+	// B's, and B finds it (so A's searches above would have found it had it
+	// landed in A).
+	req, _ := http.NewRequest("POST", s.url+"/ingest?name=intruder{origin=b}&format=folded", strings.NewReader("x;y 1\n"))
+	req.Header.Set("Authorization", "Bearer "+bKeys["ingest,read,admin"])
+	if res, err := http.DefaultClient.Do(req); err != nil || res.StatusCode != http.StatusOK {
+		t.Fatalf("B's own /ingest: %v %v", res, err)
+	} else {
+		res.Body.Close()
+	}
+	if res, err := s.as(bKeys["ingest,read,admin"]).query.SearchProfiles(ctx, connect.NewRequest(&fsv1.SearchProfilesRequest{App: "intruder", Labels: map[string]string{"origin": "b"}})); err != nil || len(res.Msg.GetProfiles()) == 0 {
+		t.Errorf("B's /ingest profile is not in B's tenant: %v %v", err, res)
 	}
 	// Share links: guessed, truncated and altered tokens read nothing.
 	token := linkA.Msg.GetToken()
 	pub := s.as("")
 	for _, tok := range []string{"", "fss_", "fss_" + strings.Repeat("a", 40), token[:len(token)-1], token + "x", strings.ToUpper(token), linkA.Msg.GetLink().GetId()} {
 		_, err := pub.share.GetSharedProfile(ctx, connect.NewRequest(&fsv1.GetSharedProfileRequest{Token: tok}))
-		try(fleetscopev1connect.ShareServiceGetSharedProfileProcedure, "none", ok(err), tok)
+		try(fleetscopev1connect.ShareServiceGetSharedProfileProcedure, "none", err == nil, err, connect.CodeNotFound, tok)
 		_, err = pub.share.GetSharedHeatmap(ctx, connect.NewRequest(&fsv1.GetSharedHeatmapRequest{Token: tok}))
-		try(fleetscopev1connect.ShareServiceGetSharedHeatmapProcedure, "none", ok(err), tok)
+		try(fleetscopev1connect.ShareServiceGetSharedHeatmapProcedure, "none", err == nil, err, connect.CodeNotFound, tok)
 		_, err = pub.share.GetSharedFlameGraph(ctx, connect.NewRequest(&fsv1.GetSharedFlameGraphRequest{Token: tok}))
-		try(fleetscopev1connect.ShareServiceGetSharedFlameGraphProcedure, "none", ok(err), tok)
+		try(fleetscopev1connect.ShareServiceGetSharedFlameGraphProcedure, "none", err == nil, err, connect.CodeNotFound, tok)
 	}
-	// The same queries with A's own key do see A's data (so the attacks
-	// above could have found it).
-	if n := len(pyroscopeReads(t, ctx, s.as(s.key).pyro)); n != 9 {
-		t.Errorf("A's own key sees %d of its 9 kinds of data through the query API", n)
+	// A's live stream went on where A left it, as if B had sent nothing:
+	// its next batch is 1 and ends it, as the recording's exact bytes.
+	if r, err := liveA(1, liveBatches[1], true); err != nil || r.GetNextSeq() != 2 || r.GetProfile().GetId() == "" {
+		t.Errorf("A's live stream after B's batches under its name: %v %v, want batch 1 taken, the recording stored", r, err)
+	} else if again := s.upload(livePath); again != r.GetProfile().GetId() {
+		t.Errorf("A's live recording is %s, not the profile of its bytes %s: B's batches got in", r.GetProfile().GetId(), again)
 	}
 	// Every procedure was attacked.
 	for _, p := range procedures() {
@@ -343,28 +478,15 @@ func TestTenantIsolation(t *testing.T) {
 	if _, err := pub.share.GetSharedFlameGraph(ctx, connect.NewRequest(&fsv1.GetSharedFlameGraphRequest{Token: token})); err != nil {
 		t.Errorf("A's share link stopped working: %v", err)
 	}
-	// Nothing B sent landed in A's tenant.
-	if res, err := s.as(s.key).query.SearchProfiles(ctx, connect.NewRequest(&fsv1.SearchProfilesRequest{PageSize: 1000})); err != nil || len(res.Msg.GetProfiles()) != 2 {
-		t.Errorf("A's tenant holds %d profiles after the attacks, want its 2 (%v)", len(res.Msg.GetProfiles()), err)
+	// Nothing B sent landed in A's tenant: A holds its two uploads and its
+	// live recording.
+	if res, err := s.as(s.key).query.SearchProfiles(ctx, connect.NewRequest(&fsv1.SearchProfilesRequest{PageSize: 1000})); err != nil || len(res.Msg.GetProfiles()) != 3 {
+		t.Errorf("A's tenant holds %d profiles after the attacks, want its 3 (%v)", len(res.Msg.GetProfiles()), err)
 	}
 	t.Logf("%d cross-tenant attempts over %d procedures, %d succeeded", attempts, len(covered), breaches)
 	if breaches != 0 {
 		t.Fatalf("%d of %d cross-tenant attempts succeeded", breaches, attempts)
 	}
-}
-
-// refusal reports whether err is how the server refuses another tenant's
-// data: not found, permission denied or unauthenticated (invalid argument
-// for a malformed id, unimplemented for Pyroscope procedures fleetscope does
-// not serve). Anything else (internal, unavailable, unknown) is a bug even
-// when nothing leaked: a client would retry it, or it hides a failure.
-func refusal(err error) bool {
-	switch connect.CodeOf(err) {
-	case connect.CodeNotFound, connect.CodePermissionDenied, connect.CodeUnauthenticated,
-		connect.CodeInvalidArgument, connect.CodeUnimplemented:
-		return true
-	}
-	return false
 }
 
 // TestKeysScopesAndLinks: revocation, expiry, disabled tenants; share links
@@ -633,31 +755,37 @@ func TestAdminCLI(t *testing.T) {
 // labelled one (team=a) was uploaded now.
 const tenancyEpoch = int64(1795000000000)
 
+// answer is what one read found of A's data, and its error.
+type answer struct {
+	found bool
+	err   error
+}
+
+// withOrgA are the kinds of pyroscopeReads that name A's tenant in
+// X-Scope-OrgID: A's own key may, any other key is refused.
+var withOrgA = map[string]bool{"profile types": true, "flame graph": true, "flame graph, any app": true, "flame graph, regex": true}
+
 // pyroscopeReads asks the query API, with q's key, for A's data in every
-// way the data source can, and returns what it found of A's, by kind.
-func pyroscopeReads(t *testing.T, ctx context.Context, q querierv1connect.QuerierServiceClient) map[string]bool {
+// way the data source can, and returns what each kind of read found of
+// A's.
+func pyroscopeReads(t *testing.T, ctx context.Context, q querierv1connect.QuerierServiceClient) map[string]answer {
 	t.Helper()
-	found := map[string]bool{}
+	out := map[string]answer{}
 	orgA := func(r connect.AnyRequest) { r.Header().Set("X-Scope-OrgID", "acme") }
 	now := time.Now().UnixMilli()
 	ep, recent := [2]int64{tenancyEpoch, tenancyEpoch + 10_000}, [2]int64{now - 3600_000, now + 60_000}
 	pt := connect.NewRequest(&querierv1.ProfileTypesRequest{Start: ep[0], End: ep[1]})
 	orgA(pt)
-	if res, err := q.ProfileTypes(ctx, pt); err == nil && len(res.Msg.GetProfileTypes()) > 0 {
-		found["profile types"] = true
-	}
-	if res, err := q.LabelNames(ctx, connect.NewRequest(&typesv1.LabelNamesRequest{Start: recent[0], End: recent[1]})); err == nil && slices.Contains(res.Msg.GetNames(), "team") {
-		found["label names"] = true
-	}
-	if res, err := q.LabelValues(ctx, connect.NewRequest(&typesv1.LabelValuesRequest{Name: "team", Start: recent[0], End: recent[1]})); err == nil && slices.Contains(res.Msg.GetNames(), "a") {
-		found["label values"] = true
-	}
-	if res, err := q.LabelValues(ctx, connect.NewRequest(&typesv1.LabelValuesRequest{Name: "service_name", Start: ep[0], End: ep[1]})); err == nil && len(res.Msg.GetNames()) > 0 {
-		found["apps"] = true
-	}
-	if res, err := q.Series(ctx, connect.NewRequest(&querierv1.SeriesRequest{Matchers: []string{`{team="a"}`}, Start: recent[0], End: recent[1]})); err == nil && len(res.Msg.GetLabelsSet()) > 0 {
-		found["series"] = true
-	}
+	res, err := q.ProfileTypes(ctx, pt)
+	out["profile types"] = answer{err == nil && len(res.Msg.GetProfileTypes()) > 0, err}
+	ln, err := q.LabelNames(ctx, connect.NewRequest(&typesv1.LabelNamesRequest{Start: recent[0], End: recent[1]}))
+	out["label names"] = answer{err == nil && slices.Contains(ln.Msg.GetNames(), "team"), err}
+	lv, err := q.LabelValues(ctx, connect.NewRequest(&typesv1.LabelValuesRequest{Name: "team", Start: recent[0], End: recent[1]}))
+	out["label values"] = answer{err == nil && slices.Contains(lv.Msg.GetNames(), "a"), err}
+	apps, err := q.LabelValues(ctx, connect.NewRequest(&typesv1.LabelValuesRequest{Name: "service_name", Start: ep[0], End: ep[1]}))
+	out["apps"] = answer{err == nil && len(apps.Msg.GetNames()) > 0, err}
+	sr, err := q.Series(ctx, connect.NewRequest(&querierv1.SeriesRequest{Matchers: []string{`{team="a"}`}, Start: recent[0], End: recent[1]}))
+	out["series"] = answer{err == nil && len(sr.Msg.GetLabelsSet()) > 0, err}
 	const cpu = "fleetscope:cpu-clock:count:cpu-clock:count"
 	for _, c := range []struct {
 		kind, selector string
@@ -665,20 +793,21 @@ func pyroscopeReads(t *testing.T, ctx context.Context, q querierv1connect.Querie
 	}{{"flame graph", `{service_name="test", team="a"}`, recent}, {"flame graph, any app", `{}`, ep}, {"flame graph, regex", `{service_name=~".+", hostname!="x"}`, ep}} {
 		r := connect.NewRequest(&querierv1.SelectMergeStacktracesRequest{ProfileTypeID: cpu, LabelSelector: c.selector, Start: c.w[0], End: c.w[1]})
 		orgA(r)
-		if res, err := q.SelectMergeStacktraces(ctx, r); err == nil && res.Msg.GetFlamegraph().GetTotal() > 0 {
-			found[c.kind] = true
-		}
+		fg, err := q.SelectMergeStacktraces(ctx, r)
+		out[c.kind] = answer{err == nil && fg.Msg.GetFlamegraph().GetTotal() > 0, err}
 	}
-	if res, err := q.SelectSeries(ctx, connect.NewRequest(&querierv1.SelectSeriesRequest{ProfileTypeID: cpu, LabelSelector: `{team="a"}`, Start: recent[0], End: recent[1], Step: 60})); err == nil && len(res.Msg.GetSeries()) > 0 {
-		found["series points"] = true
-	}
-	return found
+	ss, err := q.SelectSeries(ctx, connect.NewRequest(&querierv1.SelectSeriesRequest{ProfileTypeID: cpu, LabelSelector: `{team="a"}`, Start: recent[0], End: recent[1], Step: 60}))
+	out["series points"] = answer{err == nil && len(ss.Msg.GetSeries()) > 0, err}
+	return out
 }
 
 // pyroscopeAttacks runs pyroscopeReads with B's key (each read a breach if
-// it finds A's data) and calls every procedure fleetscope leaves
-// unimplemented (a breach if one answers).
-func pyroscopeAttacks(t *testing.T, ctx context.Context, q querierv1connect.QuerierServiceClient, scope string, try func(proc, scope string, breached bool, detail any)) {
+// it finds A's data; answered if the key may read, refused otherwise) and
+// calls every procedure fleetscope leaves unimplemented (refused as such
+// whatever the key).
+func pyroscopeAttacks(t *testing.T, ctx context.Context, q querierv1connect.QuerierServiceClient, scope string,
+	own func(proc, scope string) connect.Code, try func(proc, scope string, breached bool, err error, want connect.Code, detail any)) {
+	t.Helper()
 	found := pyroscopeReads(t, ctx, q)
 	for proc, kinds := range map[string][]string{
 		querierv1connect.QuerierServiceProfileTypesProcedure:           {"profile types"},
@@ -689,20 +818,24 @@ func pyroscopeAttacks(t *testing.T, ctx context.Context, q querierv1connect.Quer
 		querierv1connect.QuerierServiceSelectSeriesProcedure:           {"series points"},
 	} {
 		for _, k := range kinds {
-			try(proc, scope, found[k], k)
+			want := own(proc, scope)
+			if withOrgA[k] { // the header names A: refused whatever the key
+				want = connect.CodePermissionDenied
+			}
+			try(proc, scope, found[k].found, found[k].err, want, k)
 		}
 	}
 	w := [2]int64{tenancyEpoch, tenancyEpoch + 10_000}
 	_, err := q.SelectMergeProfile(ctx, connect.NewRequest(&querierv1.SelectMergeProfileRequest{LabelSelector: `{}`, Start: w[0], End: w[1]}))
-	try(querierv1connect.QuerierServiceSelectMergeProfileProcedure, scope, err == nil, err)
+	try(querierv1connect.QuerierServiceSelectMergeProfileProcedure, scope, err == nil, err, connect.CodeUnimplemented, "")
 	_, err = q.SelectMergeSpanProfile(ctx, connect.NewRequest(&querierv1.SelectMergeSpanProfileRequest{LabelSelector: `{}`, Start: w[0], End: w[1]}))
-	try(querierv1connect.QuerierServiceSelectMergeSpanProfileProcedure, scope, err == nil, err)
+	try(querierv1connect.QuerierServiceSelectMergeSpanProfileProcedure, scope, err == nil, err, connect.CodeUnimplemented, "")
 	_, err = q.SelectHeatmap(ctx, connect.NewRequest(&querierv1.SelectHeatmapRequest{LabelSelector: `{}`, Start: w[0], End: w[1]}))
-	try(querierv1connect.QuerierServiceSelectHeatmapProcedure, scope, err == nil, err)
+	try(querierv1connect.QuerierServiceSelectHeatmapProcedure, scope, err == nil, err, connect.CodeUnimplemented, "")
 	_, err = q.Diff(ctx, connect.NewRequest(&querierv1.DiffRequest{}))
-	try(querierv1connect.QuerierServiceDiffProcedure, scope, err == nil, err)
+	try(querierv1connect.QuerierServiceDiffProcedure, scope, err == nil, err, connect.CodeUnimplemented, "")
 	_, err = q.GetProfileStats(ctx, connect.NewRequest(&typesv1.GetProfileStatsRequest{}))
-	try(querierv1connect.QuerierServiceGetProfileStatsProcedure, scope, err == nil, err)
+	try(querierv1connect.QuerierServiceGetProfileStatsProcedure, scope, err == nil, err, connect.CodeUnimplemented, "")
 	_, err = q.AnalyzeQuery(ctx, connect.NewRequest(&querierv1.AnalyzeQueryRequest{Start: w[0], End: w[1], Query: `{}`}))
-	try(querierv1connect.QuerierServiceAnalyzeQueryProcedure, scope, err == nil, err)
+	try(querierv1connect.QuerierServiceAnalyzeQueryProcedure, scope, err == nil, err, connect.CodeUnimplemented, "")
 }

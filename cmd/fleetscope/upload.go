@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"os"
 	"slices"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/fleetscope/fleetscope"
+	"github.com/fleetscope/fleetscope/api"
 	fsv1 "github.com/fleetscope/fleetscope/api/gen/fleetscope/v1"
 
 	"github.com/spf13/cobra"
@@ -83,8 +83,6 @@ A FILE of - reads the profile from standard input.`,
 	setEnvironment(c, clientEnvHelp(" (ingest scope)"))
 	return c
 }
-
-const uploadChunk = 1 << 20
 
 // clocks says how each time source placed a profile in wall-clock time.
 var clocks = map[string]string{
@@ -196,33 +194,17 @@ func upload(c *cobra.Command, cl *client, path string, md *fsv1.UploadMetadata) 
 	if !st.Mode().IsRegular() {
 		size = 0 // a pipe: its size is not known
 	}
-	stream := cl.ingest.Upload(c.Context())
-	if err := stream.Send(&fsv1.UploadRequest{Msg: &fsv1.UploadRequest_Metadata{Metadata: md}}); err != nil && !errors.Is(err, io.EOF) {
-		return nil, remoteErr(err)
-	}
 	bar := newProgress(path, size)
-	buf := make([]byte, uploadChunk)
-	for {
-		n, rerr := io.ReadFull(f, buf)
-		if n > 0 {
-			if err := stream.Send(&fsv1.UploadRequest{Msg: &fsv1.UploadRequest_Chunk{Chunk: buf[:n]}}); err != nil {
-				break // the server ended the stream; CloseAndReceive says why
-			}
-			bar.add(n)
-		}
-		if rerr == io.EOF || rerr == io.ErrUnexpectedEOF {
-			break
-		}
-		if rerr != nil {
-			return nil, rerr
-		}
-	}
-	res, err := stream.CloseAndReceive()
+	res, err := api.Upload(c.Context(), cl.ingest, md, f, bar.add)
 	bar.done()
+	var re api.ReadError
+	if errors.As(err, &re) {
+		return nil, re.Err
+	}
 	if err != nil {
 		return nil, remoteErr(err)
 	}
-	return res.Msg, nil
+	return res, nil
 }
 
 // progress draws an upload progress bar on stderr when it is a terminal.

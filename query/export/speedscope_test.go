@@ -319,3 +319,72 @@ func requireOrSkip(t *testing.T, why string) {
 	}
 	t.Skip(why)
 }
+
+// TestWriteSpeedscopeTimeline: each sample is its own entry, in the order
+// given (time order), with its stack's frames and its weight; zero weights
+// are left out; frames are shared by name; several profiles share them.
+func TestWriteSpeedscopeTimeline(t *testing.T) {
+	stacks := [][]string{{"java", "main", "work"}, {"bash", "read"}, {"java", "main"}, {"unused", "x"}}
+	profiles := []export.TimedProfile{
+		{Name: "host a", Unit: "nanoseconds", Samples: []export.TimedSample{{2, 10}, {0, 5}, {0, 5}, {1, 0}, {2, 7}}},
+		{Name: "host b", Samples: []export.TimedSample{{1, 1}}},
+	}
+	var out bytes.Buffer
+	if err := export.WriteSpeedscopeTimeline(&out, "cpu-clock, fleet", stacks, profiles); err != nil {
+		t.Fatal(err)
+	}
+	var f speedscopeFile
+	if err := json.Unmarshal(out.Bytes(), &f); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, out.String())
+	}
+	if f.Schema != export.SpeedscopeSchema || f.Name != "cpu-clock, fleet" || len(f.Profiles) != 2 {
+		t.Fatalf("file %q %q with %d profiles", f.Schema, f.Name, len(f.Profiles))
+	}
+	read := func(i int) (seq []string, weights []float64) {
+		p := f.Profiles[i]
+		for _, s := range p.Samples {
+			var names []string
+			for _, k := range s {
+				names = append(names, f.Shared.Frames[k].Name)
+			}
+			seq = append(seq, strings.Join(names, ";"))
+		}
+		return seq, p.Weights
+	}
+	seq, w := read(0)
+	if want := []string{"java;main", "java;main;work", "java;main;work", "java;main"}; !slices.Equal(seq, want) {
+		t.Errorf("samples %q, want %q (the order given, the zero weight left out)", seq, want)
+	}
+	if want := []float64{10, 5, 5, 7}; !slices.Equal(w, want) {
+		t.Errorf("weights %v, want %v", w, want)
+	}
+	p := f.Profiles[0]
+	if p.Type != "sampled" || p.Name != "host a" || p.Unit != "nanoseconds" || p.StartValue != 0 || p.EndValue != 27 {
+		t.Errorf("profile %q %q unit %q [%v, %v], want sampled host a nanoseconds [0, 27]", p.Type, p.Name, p.Unit, p.StartValue, p.EndValue)
+	}
+	if seq, _ := read(1); !slices.Equal(seq, []string{"bash;read"}) || f.Profiles[1].Unit != "none" {
+		t.Errorf("second profile %q unit %q", seq, f.Profiles[1].Unit)
+	}
+	if len(f.Shared.Frames) != 5 { // java main work bash read: not the unused stack's
+		t.Errorf("%d shared frames, want 5: %v", len(f.Shared.Frames), f.Shared.Frames)
+	}
+	for name, err := range map[string]error{
+		"stack out of range": export.WriteSpeedscopeTimeline(&out, "", stacks, []export.TimedProfile{{Samples: []export.TimedSample{{4, 1}}}}),
+		"unit":               export.WriteSpeedscopeTimeline(&out, "", stacks, []export.TimedProfile{{Unit: "furlongs"}}),
+		"2^53":               export.WriteSpeedscopeTimeline(&out, "", stacks, []export.TimedProfile{{Samples: []export.TimedSample{{0, 1 << 52}, {0, 1 << 52}}}}),
+	} {
+		if code := fleetscope.ErrorCode(err); code != fleetscope.EINVALID {
+			t.Errorf("%s: error %v has code %s, want %s", name, err, code, fleetscope.EINVALID)
+		}
+	}
+	// speedscope's own schema, when installed.
+	if schema := compileSpeedscopeSchema(t); schema != nil {
+		out.Reset()
+		if err := export.WriteSpeedscopeTimeline(&out, `a "quoted" <name>`, stacks, profiles); err != nil {
+			t.Fatal(err)
+		}
+		if err := validateJSON(schema, out.Bytes()); err != nil {
+			t.Errorf("schema: %v\n%s", err, out.String())
+		}
+	}
+}

@@ -20,12 +20,6 @@ func (db *DB) audit(ctx context.Context, q interface {
 		SELECT id, $2, $3, $4, $5, $6 FROM tenants WHERE name = $1 RETURNING 1`, tenantName, uuid.New(), actor, action, target, d).Scan(&one)
 }
 
-// Audit records an action in a tenant's audit log.
-func (db *DB) Audit(ctx context.Context, tenant int64, actor, action, target string, detail map[string]string) error {
-	err := db.inTenant(ctx, tenant, func(tx pgx.Tx) error { return auditTx(ctx, tx, tenant, actor, action, target, detail) })
-	return translate(err, "audit log")
-}
-
 // auditTx records an action within a transaction (the action's own).
 func auditTx(ctx context.Context, tx pgx.Tx, tenant int64, actor, action, target string, detail map[string]string) error {
 	d, _ := json.Marshal(nonNil(detail))

@@ -35,6 +35,10 @@ go vet ./web/
 go test -count=1 ./web/
 
 if [[ ${SKIP_E2E:-} == 1 ]]; then
+  if [[ ${FLEETSCOPE_TEST_REQUIRE:-} == 1 ]]; then
+    say "SKIP_E2E=1 with FLEETSCOPE_TEST_REQUIRE=1: every test must run (CI), the browser tests too"
+    exit 1
+  fi
   say "SKIP_E2E=1: no browser tests"
   exit 0
 fi

@@ -63,8 +63,6 @@ func NewConnectUploader(baseURL, key string) *ConnectUploader {
 	return &ConnectUploader{ingest: fleetscopev1connect.NewIngestServiceClient(hc, baseURL, connect.WithInterceptors(api.Bearer(key)))}
 }
 
-const uploadChunk = 1 << 20
-
 // Upload streams body to the server; see classify for which failures are
 // Rejected.
 func (u *ConnectUploader) Upload(ctx context.Context, m Meta, body io.Reader, size int64) (Result, error) {
@@ -75,32 +73,16 @@ func (u *ConnectUploader) Upload(ctx context.Context, m Meta, body io.Reader, si
 	if a := m.Anchor; a != nil {
 		md.Anchor = &fsv1.ClockAnchor{ClockNanos: a.ClockNanos, WallTime: timestamppb.New(a.Wall)}
 	}
-	stream := u.ingest.Upload(ctx)
-	if err := stream.Send(&fsv1.UploadRequest{Msg: &fsv1.UploadRequest_Metadata{Metadata: md}}); err != nil && !errors.Is(err, io.EOF) {
-		return Result{}, classify(err)
+	res, err := api.Upload(ctx, u.ingest, md, body, nil)
+	var re api.ReadError
+	if errors.As(err, &re) {
+		return Result{}, fmt.Errorf("reading the spool entry: %w", re.Err)
 	}
-	buf := make([]byte, uploadChunk)
-	for {
-		n, rerr := io.ReadFull(body, buf)
-		if n > 0 {
-			if err := stream.Send(&fsv1.UploadRequest{Msg: &fsv1.UploadRequest_Chunk{Chunk: buf[:n]}}); err != nil {
-				break // the server ended the stream; CloseAndReceive says why
-			}
-		}
-		if rerr == io.EOF || rerr == io.ErrUnexpectedEOF {
-			break
-		}
-		if rerr != nil {
-			stream.CloseAndReceive()
-			return Result{}, fmt.Errorf("reading the spool entry: %w", rerr)
-		}
-	}
-	res, err := stream.CloseAndReceive()
 	if err != nil {
 		return Result{}, classify(err)
 	}
-	p := res.Msg.GetProfile()
-	return Result{ID: p.GetId(), Permalink: res.Msg.GetPermalink(), SHA256: p.GetSha256(), Created: res.Msg.GetCreated()}, nil
+	p := res.GetProfile()
+	return Result{ID: p.GetId(), Permalink: res.GetPermalink(), SHA256: p.GetSha256(), Created: res.GetCreated()}, nil
 }
 
 // classify marks the errors no retry can fix, by the code the server

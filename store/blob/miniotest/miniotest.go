@@ -4,11 +4,18 @@
 // The binary is $FLEETSCOPE_TEST_MINIO, else <module root>/bin/minio (built
 // by `make tools`). Without it, tests skip, unless FLEETSCOPE_TEST_REQUIRE=1,
 // when they fail. The server listens on loopback only, keeps its data in the
-// test's temporary directory and is killed when the test ends. This package
-// is for tests only and knows nothing of blob stores.
+// test's temporary directory and is killed when the test ends. Its
+// addresses are free ports chosen just before it starts: should another
+// process take one first, MinIO fails to start, or the server answering is
+// not this one (each has a secret of its own, checked by a signed request),
+// and it is started again on new ones. This package is for tests only and
+// knows nothing of blob stores.
 package miniotest
 
 import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -20,6 +27,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/minio/minio-go/v7"
+	"github.com/minio/minio-go/v7/pkg/credentials"
 )
 
 // startTimeout bounds the wait for a starting server to answer.
@@ -47,15 +57,15 @@ type Server struct {
 // it answers its liveness check. It is stopped when t ends.
 func Start(t testing.TB) *Server {
 	t.Helper()
+	secret := make([]byte, 16)
+	rand.Read(secret)
 	s := &Server{
-		Endpoint:  freeAddr(t),
 		AccessKey: "fleetscope",
-		SecretKey: "fleetscope-secret",
+		SecretKey: "fleetscope-" + hex.EncodeToString(secret),
 		t:         t,
 		bin:       binary(t),
 		dataDir:   t.TempDir(),
 		certsDir:  t.TempDir(),
-		console:   freeAddr(t),
 	}
 	t.Cleanup(func() {
 		s.Stop()
@@ -63,10 +73,15 @@ func Start(t testing.TB) *Server {
 			t.Logf("MinIO log tail:\n%s", s.log.tail(40))
 		}
 	})
-	if err := s.start(); err != nil {
-		t.Fatal(err)
+	var err error
+	for range 5 { // new addresses if another process took one first
+		s.Endpoint, s.console = freeAddr(t), freeAddr(t)
+		if err = s.start(); err == nil {
+			return s
+		}
 	}
-	return s
+	t.Fatal(err)
+	return nil
 }
 
 // URL returns the blob.Open URL of bucket on this server.
@@ -134,7 +149,7 @@ func (s *Server) start() error {
 			// MinIO answers live before its object layer is up, and says
 			// so in a header; S3 calls fail until then.
 			if resp.StatusCode == http.StatusOK && resp.Header.Get("X-Minio-Server-Status") != "offline" {
-				return nil
+				return s.ours()
 			}
 		}
 		select {
@@ -148,6 +163,22 @@ func (s *Server) start() error {
 			return fmt.Errorf("miniotest: MinIO did not answer %s within %v; log tail:\n%s", live, startTimeout, s.log.tail(40))
 		}
 	}
+}
+
+// ours checks that the server answering at the endpoint is this one: it
+// takes this server's secret (a signed request), and this process runs.
+func (s *Server) ours() error {
+	c, err := minio.New(s.Endpoint, &minio.Options{Creds: credentials.NewStaticV4(s.AccessKey, s.SecretKey, "")})
+	if err == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_, err = c.ListBuckets(ctx)
+	}
+	if err != nil {
+		s.Stop()
+		return fmt.Errorf("miniotest: the server at %s is not the one started (%v); log tail:\n%s", s.Endpoint, err, s.log.tail(40))
+	}
+	return nil
 }
 
 // binary finds the MinIO binary or ends the test.

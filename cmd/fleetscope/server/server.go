@@ -142,18 +142,18 @@ func newServer(ctx context.Context, cfg Config, log *slog.Logger, ln net.Listene
 	uploads := readMax(int(cfg.BrowserUploadBytes) + 64<<10)
 	mux := &routeMux{ServeMux: http.NewServeMux()}
 	idle, _ := time.ParseDuration(cfg.LiveIdleTimeout) // checked by FromEnv
-	live := &ingest.Live{Ingest: ing, DB: db, MaxOpen: int(cfg.MaxLiveStreams), IdleTimeout: idle, Log: log,
-		Delete: func(ctx context.Context, tenant int64, id, actor string) error {
-			err := lc.Delete(ctx, tenant, id, actor)
-			q.Forget(tenant, id) // a segment, once it is part of the whole recording
-			return err
-		}}
+	deleteProfile := func(ctx context.Context, tenant int64, id, actor string) error {
+		err := lc.Delete(ctx, tenant, id, actor)
+		q.Forget(tenant, id)
+		return err
+	}
+	live := &ingest.Live{Ingest: ing, DB: db, MaxOpen: int(cfg.MaxLiveStreams), IdleTimeout: idle, Log: log, Delete: deleteProfile}
 	mux.Handle(fleetscopev1connect.NewIngestServiceHandler(api.NewIngest(ing, live, publicURL, log),
 		uploads...))
 	mux.Handle(fleetscopev1connect.NewQueryServiceHandler(api.NewQuery(q), small...))
 	mux.Handle(fleetscopev1connect.NewFleetServiceHandler(api.NewFleet(q), small...))
 	mux.Handle(fleetscopev1connect.NewCompareServiceHandler(api.NewCompare(q), small...))
-	mux.Handle(fleetscopev1connect.NewAdminServiceHandler(api.NewAdmin(db, lc, q, auth, publicURL), small...))
+	mux.Handle(fleetscopev1connect.NewAdminServiceHandler(api.NewAdmin(db, deleteProfile, q, auth, publicURL), small...))
 	mux.Handle(fleetscopev1connect.NewShareServiceHandler(api.NewShare(db, q), small...))
 	mux.Handle(api.PyroscopePath, api.NewPyroscope(auth, ing, publicURL, log)) // pyroscope-go pushes here
 	// Pyroscope's push API (Grafana Alloy's pyroscope.write): profiles in
