@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/fleetscope/fleetscope/query/ctxtest"
 )
 
 // TestNameMatcherAgreesWithRegexp: the substring shortcut for literal
@@ -97,21 +99,6 @@ func TestPatternProgramBounded(t *testing.T) {
 	}
 }
 
-// cancelAfter is a context whose Err is context.Canceled from its n-th
-// call on; it counts the calls.
-type cancelAfter struct {
-	context.Context
-	n, calls int
-}
-
-func (c *cancelAfter) Err() error {
-	c.calls++
-	if c.calls >= c.n {
-		return context.Canceled
-	}
-	return nil
-}
-
 // bigDict is a dictionary of n distinct long frame names, a stack each.
 func bigDict(n int) *Dict {
 	d := NewDict()
@@ -138,13 +125,13 @@ func TestStacksHonoursContext(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ctx := &cancelAfter{Context: context.Background(), n: 3}
+		ctx := ctxtest.CancelAfter(3)
 		keep, err := m.Stacks(ctx, d, x)
 		if !errors.Is(err, context.Canceled) || keep != nil {
 			t.Fatalf("%q: got %v, want context.Canceled", p, err)
 		}
-		if ctx.calls != 3 {
-			t.Errorf("%q: the context was looked at %d times, want 3 (stop at the first look that finds it done)", p, ctx.calls)
+		if ctx.Calls() != 3 {
+			t.Errorf("%q: the context was looked at %d times, want 3 (stop at the first look that finds it done)", p, ctx.Calls())
 		}
 		cancelled, cancel := context.WithCancel(context.Background())
 		cancel()
@@ -158,8 +145,8 @@ func TestStacksHonoursContext(t *testing.T) {
 			t.Errorf("%q: %v", p, err)
 		}
 	}
-	ctx := &cancelAfter{Context: context.Background(), n: 2}
-	if _, err := NewFrameIndex(ctx, d); !errors.Is(err, context.Canceled) || ctx.calls != 2 {
-		t.Errorf("frame index: got %v after %d looks, want context.Canceled after 2", err, ctx.calls)
+	ctx := ctxtest.CancelAfter(2)
+	if _, err := NewFrameIndex(ctx, d); !errors.Is(err, context.Canceled) || ctx.Calls() != 2 {
+		t.Errorf("frame index: got %v after %d looks, want context.Canceled after 2", err, ctx.Calls())
 	}
 }

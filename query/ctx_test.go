@@ -15,6 +15,7 @@ import (
 
 	"github.com/fleetscope/fleetscope"
 	"github.com/fleetscope/fleetscope/query"
+	"github.com/fleetscope/fleetscope/query/ctxtest"
 	"github.com/fleetscope/fleetscope/query/export"
 )
 
@@ -51,25 +52,6 @@ func wideProfile(t *testing.T) *parsed {
 	return wide
 }
 
-// cancelAfter is a context whose Err is context.Canceled from its n-th
-// call on (a client that leaves while the query runs); it counts the
-// calls.
-type cancelAfter struct {
-	context.Context
-	mu       sync.Mutex
-	n, calls int
-}
-
-func (c *cancelAfter) Err() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.calls++
-	if c.calls >= c.n {
-		return context.Canceled
-	}
-	return nil
-}
-
 // A flame graph with a function filter over a large dictionary answers its
 // context's error, cancelled or past its deadline, instead of running the
 // match to the end; a client leaving in the middle stops it at the next
@@ -88,12 +70,12 @@ func TestFlameGraphHonoursContext(t *testing.T) {
 	if _, err := p.q.FlameGraph(late, 0, r); !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("past its deadline: got %v, want context.DeadlineExceeded", err)
 	}
-	leaving := &cancelAfter{Context: context.Background(), n: 5}
+	leaving := ctxtest.CancelAfter(5)
 	if _, err := p.q.FlameGraph(leaving, 0, r); !errors.Is(err, context.Canceled) {
 		t.Errorf("client leaving: got %v, want context.Canceled", err)
 	}
-	if leaving.calls != 5 {
-		t.Errorf("the context was looked at %d times, want 5: the query went on after it saw it done", leaving.calls)
+	if leaving.Calls() != 5 {
+		t.Errorf("the context was looked at %d times, want 5: the query went on after it saw it done", leaving.Calls())
 	}
 	g, err := p.q.FlameGraph(context.Background(), 0, r)
 	if err != nil {
@@ -164,9 +146,9 @@ func TestDiffHonoursContext(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := &cancelAfter{Context: context.Background(), n: 3}
-	if _, err := query.DiffOfContext(ctx, a, b); !errors.Is(err, context.Canceled) || ctx.calls != 3 {
-		t.Errorf("got %v after %d looks, want context.Canceled after 3", err, ctx.calls)
+	ctx := ctxtest.CancelAfter(3)
+	if _, err := query.DiffOfContext(ctx, a, b); !errors.Is(err, context.Canceled) || ctx.Calls() != 3 {
+		t.Errorf("got %v after %d looks, want context.Canceled after 3", err, ctx.Calls())
 	}
 	d, err := query.DiffOfContext(context.Background(), a, b)
 	if err != nil || d.TotalA != d.TotalB || d.TotalA == 0 {

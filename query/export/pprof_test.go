@@ -12,6 +12,7 @@ import (
 	"github.com/google/pprof/profile"
 
 	"github.com/fleetscope/fleetscope"
+	"github.com/fleetscope/fleetscope/query/ctxtest"
 	"github.com/fleetscope/fleetscope/query/export"
 )
 
@@ -128,30 +129,15 @@ func TestPprofHonoursContext(t *testing.T) {
 	for i := range stacks {
 		stacks[i] = export.Stack{Frames: []string{"proc", fmt.Sprintf("f%d", i), fmt.Sprintf("g%d", i)}, Value: 1}
 	}
-	ctx := &cancelAfter{Context: context.Background(), n: 3}
+	ctx := ctxtest.CancelAfter(3)
 	var b bytes.Buffer
 	if err := export.WriteContext(ctx, &b, export.FormatPprof, stacks, export.Options{}); !errors.Is(err, context.Canceled) || b.Len() != 0 {
 		t.Fatalf("got %v (%d bytes), want context.Canceled and nothing written", err, b.Len())
 	}
-	if ctx.calls != 3 {
-		t.Errorf("the context was looked at %d times, want 3", ctx.calls)
+	if ctx.Calls() != 3 {
+		t.Errorf("the context was looked at %d times, want 3", ctx.Calls())
 	}
 	if err := export.WriteContext(context.Background(), &b, export.FormatPprof, stacks, export.Options{}); err != nil || b.Len() == 0 {
 		t.Errorf("%v (%d bytes)", err, b.Len())
 	}
-}
-
-// cancelAfter is a context whose Err is context.Canceled from its n-th
-// call on; it counts the calls.
-type cancelAfter struct {
-	context.Context
-	n, calls int
-}
-
-func (c *cancelAfter) Err() error {
-	c.calls++
-	if c.calls >= c.n {
-		return context.Canceled
-	}
-	return nil
 }
