@@ -1,6 +1,7 @@
 package fleetscope
 
 import (
+	"context"
 	"fmt"
 	"regexp"
 	"regexp/syntax"
@@ -28,11 +29,18 @@ type Filter struct {
 	SpanEntry, SpanReturn string
 }
 
-// Filter bounds: a request names at most this many ids, and a pattern is
-// at most this long.
+// Filter bounds: a request names at most this many ids, a pattern is at
+// most this long, and a pattern that is not just literal alternatives
+// compiles to at most MaxPatternProgram instructions of Go's regexp
+// machine. Matching costs the name's length times the program's size, and
+// a repetition multiplies it: `[a-z_:]{1000}X`, 14 bytes, is a program of
+// 1003 instructions, which took a minute over a dictionary of long names.
+// Realistic patterns ("^_?_?[a-z]+_[a-z]+$", "(?i)tcp_.*send") take 10 to
+// 40.
 const (
-	MaxFilterIDs     = 1024
-	MaxFilterPattern = 4096
+	MaxFilterIDs      = 1024
+	MaxFilterPattern  = 4096
+	MaxPatternProgram = 500
 )
 
 // IsZero reports whether f keeps every sample.
@@ -93,6 +101,12 @@ func compile(what, pattern string) (*nameMatcher, error) {
 		return nil, Errorf(EINVALID, "%s pattern %q: %v", what, pattern, err)
 	}
 	n := &nameMatcher{re: re, literals: literals(pattern)}
+	if n.literals == nil { // matched by the regular expression: bound its program
+		if size := programSize(pattern); size > MaxPatternProgram {
+			return nil, Errorf(EINVALID, "%s pattern %q compiles to %d instructions, at most %d: use fewer or shorter repetitions ({n})",
+				what, pattern, size, MaxPatternProgram)
+		}
+	}
 	for _, l := range n.literals {
 		n.masks = append(n.masks, byteMask(l))
 	}
@@ -124,6 +138,15 @@ func (n *nameMatcher) match(name string, mask uint64) bool {
 	return false
 }
 
+// cost is the work, in Checker units, of matching name: a frame, or a
+// frame per 4 bytes a regular expression scans (a look every 16 KiB).
+func (n *nameMatcher) cost(name string) int {
+	if n.literals == nil {
+		return 1 + len(name)/4
+	}
+	return 1
+}
+
 // byteMask summarises the bytes of s: bit b&63 is set for each byte b.
 func byteMask(s string) uint64 {
 	var m uint64
@@ -131,6 +154,20 @@ func byteMask(s string) uint64 {
 		m |= 1 << (s[i] & 63)
 	}
 	return m
+}
+
+// programSize is the number of instructions of the pattern's compiled
+// program (regexp.Compile accepted it).
+func programSize(pattern string) int {
+	re, err := syntax.Parse(pattern, syntax.Perl)
+	if err != nil {
+		return 0
+	}
+	prog, err := syntax.Compile(re.Simplify())
+	if err != nil {
+		return 0
+	}
+	return len(prog.Inst)
 }
 
 // literals returns the texts a pattern is an alternation of (nil when it
@@ -199,10 +236,12 @@ func (m *Matcher) Threads(threads []Thread) []bool {
 // Stacks returns which of d's stacks pass the function conditions (nil
 // when the filter has none), with x the dictionary's FrameIndex: each
 // frame name is matched once (most ruled out by their byteMask), and only
-// the stacks of matching frames are visited.
-func (m *Matcher) Stacks(d *Dict, x *FrameIndex) []bool {
+// the stacks of matching frames are visited. It returns ctx.Err() as soon
+// as it sees ctx done (looking every CheckEvery frames, or every 16 KiB of
+// names a regular expression scanned).
+func (m *Matcher) Stacks(ctx context.Context, d *Dict, x *FrameIndex) ([]bool, error) {
 	if m.function == nil && m.exclude == nil {
-		return nil
+		return nil, nil
 	}
 	keep := make([]bool, len(d.stacks))
 	if m.function == nil {
@@ -210,23 +249,31 @@ func (m *Matcher) Stacks(d *Dict, x *FrameIndex) []bool {
 			keep[i] = true
 		}
 	}
-	for f := range d.frames {
-		if m.function != nil && m.function.match(d.frames[f].Name, x.masks[f]) {
-			for _, st := range x.of(FrameID(f)) {
-				keep[st] = true
-			}
-		}
-	}
-	if m.exclude != nil { // after the function's marks: exclusion wins
+	check := NewChecker(ctx)
+	mark := func(n *nameMatcher, to bool) error {
 		for f := range d.frames {
-			if m.exclude.match(d.frames[f].Name, x.masks[f]) {
+			if err := check.Tick(n.cost(d.frames[f].Name)); err != nil {
+				return err
+			}
+			if n.match(d.frames[f].Name, x.masks[f]) {
 				for _, st := range x.of(FrameID(f)) {
-					keep[st] = false
+					keep[st] = to
 				}
 			}
 		}
+		return nil
 	}
-	return keep
+	if m.function != nil {
+		if err := mark(m.function, true); err != nil {
+			return nil, err
+		}
+	}
+	if m.exclude != nil { // after the function's marks: exclusion wins
+		if err := mark(m.exclude, false); err != nil {
+			return nil, err
+		}
+	}
+	return keep, nil
 }
 
 // FrameIndex is what function filters need of a dictionary, built once:
@@ -238,16 +285,21 @@ type FrameIndex struct {
 	masks  []uint64
 }
 
-// NewFrameIndex builds d's FrameIndex.
-func NewFrameIndex(d *Dict) *FrameIndex {
+// NewFrameIndex builds d's FrameIndex; ctx.Err() if ctx is done before
+// it is built.
+func NewFrameIndex(ctx context.Context, d *Dict) (*FrameIndex, error) {
 	x := &FrameIndex{off: make([]uint32, len(d.frames)+1), masks: make([]uint64, len(d.frames))}
 	for f := range d.frames {
 		x.masks[f] = byteMask(d.frames[f].Name)
 	}
 	last := make([]int32, len(d.frames)) // the stack that last counted the frame, +1
-	count := func(visit func(f FrameID, st int)) {
+	check := NewChecker(ctx)
+	count := func(visit func(f FrameID, st int)) error {
 		clear(last)
 		for i, st := range d.stacks {
+			if err := check.Tick(int(st.n)); err != nil {
+				return err
+			}
 			for _, f := range d.stackFrame[st.off : st.off+st.n] {
 				if last[f] != int32(i+1) {
 					last[f] = int32(i + 1)
@@ -255,18 +307,23 @@ func NewFrameIndex(d *Dict) *FrameIndex {
 				}
 			}
 		}
+		return nil
 	}
-	count(func(f FrameID, _ int) { x.off[f+1]++ })
+	if err := count(func(f FrameID, _ int) { x.off[f+1]++ }); err != nil {
+		return nil, err
+	}
 	for f := range d.frames {
 		x.off[f+1] += x.off[f]
 	}
 	x.stacks = make([]StackID, x.off[len(d.frames)])
 	next := slices.Clone(x.off[:len(d.frames)])
-	count(func(f FrameID, st int) {
+	if err := count(func(f FrameID, st int) {
 		x.stacks[next[f]] = StackID(st)
 		next[f]++
-	})
-	return x
+	}); err != nil {
+		return nil, err
+	}
+	return x, nil
 }
 
 func (x *FrameIndex) of(f FrameID) []StackID { return x.stacks[x.off[f]:x.off[f+1]] }

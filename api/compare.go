@@ -66,6 +66,15 @@ func (h *compareHandler) GetDiffFlameGraph(ctx context.Context, req *connect.Req
 	norm := m.GetNormalize()
 	out := &fsv1.GetDiffFlameGraphResponse{TotalA: d.TotalA, TotalB: d.TotalB, Normalized: norm}
 	format := m.GetFormat()
+	// Every format is read off the merged tree: refuse it past the budget
+	// before anything else is built.
+	t := d.Tree(norm)
+	if err := query.CheckSize("a comparison", len(t.Name)); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	switch format {
 	case fsv1.FlameGraphFormat_FLAME_GRAPH_FORMAT_UNSPECIFIED, fsv1.FlameGraphFormat_FLAME_GRAPH_FORMAT_FOLDED, fsv1.FlameGraphFormat_FLAME_GRAPH_FORMAT_TREE:
 	case fsv1.FlameGraphFormat_FLAME_GRAPH_FORMAT_SVG:
@@ -84,7 +93,9 @@ func (h *compareHandler) GetDiffFlameGraph(ctx context.Context, req *connect.Req
 		}
 		out.Folded = b.String()
 	}
-	t := d.Tree(norm)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	if norm {
 		out.TotalA = t.A[0]
 	}

@@ -150,7 +150,7 @@ func (h *fleetHandler) GetFleetFlameGraph(ctx context.Context, req *connect.Requ
 	if err != nil {
 		return nil, err
 	}
-	fg, err := renderFlame(g.FlameGraph, m.GetFormat(), query.WindowTitle(sel), m.GetWeightByPeriod())
+	fg, err := renderFlame(ctx, g.FlameGraph, m.GetFormat(), query.WindowTitle(sel), m.GetWeightByPeriod())
 	if err != nil {
 		return nil, err
 	}

@@ -184,7 +184,7 @@ func flameGraph(ctx context.Context, q *query.Service, tenant int64, r query.Fla
 	if err != nil {
 		return nil, err
 	}
-	return renderFlame(g, format, where, r.ByPeriod)
+	return renderFlame(ctx, g, format, where, r.ByPeriod)
 }
 
 // exportFormats are the formats whose file goes in the answer's export.
@@ -196,15 +196,16 @@ var exportFormats = map[fsv1.FlameGraphFormat]string{
 
 // renderFlame renders a flame graph in the format asked (folded, tree, or
 // both when unspecified; folded lines; an export format's file); where
-// names the selection in exports.
-func renderFlame(g *query.FlameGraph, format fsv1.FlameGraphFormat, where string, byPeriod bool) (*fsv1.GetFlameGraphResponse, error) {
+// names the selection in exports. Exports and folded text over
+// query.MaxExportNodes are refused (ETOOLARGE).
+func renderFlame(ctx context.Context, g *query.FlameGraph, format fsv1.FlameGraphFormat, where string, byPeriod bool) (*fsv1.GetFlameGraphResponse, error) {
 	if _, ok := fsv1.FlameGraphFormat_name[int32(format)]; !ok {
 		return nil, fleetscope.Errorf(fleetscope.EINVALID, "unknown flame graph format %d", format)
 	}
 	out := &fsv1.GetFlameGraphResponse{Event: g.Event, Total: g.Total}
 	if name, ok := exportFormats[format]; ok {
 		var b bytes.Buffer
-		if err := g.Export(&b, name, where, byPeriod); err != nil {
+		if err := g.Export(ctx, &b, name, where, byPeriod); err != nil {
 			return nil, err
 		}
 		out.Export = b.Bytes()
@@ -212,6 +213,11 @@ func renderFlame(g *query.FlameGraph, format fsv1.FlameGraphFormat, where string
 	}
 	all := format == fsv1.FlameGraphFormat_FLAME_GRAPH_FORMAT_UNSPECIFIED
 	if all || format == fsv1.FlameGraphFormat_FLAME_GRAPH_FORMAT_FOLDED || format == fsv1.FlameGraphFormat_FLAME_GRAPH_FORMAT_FOLDED_LINES {
+		if format != fsv1.FlameGraphFormat_FLAME_GRAPH_FORMAT_FOLDED_LINES {
+			if err := g.CheckSize("folded text"); err != nil {
+				return nil, err
+			}
+		}
 		ls := g.Lines()
 		if format == fsv1.FlameGraphFormat_FLAME_GRAPH_FORMAT_FOLDED_LINES {
 			out.Lines = LinesProto(ls)
@@ -223,6 +229,9 @@ func renderFlame(g *query.FlameGraph, format fsv1.FlameGraphFormat, where string
 			return nil, err
 		}
 		out.Folded = b.String()
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 	}
 	if all || format == fsv1.FlameGraphFormat_FLAME_GRAPH_FORMAT_TREE {
 		f := g.Flat()

@@ -115,7 +115,7 @@ func (h *shareHandler) GetSharedFlameGraph(ctx context.Context, req *connect.Req
 		if err != nil {
 			return nil, err
 		}
-		fg, err := renderFlame(g.FlameGraph, req.Msg.GetFormat(), query.WindowTitle(sel), false)
+		fg, err := renderFlame(ctx, g.FlameGraph, req.Msg.GetFormat(), query.WindowTitle(sel), false)
 		if err != nil {
 			return nil, err
 		}

@@ -58,6 +58,9 @@ func (s *Service) stackCells(ctx context.Context, tenant int64, info *fleetscope
 	weighted := info.Events[ev].Weighted
 	threaded := false
 	for i := range secs {
+		if i%secondsPerCheck == 0 && ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
 		sec := &secs[i]
 		threaded = threaded || sec.Threads != nil
 		if sec.Second < 0 || sec.Second >= math.MaxUint32/index.Rows {

@@ -39,12 +39,35 @@ func (g *FlameGraph) foldedStacks() []export.Stack {
 	return out
 }
 
+// MaxExportNodes bounds the answers built whole in memory before they are
+// sent: an export (pprof, speedscope, SVG), folded text, or a comparison,
+// of a flame graph whose merged tree has more nodes is refused with
+// ETOOLARGE (CheckSize) before it is built. They take about 700 bytes a
+// node (a 2.2-million-node profile's pprof took 1.5 GB), so this is about
+// 512 MiB; the benchmark profile has 141,000 nodes.
+const MaxExportNodes = 750_000
+
+// CheckSize refuses (ETOOLARGE) a flame graph answer, what, over a tree
+// of nodes nodes: over MaxExportNodes.
+func CheckSize(what string, nodes int) error {
+	if nodes <= MaxExportNodes {
+		return nil
+	}
+	return fleetscope.Errorf(fleetscope.ETOOLARGE, "%s of %d flame graph nodes: at most %d (about %d MiB in memory); narrow the range or add a function filter",
+		what, nodes, MaxExportNodes, MaxExportNodes*700>>20)
+}
+
 // Export writes the flame graph in an export format (export.FormatSVG,
 // FormatPprof, FormatSpeedscope); where names the selection (its range or
 // window) in the title, after the event and the graph's Source. A graph of
 // timed samples goes to speedscope as its timeline: each sample its own
-// entry, in time order (export.WriteSpeedscopeTimeline).
-func (g *FlameGraph) Export(w io.Writer, format, where string, byPeriod bool) error {
+// entry, in time order (export.WriteSpeedscopeTimeline). Any other export
+// of a graph over MaxExportNodes is refused (ETOOLARGE) before anything is
+// built; ctx.Err() once ctx is done.
+func (g *FlameGraph) Export(ctx context.Context, w io.Writer, format, where string, byPeriod bool) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	title := g.Title(where)
 	if format == export.FormatSpeedscope && g.timeline != nil {
 		return g.timeline(w, title)
@@ -56,8 +79,29 @@ func (g *FlameGraph) Export(w io.Writer, format, where string, byPeriod bool) er
 			o.SampleUnit = "nanoseconds"
 		}
 	}
-	return export.Write(w, format, g.Stacks(), o)
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	flat := g.Flat()
+	if err := CheckSize("an export", len(flat.Name)); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	stacks, ok := treeStacks(flat)
+	if !ok {
+		stacks = g.foldedStacks()
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return export.WriteContext(ctx, w, format, stacks, o)
 }
+
+// CheckSize refuses (ETOOLARGE) an answer of the whole graph built in
+// memory (an export, folded text) over MaxExportNodes.
+func (g *FlameGraph) CheckSize(what string) error { return CheckSize(what, len(g.Flat().Name)) }
 
 // Title names the graph in exports: its event, Source and where (a range
 // or window; "whole profile" for a profile's graph without one), as
@@ -103,24 +147,39 @@ func (s *Service) Diff(ctx context.Context, tenant int64, a, b DiffSide) (*Diff,
 	if err != nil {
 		return nil, err
 	}
-	return DiffOf(ga, gb), nil
+	return diffOf(ctx, ga, gb)
 }
 
 // DiffOf compares two flame graphs stack by stack. Two ranges of one
 // profile share its dictionary and layout; otherwise both sides' stacks
 // are put in one new dictionary, by frame.
 func DiffOf(a, b *FlameGraph) *Diff {
+	d, _ := diffOf(context.Background(), a, b)
+	return d
+}
+
+// diffOf is DiffOf, stopping with ctx.Err() once ctx is done.
+func diffOf(ctx context.Context, a, b *FlameGraph) (*Diff, error) {
 	d := &Diff{EventA: a.Event, EventB: b.Event, TotalA: a.Total, TotalB: b.Total, Annotate: a.Annotate}
 	if a.Dict == b.Dict && a.Annotate == b.Annotate {
 		d.Dict, d.A, d.B, d.layout = a.Dict, a.Counts, b.Counts, a.layout
-		return d
+		return d, nil
 	}
 	d.Dict, d.A, d.B = fleetscope.NewDict(), &flame.Counts{}, &flame.Counts{}
 	var frames []fleetscope.FrameID
+	check := fleetscope.NewChecker(ctx)
+	var err error
 	copyIn := func(g *FlameGraph, into *flame.Counts) {
 		g.Counts.Each(func(id fleetscope.StackID, v uint64) {
+			if err != nil {
+				return
+			}
+			fs := g.Dict.StackFrames(id)
+			if err = check.Tick(len(fs)); err != nil {
+				return
+			}
 			frames = frames[:0]
-			for _, f := range g.Dict.StackFrames(id) {
+			for _, f := range fs {
 				frames = append(frames, d.Dict.Frame(g.Dict.FrameAt(f)))
 			}
 			into.AddStack(d.Dict.Stack(frames), v)
@@ -128,13 +187,16 @@ func DiffOf(a, b *FlameGraph) *Diff {
 	}
 	copyIn(a, d.A)
 	copyIn(b, d.B)
+	if err != nil {
+		return nil, err
+	}
 	var once sync.Once
 	var l *flame.Layout
 	d.layout = func() *flame.Layout {
 		once.Do(func() { l = flame.NewLayout(d.Dict, d.Annotate) })
 		return l
 	}
-	return d
+	return d, nil
 }
 
 // Stacks returns the compared stacks for the export formats (frames as

@@ -8,6 +8,9 @@ import "github.com/fleetscope/fleetscope/query/export"
 func (g *FlameGraph) FoldedStacks() []export.Stack { return g.foldedStacks() }
 func (d *Diff) DictStacks() []export.DiffStack     { return d.dictStacks() }
 
+// DiffOfContext is DiffOf with a context.
+var DiffOfContext = diffOf
+
 // SetMaxTimelineSamples lowers the speedscope export's sample limit until
 // the returned function restores it.
 func SetMaxTimelineSamples(n int) (restore func()) {

@@ -105,23 +105,48 @@ func (f filter) key() string {
 	return f.f.Key()
 }
 
-// stacks returns which of d's stacks the filter keeps (nil: all), cached.
-func (s *Service) keepStacks(d *fleetscope.Dict, f filter) []bool {
+// keepStacks returns which of d's stacks the filter keeps (nil: all),
+// cached; ctx.Err() when ctx is done before it knows (nothing is cached).
+func (s *Service) keepStacks(ctx context.Context, d *fleetscope.Dict, f filter) ([]bool, error) {
 	if f.m == nil || !f.f.ByFunction() {
-		return nil
+		return nil, nil
 	}
 	k := keepKey{d, f.key()}
 	if v, ok := s.keeps.Get(k); ok {
-		return v
+		return v, nil
 	}
 	x, ok := s.inverted.Get(d)
 	if !ok {
-		x = fleetscope.NewFrameIndex(d)
+		var err error
+		if x, err = fleetscope.NewFrameIndex(ctx, d); err != nil {
+			return nil, err
+		}
 		s.inverted.Put(d, x)
 	}
-	v := f.m.Stacks(d, x)
+	v, err := f.m.Stacks(ctx, d, x)
+	if err != nil {
+		return nil, err
+	}
 	s.keeps.Put(k, v)
-	return v
+	return v, nil
+}
+
+// sampleFilter returns what keepSample needs of a profile to judge its
+// decoded samples: the stacks the filter keeps and the span selector.
+func (s *Service) sampleFilter(ctx context.Context, tenant int64, info *fleetscope.ProfileInfo, f filter) ([]bool, *spans.Selector, error) {
+	sel, err := s.selector(ctx, tenant, info, f)
+	if err != nil {
+		return nil, nil, err
+	}
+	d, err := s.dict(ctx, tenant, info)
+	if err != nil {
+		return nil, nil, err
+	}
+	keep, err := s.keepStacks(ctx, d, f)
+	if err != nil {
+		return nil, nil, err
+	}
+	return keep, sel, nil
 }
 
 // keepThreads returns which of a profile's threads the filter keeps (nil:

@@ -103,12 +103,18 @@ func (s *Service) FlameGraph(ctx context.Context, tenant int64, r FlameRequest) 
 		c := index.Counter{UnitNanos: info.TimeUnitNanos, Timed: info.Timed, Period: info.Events[ev].Period,
 			ByPeriod: r.ByPeriod || info.Events[ev].Weighted, Range: rg, Threads: threads, Outside: r.Outside}
 		for i := range secs {
+			if i%secondsPerCheck == 0 && ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
 			if err := c.Count(&secs[i], values); err != nil {
 				return nil, fleetscope.Wrap(err, fleetscope.EINTERNAL, "profile "+info.ID+": corrupt index row")
 			}
 		}
 	}
-	keep := s.keepStacks(d, f)
+	keep, err := s.keepStacks(ctx, d, f)
+	if err != nil {
+		return nil, err
+	}
 	for id := range values {
 		if !r.IncludeIdle && d.Idle(fleetscope.StackID(id)) || keep != nil && !keep[id] {
 			values[id] = 0

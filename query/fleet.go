@@ -450,6 +450,10 @@ func (s *Service) fleetSamples(ctx context.Context, tenant int64, f *fleet, from
 		if len(evs) == 0 {
 			continue
 		}
+		if ctx.Err() != nil { // start no more
+			errc <- ctx.Err()
+			break
+		}
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
@@ -488,11 +492,19 @@ func (s *Service) fleetSamples(ctx context.Context, tenant int64, f *fleet, from
 					return
 				}
 				var batch []fleetscope.Sample
-				stacks := s.keepStacks(d, f.filter)
+				stacks, err := s.keepStacks(ctx, d, f.filter)
+				if err != nil {
+					errc <- err
+					return
+				}
 				keep := func(smp *fleetscope.Sample) bool {
 					return (!p.Timed || rg.Contains(smp.TimeNanos-p.StartSecond*1e9)) && f.filter.keepSample(stacks, nil, smp)
 				}
 				for i := range secs {
+					if i%secondsPerCheck == 0 && ctx.Err() != nil {
+						errc <- ctx.Err()
+						return
+					}
 					batch, err = index.Decode(batch[:0], &secs[i], p.StartSecond, p.TimeUnitNanos, p.Timed, p.Events[ev].Period, threads, len(keys))
 					if err != nil {
 						errc <- fleetscope.Wrap(err, fleetscope.EINTERNAL, "profile "+p.ID+": corrupt index row")
@@ -563,6 +575,9 @@ func (s *Service) FleetFlameGraph(ctx context.Context, tenant int64, sel fleetsc
 	}
 	total := make([]uint64, m.dict.NumStacks())
 	for _, pt := range parts {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		at := at[pt.p.ID]
 		for i, c := range pt.counts {
 			if c != 0 {
@@ -571,7 +586,10 @@ func (s *Service) FleetFlameGraph(ctx context.Context, tenant int64, sel fleetsc
 		}
 	}
 	counts := &flame.Counts{}
-	keep := s.keepStacks(m.dict, f.filter)
+	keep, err := s.keepStacks(ctx, m.dict, f.filter)
+	if err != nil {
+		return nil, err
+	}
 	for i, c := range total {
 		if c != 0 && (sel.IncludeIdle || !m.dict.Idle(fleetscope.StackID(i))) && (keep == nil || keep[i]) {
 			counts.AddStack(fleetscope.StackID(i), c)
@@ -680,7 +698,11 @@ func (s *Service) countParts(ctx context.Context, tenant int64, parts []*part, r
 			errs <- first
 		}()
 	}
+	n := 0
 	err := s.src.FleetSeconds(ctx, tenant, reqs, func(i int, sec *index.Second) error {
+		if n++; n%secondsPerCheck == 0 && ctx.Err() != nil {
+			return ctx.Err()
+		}
 		rows[owner[i]%workers] <- rowOf{i, sec}
 		return nil
 	})

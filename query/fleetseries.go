@@ -161,7 +161,10 @@ func (s *Service) FleetSeries(ctx context.Context, tenant int64, sel fleetscope.
 		if err != nil {
 			return nil, err
 		}
-		keep := s.keepStacks(m.dict, f.filter)
+		keep, err := s.keepStacks(ctx, m.dict, f.filter)
+		if err != nil {
+			return nil, err
+		}
 		for i, pt := range parts {
 			var n uint64
 			at := at[pt.p.ID]

@@ -65,15 +65,11 @@ func (s *Service) Heatmap(ctx context.Context, tenant int64, r HeatmapRequest) (
 			return nil, err
 		}
 	} else { // which samples count depends on their times and threads: decode them
-		var keep []bool
-		spanSel, err := s.selector(ctx, tenant, info, f)
+		keep, spanSel, err := s.sampleFilter(ctx, tenant, info, f)
 		if err != nil {
 			return nil, err
 		}
 		err = s.samples(ctx, tenant, info, ev, 0, -1, func(d *fleetscope.Dict, batch []fleetscope.Sample) {
-			if keep == nil {
-				keep = s.keepStacks(d, f)
-			}
 			for i := range batch {
 				if (r.IncludeIdle || !d.Idle(batch[i].Stack)) && f.keepSample(keep, spanSel, &batch[i]) {
 					h.AddN(batch[i].TimeNanos, weight(info, &batch[i]))
@@ -102,7 +98,10 @@ func (s *Service) countCells(ctx context.Context, tenant int64, info *fleetscope
 	if err != nil {
 		return err
 	}
-	keep := s.keepStacks(d, f)
+	keep, err := s.keepStacks(ctx, d, f)
+	if err != nil {
+		return err
+	}
 	if h.Rows == index.Rows {
 		sc, err := s.stackCells(ctx, tenant, info, ev, d)
 		if err != nil {
@@ -135,6 +134,9 @@ func (s *Service) countCells(ctx context.Context, tenant int64, info *fleetscope
 	c := index.Counter{UnitNanos: info.TimeUnitNanos, Timed: true, Period: info.Events[ev].Period,
 		ByPeriod: info.Events[ev].Weighted, Threads: threads}
 	for i := range secs {
+		if i%secondsPerCheck == 0 && ctx.Err() != nil {
+			return ctx.Err()
+		}
 		col := h.Column(info.StartSecond + secs[i].Second)
 		if col == nil {
 			return fmt.Errorf("profile %s: stored second %d outside its span", info.ID, secs[i].Second)

@@ -391,6 +391,10 @@ func (s *Service) rangeSeconds(ctx context.Context, tenant int64, id string, ev 
 	return rows, nil
 }
 
+// secondsPerCheck is how many stored seconds (rows of samples) a loop
+// reads or counts between two looks at its context.
+const secondsPerCheck = 16
+
 // samples decodes the stored samples of event in relative seconds
 // [from, to] (all if from > to) and hands them to fn with the dictionary.
 func (s *Service) samples(ctx context.Context, tenant int64, info *fleetscope.ProfileInfo, ev int, from, to int64, fn func(*fleetscope.Dict, []fleetscope.Sample)) error {
@@ -408,6 +412,9 @@ func (s *Service) samples(ctx context.Context, tenant int64, info *fleetscope.Pr
 	}
 	var batch []fleetscope.Sample
 	for i := range secs {
+		if i%secondsPerCheck == 0 && ctx.Err() != nil {
+			return ctx.Err()
+		}
 		batch, err = index.Decode(batch[:0], &secs[i], info.StartSecond, info.TimeUnitNanos, info.Timed, info.Events[ev].Period, threads, d.NumStacks())
 		if err != nil {
 			return fleetscope.Wrap(err, fleetscope.EINTERNAL, "profile "+info.ID+": corrupt index row")

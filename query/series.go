@@ -82,15 +82,11 @@ func (s *Service) HeatmapSeries(ctx context.Context, tenant int64, r SeriesReque
 	spc := fleetscope.SecondsPerColumn(seconds)
 	columns := int((seconds + spc - 1) / spc)
 	byKey := map[string]*Series{}
-	var keep []bool
-	spanSel, err := s.selector(ctx, tenant, info, f)
+	keep, spanSel, err := s.sampleFilter(ctx, tenant, info, f)
 	if err != nil {
 		return nil, err
 	}
 	err = s.samples(ctx, tenant, info, ev, 0, -1, func(d *fleetscope.Dict, batch []fleetscope.Sample) {
-		if keep == nil {
-			keep = s.keepStacks(d, f)
-		}
 		for i := range batch {
 			smp := &batch[i]
 			if !r.IncludeIdle && d.Idle(smp.Stack) || !f.keepSample(keep, spanSel, smp) {

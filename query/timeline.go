@@ -108,7 +108,7 @@ func (s *Service) profileTimeline(ctx context.Context, tenant int64, r FlameRequ
 			}
 		}
 	}
-	sel, err := s.selector(ctx, tenant, info, f)
+	keep, sel, err := s.sampleFilter(ctx, tenant, info, f)
 	if err != nil {
 		return err
 	}
@@ -117,13 +117,9 @@ func (s *Service) profileTimeline(ctx context.Context, tenant int64, r FlameRequ
 		tl      timeline
 		samples []timedSample
 		at      = map[fleetscope.StackID]int32{}
-		keep    []bool
 		failed  error
 	)
 	err = s.samples(ctx, tenant, info, ev, from, to, func(d *fleetscope.Dict, batch []fleetscope.Sample) {
-		if keep == nil {
-			keep = s.keepStacks(d, f)
-		}
 		for j := range batch {
 			smp := &batch[j]
 			if failed != nil || rg != fleetscope.All && rg.Contains(smp.TimeNanos-info.StartSecond*1e9) == r.Outside ||

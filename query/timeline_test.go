@@ -40,7 +40,7 @@ func speedscopeOf(t *testing.T, p *parsed, r query.FlameRequest) (*ssFile, []str
 		t.Fatal(err)
 	}
 	var b bytes.Buffer
-	if err := g.Export(&b, export.FormatSpeedscope, query.RangeTitle(r.Range), r.ByPeriod); err != nil {
+	if err := g.Export(context.Background(), &b, export.FormatSpeedscope, query.RangeTitle(r.Range), r.ByPeriod); err != nil {
 		t.Fatal(err)
 	}
 	var f ssFile
@@ -147,11 +147,11 @@ func TestSpeedscopeSamplesEqualRangeSamples(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = g.Export(&bytes.Buffer{}, export.FormatSpeedscope, "", false)
+	err = g.Export(context.Background(), &bytes.Buffer{}, export.FormatSpeedscope, "", false)
 	if fleetscope.ErrorCode(err) != fleetscope.ETOOLARGE || !strings.Contains(fmt.Sprint(err), "at most 10 samples") {
 		t.Errorf("past the limit: %v, want ETOOLARGE naming it", err)
 	}
-	if err := g.Export(&bytes.Buffer{}, export.FormatSVG, "", false); err != nil {
+	if err := g.Export(context.Background(), &bytes.Buffer{}, export.FormatSVG, "", false); err != nil {
 		t.Errorf("svg past the speedscope limit: %v", err)
 	}
 }

@@ -205,7 +205,7 @@ func localFlame(c *cobra.Command, w io.Writer, a []string, inputFormat string, r
 	case "folded":
 		return g.WriteFolded(w)
 	}
-	return g.Export(w, format, query.RangeTitle(r.Range), r.ByPeriod)
+	return g.Export(c.Context(), w, format, query.RangeTitle(r.Range), r.ByPeriod)
 }
 
 // remoteFlame fetches a stored profile's flame graph and writes it as the

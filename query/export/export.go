@@ -20,6 +20,7 @@
 package export
 
 import (
+	"context"
 	"encoding/binary"
 	"io"
 	"math"
@@ -236,11 +237,19 @@ type Options struct {
 // Write writes stacks in format (FormatSVG, FormatPprof or
 // FormatSpeedscope); EINVALID for another format.
 func Write(w io.Writer, format string, stacks []Stack, o Options) error {
+	return WriteContext(context.Background(), w, format, stacks, o)
+}
+
+// WriteContext is Write, stopping with ctx.Err() once ctx is done: pprof
+// while it builds its profile, every format as soon as it writes (w
+// fails with ctx.Err() then).
+func WriteContext(ctx context.Context, w io.Writer, format string, stacks []Stack, o Options) error {
+	w = ctxWriter{ctx, w}
 	switch format {
 	case FormatSVG:
 		return WriteSVG(w, stacks, SVGOptions{Subtitle: o.Subtitle})
 	case FormatPprof:
-		return WritePprof(w, stacks, PprofOptions{SampleType: o.SampleType, SampleUnit: o.SampleUnit})
+		return writePprof(ctx, w, stacks, PprofOptions{SampleType: o.SampleType, SampleUnit: o.SampleUnit})
 	case FormatSpeedscope:
 		unit := "none"
 		if o.SampleUnit == "nanoseconds" {
@@ -249,4 +258,17 @@ func Write(w io.Writer, format string, stacks []Stack, o Options) error {
 		return WriteSpeedscope(w, stacks, SpeedscopeOptions{Name: o.Subtitle, Unit: unit})
 	}
 	return fleetscope.Errorf(fleetscope.EINVALID, "export format %q: svg, pprof or speedscope", format)
+}
+
+// ctxWriter is a writer that fails with ctx.Err() once ctx is done.
+type ctxWriter struct {
+	ctx context.Context
+	w   io.Writer
+}
+
+func (c ctxWriter) Write(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.w.Write(p)
 }

@@ -3,6 +3,7 @@ package export
 import (
 	"bufio"
 	"compress/gzip"
+	"context"
 	"fmt"
 	"io"
 	"math"
@@ -31,6 +32,11 @@ type PprofOptions struct {
 //
 // Returns EINVALID if the values add up to more than pprof's int64 holds.
 func WritePprof(w io.Writer, stacks []Stack, opts PprofOptions) error {
+	return writePprof(context.Background(), w, stacks, opts)
+}
+
+// writePprof is WritePprof, stopping with ctx.Err() once ctx is done.
+func writePprof(ctx context.Context, w io.Writer, stacks []Stack, opts PprofOptions) error {
 	if _, ok := checkedTotal(stacks, math.MaxInt64); !ok {
 		return fleetscope.Errorf(fleetscope.EINVALID, "pprof: the stacks' values add up to more than an int64 holds")
 	}
@@ -43,7 +49,11 @@ func WritePprof(w io.Writer, stacks []Stack, opts PprofOptions) error {
 		Sample:     make([]*profile.Sample, 0, len(stacks)),
 	}
 	locs := make(map[string]*profile.Location)
+	check := fleetscope.NewChecker(ctx)
 	for _, s := range stacks {
+		if err := check.Tick(len(s.Frames)); err != nil {
+			return err
+		}
 		if s.Value == 0 {
 			continue
 		}
@@ -67,6 +77,9 @@ func WritePprof(w io.Writer, stacks []Stack, opts PprofOptions) error {
 	}
 	if err := p.CheckValid(); err != nil {
 		return fmt.Errorf("pprof: built an invalid profile: %w", err)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
 	}
 	// profile.Write drops the gzip writer's Close error; close it here.
 	bw := bufio.NewWriter(w)

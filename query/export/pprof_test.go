@@ -2,6 +2,8 @@ package export_test
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -10,6 +12,7 @@ import (
 	"github.com/google/pprof/profile"
 
 	"github.com/fleetscope/fleetscope"
+	"github.com/fleetscope/fleetscope/query/ctxtest"
 	"github.com/fleetscope/fleetscope/query/export"
 )
 
@@ -116,4 +119,25 @@ func checkPprof(t *testing.T, data []byte, stacks []export.Stack) *profile.Profi
 // sampleKey is a stack and its value as one comparable string.
 func sampleKey(frames []string, v uint64) string {
 	return fmt.Sprintf("%q %d", frames, v)
+}
+
+// A pprof export stops with the context's error while it builds its
+// profile, at the first look that finds the context done, and writes
+// nothing.
+func TestPprofHonoursContext(t *testing.T) {
+	stacks := make([]export.Stack, 50_000)
+	for i := range stacks {
+		stacks[i] = export.Stack{Frames: []string{"proc", fmt.Sprintf("f%d", i), fmt.Sprintf("g%d", i)}, Value: 1}
+	}
+	ctx := ctxtest.CancelAfter(3)
+	var b bytes.Buffer
+	if err := export.WriteContext(ctx, &b, export.FormatPprof, stacks, export.Options{}); !errors.Is(err, context.Canceled) || b.Len() != 0 {
+		t.Fatalf("got %v (%d bytes), want context.Canceled and nothing written", err, b.Len())
+	}
+	if ctx.Calls() != 3 {
+		t.Errorf("the context was looked at %d times, want 3", ctx.Calls())
+	}
+	if err := export.WriteContext(context.Background(), &b, export.FormatPprof, stacks, export.Options{}); err != nil || b.Len() == 0 {
+		t.Errorf("%v (%d bytes)", err, b.Len())
+	}
 }
