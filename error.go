@@ -77,4 +77,3 @@ func ErrorMessage(err error) string {
 	}
 	return "internal error"
 }
-
