@@ -23,6 +23,10 @@ package query
 // FleetFlameGraph (below) runs resolve, parts, translate, count and merge;
 // FleetSeries (fleetseries.go) adds up stored totals for the seconds the
 // window holds whole and runs the same stages for the rest.
+//
+// Stages that work on several profiles at once share one concurrency
+// scheme (fleet_parallel.go): their goroutines are the tasks of an
+// errgroup with a bound, and the first error is the answer's.
 
 import (
 	"context"

@@ -3,10 +3,10 @@ package query
 import (
 	"cmp"
 	"context"
-	"sync"
 
 	"github.com/fleetscope/fleetscope"
 	"github.com/fleetscope/fleetscope/store/index"
+	"golang.org/x/sync/errgroup"
 )
 
 // countParts reads the rows of reqs in one round trip and counts, into
@@ -16,14 +16,11 @@ import (
 func (s *Service) countParts(ctx context.Context, tenant int64, parts []*part, reqs []index.SecondsRange, owner []int, byPeriod bool) error {
 	const workers = 2
 	rows := make([]chan rowOf, workers)
-	errs := make(chan error, workers)
-	var wg sync.WaitGroup
+	var g errgroup.Group // the counting workers (fleet_parallel.go's scheme, fed here by the one read)
 	for w := range rows {
 		rows[w] = make(chan rowOf, 64)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var first error
+		g.Go(func() error {
+			var first error // the worker drains its rows whatever happens
 			for r := range rows[w] {
 				pt := parts[owner[r.i]]
 				ev := reqs[r.i].Event
@@ -33,8 +30,8 @@ func (s *Service) countParts(ctx context.Context, tenant int64, parts []*part, r
 					first = fleetscope.Wrap(err, fleetscope.EINTERNAL, "profile "+pt.p.ID+": corrupt index row")
 				}
 			}
-			errs <- first
-		}()
+			return first
+		})
 	}
 	err := s.src.FleetSeconds(ctx, tenant, reqs, func(i int, sec *index.Second) error {
 		rows[owner[i]%workers] <- rowOf{i, sec}
@@ -43,12 +40,7 @@ func (s *Service) countParts(ctx context.Context, tenant int64, parts []*part, r
 	for _, c := range rows {
 		close(c)
 	}
-	wg.Wait()
-	close(errs)
-	for e := range errs {
-		err = cmp.Or(err, e)
-	}
-	return err
+	return cmp.Or(err, g.Wait())
 }
 
 // rowOf is a stored row and the index of the range it belongs to.

@@ -25,70 +25,55 @@ func (s *Service) fleetSamples(ctx context.Context, tenant int64, f *fleet, from
 		}
 	}
 	var mu sync.Mutex // fn sees one profile at a time
-	sem := make(chan struct{}, 4)
-	errc := make(chan error, len(profiles))
-	var wg sync.WaitGroup
-	for _, p := range profiles {
+	return parallel(len(profiles), fleetWorkers, func(i int) error {
+		p := profiles[i]
 		evs := f.events(p)
 		if len(evs) == 0 {
-			continue
+			return nil
 		}
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			keys, err := s.profileStacks(ctx, tenant, p.ID)
+		keys, err := s.profileStacks(ctx, tenant, p.ID)
+		if err != nil {
+			return err
+		}
+		var d *fleetscope.Dict
+		if withDict || f.filter.m != nil {
+			if d, err = s.dict(ctx, tenant, p); err != nil {
+				return err
+			}
+		}
+		threads, err := s.profileThreads(ctx, tenant, p.ID)
+		if err != nil {
+			return err
+		}
+		start := p.StartSecond*1e9 + p.WallShiftNanos // absolute ns of the profile's start second
+		rg := fleetscope.Range{Start: from - start, End: to - start}
+		lo, hi := int64(0), int64(-1)
+		if p.Timed {
+			lo, hi = max(fleetscope.FloorSecond(rg.Start), 0), min(fleetscope.FloorSecond(rg.End-1), p.DurationNanos/1e9)
+			if lo > hi {
+				return nil
+			}
+		}
+		for _, ev := range evs {
+			secs, err := s.src.Seconds(ctx, tenant, p.ID, ev, lo, hi)
 			if err != nil {
-				errc <- err
-				return
+				return err
 			}
-			var d *fleetscope.Dict
-			if withDict || f.filter.m != nil {
-				if d, err = s.dict(ctx, tenant, p); err != nil {
-					errc <- err
-					return
-				}
+			var batch []fleetscope.Sample
+			stacks := s.keepStacks(d, f.filter)
+			keep := func(smp *fleetscope.Sample) bool {
+				return (!p.Timed || rg.Contains(smp.TimeNanos-p.StartSecond*1e9)) && f.filter.keepSample(stacks, nil, smp)
 			}
-			threads, err := s.profileThreads(ctx, tenant, p.ID)
-			if err != nil {
-				errc <- err
-				return
-			}
-			start := p.StartSecond*1e9 + p.WallShiftNanos // absolute ns of the profile's start second
-			rg := fleetscope.Range{Start: from - start, End: to - start}
-			lo, hi := int64(0), int64(-1)
-			if p.Timed {
-				lo, hi = max(fleetscope.FloorSecond(rg.Start), 0), min(fleetscope.FloorSecond(rg.End-1), p.DurationNanos/1e9)
-				if lo > hi {
-					return
-				}
-			}
-			for _, ev := range evs {
-				secs, err := s.src.Seconds(ctx, tenant, p.ID, ev, lo, hi)
+			for i := range secs {
+				batch, err = index.Decode(batch[:0], &secs[i], p.StartSecond, p.TimeUnitNanos, p.Timed, p.Events[ev].Period, threads, len(keys))
 				if err != nil {
-					errc <- err
-					return
+					return fleetscope.Wrap(err, fleetscope.EINTERNAL, "profile "+p.ID+": corrupt index row")
 				}
-				var batch []fleetscope.Sample
-				stacks := s.keepStacks(d, f.filter)
-				keep := func(smp *fleetscope.Sample) bool {
-					return (!p.Timed || rg.Contains(smp.TimeNanos-p.StartSecond*1e9)) && f.filter.keepSample(stacks, nil, smp)
-				}
-				for i := range secs {
-					batch, err = index.Decode(batch[:0], &secs[i], p.StartSecond, p.TimeUnitNanos, p.Timed, p.Events[ev].Period, threads, len(keys))
-					if err != nil {
-						errc <- fleetscope.Wrap(err, fleetscope.EINTERNAL, "profile "+p.ID+": corrupt index row")
-						return
-					}
-					mu.Lock()
-					fn(p, d, keys, batch, keep)
-					mu.Unlock()
-				}
+				mu.Lock()
+				fn(p, d, keys, batch, keep)
+				mu.Unlock()
 			}
-		}()
-	}
-	wg.Wait()
-	close(errc)
-	return <-errc
+		}
+		return nil
+	})
 }

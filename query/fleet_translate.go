@@ -1,7 +1,6 @@
 package query
 
 import (
-	"cmp"
 	"context"
 	"sync"
 	"sync/atomic"
@@ -10,7 +9,7 @@ import (
 // translateParts numbers the parts' stacks in d and, withCounts, gives
 // each zeroed counts and the threads the fleet's filter keeps.
 func (s *Service) translateParts(ctx context.Context, tenant int64, f *fleet, parts []*part, d *denseIDs, withCounts bool) error {
-	return s.eachParallel(len(parts), func(i int) error {
+	return parallel(len(parts), fleetWorkers, func(i int) error {
 		pt := parts[i]
 		trans, err := s.translation(ctx, tenant, pt.p.ID, d)
 		if err != nil {
@@ -23,29 +22,6 @@ func (s *Service) translateParts(ctx context.Context, tenant int64, f *fleet, pa
 		}
 		return err
 	})
-}
-
-// eachParallel runs fn for 0..n-1, four at a time; the first error wins.
-func (s *Service) eachParallel(n int, fn func(i int) error) error {
-	sem := make(chan struct{}, 4)
-	errs := make(chan error, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			errs <- fn(i)
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	var err error
-	for e := range errs {
-		err = cmp.Or(err, e)
-	}
-	return err
 }
 
 // profileStacks returns a profile's stack keys, cached.
