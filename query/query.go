@@ -1,12 +1,26 @@
-// Package query is the query service: it answers searches, heatmaps and
-// exact range flame graphs for the API and for the command line alike,
-// from a Source of stored profiles (store/postgres for the server,
-// store/memory for local files), so that a local file and the server give
-// the same answer by construction. It owns the caches (bounded in bytes)
-// and the rules that turn a request into reads: event resolution, the
-// seconds a range needs, the heatmap's columns. Its subpackages are pure:
-// query/heatmap counts cells, query/flame builds flame graphs, query/cache
-// is the LRU. It writes nothing and speaks no transport.
+// Package query is the query service: every read of stored profiles, for
+// the API and for the command line alike. It owns:
+//
+//   - searches and profile metadata (query.go);
+//   - one profile's heatmap (heatmap.go, cells.go), exact range flame
+//     graph (flamegraph.go) and heatmap series per CPU, thread or process
+//     (series.go);
+//   - filters: function conditions and probe spans (filter.go);
+//   - diffs of two flame graphs, of profiles, ranges or fleets (diff.go),
+//     and the stack lists exports read (stacks.go);
+//   - fleet queries over many profiles in wall-clock time: merged flame
+//     graphs, heatmaps, host strips, timelines, series and label sets
+//     (fleet*.go; fleet.go names the stages);
+//   - the caches, bounded in bytes together, and the rules that turn a
+//     request into reads: event resolution, the seconds a range needs, the
+//     heatmap's columns.
+//
+// It answers from a Source of stored profiles (store/postgres for the
+// server, store/memory for local files), so that a local file and the
+// server give the same answer by construction. Its subpackages are pure:
+// query/heatmap counts cells, query/flame builds flame graphs,
+// query/spans pairs probe events, query/export writes answers out,
+// query/cache is the LRU. It writes nothing and speaks no transport.
 package query
 
 import (
