@@ -40,8 +40,11 @@ func (s *Service) profileStacks(ctx context.Context, tenant int64, id string) ([
 
 // denseIDs numbers a tenant's stack keys densely (0, 1, 2, ... in the order
 // first seen), so that merging profiles' counts is adding arrays. A
-// numbering only grows; past maxDense keys the tenant gets a new one (with
-// a new generation), while queries holding the old one finish with it.
+// numbering only grows. It is cached, in the dense cache, and measured
+// again each time it grows: once it is evicted, or outgrows what that cache
+// keeps (half of it) or maxDense keys, the tenant gets a new one (with a
+// new generation, so that translations into the old one are not used),
+// while queries holding the old one finish with it.
 type denseIDs struct {
 	gen   uint64 // unique among numberings
 	mu    sync.Mutex
@@ -50,6 +53,14 @@ type denseIDs struct {
 }
 
 const maxDense = 4 << 20
+
+// sizeBytes estimates the memory a numbering holds: its keys, and their
+// map entries at about 40 bytes a key (Go's maps measured 32-44).
+func (d *denseIDs) sizeBytes() int64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return 64 + 8*int64(cap(d.keys)) + 40*int64(len(d.keys))
+}
 
 func (d *denseIDs) len() int {
 	d.mu.Lock()
@@ -74,10 +85,11 @@ func (d *denseIDs) keysOf(ids []int32) []keyID {
 	return out
 }
 
-// translate numbers keys.
-func (d *denseIDs) translate(keys []int64) []int32 {
+// translate numbers keys; grew tells whether some were new.
+func (d *denseIDs) translate(keys []int64) (ids []int32, grew bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	n := len(d.keys)
 	out := make([]int32, len(keys))
 	for i, k := range keys {
 		id, ok := d.byKey[k]
@@ -88,22 +100,34 @@ func (d *denseIDs) translate(keys []int64) []int32 {
 		}
 		out[i] = id
 	}
-	return out
+	return out, len(d.keys) > n
 }
 
 // denseGen numbers numberings.
 var denseGen atomic.Uint64
 
-// denseIDs returns a tenant's numbering (a new one once it is full).
+// denseIDs returns a tenant's numbering: the cached one, or a new one if
+// there is none or it is full.
 func (s *Service) denseIDs(tenant int64) *denseIDs {
 	s.denseMu.Lock()
 	defer s.denseMu.Unlock()
-	d, ok := s.dense[tenant]
+	d, ok := s.dense.Get(tenant)
 	if !ok || d.len() > maxDense {
 		d = &denseIDs{gen: denseGen.Add(1), byKey: map[int64]int32{}}
-		s.dense[tenant] = d
+		s.dense.Put(tenant, d)
 	}
 	return d
+}
+
+// grown measures a tenant's numbering again after it grew, if it is still
+// the cached one: the cache then evicts what its size needs (the numbering
+// itself, if it outgrew the cache).
+func (s *Service) grown(tenant int64, d *denseIDs) {
+	s.denseMu.Lock()
+	defer s.denseMu.Unlock()
+	if cur, ok := s.dense.Get(tenant); ok && cur == d {
+		s.dense.Put(tenant, d)
+	}
 }
 
 // translated is a profile's stacks as ids of one numbering.
@@ -122,7 +146,10 @@ func (s *Service) translation(ctx context.Context, tenant int64, id string, d *d
 	if err != nil {
 		return nil, err
 	}
-	ids := d.translate(keys)
+	ids, grew := d.translate(keys)
+	if grew {
+		s.grown(tenant, d)
+	}
 	s.trans.Put(k, translated{d.gen, ids})
 	return ids, nil
 }

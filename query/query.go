@@ -134,9 +134,9 @@ type Service struct {
 	dicts    *cache.LRU[profileKey, *fleetscope.Dict]
 	heatmaps *cache.LRU[heatmapKey, *heatmap.Heatmap]
 	layouts  *cache.LRU[layoutKey, *flame.Layout]
-	stacks   *cache.LRU[profileKey, []int64] // profiles' stack keys
-	denseMu  sync.Mutex
-	dense    map[int64]*denseIDs                // per tenant
+	stacks   *cache.LRU[profileKey, []int64]    // profiles' stack keys
+	denseMu  sync.Mutex                         // a tenant's numbering is made and measured under it
+	dense    *cache.LRU[int64, *denseIDs]       // per tenant: its stack keys numbered densely
 	trans    *cache.LRU[profileKey, translated] // profiles' stacks as dense ids
 	merged   *cache.LRU[mergedKey, *mergedDict] // fleet dictionaries
 	// the stacks of sets of profiles (a fleet dictionary's, in order)
@@ -195,8 +195,8 @@ func New(src Source, o Options) *Service {
 		stacks:     cache.New(part(2), 0, func(_ profileKey, ids []int64) int64 { return 64 + 8*int64(len(ids)) }),
 		merged:     cache.New(part(14), 0, func(_ mergedKey, m *mergedDict) int64 { return m.sizeBytes() }),
 		stackSets:  cache.New(part(2), 0, func(_ setKey, v *stackSet) int64 { return v.sizeBytes() }),
-		trans:      cache.New(part(8), 0, func(_ profileKey, t translated) int64 { return 64 + 4*int64(len(t.ids)) }),
-		dense:      map[int64]*denseIDs{},
+		trans:      cache.New(part(6), 0, func(_ profileKey, t translated) int64 { return 64 + 4*int64(len(t.ids)) }),
+		dense:      cache.New(part(2), 0, func(_ int64, d *denseIDs) int64 { return d.sizeBytes() }), // with trans: 8 parts
 		threads:    cache.New(part(1), 0, func(_ profileKey, t []fleetscope.Thread) int64 { return 64 + 12*int64(len(t)) }),
 		seconds:    cache.New(part(4), 0, func(_ secondsKey, rows []index.Second) int64 { return index.SecondsBytes(rows) }),
 		keeps:      cache.New(part(1), 0, func(k keepKey, v []bool) int64 { return 64 + int64(len(k.filter)+len(v)) }),
@@ -250,9 +250,7 @@ func (s *Service) Flush() {
 	s.inverted.Drop(func(*fleetscope.Dict) bool { return true })
 	s.spanSets.Drop(func(spanKey) bool { return true })
 	s.cellTables.Drop(func(cellsKey) bool { return true })
-	s.denseMu.Lock()
-	s.dense = map[int64]*denseIDs{}
-	s.denseMu.Unlock()
+	s.dense.Drop(func(int64) bool { return true })
 }
 
 // Forget drops everything cached about a profile (after its deletion).
