@@ -2,6 +2,7 @@ package fleetscope
 
 import (
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -79,7 +80,7 @@ func (s *FleetSelection) Check() error {
 		return Errorf(EINVALID, "the window [%s, %s) lies outside 1970 to 2100", formatUnix(s.From), formatUnix(s.To))
 	}
 	if time.Duration(s.To-s.From) > MaxFleetWindow {
-		return Errorf(EINVALID, "the window is %s long; at most %s", time.Duration(s.To-s.From), MaxFleetWindow)
+		return Errorf(EINVALID, "the window is %s long; at most %s", FormatLength(time.Duration(s.To-s.From)), FormatLength(MaxFleetWindow))
 	}
 	if len(s.Hosts) > 1000 || len(s.Labels) > 64 {
 		return Errorf(EINVALID, "at most 1000 hosts and 64 label conditions")
@@ -90,6 +91,36 @@ func (s *FleetSelection) Check() error {
 		}
 	}
 	return nil
+}
+
+// FormatLength writes a length of time for people, in days, hours,
+// minutes and seconds, the zero ones left out: "31 days", "33 days 8 h",
+// "2 h 0.5 s", "0 s".
+func FormatLength(d time.Duration) string {
+	var parts []string
+	if d < 0 {
+		return "-" + FormatLength(-d)
+	}
+	if days := d / (24 * time.Hour); days > 0 {
+		unit := " days"
+		if days == 1 {
+			unit = " day"
+		}
+		parts = append(parts, strconv.FormatInt(int64(days), 10)+unit)
+	}
+	for _, u := range []struct {
+		size time.Duration
+		name string
+		mod  time.Duration
+	}{{time.Hour, " h", 24}, {time.Minute, " min", 60}} {
+		if n := d / u.size % u.mod; n > 0 {
+			parts = append(parts, strconv.FormatInt(int64(n), 10)+u.name)
+		}
+	}
+	if sec := d % time.Minute; sec > 0 || len(parts) == 0 {
+		parts = append(parts, strconv.FormatFloat(sec.Seconds(), 'f', -1, 64)+" s")
+	}
+	return strings.Join(parts, " ")
 }
 
 func formatUnix(ns int64) string { return time.Unix(0, ns).UTC().Format(time.RFC3339Nano) }

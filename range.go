@@ -59,11 +59,11 @@ func ParseSeconds(s string) (int64, error) {
 // FormatSeconds prints ns as seconds with six decimals (microseconds) when
 // that is exact, nine otherwise.
 func FormatSeconds(ns int64) string {
-	sign := ""
+	sign, abs := "", uint64(ns)
 	if ns < 0 {
-		sign, ns = "-", -ns
+		sign, abs = "-", -abs // -MinInt64 in uint64 arithmetic: no overflow
 	}
-	sec, frac := ns/1e9, ns%1e9
+	sec, frac := abs/1e9, abs%1e9
 	b := []byte(sign)
 	b = appendInt(b, sec)
 	b = append(b, '.')
@@ -79,7 +79,7 @@ func FormatSeconds(ns int64) string {
 	return string(append(b, f...))
 }
 
-func appendInt(b []byte, v int64) []byte {
+func appendInt(b []byte, v uint64) []byte {
 	if v >= 10 {
 		b = appendInt(b, v/10)
 	}

@@ -85,15 +85,20 @@ func (a *Auth) authenticate(ctx context.Context, secret string) (fleetscope.Prin
 	return p, err
 }
 
-// principalFor authenticates secret and checks that its key holds scope
-// and its tenant is within its rate.
-func (a *Auth) principalFor(ctx context.Context, secret, scope string) (fleetscope.Principal, error) {
-	secret = strings.TrimSpace(secret)
+// principalFor authenticates the key a request's headers carry and checks
+// that the key holds scope, that X-Scope-OrgID names no other tenant
+// (checkOrgID) and that its tenant is within its rate. Every request with
+// a key, Connect or plain HTTP, is checked here.
+func (a *Auth) principalFor(ctx context.Context, h http.Header, scope string) (fleetscope.Principal, error) {
+	secret := strings.TrimSpace(secretOf(h))
 	if secret == "" {
 		return fleetscope.Principal{}, fleetscope.Errorf(fleetscope.EUNAUTHENTICATED, "missing API key: send Authorization: Bearer <key>")
 	}
 	p, err := a.authenticate(ctx, secret)
 	if err != nil {
+		return p, err
+	}
+	if err := checkOrgID(p, h); err != nil {
 		return p, err
 	}
 	if !p.Can(scope) {
@@ -114,10 +119,27 @@ func secretOf(h http.Header) string {
 	return secret
 }
 
+// OrgIDHeader names a tenant in Pyroscope (and the rest of Grafana's
+// stack); Grafana Alloy's pyroscope.write sends its tenant_id in it.
+const OrgIDHeader = "X-Scope-OrgID"
+
+// checkOrgID is the one rule for X-Scope-OrgID, on every endpoint: the key
+// alone selects the tenant, and the header never does. It may be absent or
+// name the key's own tenant; a header naming another tenant is EFORBIDDEN,
+// so that a client configured for another tenant is told so rather than
+// silently served (or stored) as the key's.
+func checkOrgID(p fleetscope.Principal, h http.Header) error {
+	org := strings.TrimSpace(h.Get(OrgIDHeader))
+	if org == "" || org == p.Tenant {
+		return nil
+	}
+	return fleetscope.Errorf(fleetscope.EFORBIDDEN, "%s %q is not this key's tenant: the key chooses the tenant (omit the header or send %q)", OrgIDHeader, org, p.Tenant)
+}
+
 // Principal authenticates a plain HTTP request with the key as a Bearer
-// token or as the password of Basic auth, and checks scope.
+// token or as the password of Basic auth, and checks scope (principalFor).
 func (a *Auth) Principal(r *http.Request, scope string) (fleetscope.Principal, error) {
-	return a.principalFor(r.Context(), secretOf(r.Header), scope)
+	return a.principalFor(r.Context(), r.Header, scope)
 }
 
 // Interceptor is the Connect interceptor that authenticates every call
@@ -138,7 +160,7 @@ func (i authInterceptor) check(ctx context.Context, procedure string, h http.Hea
 	if p, ok := PrincipalFrom(ctx); ok && p.Can(scope) {
 		return ctx, nil // authenticated by the gate, for this procedure
 	}
-	p, err := i.a.principalFor(ctx, secretOf(h), scope)
+	p, err := i.a.principalFor(ctx, h, scope)
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 
 	"connectrpc.com/connect"
 
@@ -106,6 +107,58 @@ func httpError(w http.ResponseWriter, err error) {
 	w.Header().Set(CodeHeader, code)
 	http.Error(w, msg, codes[code].http)
 }
+
+// HTTPStatus makes the HTTP status of every error answer the table's for
+// its fleetscope code, whatever wrote it. The Connect protocol answers a
+// unary call's error with the status of its Connect code, so ETOOLARGE
+// (ResourceExhausted) would be 429 like ERATELIMITED; HTTPStatus turns it
+// into the table's 413. An error answer of 429 without a fleetscope code
+// can only be Connect's own ResourceExhausted (a message larger than the
+// handler's read limit): it is ETOOLARGE, and answers 413 with the code.
+// Answers with a status below 400 (gRPC's, Connect streams') are left as
+// they are.
+func HTTPStatus(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		next.ServeHTTP(&statusWriter{ResponseWriter: w}, r)
+	})
+}
+
+type statusWriter struct {
+	http.ResponseWriter
+	wrote bool
+}
+
+func (w *statusWriter) WriteHeader(status int) {
+	if !w.wrote && status >= 400 {
+		h := w.Header()
+		code := h.Get(CodeHeader)
+		if code == "" && status == http.StatusTooManyRequests && strings.HasPrefix(h.Get("Content-Type"), "application/json") {
+			code = fleetscope.ETOOLARGE
+			h.Set(CodeHeader, code)
+		}
+		if t, ok := codes[code]; ok {
+			status = t.http
+		}
+	}
+	w.wrote = true
+	w.ResponseWriter.WriteHeader(status)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	w.wrote = true
+	return w.ResponseWriter.Write(b)
+}
+
+// Flush and Unwrap keep what the wrapped writer can do (streaming,
+// http.ResponseController's deadlines).
+func (w *statusWriter) Flush() {
+	w.wrote = true
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // logLevel is how loud a failed request is logged: errors for the
 // server's bugs, warnings for failed backing services, debug for the

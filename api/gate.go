@@ -65,7 +65,7 @@ func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g.next.ServeHTTP(w, r)
 		return
 	}
-	p, err := g.auth.principalFor(r.Context(), secretOf(r.Header), scope)
+	p, err := g.auth.principalFor(r.Context(), r.Header, scope)
 	if err != nil {
 		g.refuse(w, r, err)
 		return

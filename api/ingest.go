@@ -71,9 +71,12 @@ func permalink(base, id string) string {
 
 func metaFrom(m *fsv1.UploadMetadata) ingest.Meta {
 	out := ingest.Meta{App: m.GetApp(), Host: m.GetHost(), Labels: m.GetLabels(), InputFormat: m.GetInputFormat(), Filename: m.GetFilename()}
-	if a := m.GetAnchor(); a != nil && a.GetWallTime() != nil {
+	if a := m.GetAnchor(); a != nil { // without a wall time: the zero time, refused
+		out.HasAnchor = true
 		out.AnchorClockNanos = a.GetClockNanos()
-		out.AnchorWall = a.GetWallTime().AsTime()
+		if a.GetWallTime() != nil {
+			out.AnchorWall = a.GetWallTime().AsTime()
+		}
 	}
 	return out
 }

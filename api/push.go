@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"strings"
 
 	"connectrpc.com/connect"
@@ -17,10 +16,6 @@ import (
 	"github.com/fleetscope/fleetscope"
 	"github.com/fleetscope/fleetscope/ingest"
 )
-
-// OrgIDHeader names a tenant in Pyroscope (and the rest of Grafana's
-// stack); Grafana Alloy's pyroscope.write sends its tenant_id in it.
-const OrgIDHeader = "X-Scope-OrgID"
 
 // pushHandler serves Pyroscope's PusherService through the ingest service.
 type pushHandler struct {
@@ -44,7 +39,7 @@ type pushHandler struct {
 // The key is the caller's (the interceptor reads a Bearer token or the
 // password of Basic auth) and needs the ingest scope; its tenant is the
 // tenant. X-Scope-OrgID may name that tenant or be absent; naming another
-// is EFORBIDDEN.
+// is EFORBIDDEN (checkOrgID, as on every endpoint).
 //
 // Empty profiles (a CPU profile of an idle program) are skipped. A request
 // is not atomic: the first profile that cannot be stored fails it, naming
@@ -60,9 +55,6 @@ func NewPush(svc *ingest.Service, log *slog.Logger) pushv1connect.PusherServiceH
 func (h *pushHandler) Push(ctx context.Context, req *connect.Request[pushv1.PushRequest]) (*connect.Response[pushv1.PushResponse], error) {
 	p, err := principal(ctx)
 	if err != nil {
-		return nil, err
-	}
-	if err := checkOrgID(p, req.Header()); err != nil {
 		return nil, err
 	}
 	series := req.Msg.GetSeries()
@@ -92,17 +84,6 @@ func (h *pushHandler) Push(ctx context.Context, req *connect.Request[pushv1.Push
 		}
 	}
 	return connect.NewResponse(&pushv1.PushResponse{}), nil
-}
-
-// checkOrgID refuses a request whose X-Scope-OrgID names a tenant other
-// than its key's: the key chooses the tenant, and a client configured for
-// another one is told so rather than silently stored elsewhere.
-func checkOrgID(p fleetscope.Principal, h http.Header) error {
-	org := strings.TrimSpace(h.Get(OrgIDHeader))
-	if org == "" || org == p.Tenant {
-		return nil
-	}
-	return fleetscope.Errorf(fleetscope.EFORBIDDEN, "%s %q is not this key's tenant: the key chooses the tenant (omit the header or send %q)", OrgIDHeader, org, p.Tenant)
 }
 
 // hostLabels are the labels that may name a profile's host, first first.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
+	"io"
 	"log/slog"
 	"maps"
 	"net/http"
@@ -327,5 +328,49 @@ func TestPush(t *testing.T) {
 	}
 	if e.http2.Load() == 0 || e.other.Load() != 0 {
 		t.Errorf("requests over HTTP/2: %d, over others: %d; want all over HTTP/2", e.http2.Load(), e.other.Load())
+	}
+}
+
+// TestOrgIDOneRule: X-Scope-OrgID follows one rule on every endpoint, the
+// Pyroscope HTTP /ingest and the push API alike: absent or naming the key's
+// tenant, it changes nothing; naming another tenant, the request is refused
+// (403, PermissionDenied) and nothing is stored.
+func TestOrgIDOneRule(t *testing.T) {
+	e := newPushEnv(t)
+	ingestWith := func(org, body string) (int, string) {
+		req, _ := http.NewRequest("POST", e.url+PyroscopePath+"?name=org&format=folded", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+e.key)
+		if org != "" {
+			req.Header.Set(OrgIDHeader, org)
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return res.StatusCode, string(b)
+	}
+	pprofData := corpus.Read(t, "corpus/pprof/go-sha-sort.cpu.pprof")
+	pushWith := func(org string) error {
+		return e.push(t, nil, "Bearer "+e.key, org, &pushv1.PushRequest{Series: []*pushv1.RawProfileSeries{series([][]byte{pprofData}, "service_name", "org")}})
+	}
+	const refusal = `X-Scope-OrgID "globex" is not this key's tenant`
+	if code, body := ingestWith("globex", "main;a 1\n"); code != http.StatusForbidden || !strings.Contains(body, refusal) {
+		t.Errorf("/ingest naming another tenant: %d %s, want 403 saying %q", code, body, refusal)
+	}
+	if err := pushWith("globex"); connect.CodeOf(err) != connect.CodePermissionDenied || !strings.Contains(err.Error(), refusal) {
+		t.Errorf("Push naming another tenant: %v, want PermissionDenied saying %q", err, refusal)
+	}
+	if n := e.stored(t); n != 0 {
+		t.Fatalf("%d profiles stored by refused requests", n)
+	}
+	for _, org := range []string{"", "acme", " acme "} {
+		if code, body := ingestWith(org, "main;b"+org+" 1\n"); code != http.StatusOK {
+			t.Errorf("/ingest with X-Scope-OrgID %q: %d %s, want 200", org, code, body)
+		}
+	}
+	if err := pushWith("acme"); err != nil {
+		t.Errorf("Push naming the key's tenant: %v", err)
 	}
 }

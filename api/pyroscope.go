@@ -33,7 +33,8 @@ const PyroscopePath = "/ingest"
 // "Authorization: Bearer <key>" (pyroscope-go: HTTPHeaders, or AuthToken) or
 // HTTP Basic auth with the key as the password and any user name
 // (pyroscope-go: BasicAuthUser, BasicAuthPassword). The tenant comes from
-// the key; X-Scope-OrgID is ignored.
+// the key; X-Scope-OrgID may name that tenant or be absent, and naming
+// another is refused (403), as on every endpoint (checkOrgID).
 //
 // The application name is the part of name before "{", less a legacy
 // ".cpu"-style profile-type suffix; the labels are those in braces, except

@@ -144,11 +144,15 @@ func Lookup(name string) (Format, error) {
 // Detect picks the format head most likely is, asking every built-in
 // format and every plugin found. Returns EINVALID, naming the formats tried,
 // when none recognises head (for empty input too) or when the most
-// confident are equally sure.
+// confident are equally sure, and saying to run perf script for a perf.data
+// file.
 func Detect(head []byte) (Format, error) {
 	fs, perr := available()
 	if len(head) == 0 {
 		return Format{}, fleetscope.Errorf(fleetscope.EINVALID, "empty input: not a profile (formats: %s)", strings.Join(names(fs), ", "))
+	}
+	if IsPerfData(head) {
+		return Format{}, ErrPerfData
 	}
 	score, best := 0, []int(nil)
 	for i, f := range fs {
@@ -174,6 +178,15 @@ func Detect(head []byte) (Format, error) {
 		return Format{}, fleetscope.Errorf(fleetscope.EINVALID, "ambiguous input: it looks equally like %s (confidence %d); name the format with --input-format (input_format in the API)", strings.Join(tied, " and "), score)
 	}
 	return fs[best[0]], nil
+}
+
+// ErrPerfData is Detect's error for a perf.data file.
+var ErrPerfData = fleetscope.Errorf(fleetscope.EINVALID, "a perf.data file: fleetscope reads its text; run `perf script --header -i perf.data > perf.txt` on the machine that recorded it and give perf.txt (fleetscope agent --watch does this itself)")
+
+// IsPerfData reports whether head is the start of a perf.data file (perf
+// record's binary output).
+func IsPerfData(head []byte) bool {
+	return bytes.HasPrefix(head, []byte("PERFILE2")) || bytes.HasPrefix(head, []byte("PERFFILE"))
 }
 
 // describeHead says what head looks like, for an error message.

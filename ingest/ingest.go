@@ -31,10 +31,18 @@ func Decompress(r io.Reader) (io.Reader, error) {
 	}
 	in := &counter{r: br}
 	zr, err := gzip.NewReader(in)
+	if err == io.ErrUnexpectedEOF {
+		return nil, errTruncated(in.n)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("gzip: %w", err)
 	}
 	return &ratioGuard{r: zr, in: in}, nil
+}
+
+// errTruncated is the error of gzip input that ends before its end.
+func errTruncated(read int64) error {
+	return fleetscope.Errorf(fleetscope.EINVALID, "truncated gzip: the compressed input ends early, after %d bytes (a partial copy or download?)", read)
 }
 
 // MaxRatio bounds how much larger than its compressed form an input may
@@ -62,6 +70,9 @@ type ratioGuard struct {
 func (g *ratioGuard) Read(p []byte) (int, error) {
 	n, err := g.r.Read(p)
 	g.out += int64(n)
+	if err == io.ErrUnexpectedEOF {
+		err = errTruncated(g.in.n)
+	}
 	if g.out > 64<<20 && g.out > MaxRatio*g.in.n {
 		return n, fleetscope.Errorf(fleetscope.ETOOLARGE, "decompresses more than %d times its size: refused as a gzip bomb", MaxRatio)
 	}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -29,7 +30,10 @@ type Meta struct {
 	InputFormat string
 	Filename    string
 	// Anchor, if set, says the profile clock read AnchorClockNanos at
-	// AnchorWall; it places boot-clock profiles in absolute time.
+	// AnchorWall; it places boot-clock profiles in absolute time. HasAnchor
+	// says an anchor was sent, so that one whose wall time is the zero time
+	// (year 1) is refused, not taken for no anchor.
+	HasAnchor        bool
 	AnchorClockNanos int64
 	AnchorWall       time.Time
 	// SpanStart and SpanEnd place a profile without per-sample times (pprof)
@@ -276,7 +280,7 @@ func checkMeta(m *Meta) error {
 	if err := fleetscope.CheckText("file name", m.Filename); err != nil {
 		return err
 	}
-	if !m.AnchorWall.IsZero() {
+	if m.HasAnchor || !m.AnchorWall.IsZero() {
 		if err := fleetscope.CheckWallTime(m.AnchorWall, "the clock anchor's wall time"); err != nil {
 			return err
 		}
@@ -299,18 +303,19 @@ func checkMeta(m *Meta) error {
 	return nil
 }
 
-// checkProfile refuses what the index cannot store: frame and event names
-// that are not UTF-8 text (Postgres text holds neither invalid UTF-8 nor
-// NUL), and header facts are made storable (they are informational).
+// checkProfile refuses what the index cannot store or show: frame and event
+// names that are not UTF-8 text (Postgres text holds neither invalid UTF-8
+// nor NUL) or hold control characters (a terminal or a log would obey
+// them); header facts are made storable (they are informational).
 func checkProfile(parsed *Parsed) error {
 	d := parsed.Profile.Dict
 	for i := range d.NumFrames() {
-		if name := d.FrameAt(fleetscope.FrameID(i)).Name; !utf8.ValidString(name) || strings.IndexByte(name, 0) >= 0 {
-			return fleetscope.Errorf(fleetscope.EINVALID, "function or process name %q is not UTF-8 text (invalid bytes or NUL): not storable", name)
+		if err := checkName("function or process name", d.FrameAt(fleetscope.FrameID(i)).Name); err != nil {
+			return err
 		}
 	}
 	for _, e := range d.Events() {
-		if err := fleetscope.CheckText("event name", e); err != nil {
+		if err := checkName("event name", e); err != nil {
 			return err
 		}
 	}
@@ -320,6 +325,20 @@ func checkProfile(parsed *Parsed) error {
 			delete(parsed.Profile.Meta, k)
 		} else if clean != v {
 			parsed.Profile.Meta[k] = clean
+		}
+	}
+	return nil
+}
+
+// checkName returns EINVALID unless name is storable text (the rule of
+// fleetscope.CheckText), quoting at most its first 80 bytes.
+func checkName(what, name string) error {
+	if !utf8.ValidString(name) {
+		return fleetscope.Errorf(fleetscope.EINVALID, "%s %.80q is not UTF-8 text (invalid bytes): not storable", what, name)
+	}
+	for _, r := range name {
+		if r < 0x20 || r == 0x7f {
+			return fleetscope.Errorf(fleetscope.EINVALID, "%s %.80q holds a control character (%U): names must be text without NUL or control characters", what, name, r)
 		}
 	}
 	return nil
@@ -336,37 +355,66 @@ type Parsed struct {
 // the memory an upload takes is bounded by limits, not by its shape. Zero
 // fields mean no bound.
 type Shape struct {
-	MaxStacks int // distinct stacks
-	MaxDepth  int // frames in one stack
-	MaxFrames int // frames in all distinct stacks together
-	MaxEvents int // distinct events
+	MaxStacks         int // distinct stacks
+	MaxDepth          int // frames in one stack
+	MaxFrames         int // frames in all distinct stacks together
+	MaxEvents         int // distinct events
+	MaxDistinctFrames int // distinct frames (function and process names)
+	MaxNameBytes      int // bytes in one frame or event name
 }
 
 // DefaultShape is the server's bound unless configured otherwise: a busy
 // 64-CPU host sampled for a minute has tens of thousands of distinct
-// stacks; perf records at most 127 frames unless told otherwise.
-var DefaultShape = Shape{MaxStacks: 250_000, MaxDepth: 4096, MaxFrames: 25_000_000, MaxEvents: 1024}
+// stacks; perf records at most 127 frames unless told otherwise. Real
+// symbols stay far below 8 KiB (long C++ and Rust template names reach a
+// few KiB) and a profile's distinct functions below a million.
+var DefaultShape = Shape{MaxStacks: 250_000, MaxDepth: 4096, MaxFrames: 25_000_000, MaxEvents: 1024,
+	MaxDistinctFrames: 1_000_000, MaxNameBytes: 8 << 10}
 
-// check returns ETOOLARGE when the dictionary outgrew the shape; from is
-// the first stack not checked yet, and frames the frames counted so far.
-func (sh Shape) check(d *fleetscope.Dict, from int, frames *int) error {
+// shapeCheck is how far Shape.check has looked at a growing dictionary.
+type shapeCheck struct {
+	stacks, frames, events int // entries checked so far
+	stackFrames            int // frames in the stacks checked so far
+}
+
+// check returns ETOOLARGE when the dictionary outgrew the shape; c records
+// what earlier calls checked, so each entry is looked at once.
+func (sh Shape) check(d *fleetscope.Dict, c *shapeCheck) error {
 	too := func(setting, format string, args ...any) error {
 		return fleetscope.Errorf(fleetscope.ETOOLARGE, format+" (the server's limit; see "+setting+")", args...)
 	}
 	if n := len(d.Events()); d.EventsFull() || sh.MaxEvents > 0 && n > sh.MaxEvents {
 		return too("the README's limits", "more than %d distinct events", min(sh.MaxEvents, fleetscope.MaxEvents))
 	}
+	if sh.MaxDistinctFrames > 0 && d.NumFrames() > sh.MaxDistinctFrames {
+		return too("the documented limits", "more than %d distinct function names", sh.MaxDistinctFrames)
+	}
+	if sh.MaxNameBytes > 0 {
+		long := func(what, name string) error {
+			return too("the documented limits", "a %s of %d bytes (%.40q...), more than %d bytes", what, len(name), name, sh.MaxNameBytes)
+		}
+		for ; c.frames < d.NumFrames(); c.frames++ {
+			if name := d.FrameAt(fleetscope.FrameID(c.frames)).Name; len(name) > sh.MaxNameBytes {
+				return long("function or process name", name)
+			}
+		}
+		for ; c.events < len(d.Events()); c.events++ {
+			if name := d.Events()[c.events]; len(name) > sh.MaxNameBytes {
+				return long("event name", name)
+			}
+		}
+	}
 	if sh.MaxStacks > 0 && d.NumStacks() > sh.MaxStacks {
 		return too("FLEETSCOPE_MAX_STACKS and the tenant's max_stacks", "more than %d distinct stacks", sh.MaxStacks)
 	}
-	for id := from; id < d.NumStacks(); id++ {
-		n := len(d.StackFrames(fleetscope.StackID(id)))
+	for ; c.stacks < d.NumStacks(); c.stacks++ {
+		n := len(d.StackFrames(fleetscope.StackID(c.stacks)))
 		if sh.MaxDepth > 0 && n > sh.MaxDepth {
 			return too("FLEETSCOPE_MAX_DEPTH and the tenant's max_depth", "a stack of %d frames, more than %d", n, sh.MaxDepth)
 		}
-		*frames += n
+		c.stackFrames += n
 	}
-	if sh.MaxFrames > 0 && *frames > sh.MaxFrames {
+	if sh.MaxFrames > 0 && c.stackFrames > sh.MaxFrames {
 		return too("the README's limits", "more than %d frames in its distinct stacks", sh.MaxFrames)
 	}
 	return nil
@@ -375,17 +423,31 @@ func (sh Shape) check(d *fleetscope.Dict, from int, frames *int) error {
 // ParseIndex decompresses r, detects its format (or takes inputFormat),
 // parses it and builds its index. maxRaw bounds the decompressed size
 // (0: none); shape bounds the profile's shape. Input that is not a profile
-// is EINVALID; one over a bound ETOOLARGE, found while parsing.
+// is EINVALID, and so is one whose values (periods) for an event add up to
+// more than math.MaxInt64 (they are never wrapped); one over a bound is
+// ETOOLARGE, found while parsing.
 func ParseIndex(r io.Reader, inputFormat string, maxRaw int64, shape Shape) (*Parsed, error) {
 	b := index.NewBuilder()
-	checked, frames := 0, 0
+	var checked shapeCheck
+	var sums []uint64 // periods (values) by event, each at most math.MaxInt64
 	prof, err := Parse(r, inputFormat, maxRaw, func(p *fleetscope.Profile, batch []fleetscope.Sample) error {
-		if err := shape.check(p.Dict, checked, &frames); err != nil {
+		if err := shape.check(p.Dict, &checked); err != nil {
 			return err
 		}
-		checked = p.Dict.NumStacks()
+		for _, s := range batch {
+			for int(s.Event) >= len(sums) {
+				sums = append(sums, 0)
+			}
+			if s.Period > math.MaxInt64-sums[s.Event] {
+				return fleetscope.Errorf(fleetscope.EINVALID, "the values (periods) of event %q add up to more than %d: a profile's total for each event must fit in a signed 64-bit integer", p.Dict.Events()[s.Event], int64(math.MaxInt64))
+			}
+			sums[s.Event] += s.Period
+		}
 		return b.Add(batch)
 	})
+	if err == nil { // what came after the last batch, if anything
+		err = shape.check(prof.Dict, &checked)
+	}
 	if err != nil {
 		var fe *fleetscope.Error
 		if errors.As(err, &fe) {

@@ -6,9 +6,10 @@ package query
 //
 //   - resolve (fleet_resolve.go): the selection's profiles, timed and
 //     untimed, and its event;
-//   - totals (fleet_totals.go): heatmap, host strip and timeline, by unix
-//     second the window touches, from the stored per-second cells and
-//     totals;
+//   - totals (fleet_totals.go): heatmap, host strip and timeline from the
+//     stored cells and totals, per unix second, or per minute where the
+//     columns are whole minutes (fleet_rollup.go: the grid, and which rows
+//     serve it);
 //   - samples (fleet_samples.go): the stored samples decoded, where stored
 //     sums cannot answer (filters, row counts the cells do not divide);
 //   - parts (fleet_parts.go): each profile's share of a window, and the
@@ -45,11 +46,13 @@ const (
 	LeftOtherEvent  = "none of its samples is of the event"
 )
 
-// Accounting says which profiles an answer counts and which it left out.
+// Accounting says which profiles an answer counts and which it left out,
+// and which stored rows served it.
 type Accounting struct {
 	Event    string         // the event counted (base name)
 	Profiles int            // profiles whose samples the answer counts
 	LeftOut  map[string]int // profiles left out, by reason
+	Served   Served
 }
 
 // FleetFlameOptions choose how a fleet flame graph counts.

@@ -17,8 +17,11 @@ type fleet struct {
 	// first and end are the unix seconds the window touches, [first, end).
 	first, end int64
 	// totals are the stored totals of the app's profiles in [first, end),
-	// every event's, when choosing the event read them (nil otherwise).
+	// every event's, when choosing the event read them (nil otherwise),
+	// by the minute where the reader allowed (see storedRows); served
+	// says what was read.
 	totals []index.FleetRow
+	served Served
 }
 
 // resolve finds a selection's profiles and its event.
@@ -28,7 +31,7 @@ func (s *Service) resolve(ctx context.Context, tenant int64, sel fleetscope.Flee
 		return nil, err
 	}
 	if f.event == "" {
-		if err := s.chooseEvent(ctx, tenant, f); err != nil {
+		if err := s.chooseEvent(ctx, tenant, f, true, f.first, f.end); err != nil {
 			return nil, err
 		}
 	}
@@ -36,11 +39,13 @@ func (s *Service) resolve(ctx context.Context, tenant int64, sel fleetscope.Flee
 }
 
 // chooseEvent sets the default event of a selection that names none, from
-// its stored totals (kept: the host strip and the timeline read them next).
-func (s *Service) chooseEvent(ctx context.Context, tenant int64, f *fleet) error {
+// its stored totals (kept: the host strip and the timeline read them next;
+// with minutes, the minutes wholly inside [wholeFrom, wholeTo) as minute
+// rows: see storedRows).
+func (s *Service) chooseEvent(ctx context.Context, tenant int64, f *fleet, minutes bool, wholeFrom, wholeTo int64) error {
 	if len(f.timed) > 0 {
 		var err error
-		if f.totals, err = s.src.FleetTotals(ctx, tenant, f.sel.App, f.first, f.end); err != nil {
+		if f.totals, f.served, err = s.storedRows(ctx, tenant, f, "", f.first, f.end, wholeFrom, wholeTo, minutes, false); err != nil {
 			return err
 		}
 	}
@@ -117,18 +122,10 @@ func (f *fleet) busiestEvent(rows []index.FleetRow) string {
 	return best
 }
 
-// columns returns the heatmap geometry of the seconds [first, end): at
-// least minSPC seconds a column, more if the window needs it.
-func (f *fleet) columns(minSPC int64) (secondsPerColumn int64, columns int) {
-	n := f.end - f.first
-	spc := max(fleetscope.SecondsPerColumn(n), minSPC, 1)
-	return spc, int((n + spc - 1) / spc)
-}
-
 // accounting counts a fleet's profiles; withUntimedSpans counts untimed
 // profiles wholly inside the window as used (flame graphs).
 func (f *fleet) accounting(withUntimedSpans bool) Accounting {
-	acc := Accounting{Event: f.event, Profiles: len(f.timed), LeftOut: map[string]int{}}
+	acc := Accounting{Event: f.event, Profiles: len(f.timed), LeftOut: map[string]int{}, Served: f.served}
 	for _, p := range f.untimed {
 		switch {
 		case !withUntimedSpans:

@@ -35,25 +35,26 @@ func (s *Service) FleetHeatmap(ctx context.Context, tenant int64, sel fleetscope
 	if err != nil {
 		return nil, err
 	}
-	spc, columns := f.columns(minSPC)
+	start, spc, columns := f.grid(minSPC)
+	minutes := spc%60 == 0
 	stored := index.Rows%rows == 0 && f.filter.m == nil // the stored cells add up to the answer
 	var cells []index.FleetRow
 	if stored {
 		// With no event named, every event's cells, and the default event
 		// chosen from them: one read, not two.
-		if cells, err = s.src.FleetCells(ctx, tenant, sel.App, f.event, f.first, f.end); err != nil {
+		if cells, f.served, err = s.storedRows(ctx, tenant, f, f.event, f.first, f.end, f.first, f.end, minutes, true); err != nil {
 			return nil, err
 		}
 		if f.event == "" {
 			f.event = f.busiestEvent(cells)
 		}
 	} else if f.event == "" {
-		if err := s.chooseEvent(ctx, tenant, f); err != nil {
+		if err := s.chooseEvent(ctx, tenant, f, minutes, f.first, f.end); err != nil {
 			return nil, err
 		}
 	}
-	h := heatmap.New(f.event, f.first, spc, columns, rows)
-	acc := Accounting{Event: f.event, Profiles: len(f.timed), LeftOut: map[string]int{}}
+	h := heatmap.New(f.event, start, spc, columns, rows)
+	acc := Accounting{Event: f.event, Profiles: len(f.timed), LeftOut: map[string]int{}, Served: f.served}
 	if n := len(f.untimed); n > 0 {
 		acc.LeftOut[LeftUntimed] = n
 	}
@@ -117,7 +118,7 @@ type FleetTimeline struct {
 // FleetHosts returns the selection's samples per host and column (the same
 // columns as its heatmap), from the stored totals.
 func (s *Service) FleetHosts(ctx context.Context, tenant int64, sel fleetscope.FleetSelection, minSPC int64) (*FleetHosts, error) {
-	f, spc, columns, rows, err := s.fleetTotals(ctx, tenant, sel, minSPC)
+	f, start, spc, columns, rows, err := s.fleetTotals(ctx, tenant, sel, minSPC, false)
 	if err != nil {
 		return nil, err
 	}
@@ -132,10 +133,10 @@ func (s *Service) FleetHosts(ctx context.Context, tenant int64, sel fleetscope.F
 		if sel.IncludeIdle {
 			n += int64(r.Idle)
 		}
-		hs.Columns[(r.Second-f.first)/spc] += n
+		hs.Columns[(r.Second-start)/spc] += n
 		hs.Total += n
 	}
-	out := &FleetHosts{StartSecond: f.first, SecondsPerColumn: spc, Accounting: f.accounting(false)}
+	out := &FleetHosts{StartSecond: start, SecondsPerColumn: spc, Accounting: f.accounting(false)}
 	for _, hs := range byHost {
 		out.Hosts = append(out.Hosts, *hs)
 	}
@@ -151,46 +152,63 @@ func (s *Service) FleetHosts(ctx context.Context, tenant int64, sel fleetscope.F
 // FleetTimeline returns the selection's samples per column (the heatmap's
 // columns), from the stored totals.
 func (s *Service) FleetTimeline(ctx context.Context, tenant int64, sel fleetscope.FleetSelection, minSPC int64) (*FleetTimeline, error) {
-	f, spc, columns, rows, err := s.fleetTotals(ctx, tenant, sel, minSPC)
+	f, start, spc, columns, rows, err := s.fleetTotals(ctx, tenant, sel, minSPC, false)
 	if err != nil {
 		return nil, err
 	}
-	out := &FleetTimeline{StartSecond: f.first, SecondsPerColumn: spc, Totals: make([]int64, columns), Accounting: f.accounting(false)}
+	out := &FleetTimeline{StartSecond: start, SecondsPerColumn: spc, Totals: make([]int64, columns), Accounting: f.accounting(false)}
 	for _, r := range rows {
 		n := int64(r.Samples)
 		if sel.IncludeIdle {
 			n += int64(r.Idle)
 		}
-		out.Totals[(r.Second-f.first)/spc] += n
+		out.Totals[(r.Second-start)/spc] += n
 	}
 	return out, nil
 }
 
-// fleetTotals resolves a selection and reads its event's stored totals.
-func (s *Service) fleetTotals(ctx context.Context, tenant int64, sel fleetscope.FleetSelection, minSPC int64) (*fleet, int64, int, []index.FleetRow, error) {
-	f, err := s.resolve(ctx, tenant, sel)
-	if err != nil {
-		return nil, 0, 0, nil, err
+// fleetTotals resolves a selection, lays out its columns and reads its
+// event's stored totals: by the minute where the columns are whole
+// minutes, except, with exactEdges, a minute holding the window's partial
+// first or last second (the caller counts those from the samples).
+func (s *Service) fleetTotals(ctx context.Context, tenant int64, sel fleetscope.FleetSelection, minSPC int64, exactEdges bool) (f *fleet, start, spc int64, columns int, rows []index.FleetRow, err error) {
+	if f, err = s.selectProfiles(ctx, tenant, sel); err != nil {
+		return nil, 0, 0, 0, nil, err
 	}
-	spc, columns := f.columns(minSPC)
+	start, spc, columns = f.grid(minSPC)
+	minutes := spc%60 == 0
+	wholeFrom, wholeTo := f.first, f.end
+	if exactEdges {
+		wholeFrom, wholeTo = -fleetscope.FloorSecond(-sel.From), fleetscope.FloorSecond(sel.To)
+	}
 	if f.filter.m != nil {
+		if f.event == "" {
+			if err := s.chooseEvent(ctx, tenant, f, minutes, wholeFrom, wholeTo); err != nil {
+				return nil, 0, 0, 0, nil, err
+			}
+		}
 		rows, err := s.filteredTotals(ctx, tenant, f)
-		return f, spc, columns, rows, err
+		return f, start, spc, columns, rows, err
+	}
+	if f.event == "" {
+		if err := s.chooseEvent(ctx, tenant, f, minutes, wholeFrom, wholeTo); err != nil {
+			return nil, 0, 0, 0, nil, err
+		}
 	}
 	all := f.totals
 	if all == nil {
-		if all, err = s.src.FleetTotals(ctx, tenant, sel.App, f.first, f.end); err != nil {
-			return nil, 0, 0, nil, err
+		if all, f.served, err = s.storedRows(ctx, tenant, f, "", f.first, f.end, wholeFrom, wholeTo, minutes, false); err != nil {
+			return nil, 0, 0, 0, nil, err
 		}
 	}
 	ids := f.ids()
-	rows := all[:0]
+	rows = all[:0]
 	for _, r := range all {
 		if ids[r.ProfileID] && r.Event == f.event {
 			rows = append(rows, r)
 		}
 	}
-	return f, spc, columns, rows, nil
+	return f, start, spc, columns, rows, nil
 }
 
 // filteredTotals counts, from the stored samples, what a filtered

@@ -75,11 +75,11 @@ type FleetSeries struct {
 // graph uses (cached, so a flame graph and a series of one selection build
 // it once).
 func (s *Service) FleetSeries(ctx context.Context, tenant int64, sel fleetscope.FleetSelection, minSPC int64, group func(*fleetscope.ProfileInfo) string) (*FleetSeries, error) {
-	f, spc, columns, rows, err := s.fleetTotals(ctx, tenant, sel, minSPC)
+	f, start, spc, columns, rows, err := s.fleetTotals(ctx, tenant, sel, minSPC, true)
 	if err != nil {
 		return nil, err
 	}
-	out := &FleetSeries{StartSecond: f.first, SecondsPerColumn: spc, Accounting: f.accounting(true)}
+	out := &FleetSeries{StartSecond: start, SecondsPerColumn: spc, Accounting: f.accounting(true)}
 	groups := map[string]*SeriesGroup{}
 	keys := map[string]string{} // by profile id: its group
 	add := func(p *fleetscope.ProfileInfo, second, n int64) {
@@ -96,7 +96,7 @@ func (s *Service) FleetSeries(ctx context.Context, tenant int64, sel fleetscope.
 			g = &SeriesGroup{Key: k, Columns: make([]int64, columns)}
 			groups[k] = g
 		}
-		g.Columns[(second-f.first)/spc] += n
+		g.Columns[(second-start)/spc] += n
 		g.Total += n
 	}
 	byID := map[string]*fleetscope.ProfileInfo{}

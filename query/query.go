@@ -82,6 +82,10 @@ type Fleet interface {
 	// FleetTotals returns the sample counts (no cells) of app's profiles,
 	// every event, in the unix seconds [from, to).
 	FleetTotals(ctx context.Context, tenant int64, app string, from, to int64) ([]index.FleetRow, error)
+	// FleetMinutes returns what FleetCells (withCells) or FleetTotals
+	// return, summed by the unix minute (each row's Second its minute's
+	// first), for the minutes starting in [from, to) (multiples of 60).
+	FleetMinutes(ctx context.Context, tenant int64, app, event string, from, to int64, withCells bool) ([]index.FleetRow, error)
 	// ProfileStacks returns a profile's stack list as tenant dictionary
 	// keys (index.StackKey), in the order its samples refer to them.
 	ProfileStacks(ctx context.Context, tenant int64, id string) ([]int64, error)

@@ -3,13 +3,20 @@ package server
 import (
 	"bytes"
 	stdgzip "compress/gzip"
+	"context"
+	"encoding/binary"
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
 	"strconv"
+	"strings"
 	"testing"
 
+	"connectrpc.com/connect"
 	"github.com/klauspost/compress/gzip"
+	"google.golang.org/protobuf/types/known/emptypb"
 )
 
 // jsonLike is text like a flame graph answer: repetitive, with numbers.
@@ -103,4 +110,64 @@ func BenchmarkGzip(b *testing.B) {
 			z.Close()
 		}
 	})
+}
+
+// TestGzipBodyStopsAtTheLimit: a gzip request body that inflates far past
+// the handler's message limit (a bomb: 64 MiB of zeros in 64 KiB) is
+// refused as too large after inflating one byte past the limit, not to its
+// end to report its size; a body within the limit is read whole.
+func TestGzipBodyStopsAtTheLimit(t *testing.T) {
+	const limit = 1 << 20
+	var z bytes.Buffer
+	zw := stdgzip.NewWriter(&z)
+	msg := append([]byte{0x0a}, binary.AppendUvarint(nil, 64<<20)...) // field 1, 64 MiB of bytes
+	zw.Write(msg)
+	zw.Write(make([]byte, 64<<20))
+	zw.Close()
+
+	// The decompressor alone: limit+1 bytes, then an error.
+	d := fastGzipDecompressor(limit)
+	if err := d.Reset(bytes.NewReader(z.Bytes())); err != nil {
+		t.Fatal(err)
+	}
+	n, err := io.Copy(io.Discard, d)
+	if n != limit+1 || err == nil {
+		t.Errorf("inflated %d bytes, %v; want %d and an error", n, err, limit+1)
+	}
+
+	// Through a Connect handler with the server's options.
+	h := connect.NewUnaryHandler("/test.v1.Test/Call", func(context.Context, *connect.Request[emptypb.Empty]) (*connect.Response[emptypb.Empty], error) {
+		return connect.NewResponse(&emptypb.Empty{}), nil
+	}, connect.WithReadMaxBytes(limit), fastGzip(limit))
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	post := func(body []byte) (int, string) {
+		req, _ := http.NewRequest("POST", srv.URL+"/test.v1.Test/Call", bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/proto")
+		req.Header.Set("Content-Encoding", "gzip")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return res.StatusCode, string(b)
+	}
+	status, body := post(z.Bytes())
+	if status == http.StatusOK || !strings.Contains(body, "resource_exhausted") || !strings.Contains(body, "not inflated further") {
+		t.Errorf("a 64 MiB gzip bomb: %d %s; want resource_exhausted, not inflated further", status, body)
+	}
+	var small bytes.Buffer
+	zw = stdgzip.NewWriter(&small)
+	zw.Write([]byte{0x0a, 0x80, 0x80, 0x02}) // field 1, 32 KiB
+	zw.Write(make([]byte, 32<<10))
+	zw.Close()
+	if status, body := post(small.Bytes()); status != http.StatusOK {
+		t.Errorf("a gzip body within the limit: %d %s", status, body)
+	}
+}
+
+// fastGzipDecompressor is the decompressor fastGzip(limit) gives handlers.
+func fastGzipDecompressor(limit int) connect.Decompressor {
+	return &boundedGunzip{max: int64(limit) + 1}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"slices"
 	"syscall"
 	"time"
 
@@ -115,7 +117,8 @@ func newServer(ctx context.Context, cfg Config, log *slog.Logger, ln net.Listene
 	perf.LimitCPU(cpus)
 	ing := &ingest.Service{DB: db, Blobs: blobs, Log: log, MaxUploadBytes: cfg.MaxUploadBytes, MaxRawBytes: cfg.MaxRawBytes,
 		TempDir: spool, Shape: ingest.Shape{MaxStacks: int(cfg.MaxStacks), MaxDepth: int(cfg.MaxDepth),
-			MaxFrames: ingest.DefaultShape.MaxFrames, MaxEvents: ingest.DefaultShape.MaxEvents}}
+			MaxFrames: ingest.DefaultShape.MaxFrames, MaxEvents: ingest.DefaultShape.MaxEvents,
+			MaxDistinctFrames: ingest.DefaultShape.MaxDistinctFrames, MaxNameBytes: ingest.DefaultShape.MaxNameBytes}}
 	lc := &lifecycle.Service{DB: db, Blobs: blobs, Log: log}
 	q := query.New(db, query.Options{CacheBytes: cfg.CacheBytes, Warm: true})
 	auth := api.NewAuth(db)
@@ -131,8 +134,12 @@ func newServer(ctx context.Context, cfg Config, log *slog.Logger, ln net.Listene
 	// logged and mapped once; then authentication.
 	opts := []connect.HandlerOption{connect.WithInterceptors(m, api.ErrorInterceptor(log), auth.Interceptor()),
 		connect.WithCompressMinBytes(16 << 10), // small answers: not worth gzip's CPU
-		fastGzip, api.JSONCodec(), api.ProtoCodec()}
-	small := append(opts, connect.WithReadMaxBytes(1<<20))
+		api.JSONCodec(), api.ProtoCodec()}
+	readMax := func(n int) []connect.HandlerOption { // each handler's message limit, gzip included
+		return append(slices.Clip(opts), connect.WithReadMaxBytes(n), fastGzip(n))
+	}
+	small := readMax(1 << 20)
+	uploads := readMax(int(cfg.BrowserUploadBytes) + 64<<10)
 	mux := &routeMux{ServeMux: http.NewServeMux()}
 	idle, _ := time.ParseDuration(cfg.LiveIdleTimeout) // checked by FromEnv
 	live := &ingest.Live{Ingest: ing, DB: db, MaxOpen: int(cfg.MaxLiveStreams), IdleTimeout: idle, Log: log,
@@ -142,7 +149,7 @@ func newServer(ctx context.Context, cfg Config, log *slog.Logger, ln net.Listene
 			return err
 		}}
 	mux.Handle(fleetscopev1connect.NewIngestServiceHandler(api.NewIngest(ing, live, publicURL, log),
-		append(opts, connect.WithReadMaxBytes(int(cfg.BrowserUploadBytes)+64<<10))...))
+		uploads...))
 	mux.Handle(fleetscopev1connect.NewQueryServiceHandler(api.NewQuery(q), small...))
 	mux.Handle(fleetscopev1connect.NewFleetServiceHandler(api.NewFleet(q), small...))
 	mux.Handle(fleetscopev1connect.NewCompareServiceHandler(api.NewCompare(q), small...))
@@ -152,7 +159,7 @@ func newServer(ctx context.Context, cfg Config, log *slog.Logger, ln net.Listene
 	// Pyroscope's push API (Grafana Alloy's pyroscope.write): profiles in
 	// one message, bounded like a single-message upload.
 	mux.Handle(pushv1connect.NewPusherServiceHandler(api.NewPush(ing, log),
-		append(opts, connect.WithReadMaxBytes(int(cfg.BrowserUploadBytes)+64<<10))...))
+		uploads...))
 	// Pyroscope's query API: Grafana's Pyroscope data source reads here.
 	mux.Handle(querierv1connect.NewQuerierServiceHandler(api.NewQuerier(q), small...))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
@@ -187,7 +194,7 @@ func newServer(ctx context.Context, cfg Config, log *slog.Logger, ln net.Listene
 	gate.Log = log
 	s := &Server{cfg: cfg, log: log, db: db, lifecycle: lc, live: live, auth: auth, query: q, ln: ln, routes: mux.patterns, http: &http.Server{
 		Addr:              cfg.Addr,
-		Handler:           auth.Gate(mux, gate),
+		Handler:           api.HTTPStatus(auth.Gate(mux, gate)), // error statuses by the table (413 for too_large)
 		HTTP2:             &http.HTTP2Config{MaxConcurrentStreams: 100},
 		Protocols:         protocols,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -202,9 +209,40 @@ func newServer(ctx context.Context, cfg Config, log *slog.Logger, ln net.Listene
 // in 40% of the default level's time (the benchmark's whole-profile JSON
 // flame graph: 10 MB in 29 ms against 69 ms), time every answer waits for.
 // A large answer is compressed in pieces on all cores (parallelGzip).
-var fastGzip = connect.WithCompression("gzip",
-	func() connect.Decompressor { return &gzip.Reader{} },
-	func() connect.Compressor { return &parallelGzip{} })
+//
+// Requests are inflated up to readMax, the handler's message limit, and
+// no further: Connect inflates a message over its limit to the end to
+// report its size (a 6.9 MB gzip body of JSON is 1.5 GB), and
+// boundedGunzip stops it one byte past the limit instead.
+func fastGzip(readMax int) connect.HandlerOption {
+	return connect.WithCompression("gzip",
+		func() connect.Decompressor { return &boundedGunzip{max: int64(readMax) + 1} },
+		func() connect.Compressor { return &parallelGzip{} })
+}
+
+// boundedGunzip inflates gzip up to max bytes; reading more fails. (The
+// reader is a field, not embedded: its WriteTo would bypass Read.)
+type boundedGunzip struct {
+	zr     gzip.Reader
+	max, n int64
+}
+
+func (g *boundedGunzip) Reset(r io.Reader) error {
+	g.n = 0
+	return g.zr.Reset(r)
+}
+
+func (g *boundedGunzip) Close() error { return g.zr.Close() }
+
+func (g *boundedGunzip) Read(p []byte) (int, error) {
+	if g.n >= g.max {
+		return 0, fmt.Errorf("gzip body inflated past %d bytes: not inflated further", g.max-1)
+	}
+	p = p[:min(int64(len(p)), g.max-g.n)]
+	n, err := g.zr.Read(p)
+	g.n += int64(n)
+	return n, err
+}
 
 // Handler is the server's HTTP handler.
 func (s *Server) Handler() http.Handler { return s.http.Handler }

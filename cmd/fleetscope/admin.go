@@ -169,8 +169,8 @@ removes one; --replace-labels makes the labels exactly the --label ones
 		}}
 	update.Flags().StringVar(&newApp, "app", "", "the new app name")
 	update.Flags().StringVar(&newHost, "host", "", `the new host ("" clears it)`)
-	update.Flags().StringArrayVar(&setLabels, "label", nil, "add or change a label key=value (repeatable)")
-	update.Flags().StringArrayVar(&removeLabels, "remove-label", nil, "remove the label with this key (repeatable)")
+	update.Flags().StringArrayVar(&setLabels, "label", nil, "add or change a label `key=value` (repeatable)")
+	update.Flags().StringArrayVar(&removeLabels, "remove-label", nil, "remove the label with this `key` (repeatable)")
 	update.Flags().BoolVar(&replaceLabels, "replace-labels", false, "the labels become exactly the --label ones")
 
 	audit := &cobra.Command{Use: "audit", Short: "Your tenant's audit log, newest first", Args: args(0, 0),

@@ -37,13 +37,14 @@ func agentCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "agent --app APP [flags] [-- PERF_RECORD_ARGS...]",
 		Short: "Record profiles with perf on this host (or pick up files from --watch DIR) and upload them, spooled and retried",
-		Long: `Repeatedly runs perf record (default -F 49 -a -g), converts each recording with
-perf script --header, gzips it and keeps it in a durable spool directory until the
-server has stored it, retrying with exponential backoff and jitter. Uploads are
-idempotent: a retry never stores a profile twice. Recordings use wall-clock
-timestamps (-k CLOCK_REALTIME) where perf and the kernel can, else carry a
-monotonic/wall-clock anchor, so hosts line up in absolute time. SIGTERM stops the
-recording, spools it and lets the current upload finish (--shutdown-grace).
+		Long: `Repeatedly runs perf record (default -F 49 -a -g), converts each recording
+with perf script --header, gzips it and keeps it in a durable spool directory
+until the server has stored it, retrying with exponential backoff and jitter.
+Uploads are idempotent: a retry never stores a profile twice. Recordings use
+wall-clock timestamps (-k CLOCK_REALTIME) where perf and the kernel can, else
+carry a monotonic/wall-clock anchor, so hosts line up in absolute time. SIGTERM
+stops the recording, spools it and lets the current upload finish
+(--shutdown-grace).
 
 With --watch DIR, no recording: files other tools drop in DIR (perf.data, perf
 script text plain or gzipped, or any format the server reads) are uploaded, then
@@ -158,12 +159,12 @@ FLEETSCOPE_API_KEY_FILE); the key needs the ingest scope.`,
 	f := c.Flags()
 	f.StringVar(&cfg.App, "app", "", "application name (FLEETSCOPE_APP; required)")
 	f.StringVar(&cfg.Host, "host", "", "host name (FLEETSCOPE_HOST; default: this machine's hostname)")
-	f.StringArrayVar(&labels, "label", nil, "label key=value, repeatable (FLEETSCOPE_LABELS=k=v,k2=v2)")
+	f.StringArrayVar(&labels, "label", nil, "label `key=value`, repeatable (FLEETSCOPE_LABELS=k=v,k2=v2)")
 	f.StringVar(&cfg.SpoolDir, "spool", "/var/lib/fleetscope-agent", "spool directory (FLEETSCOPE_SPOOL); one agent per directory")
 	f.StringVar(&maxSpool, "max-spool", "1GiB", "bound of the spool; past it the oldest recordings are dropped (0: none)")
 	f.StringVar(&cfg.Perf.Bin, "perf", "perf", "the perf binary")
 	f.IntVarP(&cfg.Perf.Frequency, "frequency", "F", 49, "sampling frequency in Hz (perf record -F; 0: the events' own periods)")
-	f.StringArrayVarP(&events, "event", "e", nil, "perf event, repeatable (perf record -e; default: perf's, cpu-clock on most VMs)")
+	f.StringArrayVarP(&events, "event", "e", nil, "perf `EVENT`, repeatable (perf record -e; default: perf's, cpu-clock on most VMs)")
 	f.StringVarP(&cfg.Perf.PID, "pid", "p", "", "record only these processes (comma-separated pids) instead of the whole system")
 	f.StringVarP(&cfg.Perf.CGroup, "cgroup", "G", "", "record only this cgroup (perf record -a -G NAME)")
 	f.BoolVar(&cfg.Perf.NoCallGraph, "no-call-graph", false, "leave out perf record -g")
@@ -183,7 +184,7 @@ FLEETSCOPE_API_KEY_FILE); the key needs the ingest scope.`,
 	f.StringVar(&metricsAddr, "metrics-addr", "", "serve Prometheus /metrics on this address (e.g. 127.0.0.1:9465)")
 	f.StringVar(&level, "log-level", "info", "debug, info, warn or error (JSON logs on stderr)")
 	f.BoolVar(&live, "live", false, "stream samples as perf writes them, in batches of --live-batch, instead of whole recordings; ends when the source ends or on SIGTERM")
-	f.StringVar(&liveSource, "live-source", "", "with --live: a shell command writing perf script text (default: perf record -k CLOCK_REALTIME -o - ... | perf script -i -)")
+	f.StringVar(&liveSource, "live-source", "", "with --live: a perf script text file (plain or gzipped), replayed at the pace of its timestamps, or a shell command writing such text (default: perf record -k CLOCK_REALTIME -o - ... | perf script -i -)")
 	f.DurationVar(&liveBatch, "live-batch", time.Second, "with --live: the longest a sample waits before it is sent")
 	f.StringVar(&liveStream, "live-stream", "", "with --live: the recording's name (default: a new one)")
 	return c

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -208,11 +209,13 @@ func TestChaos(t *testing.T) {
 	s.proc.Process.Signal(syscall.SIGTERM)
 	err = <-s.exited
 	s.exited <- err
-	out, errOut, code := run1(s.env, "check", "--fix", "--grace", "0s")
+	// check looks at the spools under the server's own TMPDIR.
+	env := append(slices.Clone(s.env), "TMPDIR="+s.tmp)
+	out, errOut, code := run1(env, "check", "--fix", "--grace", "0s")
 	if code != 0 || strings.Contains(out, "orphan") || strings.Contains(out, "missing") {
 		t.Fatalf("check --fix after the chaos: exit %d\n%s%s", code, out, errOut)
 	}
-	if out, _, code := run1(s.env, "check", "--grace", "0s"); code != 0 || out != "" {
+	if out, _, code := run1(env, "check", "--grace", "0s"); code != 0 || out != "" {
 		t.Fatalf("check after --fix: exit %d %q; want nothing left", code, out)
 	}
 	if n := s.spoolFiles(); n != 0 {
@@ -220,4 +223,35 @@ func TestChaos(t *testing.T) {
 	}
 	t.Logf("%d kills during uploads, %d database connections killed; %d profiles stored once each, all whole; %s",
 		kills, terminated, len(files), strings.TrimSpace(out))
+}
+
+// TestCheckRemovesDeadSpools: check reports the upload spool a server left
+// when it died (its lock free, or without a lock its process gone) and
+// check --fix removes it; a running server's spool is left alone.
+func TestCheckRemovesDeadSpools(t *testing.T) {
+	s := startService(t, serviceOpts{})
+	dead := filepath.Join(s.tmp, "fleetscope-spool-2147483646") // no such process
+	if err := os.MkdirAll(dead, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dead, "fleetscope-upload-1"), []byte("half an upload"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := append(slices.Clone(s.env), "TMPDIR="+s.tmp)
+	out, _, code := run1(env, "check")
+	if code != 1 || !strings.Contains(out, dead) || strings.Count(out, "upload spool") != 1 {
+		t.Fatalf("check: exit %d %q, want the dead server's spool alone reported", code, out)
+	}
+	if out, errOut, code := run1(env, "check", "--fix"); code != 0 || !strings.Contains(out, "(deleted)") {
+		t.Fatalf("check --fix: exit %d %q %q", code, out, errOut)
+	}
+	if _, err := os.Stat(dead); !os.IsNotExist(err) {
+		t.Fatalf("the dead server's spool is still there: %v", err)
+	}
+	if live, _ := filepath.Glob(filepath.Join(s.tmp, "fleetscope-spool-*")); len(live) != 1 {
+		t.Fatalf("spools left: %v, want the running server's own", live)
+	}
+	if out, _, code := run1(env, "check"); code != 0 || out != "" {
+		t.Fatalf("check after --fix: exit %d %q, want nothing (the running server's spool untouched)", code, out)
+	}
 }

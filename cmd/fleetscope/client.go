@@ -70,20 +70,63 @@ func (c *client) permalink(id string) string { return c.base + "/p/" + id }
 // keyHint says where API keys come from, for errors about a missing or bad one.
 const keyHint = "keys come from fleetscope key create --tenant NAME --scope ingest,read (on the database), fleetscope admin create-key (an admin key), or .data/api-key after make run"
 
-// remoteErr turns a Connect error into a one-line fleetscope error.
+// remoteErr turns a Connect error into a one-line fleetscope error. An
+// error that no fleetscope server sent (see notFleetscope) names
+// FLEETSCOPE_URL: a server that cannot be reached, or one that is not
+// fleetscope.
 func remoteErr(err error) error {
 	var ce *connect.Error
 	if err == nil || !errors.As(err, &ce) {
 		return err
 	}
+	if !connect.IsWireError(err) {
+		switch {
+		case ce.Code() == connect.CodeCanceled || ce.Code() == connect.CodeDeadlineExceeded:
+		case unreachable(err):
+			return fmt.Errorf("server unavailable: no server answers at %s (FLEETSCOPE_URL): %s", serverURL(), ce.Message())
+		case notFleetscope(ce):
+			said := fmt.Sprintf("it answered %q", ce.Message())
+			if strings.Contains(ce.Message(), "frame too large") {
+				said = `it speaks HTTP/1 only, where fleetscope speaks HTTP/2 ("http2: frame too large")`
+			}
+			return fmt.Errorf("the server at %s (FLEETSCOPE_URL) is not a fleetscope server, or not its API's address: %s", serverURL(), said)
+		}
+	}
 	err = api.FromConnect(err)
 	switch fleetscope.ErrorCode(err) {
 	case fleetscope.EUNAVAILABLE:
-		return fmt.Errorf("server unavailable: %s", ce.Message())
+		return fmt.Errorf("server unavailable: %s (FLEETSCOPE_URL=%s)", ce.Message(), serverURL())
 	case fleetscope.EUNAUTHENTICATED:
 		return fmt.Errorf("%s (FLEETSCOPE_API_KEY): %s", ce.Message(), keyHint)
 	}
 	return err
+}
+
+// unreachable reports whether a call failed for want of a server: the
+// connection refused, the name not found, the address unroutable.
+func unreachable(err error) bool {
+	var op *net.OpError
+	var dns *net.DNSError
+	return errors.As(err, &dns) || errors.As(err, &op) && op.Op == "dial"
+}
+
+// notFleetscope reports whether an error that no Connect handler sent
+// came from something other than a fleetscope server: an HTTP status
+// without a Connect error ("405 Method Not Allowed", "501 Unsupported
+// method ('POST')"), an answer of another type, HTTP/1 where fleetscope
+// speaks HTTP/2 ("http2: frame too large"), plain HTTP to https://.
+func notFleetscope(ce *connect.Error) bool {
+	msg := ce.Message()
+	if len(msg) > 4 && msg[3] == ' ' && msg[0] >= '1' && msg[0] <= '5' && msg[1] >= '0' && msg[1] <= '9' && msg[2] >= '0' && msg[2] <= '9' {
+		return true // "405 Method Not Allowed": the status line, no Connect error
+	}
+	for _, s := range []string{"invalid content-type", "frame too large", "looked like an HTTP/1.1 header", "malformed HTTP",
+		"server gave HTTP response to HTTPS client", "first record does not look like a TLS handshake", "unexpected content-type"} {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
 }
 
 // parseLabels reads --label k=v flags.

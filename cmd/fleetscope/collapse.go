@@ -43,6 +43,9 @@ func collapseCmd() *cobra.Command {
 				// path, which folds what it can as stackcollapse-perf.pl does.
 				br := bufio.NewReaderSize(r, ingest.HeadSize)
 				head, _ := br.Peek(ingest.HeadSize)
+				if ingest.IsPerfData(head) {
+					return ingest.ErrPerfData
+				}
 				if f, err := ingest.Detect(head); err == nil {
 					format = f
 				}

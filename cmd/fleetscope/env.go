@@ -68,13 +68,19 @@ func withLifecycle(c *cobra.Command, fn func(s *lifecycle.Service) error) error 
 // clientEnv returns the server URL (FLEETSCOPE_URL, default
 // http://127.0.0.1:8080) and API key (FLEETSCOPE_API_KEY) of the clients.
 func clientEnv() (url, key string, err error) {
-	url = strings.TrimRight(os.Getenv("FLEETSCOPE_URL"), "/")
-	if url == "" {
-		url = "http://127.0.0.1:8080"
-	}
+	url = serverURL()
 	key = os.Getenv("FLEETSCOPE_API_KEY")
 	if key == "" {
 		return "", "", usageError{errors.New("FLEETSCOPE_API_KEY is not set: " + keyHint)}
 	}
 	return url, key, nil
+}
+
+// serverURL is the clients' server: FLEETSCOPE_URL, default
+// http://127.0.0.1:8080.
+func serverURL() string {
+	if url := strings.TrimRight(os.Getenv("FLEETSCOPE_URL"), "/"); url != "" {
+		return url
+	}
+	return "http://127.0.0.1:8080"
 }

@@ -84,6 +84,7 @@ func flamegraphCmd() *cobra.Command {
 	f.StringVar(&r.ProfileID, "profile", "", "a stored profile's id: ask the server (FLEETSCOPE_URL, FLEETSCOPE_API_KEY)")
 	fleet.register(c)
 	filter.register(c)
+	setEnvironment(c, clientEnvHelp(" (read scope)")+"\n                       (for --profile and fleet queries)")
 	return c
 }
 
@@ -107,7 +108,13 @@ func fleetFlame(c *cobra.Command, ff *fleetFlags, r query.FlameRequest, format s
 	if err := writeFlame(w, res.Msg.GetFlameGraph(), format); err != nil {
 		return err
 	}
-	return flush()
+	if err := flush(); err != nil {
+		return err
+	}
+	if res.Msg.GetFlameGraph().GetTotal() == 0 { // written all the same: an empty document is still one
+		return cl.emptyFleet(c.Context(), sel, res.Msg.GetAccounting())
+	}
+	return nil
 }
 
 // flameOut is standard output for a flame graph in format, and what

@@ -23,8 +23,8 @@ type fleetFlags struct {
 func (f *fleetFlags) register(c *cobra.Command) {
 	fl := c.Flags()
 	fl.StringVar(&f.app, "app", "", "fleet: every profile of this app, in wall-clock time (asks the server)")
-	fl.StringArrayVar(&f.hosts, "host", nil, "fleet: only these hosts (repeatable)")
-	fl.StringArrayVar(&f.labels, "label", nil, "fleet: labels that must match, k=v or k!=v (repeatable)")
+	fl.StringArrayVar(&f.hosts, "host", nil, "fleet: only this `HOST` (repeatable: any of them)")
+	fl.StringArrayVar(&f.labels, "label", nil, "fleet: a label that must match, `k=v` or k!=v (repeatable)")
 	fl.StringVar(&f.from, "from", "", "fleet: window start (inclusive): RFC 3339, unix seconds, or a duration ago like 10m")
 	fl.StringVar(&f.to, "to", "", "fleet: window end (exclusive), as --from; default now")
 }

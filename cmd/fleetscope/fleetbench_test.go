@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -351,16 +350,5 @@ func postJSON(b *testing.B, s *service, procedure string, req proto.Message) fun
 
 // warmP50 prints the median of 20 calls after one that warms the caches.
 func warmP50(b *testing.B, what, target string, call func() error) {
-	var ds []time.Duration
-	for i := range 21 {
-		t := time.Now()
-		if err := call(); err != nil {
-			b.Fatalf("%s: %v", what, err)
-		}
-		if i > 0 {
-			ds = append(ds, time.Since(t))
-		}
-	}
-	slices.Sort(ds)
-	fmt.Printf("%-52s p50 %8.1f ms  (%s)\n", what, ds[len(ds)/2].Seconds()*1000, target)
+	p50n(b, what, target, 21, call)
 }

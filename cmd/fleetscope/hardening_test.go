@@ -85,13 +85,15 @@ func TestPermanentErrorsAreInvalidArgument(t *testing.T) {
 			t.Errorf("%s: exit %d, %q; want exit 1 and one line saying %q", tc.name, code, errOut, tc.want)
 		}
 	}
-	// Through the API: NUL bytes in names and labels, an anchor in 9999.
+	// Through the API: NUL bytes in names and labels, anchors in 9999 and in
+	// the year 1 (the zero time, once taken for no anchor).
 	ing, _ := s.clients()
 	for name, md := range map[string]*fsv1.UploadMetadata{
 		"NUL in the app":      {App: "a\x00b"},
 		"NUL in a label":      {App: "a", Labels: map[string]string{"env": "pr\x00d"}},
 		"NUL in the filename": {App: "a", Filename: "x\x00.perf"},
 		"anchor in 9999":      {App: "a", Anchor: &fsv1.ClockAnchor{ClockNanos: 1, WallTime: timestamppb.New(time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC))}},
+		"anchor in year 1":    {App: "a", Anchor: &fsv1.ClockAnchor{ClockNanos: 1, WallTime: timestamppb.New(time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC))}},
 	} {
 		_, err := ing.UploadFile(ctx, connect.NewRequest(&fsv1.UploadFileRequest{Metadata: md, Data: good}))
 		if connect.CodeOf(err) != connect.CodeInvalidArgument {

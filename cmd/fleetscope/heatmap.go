@@ -91,6 +91,7 @@ func heatmapCmd() *cobra.Command {
 	f.IntVar(&top, "top", query.DefaultSeries, "with --by: the largest series to show, the rest summed as \"other\"")
 	fleet.register(c)
 	filter.register(c)
+	setEnvironment(c, clientEnvHelp(" (read scope)")+"\n                       (for --profile and fleet queries)")
 	return c
 }
 
@@ -186,14 +187,25 @@ func fleetHeatmap(c *cobra.Command, ff *fleetFlags, r query.HeatmapRequest, asJS
 	for i, col := range m.GetColumns() {
 		h.Columns[i] = col.GetCounts()
 	}
+	var empty error
+	if h.Total == 0 {
+		empty = cl.emptyFleet(c.Context(), sel, m.GetAccounting())
+	}
 	w := bufio.NewWriter(os.Stdout)
-	if asJSON {
+	if asJSON { // valid JSON even when empty: a script reads it, and the exit status
 		if err := json.NewEncoder(w).Encode(fleetJSON{Heatmap: h, Profiles: m.GetAccounting().GetProfiles(), LeftOut: m.GetAccounting().GetLeftOut()}); err != nil {
 			return err
 		}
-		return w.Flush()
+		if err := w.Flush(); err != nil {
+			return err
+		}
+		return empty
 	}
-	renderHeatmap(w, h)
+	if empty != nil { // nothing to draw
+		return empty
+	}
+	h, note := fitHeatmap(h, terminalWidth())
+	renderHeatmap(w, h, note)
 	fmt.Fprintf(w, "%d profiles of %s, from %s%s\n", m.GetAccounting().GetProfiles(), sel.GetApp(),
 		time.Unix(h.StartSecond, 0).UTC().Format(time.RFC3339), leftOut(m.GetAccounting()))
 	return w.Flush()
@@ -242,9 +254,15 @@ func printHeatmap(h *heatmap.Heatmap, asJSON bool) error {
 			return err
 		}
 	} else {
-		renderHeatmap(w, h)
+		renderFitted(w, h)
 	}
 	return w.Flush()
+}
+
+// renderFitted draws a heatmap fitted to the terminal (fitHeatmap).
+func renderFitted(w io.Writer, h *heatmap.Heatmap) {
+	h, note := fitHeatmap(h, terminalWidth())
+	renderHeatmap(w, h, note)
 }
 
 // shades are the terminal heatmap's characters, from empty to the most.
@@ -272,10 +290,14 @@ func shadeRange(i int, maxCount int64) (lo, hi int64) {
 func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
 
 // renderHeatmap draws the heatmap for a terminal: one character per cell,
-// the top row first, denser characters for higher counts, and a legend.
-func renderHeatmap(w io.Writer, h *heatmap.Heatmap) {
+// the top row first, denser characters for higher counts, and a legend;
+// note, if any, is a line after the first.
+func renderHeatmap(w io.Writer, h *heatmap.Heatmap, note string) {
 	fmt.Fprintf(w, "event %s, start second %d, %d columns of %d s x %d rows, %d samples, max %d per cell\n",
 		h.Event, h.StartSecond, len(h.Columns), h.SecondsPerColumn, h.Rows, h.Total, h.MaxCount)
+	if note != "" {
+		fmt.Fprintln(w, note)
+	}
 	for r := h.Rows - 1; r >= 0; r-- {
 		fmt.Fprintf(w, "%4dms |", r*1000/h.Rows)
 		for _, col := range h.Columns {

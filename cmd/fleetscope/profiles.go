@@ -99,11 +99,12 @@ func profilesCmd() *cobra.Command {
 	f := c.Flags()
 	f.StringVar(&app, "app", "", "application")
 	f.StringVar(&host, "host", "", "host")
-	f.StringArrayVar(&labels, "label", nil, "label key=value (repeatable; all must match)")
+	f.StringArrayVar(&labels, "label", nil, "label `key=value` (repeatable; all must match)")
 	f.StringVar(&since, "since", "", "profiles that end at or after T")
 	f.StringVar(&until, "until", "", "profiles that start before T")
 	f.BoolVar(&asJSON, "json", false, "print JSON")
 	f.IntVar(&limit, "limit", 100, "at most this many profiles")
+	setEnvironment(c, clientEnvHelp(" (read scope)"))
 	return c
 }
 

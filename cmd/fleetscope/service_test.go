@@ -257,11 +257,12 @@ func tail(s string, n int) string {
 	return s
 }
 
-// spoolFiles counts the files in the server's upload spool (its TMPDIR).
+// spoolFiles counts the files in the server's upload spool (its TMPDIR),
+// but for the spool's lock file (.lock), there while the server runs.
 func (s *service) spoolFiles() int {
 	n := 0
 	filepath.WalkDir(s.tmp, func(_ string, d fs.DirEntry, err error) error {
-		if err == nil && d.Type().IsRegular() {
+		if err == nil && d.Type().IsRegular() && !strings.HasPrefix(d.Name(), ".lock") {
 			n++
 		}
 		return nil
@@ -634,7 +635,8 @@ func TestBadInputStoresNothing(t *testing.T) {
 	}{
 		{"not-a-profile.txt", "hello, world\nthis is not a profile\n", "unrecognised input"},
 		{"empty.txt", "", "empty input"},
-		{"truncated.gz", string(gzb[:len(gzb)/2]), "unexpected EOF"},
+		{"truncated.gz", string(gzb[:len(gzb)/2]), "truncated gzip: the compressed input ends early"},
+		{"perf.data", "PERFILE2\x68\x00\x00\x00\x00\x00\x00\x00" + strings.Repeat("\x00", 200), "a perf.data file: fleetscope reads its text; run `perf script --header -i perf.data"},
 		{"long-line.txt", strings.Repeat("x", 10<<20) + "\n", "unrecognised input"},
 		{"perf-then-garbage.txt", "x 1 [000] 1.000000: cpu-clock: \n\tff f (m)\n\n" + strings.Repeat("y", 10<<20) + "\n", "line 4 is longer than 1024 KiB"},
 		{"bomb.gz", bomb.String(), "larger than the limit"},

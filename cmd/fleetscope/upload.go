@@ -23,14 +23,20 @@ func uploadCmd() *cobra.Command {
 		labels                 []string
 	)
 	c := &cobra.Command{
-		Use:   "upload --app APP [--host H] [--label k=v]... FILE...",
+		Use:   "upload --app APP [--host H] [--label k=v]... (FILE | -)...",
 		Short: "Upload profiles; prints one line per file: <profile-id> <permalink-url>",
-		Long: `Upload profiles; prints one line per file on stdout: <profile-id> <permalink-url>.
+		Long: `Upload profiles; prints one line per file on stdout: <profile-id>
+<permalink-url>.
 
 On stderr, for each file: where the profile sits in wall-clock time (UTC) and
 which clock placed it, and, when the same bytes were already stored, that the
 upload is a duplicate: the stored profile keeps its app, host and labels
-(fleetscope admin update-profile changes them).`,
+(fleetscope admin update-profile changes them).
+
+A FILE of - reads the profile from standard input.`,
+		Example: `  fleetscope upload --app checkout --host web-7 --label env=prod perf.txt.gz
+  fleetscope upload --app checkout host1.perf.txt host2.perf.txt
+  perf script --header -i perf.data | fleetscope upload --app checkout -`,
 		Args: args(1, 1<<20),
 		RunE: func(c *cobra.Command, files []string) error {
 			if app == "" {
@@ -44,8 +50,14 @@ upload is a duplicate: the stored profile keeps its app, host and labels
 			if err != nil {
 				return err
 			}
+			if n := len(slices.DeleteFunc(slices.Clone(files), func(f string) bool { return f != "-" })); n > 1 {
+				return usageError{errors.New("- (standard input) can be read once")}
+			}
 			for _, path := range files {
 				md := &fsv1.UploadMetadata{App: app, Host: host, Labels: lb, InputFormat: inputFormat, Filename: path}
+				if path == "-" {
+					md.Filename = "" // no name to keep
+				}
 				res, err := upload(c, cl, path, md)
 				if err != nil {
 					return fmt.Errorf("%s: %w", path, err)
@@ -66,8 +78,9 @@ upload is a duplicate: the stored profile keeps its app, host and labels
 	f := c.Flags()
 	f.StringVar(&app, "app", "", "application name (required)")
 	f.StringVar(&host, "host", "", "host name (default: the hostname the profile records)")
-	f.StringArrayVar(&labels, "label", nil, "label key=value (repeatable)")
+	f.StringArrayVar(&labels, "label", nil, "label `key=value` (repeatable)")
 	f.StringVar(&inputFormat, "input-format", "", "input format, instead of detecting it (perf)")
+	setEnvironment(c, clientEnvHelp(" (ingest scope)"))
 	return c
 }
 
@@ -165,21 +178,29 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
+// upload sends the file at path, or standard input for "-".
 func upload(c *cobra.Command, cl *client, path string, md *fsv1.UploadMetadata) (*fsv1.UploadResponse, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
+	f := os.Stdin
+	if path != "-" {
+		var err error
+		if f, err = os.Open(path); err != nil {
+			return nil, err
+		}
+		defer f.Close()
 	}
-	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
 		return nil, err
+	}
+	size := st.Size()
+	if !st.Mode().IsRegular() {
+		size = 0 // a pipe: its size is not known
 	}
 	stream := cl.ingest.Upload(c.Context())
 	if err := stream.Send(&fsv1.UploadRequest{Msg: &fsv1.UploadRequest_Metadata{Metadata: md}}); err != nil && !errors.Is(err, io.EOF) {
 		return nil, remoteErr(err)
 	}
-	bar := newProgress(path, st.Size())
+	bar := newProgress(path, size)
 	buf := make([]byte, uploadChunk)
 	for {
 		n, rerr := io.ReadFull(f, buf)
@@ -224,15 +245,15 @@ func (p *progress) add(n int) {
 		return
 	}
 	p.last = time.Now()
-	pct := 100.0
-	if p.total > 0 {
-		pct = 100 * float64(p.n) / float64(p.total)
-	}
-	width := 30
-	fill := int(pct / 100 * float64(width))
 	mbps := float64(p.n) / 1e6 / max(time.Since(p.start).Seconds(), 1e-3)
-	line := fmt.Sprintf("\r%s [%s%s] %3.0f%% %.1f/%.1f MB %.0f MB/s", p.name,
-		strings.Repeat("=", fill), strings.Repeat(" ", width-fill), pct, float64(p.n)/1e6, float64(p.total)/1e6, mbps)
+	line := fmt.Sprintf("\r%s %.1f MB %.0f MB/s", p.name, float64(p.n)/1e6, mbps) // a pipe: no total
+	if p.total > 0 {
+		pct := min(100*float64(p.n)/float64(p.total), 100)
+		width := 30
+		fill := int(pct / 100 * float64(width))
+		line = fmt.Sprintf("\r%s [%s%s] %3.0f%% %.1f/%.1f MB %.0f MB/s", p.name,
+			strings.Repeat("=", fill), strings.Repeat(" ", width-fill), pct, float64(p.n)/1e6, float64(p.total)/1e6, mbps)
+	}
 	p.lastLength = len(line)
 	fmt.Fprint(os.Stderr, line)
 }

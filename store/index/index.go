@@ -683,3 +683,37 @@ func (s *Second) Walk(period uint64, fn func(offset, stack, thread, period uint6
 	}
 	return nil
 }
+
+// Minutes sums a profile's wall seconds by unix minute (the floor of each
+// second to a multiple of 60), per event: each row's Second is its
+// minute's first. Rows come sorted by event, then minute.
+func Minutes(secs []WallSecond) []WallSecond {
+	type key struct {
+		event  string
+		minute int64
+	}
+	at := map[key]int{}
+	var out []WallSecond
+	for _, s := range secs {
+		k := key{s.Event, s.Second - ((s.Second%60)+60)%60}
+		i, ok := at[k]
+		if !ok {
+			i = len(out)
+			at[k] = i
+			out = append(out, WallSecond{Event: k.event, Second: k.minute, Cells: make([]int32, len(s.Cells)), IdleCells: make([]int32, len(s.IdleCells))})
+		}
+		m := &out[i]
+		m.Samples += s.Samples
+		m.Idle += s.Idle
+		for r := range s.Cells {
+			m.Cells[r] += s.Cells[r]
+		}
+		for r := range s.IdleCells {
+			m.IdleCells[r] += s.IdleCells[r]
+		}
+	}
+	slices.SortFunc(out, func(a, b WallSecond) int {
+		return cmp.Or(cmp.Compare(a.Event, b.Event), cmp.Compare(a.Second, b.Second))
+	})
+	return out
+}

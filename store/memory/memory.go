@@ -46,6 +46,7 @@ type profile struct {
 	fleetReady bool
 	keys       []int64
 	wall       []index.WallSecond
+	minutes    []index.WallSecond // wall summed by the minute
 }
 
 // New returns an empty store.
@@ -231,7 +232,7 @@ func (s *Store) fleet() error {
 		if err != nil {
 			return err
 		}
-		p.wall, p.keys, p.fleetReady = wall, index.StackKeys(p.dict), true
+		p.wall, p.minutes, p.keys, p.fleetReady = wall, index.Minutes(wall), index.StackKeys(p.dict), true
 		for i, k := range p.keys {
 			if _, ok := s.stacks[k]; !ok {
 				s.stacks[k] = stackRef{p, fleetscope.StackID(i)}
@@ -241,9 +242,9 @@ func (s *Store) fleet() error {
 	return nil
 }
 
-// fleetRows returns the wall seconds of app's profiles in [from, to) for
-// which keep is true.
-func (s *Store) fleetRows(app string, from, to int64, keep func(*index.WallSecond) bool) ([]index.FleetRow, error) {
+// fleetRows returns the wall seconds (or with minutes, the minutes) of
+// app's profiles in [from, to) for which keep is true.
+func (s *Store) fleetRows(app string, minutes bool, from, to int64, keep func(*index.WallSecond) bool) ([]index.FleetRow, error) {
 	if err := s.fleet(); err != nil {
 		return nil, err
 	}
@@ -255,8 +256,12 @@ func (s *Store) fleetRows(app string, from, to int64, keep func(*index.WallSecon
 		if p.info.App != app {
 			continue
 		}
-		for i := range p.wall {
-			if w := &p.wall[i]; w.Second >= from && w.Second < to && keep(w) {
+		rows := p.wall
+		if minutes {
+			rows = p.minutes
+		}
+		for i := range rows {
+			if w := &rows[i]; w.Second >= from && w.Second < to && keep(w) {
 				out = append(out, index.FleetRow{ProfileID: id, Host: p.info.Host, WallSecond: *w})
 			}
 		}
@@ -267,13 +272,19 @@ func (s *Store) fleetRows(app string, from, to int64, keep func(*index.WallSecon
 // FleetCells returns the cells of app's profiles for one event (base name;
 // "" for every event) in the unix seconds [from, to).
 func (s *Store) FleetCells(_ context.Context, _ int64, app, event string, from, to int64) ([]index.FleetRow, error) {
-	return s.fleetRows(app, from, to, func(w *index.WallSecond) bool { return event == "" || w.Event == event })
+	return s.fleetRows(app, false, from, to, func(w *index.WallSecond) bool { return event == "" || w.Event == event })
+}
+
+// FleetMinutes returns the cells by the minute of app's profiles for one
+// event ("" for every event) for the minutes starting in [from, to).
+func (s *Store) FleetMinutes(_ context.Context, _ int64, app, event string, from, to int64, _ bool) ([]index.FleetRow, error) {
+	return s.fleetRows(app, true, from, to, func(w *index.WallSecond) bool { return event == "" || w.Event == event })
 }
 
 // FleetTotals returns the samples of app's profiles, every event, in the
 // unix seconds [from, to).
 func (s *Store) FleetTotals(_ context.Context, _ int64, app string, from, to int64) ([]index.FleetRow, error) {
-	return s.fleetRows(app, from, to, func(*index.WallSecond) bool { return true })
+	return s.fleetRows(app, false, from, to, func(*index.WallSecond) bool { return true })
 }
 
 // ProfileStacks returns a profile's stack keys by stack id.

@@ -27,3 +27,14 @@ var Partitioned = partitioned
 // Distribute is distribute (on Citus; nothing elsewhere), for a test that
 // migrates a database distributed at an older version.
 func (db *DB) Distribute(ctx context.Context) error { return db.distribute(ctx) }
+
+// The time index's span classes (migration 00010), and the queries that
+// use it, for the tests that place profiles at the classes' bounds and
+// EXPLAIN the queries.
+const SpanClasses = spanClasses
+
+var (
+	SpanBound           = spanBound
+	FleetProfilesQuery  = fleetProfilesQuery
+	FleetLabelSetsQuery = fleetLabelSetsQuery
+)

@@ -42,8 +42,29 @@ func writeFleet(ctx context.Context, tx pgx.Tx, tenant int64, id uuid.UUID, day 
 	if err == nil && tag.RowsAffected() != int64(len(rows)) {
 		err = fmt.Errorf("fleet seconds: %d rows written of %d (a second repeated)", tag.RowsAffected(), len(rows))
 	}
+	if err != nil {
+		return err
+	}
+	// The same cells by the minute, from the rows just written.
+	mins := index.Minutes(secs)
+	events, minutes, samples, idle, cells, idleCells := make([]string, len(mins)), make([]int64, len(mins)),
+		make([]int32, len(mins)), make([]int32, len(mins)), make([][]byte, len(mins)), make([][]byte, len(mins))
+	for i, m := range mins {
+		events[i], minutes[i], samples[i], idle[i] = m.Event, m.Second, m.Samples, m.Idle
+		cells[i], idleCells[i] = packCells(m.Cells), packCells(m.IdleCells)
+	}
+	tag, err = tx.Exec(ctx, `INSERT INTO fleet_minutes (tenant_id, app, event, minute, profile_id, host, day, samples, idle, cells, idle_cells)
+		SELECT $1, $2, event, minute, $3, $4, $5, samples, idle, cells, idle_cells
+		FROM unnest($6::text[], $7::bigint[], $8::int[], $9::int[], $10::bytea[], $11::bytea[]) AS m(event, minute, samples, idle, cells, idle_cells)
+		ON CONFLICT DO NOTHING`, tenant, p.App, id, p.Host, day, events, minutes, samples, idle, cells, idleCells)
+	if err == nil && tag.RowsAffected() != int64(len(mins)) {
+		err = fmt.Errorf("fleet minutes: %d rows written of %d (a minute repeated)", tag.RowsAffected(), len(mins))
+	}
 	return err
 }
+
+// fleetTables are the tables of a profile's cells in absolute time.
+var fleetTables = []string{"fleet_seconds", "fleet_minutes"}
 
 // FleetProfiles returns the tenant's profiles of app that overlap the
 // window [from, to) (unix ns), on any of hosts (none: all) and with every
@@ -51,10 +72,36 @@ func writeFleet(ctx context.Context, tx pgx.Tx, tenant int64, id uuid.UUID, day 
 // ETOOLARGE, the selection is too wide). Untimed profiles are included:
 // the caller decides what they count for.
 func (db *DB) FleetProfiles(ctx context.Context, tenant int64, app string, hosts []string, labels []fleetscope.LabelMatch, from, to int64, limit int) ([]*fleetscope.ProfileInfo, error) {
-	where := []string{"tenant_id = $1", "app = $2", "end_time >= $3", "start_time < $4"}
-	// A second of margin: start and end times are stored to the
-	// microsecond; the exact overlap is decided in nanoseconds below.
-	args := []any{tenant, app, time.Unix(0, from).Add(-time.Second), time.Unix(0, to).Add(time.Second)}
+	q, args := fleetProfilesQuery(tenant, app, hosts, labels, from, to, limit)
+	var out []*fleetscope.ProfileInfo
+	err := db.readTenant(ctx, tenant, func(rows pgx.Rows) error {
+		for rows.Next() {
+			p, err := scanProfile(rows)
+			if err != nil {
+				return err
+			}
+			if fleetMatches(p, labels) {
+				out = append(out, p)
+			}
+		}
+		return nil
+	}, q, args...)
+	if err != nil {
+		return nil, translate(err, "fleet")
+	}
+	if len(out) > limit {
+		return nil, fleetscope.Errorf(fleetscope.ETOOLARGE, "more than %d profiles in this selection: narrow it (hosts, labels, a shorter window)", limit)
+	}
+	return out, nil
+}
+
+// fleetProfilesQuery is FleetProfiles' query and its arguments: the
+// profiles that overlap the window, through the time index (overlap), and
+// the exact labels (the other label conditions are decided by
+// fleetMatches).
+func fleetProfilesQuery(tenant int64, app string, hosts []string, labels []fleetscope.LabelMatch, from, to int64, limit int) (string, []any) {
+	args := []any{tenant, app}
+	where := []string{"tenant_id = $1", "app = $2", overlap(&args, from, to)}
 	if len(hosts) > 0 {
 		args = append(args, hosts)
 		where = append(where, fmt.Sprintf("host = ANY($%d)", len(args)))
@@ -70,48 +117,80 @@ func (db *DB) FleetProfiles(ctx context.Context, tenant int64, app string, hosts
 		args = append(args, b)
 		where = append(where, fmt.Sprintf("labels @> $%d", len(args)))
 	}
-	q := `SELECT ` + profileColumns + ` FROM profiles WHERE ` + strings.Join(where, " AND ") +
-		fmt.Sprintf(` ORDER BY start_time, id LIMIT %d`, limit+1)
-	var out []*fleetscope.ProfileInfo
-	err := db.readTenant(ctx, tenant, func(rows pgx.Rows) error {
-		for rows.Next() {
-			p, err := scanProfile(rows)
-			if err != nil {
-				return err
-			}
-			if fleetMatches(p, labels, from, to) {
-				out = append(out, p)
-			}
-		}
-		return nil
-	}, q, args...)
-	if err != nil {
-		return nil, translate(err, "fleet")
-	}
-	if len(out) > limit {
-		return nil, fleetscope.Errorf(fleetscope.ETOOLARGE, "more than %d profiles in this selection: narrow it (hosts, labels, a shorter window)", limit)
-	}
-	return out, nil
+	return `SELECT ` + profileColumns + ` FROM profiles WHERE ` + strings.Join(where, " AND ") +
+		fmt.Sprintf(` ORDER BY start_time, id LIMIT %d`, limit+1), args
 }
 
-// fleetMatches applies what SQL cannot say exactly: the label conditions
-// (k!=v among them) and the overlap in nanoseconds.
-func fleetMatches(p *fleetscope.ProfileInfo, labels []fleetscope.LabelMatch, from, to int64) bool {
+// The time index (migration 00010): a profile's span class is the first k
+// with duration_nanos <= spanBound(k), 4^k seconds (1 s, 4 s, 16 s, ...
+// 4^10 s: about 12 days), and class spanClasses-1 beyond. A profile of
+// class k that overlaps [from, to) started at most spanBound(k) before
+// from, so its class's candidates are one range of start_time in the index
+// (tenant_id, app, span_class, start_time): those that overlap the window
+// and those of the class that start up to spanBound(k) before it (a few
+// per host), instead of every profile on one side of the window.
+const spanClasses = 12
+
+func spanBound(k int) int64 { return 1e9 << (2 * k) }
+
+// spanNanos is a profile's start in unix ns, as fleetscope.WallSpan
+// computes it (start_time holds microseconds, as the Go side reads it
+// too); its end is spanNanos + duration_nanos.
+const spanNanos = `(CASE WHEN timed THEN start_second * 1000000000 + wall_shift_nanos
+	ELSE (extract(epoch FROM start_time) * 1000000000)::bigint END)`
+
+// overlap returns the condition that keeps exactly the profiles whose span
+// (fleetscope.WallSpan) overlaps [from, to) (unix ns): start < to and
+// end >= from (a profile ending at from is in), adding its arguments to
+// args. The time index finds them
+// (see spanClasses): with a second of margin on start_time and end_time,
+// stored to the microsecond, and the exact overlap in nanoseconds after.
+// The index conditions are comparisons of columns with parameters: they
+// are leakproof, so Postgres uses them in index scans under row-level
+// security (a GiST index on tstzrange's && would not be used there).
+func overlap(args *[]any, from, to int64) string {
+	param := func(v any) string {
+		*args = append(*args, v)
+		return fmt.Sprintf("$%d", len(*args))
+	}
+	lo := time.Unix(0, from).Add(-time.Second)
+	classes := make([]string, spanClasses)
+	for k := range spanClasses - 1 {
+		classes[k] = fmt.Sprintf("span_class = %d AND start_time >= %s", k, param(lo.Add(-time.Duration(spanBound(k)))))
+	}
+	classes[spanClasses-1] = fmt.Sprintf("span_class = %d", spanClasses-1)
+	return "(" + strings.Join(classes, " OR ") + ")" +
+		" AND start_time < " + param(time.Unix(0, to).Add(time.Second)) + " AND end_time >= " + param(lo) +
+		" AND " + spanNanos + " < " + param(to) + " AND " + spanNanos + " + duration_nanos >= " + param(from)
+}
+
+// fleetMatches applies the label conditions SQL cannot say (k!=v and
+// regular expressions among them); the overlap is decided in SQL
+// (overlap).
+func fleetMatches(p *fleetscope.ProfileInfo, labels []fleetscope.LabelMatch) bool {
 	for _, l := range labels {
 		if !l.Matches(p.Labels) {
 			return false
 		}
 	}
-	start, end := fleetscope.WallSpan(p)
-	return start < to && end >= from
+	return true
 }
 
 // FleetCells returns the stored cells in absolute time of the tenant's
 // profiles of app and event (base name; "" for every event) for the unix
 // seconds [from, to).
 func (db *DB) FleetCells(ctx context.Context, tenant int64, app, event string, from, to int64) ([]index.FleetRow, error) {
-	q := `SELECT profile_id, host, event, second, samples, idle, cells, idle_cells FROM fleet_seconds
-		WHERE tenant_id = $1 AND app = $2 AND second >= $3 AND second < $4`
+	return db.fleetRows(ctx, tenant, "fleet_seconds", "second", app, event, from, to, true)
+}
+
+// fleetRows reads a fleet table's rows of app and event ("": every event)
+// whose time (column at) lies in [from, to), with their cells or not.
+func (db *DB) fleetRows(ctx context.Context, tenant int64, table, at, app, event string, from, to int64, withCells bool) ([]index.FleetRow, error) {
+	cols := "profile_id, host, event, " + at + ", samples, idle"
+	if withCells {
+		cols += ", cells, idle_cells"
+	}
+	q := `SELECT ` + cols + ` FROM ` + table + ` WHERE tenant_id = $1 AND app = $2 AND ` + at + ` >= $3 AND ` + at + ` < $4`
 	args := []any{tenant, app, from, to}
 	if event != "" {
 		q += ` AND event = $5`
@@ -120,22 +199,28 @@ func (db *DB) FleetCells(ctx context.Context, tenant int64, app, event string, f
 	var out []index.FleetRow
 	var slab []int32 // the rows' cells, allocated a thousand rows at a time
 	err := db.readTenant(ctx, tenant, func(rows pgx.Rows) error {
+		var cells, idle pgtype.DriverBytes
 		for rows.Next() {
 			var r index.FleetRow
 			var id uuid.UUID
-			var cells, idle pgtype.DriverBytes
-			if err := rows.Scan(&id, &r.Host, &r.Event, &r.Second, &r.Samples, &r.Idle, &cells, &idle); err != nil {
+			dst := []any{&id, &r.Host, &r.Event, &r.Second, &r.Samples, &r.Idle}
+			if withCells {
+				dst = append(dst, &cells, &idle)
+			}
+			if err := rows.Scan(dst...); err != nil {
 				return err
 			}
-			if len(slab) < 2*index.Rows {
-				slab = make([]int32, 2*index.Rows*1024)
-			}
-			r.Cells, r.IdleCells, slab = slab[:index.Rows:index.Rows], slab[index.Rows:2*index.Rows:2*index.Rows], slab[2*index.Rows:]
-			if err := unpackCells(r.Cells, cells); err != nil {
-				return err
-			}
-			if err := unpackCells(r.IdleCells, idle); err != nil {
-				return err
+			if withCells {
+				if len(slab) < 2*index.Rows {
+					slab = make([]int32, 2*index.Rows*1024)
+				}
+				r.Cells, r.IdleCells, slab = slab[:index.Rows:index.Rows], slab[index.Rows:2*index.Rows:2*index.Rows], slab[2*index.Rows:]
+				if err := unpackCells(r.Cells, cells); err != nil {
+					return err
+				}
+				if err := unpackCells(r.IdleCells, idle); err != nil {
+					return err
+				}
 			}
 			r.ProfileID = id.String()
 			out = append(out, r)
@@ -167,26 +252,21 @@ func unpackCells(dst []int32, b []byte) error {
 	return nil
 }
 
+// FleetMinutes returns the stored cells by the minute (fleet_minutes) of
+// the tenant's profiles of app and event (base name; "" for every event)
+// for the unix minutes starting in [from, to) (unix seconds, multiples of
+// 60): each row's Second is its minute's first. Without cells, only the
+// totals.
+func (db *DB) FleetMinutes(ctx context.Context, tenant int64, app, event string, from, to int64, withCells bool) ([]index.FleetRow, error) {
+	return db.fleetRows(ctx, tenant, "fleet_minutes", "minute", app, event, from, to, withCells)
+}
+
 // FleetTotals returns, per event (base name), the samples (non-idle, and
 // idle) of the tenant's profiles of app in the unix seconds [from, to),
 // keyed by profile: what the default event and timelines need, without the
 // cells.
 func (db *DB) FleetTotals(ctx context.Context, tenant int64, app string, from, to int64) ([]index.FleetRow, error) {
-	var out []index.FleetRow
-	err := db.readTenant(ctx, tenant, func(rows pgx.Rows) error {
-		for rows.Next() {
-			var r index.FleetRow
-			var id uuid.UUID
-			if err := rows.Scan(&id, &r.Host, &r.Event, &r.Second, &r.Samples, &r.Idle); err != nil {
-				return err
-			}
-			r.ProfileID = id.String()
-			out = append(out, r)
-		}
-		return nil
-	}, `SELECT profile_id, host, event, second, samples, idle FROM fleet_seconds
-		WHERE tenant_id = $1 AND app = $2 AND second >= $3 AND second < $4`, tenant, app, from, to)
-	return out, translate(err, "fleet")
+	return db.fleetRows(ctx, tenant, "fleet_seconds", "second", app, "", from, to, false)
 }
 
 // FleetLabelSets returns the distinct (app, host, labels) of the tenant's
@@ -194,21 +274,7 @@ func (db *DB) FleetTotals(ctx context.Context, tenant int64, app string, from, t
 // FleetProfiles decides it), of app ("": every app), each with the base
 // names of its profiles' events; at most limit of them (more: ETOOLARGE).
 func (db *DB) FleetLabelSets(ctx context.Context, tenant int64, app string, from, to int64, limit int) ([]fleetscope.LabelSet, error) {
-	// A profile's exact span in unix ns, as fleetscope.WallSpan computes it
-	// (start_time holds microseconds, as the Go side reads it too).
-	const span = `CASE WHEN timed THEN start_second * 1000000000 + wall_shift_nanos
-		ELSE (extract(epoch FROM start_time) * 1000000000)::bigint END`
-	where := []string{"tenant_id = $1", "end_time >= $2", "start_time < $3"}
-	args := []any{tenant, time.Unix(0, from).Add(-time.Second), time.Unix(0, to).Add(time.Second), from, to}
-	if app != "" {
-		args = append(args, app)
-		where = append(where, fmt.Sprintf("app = $%d", len(args)))
-	}
-	q := `SELECT app, host, labels, jsonb_agg(DISTINCT e.name ORDER BY e.name)
-		FROM (SELECT app, host, labels, events, ` + span + ` AS s, duration_nanos AS d FROM profiles WHERE ` + strings.Join(where, " AND ") + `) p,
-			jsonb_to_recordset(p.events) AS e(name text)
-		WHERE s < $5 AND s + d >= $4
-		GROUP BY app, host, labels ORDER BY app, host, labels::text` + fmt.Sprintf(` LIMIT %d`, limit+1)
+	q, args := fleetLabelSetsQuery(tenant, app, from, to, limit)
 	var out []fleetscope.LabelSet
 	err := db.readTenant(ctx, tenant, func(rows pgx.Rows) error {
 		for rows.Next() {
@@ -240,4 +306,19 @@ func (db *DB) FleetLabelSets(ctx context.Context, tenant int64, app string, from
 		return nil, fleetscope.Errorf(fleetscope.ETOOLARGE, "more than %d distinct label sets in this window: narrow it (service_name, a shorter window)", limit)
 	}
 	return out, nil
+}
+
+// fleetLabelSetsQuery is FleetLabelSets' query and its arguments.
+func fleetLabelSetsQuery(tenant int64, app string, from, to int64, limit int) (string, []any) {
+	args := []any{tenant}
+	where := []string{"tenant_id = $1"}
+	if app != "" {
+		args = append(args, app)
+		where = append(where, "app = $2")
+	}
+	where = append(where, overlap(&args, from, to))
+	return `SELECT app, host, labels, jsonb_agg(DISTINCT e.name ORDER BY e.name)
+		FROM (SELECT app, host, labels, events FROM profiles WHERE ` + strings.Join(where, " AND ") + `) p,
+			jsonb_to_recordset(p.events) AS e(name text)
+		GROUP BY app, host, labels ORDER BY app, host, labels::text` + fmt.Sprintf(` LIMIT %d`, limit+1), args
 }

@@ -120,7 +120,9 @@ var b32 = base32.StdEncoding.WithPadding(base32.NoPadding)
 // Returns EUNAUTHENTICATED for any key that is not valid (unknown, revoked,
 // expired, or of a disabled tenant) without saying which, and in the same
 // time: the query returns one row whether or not the prefix is known, and
-// a hash is compared either way. It reads api_keys as the table's owner,
+// a hash is compared either way. The one exception: a caller who holds the
+// whole secret of an expired key is told that it expired, and when (only
+// its holder can learn that, and a dead key is worth nothing to a thief). It reads api_keys as the table's owner,
 // the one path that looks keys up across tenants.
 func (db *DB) Authenticate(ctx context.Context, secret string) (fleetscope.Principal, error) {
 	var p fleetscope.Principal
@@ -132,23 +134,23 @@ func (db *DB) Authenticate(ctx context.Context, secret string) (fleetscope.Princ
 	rows, err := db.pool.Query(ctx, `
 		SELECT coalesce(k.secret_hash, '\x'::bytea), coalesce(k.tenant_id, 0), coalesce(t.name, ''), coalesce(k.id, ''),
 		       coalesce(k.scopes, '{}'), coalesce(k.last_used_at IS NULL OR k.last_used_at < now() - interval '1 minute', false),
-		       coalesce(k.expires_at, 'epoch'),
+		       coalesce(k.expires_at, 'epoch'), coalesce(k.expires_at <= now(), false),
 		       coalesce(t.retention_days, 0), coalesce(t.max_upload_bytes, 0), coalesce(t.max_raw_bytes, 0),
 		       coalesce(t.max_stored_bytes, 0), coalesce(t.rate_per_second, 0), coalesce(t.max_stacks, 0), coalesce(t.max_depth, 0)
 		FROM (SELECT 1) AS one
 		LEFT JOIN (api_keys k JOIN tenants t ON t.id = k.tenant_id AND t.disabled_at IS NULL)
-		  ON k.id = $1 AND k.revoked_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > now())`, secret[:len(keyPrefix)+8])
+		  ON k.id = $1 AND k.revoked_at IS NULL`, secret[:len(keyPrefix)+8])
 	if err != nil {
 		return p, translate(err, "key")
 	}
 	defer rows.Close()
-	found, stale := false, false
+	found, stale, expired := false, false, false
 	for rows.Next() {
 		var hash []byte
 		var cand fleetscope.Principal
-		var st bool
+		var st, exp bool
 		l := &cand.Limits
-		if err := rows.Scan(&hash, &cand.TenantID, &cand.Tenant, &cand.KeyID, &cand.Scopes, &st, &cand.ExpiresAt,
+		if err := rows.Scan(&hash, &cand.TenantID, &cand.Tenant, &cand.KeyID, &cand.Scopes, &st, &cand.ExpiresAt, &exp,
 			&l.RetentionDays, &l.MaxUploadBytes, &l.MaxRawBytes, &l.MaxStoredBytes, &l.RatePerSecond, &l.MaxStacks, &l.MaxDepth); err != nil {
 			return p, err
 		}
@@ -159,7 +161,7 @@ func (db *DB) Authenticate(ctx context.Context, secret string) (fleetscope.Princ
 			cand.ExpiresAt = time.Time{} // never
 		}
 		if subtle.ConstantTimeCompare(hash, h[:]) == 1 && cand.TenantID != 0 {
-			p, found, stale = cand, true, st
+			p, found, stale, expired = cand, true, st, exp
 		}
 	}
 	if err := rows.Err(); err != nil {
@@ -167,6 +169,9 @@ func (db *DB) Authenticate(ctx context.Context, secret string) (fleetscope.Princ
 	}
 	if !found {
 		return fleetscope.Principal{}, bad
+	}
+	if expired {
+		return fleetscope.Principal{}, fleetscope.Errorf(fleetscope.EUNAUTHENTICATED, "API key %s expired at %s", p.KeyID, p.ExpiresAt.UTC().Format(time.RFC3339))
 	}
 	if stale { // record use at most once a minute: no write on every request
 		if _, err := db.pool.Exec(ctx, `UPDATE api_keys SET last_used_at = now() WHERE tenant_id = $1 AND id = $2`, p.TenantID, p.KeyID); err != nil {

@@ -3,7 +3,9 @@ package postgres_test
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -102,4 +104,57 @@ func exec(t *testing.T, db *sql.DB, q string, args ...any) {
 	if _, err := db.ExecContext(ctx, q, args...); err != nil {
 		t.Fatalf("%s: %v", q, err)
 	}
+}
+
+// TestFleetMinutesMigration: migration 11 builds the minutes of profiles
+// stored before it from their seconds, equal to what ingest now writes
+// (counts with every byte set, negative ones never occur). On Citus the
+// other tables are distributed when it runs, as a deployment's are.
+func TestFleetMinutesMigration(t *testing.T) {
+	ctx := context.Background()
+	db := newDB(t)
+	acme, _ := db.CreateTenant(ctx, "acme", false)
+	var b strings.Builder
+	for i := range 500 {
+		fmt.Fprintf(&b, "app 1 [000] %d.%06d: 1 cpu-clock:\n\t1 f%d (/bin/app)\n\n", 1795000000+i/3, (i*7919)%1000000, i%5)
+	}
+	store(t, db, acme, "shop", b.String())
+	store(t, db, acme, "shop", epochPerf("cs", "1795000059.999999", "1795000060.000000"))
+	written, err := db.FleetMinutes(ctx, acme, "shop", "", 1794999960, 1795000200, true)
+	if err != nil || len(written) == 0 {
+		t.Fatalf("%v %v", written, err)
+	}
+	sqldb := stdlib.OpenDBFromPool(poolOf(t, db))
+	defer sqldb.Close()
+	p, err := goose.NewProvider(goose.DialectPostgres, sqldb, migrations.FS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.DownTo(ctx, 10); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.UpTo(ctx, 11); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Distribute(ctx); err != nil {
+		t.Fatal(err)
+	}
+	built, err := db.FleetMinutes(ctx, acme, "shop", "", 1794999960, 1795000200, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rowsText(sortRows(built)) != rowsText(sortRows(written)) {
+		t.Fatalf("the migration built:\n%s\nwant what ingest wrote:\n%s", rowsText(built), rowsText(written))
+	}
+}
+
+// poolOf is a pool on db's database.
+func poolOf(t *testing.T, db *postgres.DB) *pgxpool.Pool {
+	t.Helper()
+	pool, err := pgxpool.New(context.Background(), dbURL(t, db))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
 }

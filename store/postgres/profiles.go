@@ -85,7 +85,7 @@ func (db *DB) BlobInUse(ctx context.Context, key string) (bool, error) {
 // InsertProfile writes a parsed profile's index in one transaction: the
 // profile row, new frames and stacks of the tenant dictionary, the
 // profile's stack list, its per-second rows and its cells in absolute time
-// (fleet_seconds). If the tenant already has a
+// (fleet_seconds, and by the minute fleet_minutes). If the tenant already has a
 // profile with the same bytes, nothing is written and that profile is
 // returned with created = false. p.ID is assigned. beforeCommit, if set, runs
 // last inside the transaction: its error rolls everything back (ingest waits
@@ -178,8 +178,10 @@ func (db *DB) DeleteProfile(ctx context.Context, tenant int64, id, actor string)
 		if _, err := tx.Exec(ctx, `DELETE FROM seconds WHERE tenant_id = $1 AND profile_id = $2`, tenant, u); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `DELETE FROM fleet_seconds WHERE tenant_id = $1 AND profile_id = $2`, tenant, u); err != nil {
-			return err
+		for _, table := range fleetTables {
+			if _, err := tx.Exec(ctx, `DELETE FROM `+table+` WHERE tenant_id = $1 AND profile_id = $2`, tenant, u); err != nil {
+				return err
+			}
 		}
 		_, err := tx.Exec(ctx, `INSERT INTO audit_log (tenant_id, id, actor, action, target) VALUES ($1, $2, $3, 'profile.delete', $4)`,
 			tenant, uuid.New(), actor, id)
@@ -190,7 +192,8 @@ func (db *DB) DeleteProfile(ctx context.Context, tenant int64, id, actor string)
 
 // UpdateProfile changes a profile's app, host and labels in one
 // transaction: the profile row, its cells in absolute time (fleet_seconds
-// carries app and host, so fleet queries by the new ones find it) and an
+// and fleet_minutes carry app and host, so fleet queries by the new ones
+// find it) and an
 // audit entry (profile.update, with the values before and after of what
 // changed). A change to nothing new writes nothing. Returns ENOTFOUND if
 // the tenant has no such profile, EINVALID if u is not a valid change.
@@ -231,9 +234,11 @@ func (db *DB) UpdateProfile(ctx context.Context, tenant int64, id string, u flee
 			return err
 		}
 		if newApp != app || newHost != host {
-			if _, err := tx.Exec(ctx, `UPDATE fleet_seconds SET app = $3, host = $4 WHERE tenant_id = $1 AND profile_id = $2`,
-				tenant, uid, newApp, newHost); err != nil {
-				return err
+			for _, table := range fleetTables {
+				if _, err := tx.Exec(ctx, `UPDATE `+table+` SET app = $3, host = $4 WHERE tenant_id = $1 AND profile_id = $2`,
+					tenant, uid, newApp, newHost); err != nil {
+					return err
+				}
 			}
 		}
 		return auditTx(ctx, tx, tenant, actor, "profile.update", id, detail)

@@ -200,7 +200,13 @@ type Accounting struct {
 	// Profiles whose samples the answer counts.
 	Profiles int32 `protobuf:"varint,2,opt,name=profiles,proto3" json:"profiles,omitempty"`
 	// Profiles of the selection left out, by reason.
-	LeftOut       map[string]int32 `protobuf:"bytes,3,rep,name=left_out,json=leftOut,proto3" json:"left_out,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
+	LeftOut map[string]int32 `protobuf:"bytes,3,rep,name=left_out,json=leftOut,proto3" json:"left_out,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
+	// The stored rows that served the answer: cells per profile and second,
+	// and per profile and minute (columns of a minute or more read whole
+	// minutes from those; the window's edges from seconds). Zero for
+	// answers counted from the samples (flame graphs, function filters).
+	ServedSeconds int32 `protobuf:"varint,4,opt,name=served_seconds,json=servedSeconds,proto3" json:"served_seconds,omitempty"`
+	ServedMinutes int32 `protobuf:"varint,5,opt,name=served_minutes,json=servedMinutes,proto3" json:"served_minutes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -254,6 +260,20 @@ func (x *Accounting) GetLeftOut() map[string]int32 {
 		return x.LeftOut
 	}
 	return nil
+}
+
+func (x *Accounting) GetServedSeconds() int32 {
+	if x != nil {
+		return x.ServedSeconds
+	}
+	return 0
+}
+
+func (x *Accounting) GetServedMinutes() int32 {
+	if x != nil {
+		return x.ServedMinutes
+	}
+	return 0
 }
 
 type GetFleetHeatmapRequest struct {
@@ -871,12 +891,14 @@ const file_fleetscope_v1_fleet_proto_rawDesc = "" +
 	"\fLabelMatcher\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value\x12\x1b\n" +
-	"\tnot_equal\x18\x03 \x01(\bR\bnotEqual\"\xbd\x01\n" +
+	"\tnot_equal\x18\x03 \x01(\bR\bnotEqual\"\x8b\x02\n" +
 	"\n" +
 	"Accounting\x12\x14\n" +
 	"\x05event\x18\x01 \x01(\tR\x05event\x12\x1a\n" +
 	"\bprofiles\x18\x02 \x01(\x05R\bprofiles\x12A\n" +
-	"\bleft_out\x18\x03 \x03(\v2&.fleetscope.v1.Accounting.LeftOutEntryR\aleftOut\x1a:\n" +
+	"\bleft_out\x18\x03 \x03(\v2&.fleetscope.v1.Accounting.LeftOutEntryR\aleftOut\x12%\n" +
+	"\x0eserved_seconds\x18\x04 \x01(\x05R\rservedSeconds\x12%\n" +
+	"\x0eserved_minutes\x18\x05 \x01(\x05R\rservedMinutes\x1a:\n" +
 	"\fLeftOutEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x05R\x05value:\x028\x01\"\x9e\x01\n" +

@@ -1,0 +1,170 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"sort"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	fsv1 "github.com/fleetscope/fleetscope/api/gen/fleetscope/v1"
+	nflxv1 "github.com/fleetscope/fleetscope/api/gen/nflxprofile/v1"
+)
+
+// The continuous fleet benchmark (docs/benchmarks.md#continuous-fleet): 10
+// hosts × 24 h of continuous recording, one profile per host-minute, each
+// minute carrying every 20th sample of the benchmark file (sorted by time,
+// sample time modulo 60 s from the first sample: 2,850 samples, ~47
+// samples/s), host N shifted by (N·37 mod 500) ms: 14,400 profiles,
+// 41,040,000 samples. FLEETSCOPE_BENCH_HOURS=N records N hours instead.
+const (
+	continuousHosts = 10
+	continuousEvery = 20
+)
+
+// thin is the replay with every k-th sample, its time taken modulo 60 s
+// and sorted again, and the stack tree's nodes those samples use.
+func (r *replay) thin(k int) *replay {
+	type sample struct {
+		leaf uint32
+		off  int64
+	}
+	var ss []sample
+	for i := 0; i < len(r.leaf); i += k {
+		ss = append(ss, sample{r.leaf[i], r.offsets[i] % int64(time.Minute)})
+	}
+	sort.SliceStable(ss, func(i, j int) bool { return ss[i].off < ss[j].off })
+	out := &replay{nodes: map[uint32]*nflxv1.Profile_Node{}}
+	for _, s := range ss {
+		out.leaf, out.offsets = append(out.leaf, s.leaf), append(out.offsets, s.off)
+		for id := s.leaf; id != 0; id = r.nodes[id].GetParent() {
+			if _, ok := out.nodes[id]; ok {
+				break
+			}
+			out.nodes[id] = r.nodes[id]
+		}
+	}
+	return out
+}
+
+// BenchmarkContinuousFleet runs the continuous fleet benchmark: ingest with
+// 8 concurrent uploaders (nflxprofile, a compact format with per-sample
+// times), then each query's p50 over new connections, Connect JSON, idle
+// included, as the issue measured it; the server's peak RSS over the run
+// and the database's bytes per host-hour. Run with:
+// go test -run '^$' -bench ContinuousFleet -benchtime 1x -timeout 90m ./cmd/fleetscope/
+func BenchmarkContinuousFleet(b *testing.B) {
+	hours := 24
+	if v := os.Getenv("FLEETSCOPE_BENCH_HOURS"); v != "" {
+		var err error
+		if hours, err = strconv.Atoi(v); err != nil || hours < 2 {
+			b.Fatalf("FLEETSCOPE_BENCH_HOURS=%q: want a number of hours, at least 2", v)
+		}
+	}
+	minutes := hours * 60
+	s := startService(b, serviceOpts{extra: []string{"FLEETSCOPE_MAX_UPLOADS_PER_KEY=8"}})
+	pid := s.proc.Process.Pid
+	ctx := context.Background()
+	r := loadReplay(b).thin(continuousEvery)
+
+	type job struct{ host, minute int }
+	jobs := make(chan job, continuousHosts*minutes)
+	for m := range minutes { // in time order, as hosts send them
+		for n := range continuousHosts {
+			jobs <- job{n, m}
+		}
+	}
+	close(jobs)
+	ing, _ := s.clients()
+	t0 := time.Now()
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range jobs {
+				data := r.profile(b, j.host, j.minute)
+				stream := ing.Upload(ctx)
+				stream.Send(&fsv1.UploadRequest{Msg: &fsv1.UploadRequest_Metadata{Metadata: &fsv1.UploadMetadata{
+					App: "fleet", Host: fmt.Sprintf("host-%02d", j.host), Filename: fmt.Sprintf("m%d.nflx", j.minute)}}})
+				stream.Send(&fsv1.UploadRequest{Msg: &fsv1.UploadRequest_Chunk{Chunk: data}})
+				if _, err := stream.CloseAndReceive(); err != nil {
+					b.Errorf("upload host %d minute %d: %v", j.host, j.minute, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if b.Failed() {
+		return
+	}
+	took := time.Since(t0)
+	profiles := continuousHosts * minutes
+	samples := int64(len(r.leaf)) * int64(profiles)
+	fmt.Printf("%-52s %8.1f profiles/s, %.0f samples/s  (%d profiles, %d samples, %.0f s; target >= 100 profiles/s)\n",
+		"continuous ingest, 8 concurrent uploaders", float64(profiles)/took.Seconds(), float64(samples)/took.Seconds(), profiles, samples, took.Seconds())
+
+	at := func(sec float64) *timestamppb.Timestamp {
+		return timestamppb.New(time.Unix(0, int64(fleetBaseSec*1e9+sec*1e9)))
+	}
+	sel := func(from, to float64, hosts ...string) *fsv1.FleetSelection {
+		return &fsv1.FleetSelection{App: "fleet", Hosts: hosts, From: at(from), To: at(to), IncludeIdle: true}
+	}
+	post := func(procedure string, req proto.Message) func() error {
+		return postJSON(b, s, "fleetscope.v1.FleetService/"+procedure, req)
+	}
+	flame := func(sel *fsv1.FleetSelection) func() error {
+		return post("GetFleetFlameGraph", &fsv1.GetFleetFlameGraphRequest{Selection: sel, Format: fsv1.FlameGraphFormat_FLAME_GRAPH_FORMAT_TREE})
+	}
+	day := float64(minutes * 60)
+	mid := float64(hours/2) * 3600
+	long := 5 // calls of the slowest queries (p50 of 4 after a warm one)
+	p50n(b, fmt.Sprintf("merged flame graph, all hosts, %d h", hours), "target <= 500 ms", long, flame(sel(0, day)))
+	p50n(b, fmt.Sprintf("merged flame graph, one host, %d h", hours), "target <= 200 ms", long, flame(sel(0, day, "host-03")))
+	p50n(b, "merged flame graph, all hosts, 1 h", "target <= 50 ms", 21, flame(sel(mid, mid+3600)))
+	p50n(b, "merged flame graph, all hosts, 1 min", "target <= 10 ms", 21, flame(sel(mid+1800, mid+1860)))
+	p50n(b, "merged flame graph, all hosts, 10 s", "target <= 5 ms", 21, flame(sel(mid+1800, mid+1810)))
+	p50n(b, "merged flame graph, all hosts, 1 s", "target <= 5 ms", 21, flame(sel(mid+1805, mid+1806)))
+	p50n(b, "merged flame graph, all hosts, 20 ms", "target <= 5 ms", 21, flame(sel(mid+1805.5, mid+1805.52)))
+	p50n(b, fmt.Sprintf("fleet heatmap, %d h", hours), "target <= 100 ms", long, post("GetFleetHeatmap", &fsv1.GetFleetHeatmapRequest{Selection: sel(0, day)}))
+	p50n(b, fmt.Sprintf("host strip, %d h", hours), "target <= 100 ms", long, post("GetFleetHosts", &fsv1.GetFleetHostsRequest{Selection: sel(0, day)}))
+	p50n(b, fmt.Sprintf("timeline, %d h", hours), "target <= 100 ms", long, post("GetFleetTimeline", &fsv1.GetFleetTimelineRequest{Selection: sel(0, day)}))
+	p50n(b, "timeline, 7 days", "target <= 200 ms", long, post("GetFleetTimeline", &fsv1.GetFleetTimelineRequest{Selection: sel(-3*86400, 4*86400)}))
+	fmt.Printf("%-52s %8d MB peak RSS (target <= 512 MB)\n", "server, over the run", procStatusKB(b, pid, "VmHWM:")/1024)
+
+	var rows, disk int64
+	s.sql(func(c *pgx.Conn) error {
+		return c.QueryRow(ctx, `SELECT (SELECT coalesce(sum(pg_column_size(t.*)), 0) FROM seconds t) +
+			(SELECT coalesce(sum(pg_column_size(t.*)), 0) FROM fleet_seconds t) + (SELECT coalesce(sum(pg_column_size(t.*)), 0) FROM fleet_minutes t) +
+			(SELECT coalesce(sum(pg_column_size(t.*)), 0) FROM profile_stacks t) + (SELECT coalesce(sum(pg_column_size(t.*)), 0) FROM profiles t),
+			pg_database_size(current_database())`).Scan(&rows, &disk)
+	})
+	hostHours := float64(continuousHosts * hours)
+	fmt.Printf("%-52s %8.2f MB per host-hour in rows, %.2f MB on disk with indexes and the dictionary (target <= 2 MB)\n",
+		"Postgres bytes", float64(rows)/1e6/hostHours, float64(disk)/1e6/hostHours)
+}
+
+// p50n prints the median of n-1 calls after one that warms the caches.
+func p50n(b *testing.B, what, target string, n int, call func() error) {
+	var ds []time.Duration
+	for i := range n {
+		t := time.Now()
+		if err := call(); err != nil {
+			b.Fatalf("%s: %v", what, err)
+		}
+		if i > 0 {
+			ds = append(ds, time.Since(t))
+		}
+	}
+	slices.Sort(ds)
+	fmt.Printf("%-52s p50 %8.1f ms  (%s)\n", what, ds[len(ds)/2].Seconds()*1000, target)
+}
