@@ -393,3 +393,41 @@ func TestFleetSampleFilters(t *testing.T) {
 		}
 	}
 }
+
+// TestFleetFlameGraphSmallCache: with a cache budget too small to keep the
+// tenant's numbering of its stacks (or much else), merged flame graphs and
+// series are the same as with the default budget, asked for repeatedly.
+func TestFleetFlameGraphSmallCache(t *testing.T) {
+	st := memory.New()
+	plantFleetIn(t, st)
+	big, small := query.New(st, query.Options{}), query.New(st, query.Options{CacheBytes: 64 << 10})
+	ctx := context.Background()
+	for round := range 2 {
+		for _, w := range [][2]int64{{0, 10e9}, {2_400_000_000, 2_480_000_000}, {2_123_456_789, 3_000_000_001}, {3_5e8, 9_999_999_999}} {
+			for _, hosts := range [][]string{nil, {"h2", "h4"}} {
+				sel := fleetscope.FleetSelection{App: "shop", Hosts: hosts, From: fleetBase + w[0], To: fleetBase + w[1]}
+				var folded [2]string
+				var totals [2]int64
+				for i, q := range []*query.Service{big, small} {
+					g, err := q.FleetFlameGraph(ctx, 0, sel, query.FleetFlameOptions{})
+					if err != nil {
+						t.Fatal(err)
+					}
+					var b bytes.Buffer
+					g.WriteFolded(&b)
+					folded[i] = b.String()
+					series, err := q.FleetSeries(ctx, 0, sel, 0, nil)
+					if err != nil {
+						t.Fatal(err)
+					}
+					for _, g := range series.Groups {
+						totals[i] += g.Total
+					}
+				}
+				if folded[0] == "" || folded[0] != folded[1] || totals[0] != totals[1] {
+					t.Fatalf("round %d, window %v, hosts %v: a small cache answers otherwise (series %d, %d)", round, w, hosts, totals[0], totals[1])
+				}
+			}
+		}
+	}
+}

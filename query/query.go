@@ -1,12 +1,26 @@
-// Package query is the query service: it answers searches, heatmaps and
-// exact range flame graphs for the API and for the command line alike,
-// from a Source of stored profiles (store/postgres for the server,
-// store/memory for local files), so that a local file and the server give
-// the same answer by construction. It owns the caches (bounded in bytes)
-// and the rules that turn a request into reads: event resolution, the
-// seconds a range needs, the heatmap's columns. Its subpackages are pure:
-// query/heatmap counts cells, query/flame builds flame graphs, query/cache
-// is the LRU. It writes nothing and speaks no transport.
+// Package query is the query service: every read of stored profiles, for
+// the API and for the command line alike. It owns:
+//
+//   - searches and profile metadata (query.go);
+//   - one profile's heatmap (heatmap.go, cells.go), exact range flame
+//     graph (flamegraph.go) and heatmap series per CPU, thread or process
+//     (series.go);
+//   - filters: function conditions and probe spans (filter.go);
+//   - diffs of two flame graphs, of profiles, ranges or fleets (diff.go),
+//     and the stack lists exports read (stacks.go);
+//   - fleet queries over many profiles in wall-clock time: merged flame
+//     graphs, heatmaps, host strips, timelines, series and label sets
+//     (fleet*.go; fleet.go names the stages);
+//   - the caches, bounded in bytes together, and the rules that turn a
+//     request into reads: event resolution, the seconds a range needs, the
+//     heatmap's columns.
+//
+// It answers from a Source of stored profiles (store/postgres for the
+// server, store/memory for local files), so that a local file and the
+// server give the same answer by construction. Its subpackages are pure:
+// query/heatmap counts cells, query/flame builds flame graphs,
+// query/spans pairs probe events, query/export writes answers out,
+// query/cache is the LRU. It writes nothing and speaks no transport.
 package query
 
 import (
@@ -124,9 +138,9 @@ type Service struct {
 	dicts    *cache.LRU[profileKey, *fleetscope.Dict]
 	heatmaps *cache.LRU[heatmapKey, *heatmap.Heatmap]
 	layouts  *cache.LRU[layoutKey, *flame.Layout]
-	stacks   *cache.LRU[profileKey, []int64] // profiles' stack keys
-	denseMu  sync.Mutex
-	dense    map[int64]*denseIDs                // per tenant
+	stacks   *cache.LRU[profileKey, []int64]    // profiles' stack keys
+	denseMu  sync.Mutex                         // a tenant's numbering is made and measured under it
+	dense    *cache.LRU[int64, *denseIDs]       // per tenant: its stack keys numbered densely
 	trans    *cache.LRU[profileKey, translated] // profiles' stacks as dense ids
 	merged   *cache.LRU[mergedKey, *mergedDict] // fleet dictionaries
 	// the stacks of sets of profiles (a fleet dictionary's, in order)
@@ -185,8 +199,8 @@ func New(src Source, o Options) *Service {
 		stacks:     cache.New(part(2), 0, func(_ profileKey, ids []int64) int64 { return 64 + 8*int64(len(ids)) }),
 		merged:     cache.New(part(14), 0, func(_ mergedKey, m *mergedDict) int64 { return m.sizeBytes() }),
 		stackSets:  cache.New(part(2), 0, func(_ setKey, v *stackSet) int64 { return v.sizeBytes() }),
-		trans:      cache.New(part(8), 0, func(_ profileKey, t translated) int64 { return 64 + 4*int64(len(t.ids)) }),
-		dense:      map[int64]*denseIDs{},
+		trans:      cache.New(part(6), 0, func(_ profileKey, t translated) int64 { return 64 + 4*int64(len(t.ids)) }),
+		dense:      cache.New(part(2), 0, func(_ int64, d *denseIDs) int64 { return d.sizeBytes() }), // with trans: 8 parts
 		threads:    cache.New(part(1), 0, func(_ profileKey, t []fleetscope.Thread) int64 { return 64 + 12*int64(len(t)) }),
 		seconds:    cache.New(part(4), 0, func(_ secondsKey, rows []index.Second) int64 { return index.SecondsBytes(rows) }),
 		keeps:      cache.New(part(1), 0, func(k keepKey, v []bool) int64 { return 64 + int64(len(k.filter)+len(v)) }),
@@ -240,9 +254,7 @@ func (s *Service) Flush() {
 	s.inverted.Drop(func(*fleetscope.Dict) bool { return true })
 	s.spanSets.Drop(func(spanKey) bool { return true })
 	s.cellTables.Drop(func(cellsKey) bool { return true })
-	s.denseMu.Lock()
-	s.dense = map[int64]*denseIDs{}
-	s.denseMu.Unlock()
+	s.dense.Drop(func(int64) bool { return true })
 }
 
 // Forget drops everything cached about a profile (after its deletion).

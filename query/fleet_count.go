@@ -1,0 +1,54 @@
+package query
+
+import (
+	"cmp"
+	"context"
+
+	"github.com/fleetscope/fleetscope"
+	"github.com/fleetscope/fleetscope/store/index"
+	"golang.org/x/sync/errgroup"
+)
+
+// countParts reads the rows of reqs in one round trip and counts, into
+// each part's counts, the samples of its range: as samples, or weighted by
+// period with byPeriod or for a weighted event. Rows go to two workers by
+// profile, so each profile's counts have one writer.
+func (s *Service) countParts(ctx context.Context, tenant int64, parts []*part, reqs []index.SecondsRange, owner []int, byPeriod bool) error {
+	const workers = 2
+	rows := make([]chan rowOf, workers)
+	var g errgroup.Group // the counting workers (fleet_parallel.go's scheme, fed here by the one read)
+	for w := range rows {
+		rows[w] = make(chan rowOf, 64)
+		g.Go(func() error {
+			var first error // the worker drains its rows whatever happens
+			for r := range rows[w] {
+				pt := parts[owner[r.i]]
+				ev := reqs[r.i].Event
+				c := index.Counter{UnitNanos: pt.p.TimeUnitNanos, Timed: pt.p.Timed, Period: pt.p.Events[ev].Period,
+					ByPeriod: byPeriod || pt.p.Events[ev].Weighted, Range: pt.rg, Threads: pt.threads}
+				if err := c.Count(r.s, pt.counts); err != nil && first == nil {
+					first = fleetscope.Wrap(err, fleetscope.EINTERNAL, "profile "+pt.p.ID+": corrupt index row")
+				}
+			}
+			return first
+		})
+	}
+	n := 0
+	err := s.src.FleetSeconds(ctx, tenant, reqs, func(i int, sec *index.Second) error {
+		if n++; n%secondsPerCheck == 0 && ctx.Err() != nil {
+			return ctx.Err()
+		}
+		rows[owner[i]%workers] <- rowOf{i, sec}
+		return nil
+	})
+	for _, c := range rows {
+		close(c)
+	}
+	return cmp.Or(err, g.Wait())
+}
+
+// rowOf is a stored row and the index of the range it belongs to.
+type rowOf struct {
+	i int
+	s *index.Second
+}

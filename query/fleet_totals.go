@@ -1,0 +1,251 @@
+package query
+
+import (
+	"cmp"
+	"context"
+	"math"
+	"slices"
+
+	"github.com/fleetscope/fleetscope"
+	"github.com/fleetscope/fleetscope/query/heatmap"
+	"github.com/fleetscope/fleetscope/store/index"
+)
+
+// FleetHeatmap is a fleet's heatmap and what it counts.
+type FleetHeatmap struct {
+	*heatmap.Heatmap
+	Accounting
+}
+
+// FleetHeatmap returns the sub-second offset heatmap of a fleet selection
+// in absolute time: column i covers the SecondsPerColumn unix seconds from
+// StartSecond + i·SecondsPerColumn, over the whole seconds the window
+// touches; row r counts the samples whose offset within their second lies
+// in [r/rows, (r+1)/rows), summed over every timed profile of the
+// selection. It sums the cells stored at ingest when rows divides 50, and
+// decodes the samples otherwise.
+func (s *Service) FleetHeatmap(ctx context.Context, tenant int64, sel fleetscope.FleetSelection, rows int, minSPC int64) (*FleetHeatmap, error) {
+	if rows == 0 {
+		rows = fleetscope.DefaultRows
+	}
+	if err := fleetscope.CheckRows(rows); err != nil {
+		return nil, err
+	}
+	f, err := s.selectProfiles(ctx, tenant, sel)
+	if err != nil {
+		return nil, err
+	}
+	start, spc, columns := f.grid(minSPC)
+	minutes := spc%60 == 0
+	stored := index.Rows%rows == 0 && f.filter.m == nil // the stored cells add up to the answer
+	var cells []index.FleetRow
+	if stored {
+		// With no event named, every event's cells, and the default event
+		// chosen from them: one read, not two.
+		if cells, f.served, err = s.storedRows(ctx, tenant, f, f.event, f.first, f.end, f.first, f.end, minutes, true); err != nil {
+			return nil, err
+		}
+		if f.event == "" {
+			f.event = f.busiestEvent(cells)
+		}
+	} else if f.event == "" {
+		if err := s.chooseEvent(ctx, tenant, f, minutes, f.first, f.end); err != nil {
+			return nil, err
+		}
+	}
+	h := heatmap.New(f.event, start, spc, columns, rows)
+	acc := Accounting{Event: f.event, Profiles: len(f.timed), LeftOut: map[string]int{}, Served: f.served}
+	if n := len(f.untimed); n > 0 {
+		acc.LeftOut[LeftUntimed] = n
+	}
+	if stored {
+		ids := f.ids()
+		per := index.Rows / rows
+		buf := make([]int32, rows)
+		for _, c := range cells {
+			if !ids[c.ProfileID] || c.Event != f.event {
+				continue
+			}
+			clear(buf)
+			for r := range index.Rows {
+				buf[r/per] += c.Cells[r]
+				if sel.IncludeIdle {
+					buf[r/per] += c.IdleCells[r]
+				}
+			}
+			h.AddCells(c.Second, buf)
+		}
+	} else {
+		err := s.fleetSamples(ctx, tenant, f, f.first*1e9, f.end*1e9, true, func(p *fleetscope.ProfileInfo, d *fleetscope.Dict, _ []int64, batch []fleetscope.Sample, keep func(*fleetscope.Sample) bool) {
+			for i := range batch {
+				if smp := &batch[i]; keep(smp) && p.Timed && (sel.IncludeIdle || !d.Idle(smp.Stack)) {
+					h.AddN(smp.TimeNanos+p.WallShiftNanos, weight(p, smp))
+				}
+			}
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	h.Finish()
+	return &FleetHeatmap{Heatmap: h, Accounting: acc}, nil
+}
+
+// HostSeries is one host's samples per column.
+type HostSeries struct {
+	Host    string
+	Total   int64
+	Columns []int64
+}
+
+// FleetHosts is the host strip: samples per (host, column), hosts by total
+// (largest first, then by name).
+type FleetHosts struct {
+	StartSecond      int64
+	SecondsPerColumn int64
+	Hosts            []HostSeries
+	Accounting
+}
+
+// FleetTimeline is samples per column, for windows of hours to days.
+type FleetTimeline struct {
+	StartSecond      int64
+	SecondsPerColumn int64
+	Totals           []int64
+	Accounting
+}
+
+// FleetHosts returns the selection's samples per host and column (the same
+// columns as its heatmap), from the stored totals.
+func (s *Service) FleetHosts(ctx context.Context, tenant int64, sel fleetscope.FleetSelection, minSPC int64) (*FleetHosts, error) {
+	f, start, spc, columns, rows, err := s.fleetTotals(ctx, tenant, sel, minSPC, false)
+	if err != nil {
+		return nil, err
+	}
+	byHost := map[string]*HostSeries{}
+	for _, r := range rows {
+		hs := byHost[r.Host]
+		if hs == nil {
+			hs = &HostSeries{Host: r.Host, Columns: make([]int64, columns)}
+			byHost[r.Host] = hs
+		}
+		n := int64(r.Samples)
+		if sel.IncludeIdle {
+			n += int64(r.Idle)
+		}
+		hs.Columns[(r.Second-start)/spc] += n
+		hs.Total += n
+	}
+	out := &FleetHosts{StartSecond: start, SecondsPerColumn: spc, Accounting: f.accounting(false)}
+	for _, hs := range byHost {
+		out.Hosts = append(out.Hosts, *hs)
+	}
+	slices.SortFunc(out.Hosts, func(a, b HostSeries) int {
+		if c := cmp.Compare(b.Total, a.Total); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Host, b.Host)
+	})
+	return out, nil
+}
+
+// FleetTimeline returns the selection's samples per column (the heatmap's
+// columns), from the stored totals.
+func (s *Service) FleetTimeline(ctx context.Context, tenant int64, sel fleetscope.FleetSelection, minSPC int64) (*FleetTimeline, error) {
+	f, start, spc, columns, rows, err := s.fleetTotals(ctx, tenant, sel, minSPC, false)
+	if err != nil {
+		return nil, err
+	}
+	out := &FleetTimeline{StartSecond: start, SecondsPerColumn: spc, Totals: make([]int64, columns), Accounting: f.accounting(false)}
+	for _, r := range rows {
+		n := int64(r.Samples)
+		if sel.IncludeIdle {
+			n += int64(r.Idle)
+		}
+		out.Totals[(r.Second-start)/spc] += n
+	}
+	return out, nil
+}
+
+// fleetTotals resolves a selection, lays out its columns and reads its
+// event's stored totals: by the minute where the columns are whole
+// minutes, except, with exactEdges, a minute holding the window's partial
+// first or last second (the caller counts those from the samples).
+func (s *Service) fleetTotals(ctx context.Context, tenant int64, sel fleetscope.FleetSelection, minSPC int64, exactEdges bool) (f *fleet, start, spc int64, columns int, rows []index.FleetRow, err error) {
+	if f, err = s.selectProfiles(ctx, tenant, sel); err != nil {
+		return nil, 0, 0, 0, nil, err
+	}
+	start, spc, columns = f.grid(minSPC)
+	minutes := spc%60 == 0
+	wholeFrom, wholeTo := f.first, f.end
+	if exactEdges {
+		wholeFrom, wholeTo = -fleetscope.FloorSecond(-sel.From), fleetscope.FloorSecond(sel.To)
+	}
+	if f.filter.m != nil {
+		if f.event == "" {
+			if err := s.chooseEvent(ctx, tenant, f, minutes, wholeFrom, wholeTo); err != nil {
+				return nil, 0, 0, 0, nil, err
+			}
+		}
+		rows, err := s.filteredTotals(ctx, tenant, f)
+		return f, start, spc, columns, rows, err
+	}
+	if f.event == "" {
+		if err := s.chooseEvent(ctx, tenant, f, minutes, wholeFrom, wholeTo); err != nil {
+			return nil, 0, 0, 0, nil, err
+		}
+	}
+	all := f.totals
+	if all == nil {
+		if all, f.served, err = s.storedRows(ctx, tenant, f, "", f.first, f.end, wholeFrom, wholeTo, minutes, false); err != nil {
+			return nil, 0, 0, 0, nil, err
+		}
+	}
+	ids := f.ids()
+	rows = all[:0]
+	for _, r := range all {
+		if ids[r.ProfileID] && r.Event == f.event {
+			rows = append(rows, r)
+		}
+	}
+	return f, start, spc, columns, rows, nil
+}
+
+// filteredTotals counts, from the stored samples, what a filtered
+// selection has per profile and unix second (the stored totals count
+// every sample).
+func (s *Service) filteredTotals(ctx context.Context, tenant int64, f *fleet) ([]index.FleetRow, error) {
+	type key struct {
+		id     string
+		second int64
+	}
+	rows := map[key]*index.FleetRow{}
+	err := s.fleetSamples(ctx, tenant, f, f.first*1e9, f.end*1e9, true, func(p *fleetscope.ProfileInfo, d *fleetscope.Dict, _ []int64, batch []fleetscope.Sample, keep func(*fleetscope.Sample) bool) {
+		for i := range batch {
+			smp := &batch[i]
+			if !p.Timed || !keep(smp) {
+				continue
+			}
+			sec := fleetscope.FloorSecond(smp.TimeNanos + p.WallShiftNanos)
+			r := rows[key{p.ID, sec}]
+			if r == nil {
+				r = &index.FleetRow{ProfileID: p.ID, Host: p.Host, WallSecond: index.WallSecond{Event: f.event, Second: sec}}
+				rows[key{p.ID, sec}] = r
+			}
+			n := int32(min(weight(p, smp), math.MaxInt32))
+			if d.Idle(smp.Stack) {
+				r.Idle += n
+			} else {
+				r.Samples += n
+			}
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]index.FleetRow, 0, len(rows))
+	for _, r := range rows {
+		out = append(out, *r)
+	}
+	return out, nil
+}
