@@ -26,35 +26,7 @@ import (
 // distributed first, as a deployment's were before this migration.
 func TestFleetCellsMigration(t *testing.T) {
 	ctx := context.Background()
-	url := pgtest.NewURL(t)
-	pool, err := pgxpool.New(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
-	sqldb := stdlib.OpenDBFromPool(pool)
-	defer sqldb.Close()
-	p, err := goose.NewProvider(goose.DialectPostgres, sqldb, migrations.FS)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := p.UpTo(ctx, 7); err != nil {
-		t.Fatal(err)
-	}
-	db, err := postgres.Open(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if err := db.Distribute(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if citus, _ := db.Citus(ctx); citus {
-		var n int
-		if err := sqldb.QueryRowContext(ctx, `SELECT count(*) FROM pg_dist_partition WHERE logicalrelid = 'fleet_seconds'::regclass`).Scan(&n); err != nil || n != 1 {
-			t.Fatalf("fleet_seconds not distributed before migrating: %d, %v", n, err)
-		}
-	}
+	pool, sqldb, p, db := migratedTo(t, 7, "fleet_seconds")
 	cells := make([]int32, index.Rows)
 	idle := make([]int32, index.Rows)
 	for i := range cells {
@@ -95,6 +67,46 @@ func TestFleetCellsMigration(t *testing.T) {
 	if !slices.Equal(back, cells) || !slices.Equal(idleBack, idle) {
 		t.Fatalf("after migrating down: %v and %v, want %v and %v", back, idleBack, cells, idle)
 	}
+}
+
+// migratedTo makes a database migrated up to version, with its tables
+// distributed on Citus (make test-citus) as a deployment's were then
+// (table, which must be, is checked), and returns a pool, a database/sql
+// handle and a goose provider on it, and the store; all closed when the
+// test ends.
+func migratedTo(t *testing.T, version int64, table string) (*pgxpool.Pool, *sql.DB, *goose.Provider, *postgres.DB) {
+	t.Helper()
+	ctx := context.Background()
+	url := pgtest.NewURL(t)
+	pool, err := pgxpool.New(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	sqldb := stdlib.OpenDBFromPool(pool)
+	t.Cleanup(func() { sqldb.Close() })
+	p, err := goose.NewProvider(goose.DialectPostgres, sqldb, migrations.FS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.UpTo(ctx, version); err != nil {
+		t.Fatal(err)
+	}
+	db, err := postgres.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(db.Close)
+	if err := db.Distribute(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if citus, _ := db.Citus(ctx); citus {
+		var n int
+		if err := sqldb.QueryRowContext(ctx, `SELECT count(*) FROM pg_dist_partition WHERE logicalrelid = $1::regclass`, table).Scan(&n); err != nil || n != 1 {
+			t.Fatalf("%s not distributed before migrating: %d, %v", table, n, err)
+		}
+	}
+	return pool, sqldb, p, db
 }
 
 func exec(t *testing.T, db *sql.DB, q string, args ...any) {

@@ -12,16 +12,11 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/jackc/pgx/v5/stdlib"
-	"github.com/pressly/goose/v3"
 
 	"github.com/fleetscope/fleetscope"
 	"github.com/fleetscope/fleetscope/ingest/perf"
-	"github.com/fleetscope/fleetscope/migrations"
 	"github.com/fleetscope/fleetscope/store/index"
 	"github.com/fleetscope/fleetscope/store/postgres"
-	"github.com/fleetscope/fleetscope/store/postgres/pgtest"
 )
 
 // storeSpan writes a profile of app on host that spans [start, start+dur]
@@ -287,35 +282,7 @@ func TestFleetWindowUsesTheTimeIndex(t *testing.T) {
 // distributed first, as a deployment's were before this migration.
 func TestSpanClassMigration(t *testing.T) {
 	ctx := context.Background()
-	url := pgtest.NewURL(t)
-	pool, err := pgxpool.New(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
-	sqldb := stdlib.OpenDBFromPool(pool)
-	defer sqldb.Close()
-	p, err := goose.NewProvider(goose.DialectPostgres, sqldb, migrations.FS)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := p.UpTo(ctx, 9); err != nil {
-		t.Fatal(err)
-	}
-	db, err := postgres.Open(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if err := db.Distribute(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if citus, _ := db.Citus(ctx); citus {
-		var n int
-		if err := sqldb.QueryRowContext(ctx, `SELECT count(*) FROM pg_dist_partition WHERE logicalrelid = 'profiles'::regclass`).Scan(&n); err != nil || n != 1 {
-			t.Fatalf("profiles not distributed before migrating: %d, %v", n, err)
-		}
-	}
+	_, sqldb, p, db := migratedTo(t, 9, "profiles")
 	exec(t, sqldb, `INSERT INTO tenants (name) VALUES ('acme')`)
 	var tenant int64
 	if err := sqldb.QueryRowContext(ctx, `SELECT id FROM tenants`).Scan(&tenant); err != nil {
