@@ -31,6 +31,8 @@ package query
 
 import (
 	"context"
+	"io"
+	"strings"
 
 	"github.com/fleetscope/fleetscope"
 	"github.com/fleetscope/fleetscope/query/flame"
@@ -97,6 +99,16 @@ func (s *Service) FleetFlameGraph(ctx context.Context, tenant int64, sel fleetsc
 		return nil, err
 	}
 	g := &FlameGraph{Event: f.event, Total: counts.Total, Dict: m.dict, Counts: counts, Annotate: o.Annotate,
-		layout: func() *flame.Layout { return m.layout(o.Annotate) }}
+		Source: fleetSource(sel), layout: func() *flame.Layout { return m.layout(o.Annotate) },
+		timeline: func(w io.Writer, name string) error { return s.fleetTimeline(ctx, tenant, sel, o, w, name) }}
 	return &FleetFlameGraph{FlameGraph: g, Accounting: f.accounting(true)}, nil
+}
+
+// fleetSource names a fleet selection in exports' titles (the window
+// says its app): "fleet", and its hosts when it names some.
+func fleetSource(sel fleetscope.FleetSelection) string {
+	if len(sel.Hosts) == 0 {
+		return "fleet"
+	}
+	return "fleet, hosts " + strings.Join(sel.Hosts, " ")
 }

@@ -26,6 +26,9 @@ func (s *Service) fleetSamples(ctx context.Context, tenant int64, f *fleet, from
 	}
 	var mu sync.Mutex // fn sees one profile at a time
 	return parallel(len(profiles), fleetWorkers, func(i int) error {
+		if err := ctx.Err(); err != nil { // start no more
+			return err
+		}
 		p := profiles[i]
 		evs := f.events(p)
 		if len(evs) == 0 {

@@ -126,7 +126,7 @@ func notFleetscope(ce *connect.Error) bool {
 	if len(msg) > 4 && msg[3] == ' ' && msg[0] >= '1' && msg[0] <= '5' && msg[1] >= '0' && msg[1] <= '9' && msg[2] >= '0' && msg[2] <= '9' {
 		return true // "405 Method Not Allowed": the status line, no Connect error
 	}
-	for _, s := range []string{"invalid content-type", "frame too large", "looked like an HTTP/1.1 header", "malformed HTTP",
+	for _, s := range []string{"invalid content-type", "frame too large", "client conn could not be established", "looked like an HTTP/1.1 header", "malformed HTTP",
 		"server gave HTTP response to HTTPS client", "first record does not look like a TLS handshake", "unexpected content-type"} {
 		if strings.Contains(msg, s) {
 			return true
