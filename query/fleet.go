@@ -33,6 +33,7 @@ import (
 	"context"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/fleetscope/fleetscope"
 	"github.com/fleetscope/fleetscope/query/flame"
@@ -82,13 +83,33 @@ func (s *Service) FleetFlameGraph(ctx context.Context, tenant int64, sel fleetsc
 	if err != nil {
 		return nil, err
 	}
-	parts, reqs, owner := f.parts(sel.From, sel.To, true, true)
+	b, err := s.planBuckets(ctx, tenant, f)
+	if err != nil {
+		return nil, err
+	}
+	var ps partSet
+	if b == nil {
+		ps.parts, ps.reqs, ps.owner = f.parts(sel.From, sel.To, true, true)
+	} else {
+		ps = f.bucketParts(b)
+	}
+	parts := ps.parts
 	d := s.denseIDs(tenant)
 	if err := s.translateParts(ctx, tenant, f, parts, d, true); err != nil {
 		return nil, err
 	}
-	if err := s.countParts(ctx, tenant, parts, reqs, owner, o.ByPeriod); err != nil {
+	if err := s.countParts(ctx, tenant, parts, ps.reqs, ps.owner, o.ByPeriod); err != nil {
 		return nil, err
+	}
+	if b != nil {
+		s.storeMisses(ctx, tenant, f, b, d, time.Now())
+		for _, pt := range parts {
+			if pt.weights != nil && o.ByPeriod {
+				pt.counts = pt.weights
+			}
+		}
+		parts = append(parts, s.hitParts(tenant, b, d, o.ByPeriod)...)
+		f.served.Buckets, f.served.BucketsCounted = len(b.hits), len(b.misses)
 	}
 	m, at, err := s.partsDict(ctx, tenant, parts, d)
 	if err != nil {

@@ -11,7 +11,9 @@ import (
 
 // countParts reads the rows of reqs in one round trip and counts, into
 // each part's counts, the samples of its range: as samples, or weighted by
-// period with byPeriod or for a weighted event. Rows go to two workers by
+// period with byPeriod or for a weighted event; a part with weights (a
+// stack bucket to be) counts as samples (or weights, for a weighted event)
+// whatever byPeriod says, and adds each sample's period to its weights. Rows go to two workers by
 // profile, so each profile's counts have one writer.
 func (s *Service) countParts(ctx context.Context, tenant int64, parts []*part, reqs []index.SecondsRange, owner []int, byPeriod bool) error {
 	const workers = 2
@@ -25,8 +27,14 @@ func (s *Service) countParts(ctx context.Context, tenant int64, parts []*part, r
 				pt := parts[owner[r.i]]
 				ev := reqs[r.i].Event
 				c := index.Counter{UnitNanos: pt.p.TimeUnitNanos, Timed: pt.p.Timed, Period: pt.p.Events[ev].Period,
-					ByPeriod: byPeriod || pt.p.Events[ev].Weighted, Range: pt.rg, Threads: pt.threads}
-				if err := c.Count(r.s, pt.counts); err != nil && first == nil {
+					ByPeriod: byPeriod && pt.weights == nil || pt.p.Events[ev].Weighted, Range: pt.rg, Threads: pt.threads}
+				var err error
+				if pt.weights != nil {
+					err = c.CountWeights(r.s, pt.counts, pt.weights)
+				} else {
+					err = c.Count(r.s, pt.counts)
+				}
+				if err != nil && first == nil {
 					first = fleetscope.Wrap(err, fleetscope.EINTERNAL, "profile "+pt.p.ID+": corrupt index row")
 				}
 			}

@@ -21,7 +21,7 @@ func (s *Service) mergeParts(ctx context.Context, parts []*part, at map[string][
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		at := at[pt.p.ID]
+		at := at[pt.id]
 		for i, c := range pt.counts {
 			if c != 0 {
 				total[at[i]] += c
@@ -88,7 +88,7 @@ type setKey struct {
 func (s *Service) stackSet(tenant int64, parts []*part, d *denseIDs) *stackSet {
 	h := sha256.New()
 	for _, pt := range parts {
-		h.Write([]byte(pt.p.ID))
+		h.Write([]byte(pt.id))
 		h.Write([]byte{0})
 	}
 	k := setKey{tenant: tenant, gen: d.gen}
@@ -112,12 +112,12 @@ func (s *Service) stackSet(tenant int64, parts []*part, d *denseIDs) *stackSet {
 		pos[k.id] = int32(i)
 	}
 	for _, pt := range parts {
-		if _, ok := set.at[pt.p.ID]; !ok {
+		if _, ok := set.at[pt.id]; !ok {
 			at := make([]int32, len(pt.trans))
 			for i, id := range pt.trans {
 				at[i] = pos[id]
 			}
-			set.at[pt.p.ID] = at
+			set.at[pt.id] = at
 		}
 	}
 	h.Reset()

@@ -41,9 +41,12 @@ func (f *fleet) grid(minSPC int64) (start, spc int64, columns int) {
 	return start, spc, int((f.end - start + spc - 1) / spc)
 }
 
-// Served says which stored rows an answer read: seconds, and minutes.
+// Served says which stored rows an answer read: seconds, and minutes;
+// stack buckets read (Buckets) and counted from the seconds because none
+// was stored for the profiles selected (BucketsCounted; fleet_buckets.go).
 type Served struct {
-	Seconds, Minutes int
+	Seconds, Minutes        int
+	Buckets, BucketsCounted int
 }
 
 // storedRows reads the stored rows of the fleet's app for the unix seconds

@@ -7,7 +7,8 @@ import (
 )
 
 // translateParts numbers the parts' stacks in d and, withCounts, gives
-// each zeroed counts and the threads the fleet's filter keeps.
+// each zeroed counts (and weights, to those that have them) and the
+// threads the fleet's filter keeps.
 func (s *Service) translateParts(ctx context.Context, tenant int64, f *fleet, parts []*part, d *denseIDs, withCounts bool) error {
 	return parallel(len(parts), fleetWorkers, func(i int) error {
 		pt := parts[i]
@@ -18,6 +19,9 @@ func (s *Service) translateParts(ctx context.Context, tenant int64, f *fleet, pa
 		pt.trans = trans
 		if withCounts {
 			pt.counts = make([]uint64, len(trans))
+			if pt.weights != nil {
+				pt.weights = make([]uint64, len(trans))
+			}
 			pt.threads, err = s.keepThreads(ctx, tenant, pt.p.ID, f.filter)
 		}
 		return err

@@ -167,7 +167,7 @@ func (s *Service) FleetSeries(ctx context.Context, tenant int64, sel fleetscope.
 		}
 		for i, pt := range parts {
 			var n uint64
-			at := at[pt.p.ID]
+			at := at[pt.id]
 			if len(at) != len(pt.counts) { // every part's profile is one of all's
 				return nil, fleetscope.Errorf(fleetscope.EINTERNAL, "fleet series: profile %s is not in the selection's dictionary", pt.p.ID)
 			}

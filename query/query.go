@@ -126,23 +126,28 @@ type Options struct {
 	// graph a viewer asks for next does not wait for them (the server; a
 	// command reading a local file has no next request).
 	Warm bool
+	// NoStackBuckets counts every merged flame graph from the per-second
+	// rows, never from stored stack buckets (fleet_buckets.go): the
+	// reference the tests compare buckets with.
+	NoStackBuckets bool
 }
 
 // Service answers queries from a Source. It is safe for concurrent use and
 // holds no state another replica needs.
 type Service struct {
-	src      Source
-	warm     bool
-	loads    singleflight.Group // dictionary and layout loads, shared by the requests that meet one in flight
-	profiles *cache.LRU[profileKey, *fleetscope.ProfileInfo]
-	dicts    *cache.LRU[profileKey, *fleetscope.Dict]
-	heatmaps *cache.LRU[heatmapKey, *heatmap.Heatmap]
-	layouts  *cache.LRU[layoutKey, *flame.Layout]
-	stacks   *cache.LRU[profileKey, []int64]    // profiles' stack keys
-	denseMu  sync.Mutex                         // a tenant's numbering is made and measured under it
-	dense    *cache.LRU[int64, *denseIDs]       // per tenant: its stack keys numbered densely
-	trans    *cache.LRU[profileKey, translated] // profiles' stacks as dense ids
-	merged   *cache.LRU[mergedKey, *mergedDict] // fleet dictionaries
+	src       Source
+	warm      bool
+	noBuckets bool
+	loads     singleflight.Group // dictionary and layout loads, shared by the requests that meet one in flight
+	profiles  *cache.LRU[profileKey, *fleetscope.ProfileInfo]
+	dicts     *cache.LRU[profileKey, *fleetscope.Dict]
+	heatmaps  *cache.LRU[heatmapKey, *heatmap.Heatmap]
+	layouts   *cache.LRU[layoutKey, *flame.Layout]
+	stacks    *cache.LRU[profileKey, []int64]    // profiles' stack keys
+	denseMu   sync.Mutex                         // a tenant's numbering is made and measured under it
+	dense     *cache.LRU[int64, *denseIDs]       // per tenant: its stack keys numbered densely
+	trans     *cache.LRU[profileKey, translated] // profiles' stacks as dense ids
+	merged    *cache.LRU[mergedKey, *mergedDict] // fleet dictionaries
 	// the stacks of sets of profiles (a fleet dictionary's, in order)
 	stackSets *cache.LRU[setKey, *stackSet]
 	threads   *cache.LRU[profileKey, []fleetscope.Thread]
@@ -188,8 +193,9 @@ func New(src Source, o Options) *Service {
 	// Each cache's share of CacheBytes, in parts of 79 (they add up to it).
 	part := func(n int64) int64 { return o.CacheBytes * n / 79 }
 	return &Service{
-		src:  src,
-		warm: o.Warm,
+		src:       src,
+		warm:      o.Warm,
+		noBuckets: o.NoStackBuckets,
 		profiles: cache.New(part(2), o.ProfileTTL, func(_ profileKey, p *fleetscope.ProfileInfo) int64 {
 			return 1024 + int64(len(p.Labels)+len(p.Meta)+len(p.Events))*64
 		}),

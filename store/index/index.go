@@ -500,6 +500,16 @@ type Counter struct {
 // times. counts must hold every stack id the row uses; a corrupt row is an
 // error.
 func (c *Counter) Count(s *Second, counts []uint64) error {
+	return c.count(s, counts, nil)
+}
+
+// CountWeights is Count, and adds to weights[stack] each kept sample's
+// period as well (whatever ByPeriod says): a stack bucket keeps both.
+func (c *Counter) CountWeights(s *Second, counts, weights []uint64) error {
+	return c.count(s, counts, weights)
+}
+
+func (c *Counter) count(s *Second, counts, weights []uint64) error {
 	base := s.Second * 1e9
 	inside := c.Range.Start <= base && base+1e9 <= c.Range.End
 	outside := base+1e9 <= c.Range.Start || c.Range.End <= base
@@ -534,15 +544,17 @@ func (c *Counter) Count(s *Second, counts []uint64) error {
 			}
 			stacks = stacks[n:]
 		}
-		v := uint64(1)
-		if c.ByPeriod {
-			v = c.Period
+		v, p := uint64(1), c.Period
+		if c.ByPeriod || weights != nil {
 			if periods != nil {
 				var n int
-				if v, n = binary.Uvarint(periods); n <= 0 {
+				if p, n = binary.Uvarint(periods); n <= 0 {
 					return errCorrupt
 				}
 				periods = periods[n:]
+			}
+			if c.ByPeriod {
+				v = p
 			}
 		}
 		if !keepAll {
@@ -554,10 +566,13 @@ func (c *Counter) Count(s *Second, counts []uint64) error {
 			in = in && c.Threads[th]
 		}
 		if in {
-			if st >= uint64(len(counts)) {
+			if st >= uint64(len(counts)) || weights != nil && st >= uint64(len(weights)) {
 				return errCorrupt
 			}
 			counts[st] += v
+			if weights != nil {
+				weights[st] += p
+			}
 		}
 	}
 	return nil

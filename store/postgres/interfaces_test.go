@@ -11,10 +11,11 @@ import (
 // The index implements the interfaces its consumers own. (The checks live
 // in a test file: store/ must not import the packages above it.)
 var (
-	_ ingest.Index      = (*postgres.DB)(nil)
-	_ lifecycle.Index   = (*postgres.DB)(nil)
-	_ query.Source      = (*postgres.DB)(nil)
-	_ api.Authenticator = (*postgres.DB)(nil)
-	_ api.AdminStore    = (*postgres.DB)(nil)
-	_ api.ShareLinks    = (*postgres.DB)(nil)
+	_ ingest.Index       = (*postgres.DB)(nil)
+	_ lifecycle.Index    = (*postgres.DB)(nil)
+	_ query.Source       = (*postgres.DB)(nil)
+	_ query.StackBuckets = (*postgres.DB)(nil)
+	_ api.Authenticator  = (*postgres.DB)(nil)
+	_ api.AdminStore     = (*postgres.DB)(nil)
+	_ api.ShareLinks     = (*postgres.DB)(nil)
 )

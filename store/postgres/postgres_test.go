@@ -200,6 +200,10 @@ func TestRowLevelSecurity(t *testing.T) {
 		if _, err := db.AppendLiveSegment(ctx, tenant, "stream", 0, p.ID, fleetscope.LiveStream{App: "live"}); err != nil {
 			t.Fatal(err)
 		}
+		b := index.StackBucket{Host: "h", Bucket: 600, Keys: []int64{tenant}, Counts: []uint64{1}, Weights: []uint64{1}}
+		if err := db.PutFleetStackBuckets(ctx, tenant, "app", "cycles", []index.StackBucket{b}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	c := conn(t, db)
 	// A deleted profile leaves its tenant a dictionaries row; a pin is an

@@ -189,6 +189,9 @@ func (db *DB) DeleteProfile(ctx context.Context, tenant int64, id, actor string)
 		if _, err := tx.Exec(ctx, `DELETE FROM seconds WHERE tenant_id = $1 AND profile_id = $2`, tenant, u); err != nil {
 			return err
 		}
+		if err := dropStackBuckets(ctx, tx, tenant, u); err != nil {
+			return err
+		}
 		for _, table := range fleetTables {
 			if _, err := tx.Exec(ctx, `DELETE FROM `+table+` WHERE tenant_id = $1 AND profile_id = $2`, tenant, u); err != nil {
 				return err
@@ -245,6 +248,9 @@ func (db *DB) UpdateProfile(ctx context.Context, tenant int64, id string, u flee
 			return err
 		}
 		if newApp != app || newHost != host {
+			if err := dropStackBuckets(ctx, tx, tenant, uid); err != nil {
+				return err
+			}
 			for _, table := range fleetTables {
 				if _, err := tx.Exec(ctx, `UPDATE `+table+` SET app = $3, host = $4 WHERE tenant_id = $1 AND profile_id = $2`,
 					tenant, uid, newApp, newHost); err != nil {

@@ -207,8 +207,16 @@ type Accounting struct {
 	// answers counted from the samples (flame graphs, function filters).
 	ServedSeconds int32 `protobuf:"varint,4,opt,name=served_seconds,json=servedSeconds,proto3" json:"served_seconds,omitempty"`
 	ServedMinutes int32 `protobuf:"varint,5,opt,name=served_minutes,json=servedMinutes,proto3" json:"served_minutes,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// Merged flame graphs: the stored stack buckets (a host's ten minutes,
+	// counted by stack) read, and those counted from the per-second rows
+	// because none was stored for the profiles selected (then stored, once
+	// the bucket is more than two minutes old). Both zero when the window
+	// holds no whole bucket, or the selection has label conditions or a
+	// pid/tid/CPU filter.
+	ServedBuckets  int32 `protobuf:"varint,6,opt,name=served_buckets,json=servedBuckets,proto3" json:"served_buckets,omitempty"`
+	CountedBuckets int32 `protobuf:"varint,7,opt,name=counted_buckets,json=countedBuckets,proto3" json:"counted_buckets,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Accounting) Reset() {
@@ -272,6 +280,20 @@ func (x *Accounting) GetServedSeconds() int32 {
 func (x *Accounting) GetServedMinutes() int32 {
 	if x != nil {
 		return x.ServedMinutes
+	}
+	return 0
+}
+
+func (x *Accounting) GetServedBuckets() int32 {
+	if x != nil {
+		return x.ServedBuckets
+	}
+	return 0
+}
+
+func (x *Accounting) GetCountedBuckets() int32 {
+	if x != nil {
+		return x.CountedBuckets
 	}
 	return 0
 }
@@ -891,14 +913,16 @@ const file_fleetscope_v1_fleet_proto_rawDesc = "" +
 	"\fLabelMatcher\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value\x12\x1b\n" +
-	"\tnot_equal\x18\x03 \x01(\bR\bnotEqual\"\x8b\x02\n" +
+	"\tnot_equal\x18\x03 \x01(\bR\bnotEqual\"\xdb\x02\n" +
 	"\n" +
 	"Accounting\x12\x14\n" +
 	"\x05event\x18\x01 \x01(\tR\x05event\x12\x1a\n" +
 	"\bprofiles\x18\x02 \x01(\x05R\bprofiles\x12A\n" +
 	"\bleft_out\x18\x03 \x03(\v2&.fleetscope.v1.Accounting.LeftOutEntryR\aleftOut\x12%\n" +
 	"\x0eserved_seconds\x18\x04 \x01(\x05R\rservedSeconds\x12%\n" +
-	"\x0eserved_minutes\x18\x05 \x01(\x05R\rservedMinutes\x1a:\n" +
+	"\x0eserved_minutes\x18\x05 \x01(\x05R\rservedMinutes\x12%\n" +
+	"\x0eserved_buckets\x18\x06 \x01(\x05R\rservedBuckets\x12'\n" +
+	"\x0fcounted_buckets\x18\a \x01(\x05R\x0ecountedBuckets\x1a:\n" +
 	"\fLeftOutEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x05R\x05value:\x028\x01\"\x9e\x01\n" +

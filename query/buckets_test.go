@@ -1,0 +1,195 @@
+package query_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"os"
+	"regexp"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/fleetscope/fleetscope"
+	"github.com/fleetscope/fleetscope/ingest"
+	"github.com/fleetscope/fleetscope/query"
+	"github.com/fleetscope/fleetscope/query/flame"
+	"github.com/fleetscope/fleetscope/store/postgres"
+	"github.com/fleetscope/fleetscope/store/postgres/pgtest"
+)
+
+// bucketFleet is a planted fleet of hours stored in a real Postgres: three
+// hosts, h1 recorded as two overlapping profiles.
+type bucketFleet struct {
+	db     *postgres.DB
+	url    string
+	tenant int64
+	ids    map[string]string // name -> profile id
+}
+
+// add stores a planted profile of host as name, its samples' periods
+// varying with periods.
+func (bf *bucketFleet) add(t *testing.T, name, host string, periods bool, meta ingest.Meta, args ...string) {
+	t.Helper()
+	path, _ := plant(t, args...)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if periods { // each sample its own period, as perf script -F +period prints it
+		n := 0
+		b = eventField.ReplaceAllFunc(b, func(m []byte) []byte {
+			n++
+			return fmt.Appendf(nil, ": %d cpu-clock:", 250000+n%7*1000)
+		})
+	}
+	pr, err := ingest.ParseIndex(bytes.NewReader(b), "", 0, ingest.Shape{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	meta.App, meta.Host = "shop", host
+	info := ingest.Describe(meta, pr, time.Now())
+	sum := sha256.Sum256(b)
+	info.BlobKey = fmt.Sprintf("%d/%x", bf.tenant, sum)
+	p, _, err := bf.db.InsertProfile(context.Background(), bf.tenant, info, sum[:], pr.Profile.Dict, pr.Index, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if periods && pr.Index.Seconds[0].Periods == nil {
+		t.Fatalf("%s: no periods stored per sample", name)
+	}
+	bf.ids[name] = p.ID
+}
+
+var eventField = regexp.MustCompile(`: cpu-clock:`)
+
+func plantBucketFleet(t *testing.T) *bucketFleet {
+	ctx := context.Background()
+	url := pgtest.NewURL(t)
+	db, err := postgres.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(db.Close)
+	if err := db.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	tenant, err := db.CreateTenant(ctx, "t", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bf := &bucketFleet{db: db, url: url, tenant: tenant, ids: map[string]string{}}
+	bf.add(t, "h1a", "h1", true, ingest.Meta{}, "--seed", "71", "--seconds", "5000", "--epoch", "--hz", "3")
+	// planted.py's boot clock starts at 51234 s: anchored 4,000.3 s into
+	// the fleet, overlapping h1a by 1,000 s.
+	bf.add(t, "h1b", "h1", false, ingest.Meta{AnchorClockNanos: 51234e9, AnchorWall: time.Unix(0, fleetBase+4000_300_000_000)},
+		"--seed", "72", "--seconds", "3000", "--hz", "2")
+	bf.add(t, "h2", "h2", true, ingest.Meta{}, "--seed", "73", "--seconds", "7000", "--epoch", "--hz", "2", "--cpus", "3")
+	bf.add(t, "h3", "h3", false, ingest.Meta{}, "--seed", "74", "--seconds", "6500", "--epoch", "--hz", "4")
+	return bf
+}
+
+// folded is a fleet flame graph's stacks and their counts.
+func folded(t *testing.T, q *query.Service, tenant int64, sel fleetscope.FleetSelection, byPeriod bool) (map[string]uint64, query.Served) {
+	t.Helper()
+	g, err := q.FleetFlameGraph(context.Background(), tenant, sel, query.FleetFlameOptions{ByPeriod: byPeriod})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return flame.Folded(g.Dict, g.Counts, g.Annotate), g.Served
+}
+
+// TestStackBucketsAreExact: merged flame graphs served from stored stack
+// buckets equal, stack for stack, the same graphs counted from the
+// per-second rows alone, over random windows of hours (not on bucket or
+// second edges), hosts, idle and period weights; the first query of a
+// window counts and stores its sealed buckets, the next reads them; an
+// upload into stored buckets, a change of host and a deletion are counted
+// at once, and a deletion removes the rows of its buckets.
+func TestStackBucketsAreExact(t *testing.T) {
+	bf := plantBucketFleet(t)
+	ctx := context.Background()
+	q := query.New(bf.db, query.Options{})
+	ref := query.New(bf.db, query.Options{NoStackBuckets: true})
+	rng := rand.New(rand.NewPCG(5, 8))
+	check := func(what string, sel fleetscope.FleetSelection, byPeriod bool) query.Served {
+		t.Helper()
+		q.Flush() // a cached answer is not what is tested
+		want, _ := folded(t, ref, bf.tenant, sel, byPeriod)
+		got, served := folded(t, q, bf.tenant, sel, byPeriod)
+		if !maps.Equal(got, want) {
+			var gn, wn uint64
+			for _, v := range got {
+				gn += v
+			}
+			for _, v := range want {
+				wn += v
+			}
+			t.Fatalf("%s: %d stacks totalling %d from buckets (served %+v), want %d totalling %d", what, len(got), gn, served, len(want), wn)
+		}
+		if len(want) == 0 {
+			t.Fatalf("%s: an empty answer proves nothing", what)
+		}
+		return served
+	}
+	var read, counted int
+	for try := range 16 {
+		from := fleetBase + rng.Int64N(2000e9) - 300e9
+		to := from + 1200e9 + rng.Int64N(6000e9)
+		sel := fleetscope.FleetSelection{App: "shop", From: from, To: to, IncludeIdle: try%2 == 0}
+		if try%3 == 1 {
+			sel.Hosts = []string{"h1"}
+		}
+		first := check(fmt.Sprintf("window %d, first", try), sel, try%4 == 3)
+		again := check(fmt.Sprintf("window %d, again", try), sel, try%4 == 3)
+		if again.BucketsCounted != 0 || again.Buckets != first.Buckets+first.BucketsCounted {
+			t.Fatalf("window %d: served %+v, then %+v: want every bucket read the second time", try, first, again)
+		}
+		read, counted = read+again.Buckets, counted+first.BucketsCounted
+	}
+	if read == 0 || counted == 0 {
+		t.Fatalf("buckets read %d, counted %d: the windows did not exercise both", read, counted)
+	}
+	all := fleetscope.FleetSelection{App: "shop", From: fleetBase, To: fleetBase + 7200e9, IncludeIdle: true}
+	if s := check("two hours", all, false); s.Buckets == 0 {
+		t.Fatalf("two hours served %+v: want stored buckets", s)
+	}
+	// A new profile in stored buckets, a change of host, a deletion: the
+	// next answers count them.
+	bf.add(t, "h2b", "h2", false, ingest.Meta{AnchorClockNanos: 51234e9, AnchorWall: time.Unix(0, fleetBase+1800e9)}, "--seed", "75", "--seconds", "900")
+	if s := check("after an upload", all, false); s.BucketsCounted == 0 {
+		t.Fatalf("after an upload into stored buckets, served %+v: want them counted again", s)
+	}
+	h3 := "h9"
+	if _, err := bf.db.UpdateProfile(ctx, bf.tenant, bf.ids["h3"], fleetscope.ProfileUpdate{Host: &h3}, "test"); err != nil {
+		t.Fatal(err)
+	}
+	check("after a change of host", all, false)
+	check("one host after a change of host", fleetscope.FleetSelection{App: "shop", Hosts: []string{"h9"}, From: all.From, To: all.To}, true)
+	c, err := pgx.Connect(ctx, bf.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	// h1a's buckets: those starting before its end, 5,000 s in.
+	rowsOf := func() (n int) {
+		if err := c.QueryRow(ctx, `SELECT count(*) FROM fleet_stack_buckets WHERE host = 'h1' AND bucket < $1`, fleetBase/1e9+5000).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if rowsOf() == 0 {
+		t.Fatal("no stored bucket of h1a before its deletion")
+	}
+	if _, err := bf.db.DeleteProfile(ctx, bf.tenant, bf.ids["h1a"], "test"); err != nil {
+		t.Fatal(err)
+	}
+	if n := rowsOf(); n != 0 {
+		t.Fatalf("%d buckets of h1a kept after its deletion", n)
+	}
+	check("after a deletion", all, true)
+}
