@@ -31,11 +31,32 @@ func (s *Service) resolve(ctx context.Context, tenant int64, sel fleetscope.Flee
 		return nil, err
 	}
 	if f.event == "" {
-		if err := s.chooseEvent(ctx, tenant, f, true, f.first, f.end); err != nil {
+		if e, ok := f.onlyEvent(); ok {
+			f.event = e // what its stored totals would choose: no need to read them
+		} else if err := s.chooseEvent(ctx, tenant, f, true, f.first, f.end); err != nil {
 			return nil, err
 		}
 	}
 	return f, nil
+}
+
+// onlyEvent returns the event (base name) every profile of the selection
+// has and no other, if there is one.
+func (f *fleet) onlyEvent() (string, bool) {
+	only := ""
+	for _, ps := range [][]*fleetscope.ProfileInfo{f.timed, f.untimed} {
+		for _, p := range ps {
+			for _, e := range p.Events {
+				switch b := fleetscope.EventBase(e.Name); {
+				case only == "":
+					only = b
+				case b != only:
+					return "", false
+				}
+			}
+		}
+	}
+	return only, only != ""
 }
 
 // chooseEvent sets the default event of a selection that names none, from

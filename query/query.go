@@ -74,7 +74,8 @@ type Seconds interface {
 type Fleet interface {
 	// FleetProfiles returns the tenant's profiles of app overlapping the
 	// window [from, to) (unix ns), on any of hosts (none: all), meeting
-	// every label condition; ETOOLARGE past limit profiles.
+	// every label condition; ETOOLARGE past limit profiles. Their Meta
+	// may be left out.
 	FleetProfiles(ctx context.Context, tenant int64, app string, hosts []string, labels []fleetscope.LabelMatch, from, to int64, limit int) ([]*fleetscope.ProfileInfo, error)
 	// FleetCells returns the cells of app's profiles for one event (base
 	// name; "" for every event) in the unix seconds [from, to).

@@ -62,7 +62,9 @@ func (r *replay) thin(k int) *replay {
 // times), then each query's p50 over new connections, Connect JSON, idle
 // included, as the issue measured it; the server's peak RSS over the run
 // and the database's bytes per host-hour. Run with:
-// go test -run '^$' -bench ContinuousFleet -benchtime 1x -timeout 90m ./cmd/fleetscope/
+// go test -run '^$' -bench '^BenchmarkContinuousFleet$' -benchtime 1x -timeout 90m ./cmd/fleetscope/
+// (FLEETSCOPE_BENCH_PROFILES=DIR: each query's server CPU profile, as
+// BenchmarkFleet saves them).
 func BenchmarkContinuousFleet(b *testing.B) {
 	hours := 24
 	if v := os.Getenv("FLEETSCOPE_BENCH_HOURS"); v != "" {
@@ -72,7 +74,7 @@ func BenchmarkContinuousFleet(b *testing.B) {
 		}
 	}
 	minutes := hours * 60
-	s := startService(b, serviceOpts{extra: []string{"FLEETSCOPE_MAX_UPLOADS_PER_KEY=8"}})
+	s, profDir, debugAddr := startProfiledService(b)
 	pid := s.proc.Process.Pid
 	ctx := context.Background()
 	r := loadReplay(b).thin(continuousEvery)
@@ -123,20 +125,24 @@ func BenchmarkContinuousFleet(b *testing.B) {
 	flame := func(sel *fsv1.FleetSelection) func() error {
 		return post("GetFleetFlameGraph", &fsv1.GetFleetFlameGraphRequest{Selection: sel, Format: fsv1.FlameGraphFormat_FLAME_GRAPH_FORMAT_TREE})
 	}
+	measure := func(what, target string, n int, call func() error) {
+		p50n(b, what, target, n, call)
+		profileQuery(b, profDir, debugAddr, what, call)
+	}
 	day := float64(minutes * 60)
 	mid := float64(hours/2) * 3600
 	long := 5 // calls of the slowest queries (p50 of 4 after a warm one)
-	p50n(b, fmt.Sprintf("merged flame graph, all hosts, %d h", hours), "target <= 500 ms", long, flame(sel(0, day)))
-	p50n(b, fmt.Sprintf("merged flame graph, one host, %d h", hours), "target <= 200 ms", long, flame(sel(0, day, "host-03")))
-	p50n(b, "merged flame graph, all hosts, 1 h", "target <= 50 ms", 21, flame(sel(mid, mid+3600)))
-	p50n(b, "merged flame graph, all hosts, 1 min", "target <= 10 ms", 21, flame(sel(mid+1800, mid+1860)))
-	p50n(b, "merged flame graph, all hosts, 10 s", "target <= 5 ms", 21, flame(sel(mid+1800, mid+1810)))
-	p50n(b, "merged flame graph, all hosts, 1 s", "target <= 5 ms", 21, flame(sel(mid+1805, mid+1806)))
-	p50n(b, "merged flame graph, all hosts, 20 ms", "target <= 5 ms", 21, flame(sel(mid+1805.5, mid+1805.52)))
-	p50n(b, fmt.Sprintf("fleet heatmap, %d h", hours), "target <= 100 ms", long, post("GetFleetHeatmap", &fsv1.GetFleetHeatmapRequest{Selection: sel(0, day)}))
-	p50n(b, fmt.Sprintf("host strip, %d h", hours), "target <= 100 ms", long, post("GetFleetHosts", &fsv1.GetFleetHostsRequest{Selection: sel(0, day)}))
-	p50n(b, fmt.Sprintf("timeline, %d h", hours), "target <= 100 ms", long, post("GetFleetTimeline", &fsv1.GetFleetTimelineRequest{Selection: sel(0, day)}))
-	p50n(b, "timeline, 7 days", "target <= 200 ms", long, post("GetFleetTimeline", &fsv1.GetFleetTimelineRequest{Selection: sel(-3*86400, 4*86400)}))
+	measure(fmt.Sprintf("merged flame graph, all hosts, %d h", hours), "target <= 500 ms", long, flame(sel(0, day)))
+	measure(fmt.Sprintf("merged flame graph, one host, %d h", hours), "target <= 200 ms", long, flame(sel(0, day, "host-03")))
+	measure("merged flame graph, all hosts, 1 h", "target <= 50 ms", 21, flame(sel(mid, mid+3600)))
+	measure("merged flame graph, all hosts, 1 min", "target <= 10 ms", 21, flame(sel(mid+1800, mid+1860)))
+	measure("merged flame graph, all hosts, 10 s", "target <= 5 ms", 21, flame(sel(mid+1800, mid+1810)))
+	measure("merged flame graph, all hosts, 1 s", "target <= 5 ms", 21, flame(sel(mid+1805, mid+1806)))
+	measure("merged flame graph, all hosts, 20 ms", "target <= 5 ms", 21, flame(sel(mid+1805.5, mid+1805.52)))
+	measure(fmt.Sprintf("fleet heatmap, %d h", hours), "target <= 100 ms", long, post("GetFleetHeatmap", &fsv1.GetFleetHeatmapRequest{Selection: sel(0, day)}))
+	measure(fmt.Sprintf("host strip, %d h", hours), "target <= 100 ms", long, post("GetFleetHosts", &fsv1.GetFleetHostsRequest{Selection: sel(0, day)}))
+	measure(fmt.Sprintf("timeline, %d h", hours), "target <= 100 ms", long, post("GetFleetTimeline", &fsv1.GetFleetTimelineRequest{Selection: sel(0, day)}))
+	measure("timeline, 7 days", "target <= 200 ms", long, post("GetFleetTimeline", &fsv1.GetFleetTimelineRequest{Selection: sel(-3*86400, 4*86400)}))
 	fmt.Printf("%-52s %8d MB peak RSS (target <= 512 MB)\n", "server, over the run", procStatusKB(b, pid, "VmHWM:")/1024)
 
 	var rows, disk int64
@@ -151,9 +157,12 @@ func BenchmarkContinuousFleet(b *testing.B) {
 		"Postgres bytes", float64(rows)/1e6/hostHours, float64(disk)/1e6/hostHours)
 }
 
-// p50n prints the median of n-1 calls after one that warms the caches.
+// p50n prints the median of n-1 calls after one that warms the caches
+// (and, for a merged flame graph, counts and stores the window's stack
+// buckets), and that first call's time.
 func p50n(b *testing.B, what, target string, n int, call func() error) {
 	var ds []time.Duration
+	var first time.Duration
 	for i := range n {
 		t := time.Now()
 		if err := call(); err != nil {
@@ -161,8 +170,10 @@ func p50n(b *testing.B, what, target string, n int, call func() error) {
 		}
 		if i > 0 {
 			ds = append(ds, time.Since(t))
+		} else {
+			first = time.Since(t)
 		}
 	}
 	slices.Sort(ds)
-	fmt.Printf("%-52s p50 %8.1f ms  (%s)\n", what, ds[len(ds)/2].Seconds()*1000, target)
+	fmt.Printf("%-52s p50 %8.1f ms  (%s; first call %.0f ms)\n", what, ds[len(ds)/2].Seconds()*1000, target, first.Seconds()*1000)
 }

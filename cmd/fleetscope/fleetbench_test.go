@@ -136,18 +136,7 @@ func (r *replay) profile(b testing.TB, n, m int) []byte {
 func BenchmarkFleet(b *testing.B) {
 	// FLEETSCOPE_BENCH_PROFILES=DIR also saves the server's CPU profile
 	// of each query, run for 5 s, as DIR/<query>.pprof.
-	profDir := os.Getenv("FLEETSCOPE_BENCH_PROFILES")
-	extra := []string{"FLEETSCOPE_MAX_UPLOADS_PER_KEY=8"}
-	if profDir != "" {
-		extra = append(extra, "FLEETSCOPE_DEBUG_ADDR=127.0.0.1:0") // the port it took: in its log
-	}
-	s := startService(b, serviceOpts{extra: extra})
-	debugAddr := ""
-	if line, _, _ := s.log.find(0, msg("debug serving")); line != nil {
-		debugAddr = fmt.Sprint(line["addr"])
-	} else if profDir != "" {
-		b.Fatal("FLEETSCOPE_BENCH_PROFILES: the server logged no debug listener")
-	}
+	s, profDir, debugAddr := startProfiledService(b)
 	ctx := context.Background()
 	r := loadReplay(b)
 	// The 200 files are made first (as agents would have them), two at a
@@ -219,14 +208,7 @@ func BenchmarkFleet(b *testing.B) {
 	}
 	p50 := func(what string, target string, call func() error) {
 		warmP50(b, what, target, call)
-		if profDir != "" {
-			saveProfile(b, debugAddr, filepath.Join(profDir, strings.Map(func(r rune) rune {
-				if r == ' ' || r == ',' {
-					return '-'
-				}
-				return r
-			}, what)+".pprof"), call)
-		}
+		profileQuery(b, profDir, debugAddr, what, call)
 	}
 	post := func(procedure string, req proto.Message) func() error {
 		return postJSON(b, s, "fleetscope.v1.FleetService/"+procedure, req)
@@ -267,6 +249,38 @@ func BenchmarkFleet(b *testing.B) {
 	})
 	hostHours := float64(fleetHosts*fleetMinutes) / 60
 	fmt.Printf("%-52s %8.1f MB per host-hour of continuous recording (rows, without the shared dictionary)\n", "Postgres bytes", float64(bytes)/1e6/hostHours)
+}
+
+// startProfiledService starts the service for a fleet benchmark; with
+// FLEETSCOPE_BENCH_PROFILES=DIR, with its profiler listening at debugAddr
+// (profileQuery saves each query's CPU profile in DIR).
+func startProfiledService(b *testing.B) (s *service, profDir, debugAddr string) {
+	profDir = os.Getenv("FLEETSCOPE_BENCH_PROFILES")
+	extra := []string{"FLEETSCOPE_MAX_UPLOADS_PER_KEY=8"}
+	if profDir != "" {
+		extra = append(extra, "FLEETSCOPE_DEBUG_ADDR=127.0.0.1:0") // the port it took: in its log
+	}
+	s = startService(b, serviceOpts{extra: extra})
+	if line, _, _ := s.log.find(0, msg("debug serving")); line != nil {
+		debugAddr = fmt.Sprint(line["addr"])
+	} else if profDir != "" {
+		b.Fatal("FLEETSCOPE_BENCH_PROFILES: the server logged no debug listener")
+	}
+	return s, profDir, debugAddr
+}
+
+// profileQuery saves, when profDir is set, the server's CPU profile of
+// call run for 5 s as profDir/<what>.pprof.
+func profileQuery(b *testing.B, profDir, debugAddr, what string, call func() error) {
+	if profDir == "" {
+		return
+	}
+	saveProfile(b, debugAddr, filepath.Join(profDir, strings.Map(func(r rune) rune {
+		if r == ' ' || r == ',' {
+			return '-'
+		}
+		return r
+	}, what)+".pprof"), call)
 }
 
 // saveProfile saves the server's CPU profile while call runs for 5 s.

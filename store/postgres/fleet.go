@@ -70,7 +70,7 @@ var fleetTables = []string{"fleet_seconds", "fleet_minutes"}
 // window [from, to) (unix ns), on any of hosts (none: all) and with every
 // label condition met, oldest first, at most limit of them (more:
 // ETOOLARGE, the selection is too wide). Untimed profiles are included:
-// the caller decides what they count for.
+// the caller decides what they count for. Their Meta is not read (nil).
 func (db *DB) FleetProfiles(ctx context.Context, tenant int64, app string, hosts []string, labels []fleetscope.LabelMatch, from, to int64, limit int) ([]*fleetscope.ProfileInfo, error) {
 	q, args := fleetProfilesQuery(tenant, app, hosts, labels, from, to, limit)
 	var out []*fleetscope.ProfileInfo
@@ -117,7 +117,7 @@ func fleetProfilesQuery(tenant int64, app string, hosts []string, labels []fleet
 		args = append(args, b)
 		where = append(where, fmt.Sprintf("labels @> $%d", len(args)))
 	}
-	return `SELECT ` + profileColumns + ` FROM profiles WHERE ` + strings.Join(where, " AND ") +
+	return `SELECT ` + leanProfileColumns + ` FROM profiles WHERE ` + strings.Join(where, " AND ") +
 		fmt.Sprintf(` ORDER BY start_time, id LIMIT %d`, limit+1), args
 }
 
