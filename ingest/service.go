@@ -259,10 +259,7 @@ func unavailable(err error, msg string) error {
 func (s *Service) dropBlob(key string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if used, err := s.DB.BlobInUse(ctx, key); err != nil || used {
-		return
-	}
-	if err := s.Blobs.Delete(ctx, key); err != nil && s.Log != nil { // check --fix removes it later
+	if err := blob.DeleteUnused(ctx, s.Blobs, key, s.DB.BlobInUse); err != nil && s.Log != nil { // check --fix removes it later
 		s.Log.Warn("orphan blob left after failed ingest", "key", key, "err", err)
 	}
 }

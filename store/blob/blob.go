@@ -183,3 +183,13 @@ func schemes() []string {
 	defer mu.RUnlock()
 	return slices.Sorted(maps.Keys(openers))
 }
+
+// DeleteUnused removes the object under key unless inUse reports that
+// something still refers to it (a profile of the same bytes stored
+// meanwhile): after a failed ingest, and after a profile's deletion.
+func DeleteUnused(ctx context.Context, s Store, key string, inUse func(context.Context, string) (bool, error)) error {
+	if used, err := inUse(ctx, key); err != nil || used {
+		return err
+	}
+	return s.Delete(ctx, key)
+}

@@ -74,10 +74,7 @@ func (s *Service) Reclaim(ctx context.Context) (fleetscope.Reclaimed, error) {
 // dropBlob removes a blob unless a profile refers to it (the same bytes
 // stored again meanwhile).
 func (s *Service) dropBlob(ctx context.Context, key string) error {
-	if used, err := s.DB.BlobInUse(ctx, key); err != nil || used {
-		return err
-	}
-	return s.Blobs.Delete(ctx, key)
+	return blob.DeleteUnused(ctx, s.Blobs, key, s.DB.BlobInUse)
 }
 
 // Delete removes one of a tenant's profiles: its index rows in one
