@@ -91,10 +91,16 @@ func (s *Service) FleetFlameGraph(ctx context.Context, tenant int64, sel fleetsc
 	if b == nil {
 		ps.parts, ps.reqs, ps.owner = f.parts(sel.From, sel.To, true, true)
 	} else {
-		ps = f.bucketParts(b)
+		ps = f.edgeParts(b)
 	}
 	parts := ps.parts
 	d := s.denseIDs(tenant)
+	if b != nil {
+		f.served.Buckets, f.served.BucketsCounted = len(b.hits), len(b.misses)
+		if err := s.countMisses(ctx, tenant, f, b, d, time.Now()); err != nil {
+			return nil, err
+		}
+	}
 	if err := s.translateParts(ctx, tenant, f, parts, d, true); err != nil {
 		return nil, err
 	}
@@ -102,14 +108,7 @@ func (s *Service) FleetFlameGraph(ctx context.Context, tenant int64, sel fleetsc
 		return nil, err
 	}
 	if b != nil {
-		s.storeMisses(ctx, tenant, f, b, d, time.Now())
-		for _, pt := range parts {
-			if pt.weights != nil && o.ByPeriod {
-				pt.counts = pt.weights
-			}
-		}
 		parts = append(parts, s.hitParts(tenant, b, d, o.ByPeriod)...)
-		f.served.Buckets, f.served.BucketsCounted = len(b.hits), len(b.misses)
 	}
 	m, at, err := s.partsDict(ctx, tenant, parts, d)
 	if err != nil {

@@ -59,8 +59,8 @@ type bucketPlan struct {
 	misses   []bucketMiss
 }
 
-// bucketMiss is a bucket counted from the per-second rows: its profiles,
-// and the parts counting them.
+// bucketMiss is a bucket to count from the per-second rows: its profiles,
+// and the parts counting them while it is counted.
 type bucketMiss struct {
 	index.StackBucket
 	profiles []*fleetscope.ProfileInfo
@@ -142,66 +142,87 @@ func profilesHash(ps []*fleetscope.ProfileInfo) [32]byte {
 	return out
 }
 
-// bucketParts is the parts that count the window under plan b: the edges
-// of every timed profile, each missed bucket's profiles over the bucket
-// (with weights, to store it), and the untimed profiles.
-func (f *fleet) bucketParts(b *bucketPlan) partSet {
+// edgeParts is the parts that count the window under plan b apart from
+// its buckets: the edges of every timed profile, and the untimed profiles.
+func (f *fleet) edgeParts(b *bucketPlan) partSet {
 	var ps partSet
 	ps.timed(f, f.timed, f.sel.From, b.from*1e9)
 	ps.timed(f, f.timed, b.to*1e9, f.sel.To)
-	for i := range b.misses {
-		m := &b.misses[i]
-		n := len(ps.parts)
-		ps.timed(f, m.profiles, m.Bucket*1e9, (m.Bucket+index.BucketSeconds)*1e9)
-		m.parts = ps.parts[n:]
-		for _, pt := range m.parts {
-			pt.weights = []uint64{} // sized by translateParts
-		}
-	}
 	ps.untimed(f)
 	return ps
 }
 
-// storeMisses stores the sealed missed buckets, from their counted parts
-// (whose stacks are in d's numbering). Storing is an optimisation: a
-// bucket that cannot be stored now (a read-only replica, a lost
-// connection) is counted again next time, so its error is not the
+// missGroup bounds the profile parts counted at once for missed buckets
+// (each holds two counts a stack of its profile).
+const missGroup = 512
+
+// countMisses counts the missed buckets from their profiles' per-second
+// rows, a group of them at a time (one round trip each), into stack
+// buckets added to the hits, and stores the sealed ones. Storing is an
+// optimisation: a bucket that cannot be stored now (a read-only replica,
+// a lost connection) is counted again next time, so its error is not the
 // answer's.
-func (s *Service) storeMisses(ctx context.Context, tenant int64, f *fleet, b *bucketPlan, d *denseIDs, now time.Time) {
-	sb := s.src.(StackBuckets)
-	sealed := now.Add(-bucketGrace).Unix()
-	var out []index.StackBucket
-	for i := range b.misses {
-		m := &b.misses[i]
-		if m.Bucket+index.BucketSeconds > sealed {
-			continue
-		}
-		counts, weights := map[int32]uint64{}, map[int32]uint64{}
-		for _, pt := range m.parts {
-			for j, c := range pt.counts {
-				if c != 0 || pt.weights[j] != 0 {
-					counts[pt.trans[j]] += c
-					weights[pt.trans[j]] += pt.weights[j]
-				}
+func (s *Service) countMisses(ctx context.Context, tenant int64, f *fleet, b *bucketPlan, d *denseIDs, now time.Time) error {
+	var sum, weights []uint64 // by dense id, zero between buckets
+	var touched []int32
+	for i := 0; i < len(b.misses); {
+		var ps partSet
+		first := i
+		for ; i < len(b.misses) && (i == first || len(ps.parts) < missGroup); i++ {
+			m := &b.misses[i]
+			n := len(ps.parts)
+			ps.timed(f, m.profiles, m.Bucket*1e9, (m.Bucket+index.BucketSeconds)*1e9)
+			m.parts = ps.parts[n:]
+			for _, pt := range m.parts {
+				pt.weights = []uint64{} // sized by translateParts
 			}
 		}
-		ids := make([]int32, 0, len(counts))
-		for id := range counts {
-			ids = append(ids, id)
+		if err := s.translateParts(ctx, tenant, f, ps.parts, d, true); err != nil {
+			return err
 		}
-		keys := d.keysOf(ids)
-		slices.SortFunc(keys, func(x, y keyID) int { return cmp.Compare(x.key, y.key) })
-		sb := m.StackBucket
-		for _, k := range keys {
-			sb.Keys, sb.Counts, sb.Weights = append(sb.Keys, k.key), append(sb.Counts, counts[k.id]), append(sb.Weights, weights[k.id])
+		if err := s.countParts(ctx, tenant, ps.parts, ps.reqs, ps.owner, false); err != nil {
+			return err
 		}
-		out = append(out, sb)
+		if n := d.len(); len(sum) < n {
+			sum, weights = make([]uint64, n), make([]uint64, n)
+		}
+		for k := first; k < i; k++ {
+			m := &b.misses[k]
+			for _, pt := range m.parts {
+				for j, c := range pt.counts {
+					if c != 0 || pt.weights[j] != 0 {
+						id := pt.trans[j]
+						if sum[id] == 0 && weights[id] == 0 {
+							touched = append(touched, id)
+						}
+						sum[id] += c
+						weights[id] += pt.weights[j]
+					}
+				}
+			}
+			keys := d.keysOf(touched)
+			slices.SortFunc(keys, func(x, y keyID) int { return cmp.Compare(x.key, y.key) })
+			for _, k := range keys {
+				m.Keys, m.Counts, m.Weights = append(m.Keys, k.key), append(m.Counts, sum[k.id]), append(m.Weights, weights[k.id])
+				sum[k.id], weights[k.id] = 0, 0
+			}
+			touched, m.parts, m.profiles = touched[:0], nil, nil
+		}
 	}
-	_ = sb.PutFleetStackBuckets(ctx, tenant, f.sel.App, f.event, out)
+	sealed := now.Add(-bucketGrace).Unix()
+	var store []index.StackBucket
+	for _, m := range b.misses {
+		if m.Bucket+index.BucketSeconds <= sealed {
+			store = append(store, m.StackBucket)
+		}
+		b.hits = append(b.hits, m.StackBucket)
+	}
+	_ = s.src.(StackBuckets).PutFleetStackBuckets(ctx, tenant, f.sel.App, f.event, store)
+	return nil
 }
 
-// hitParts are the stored buckets as parts, their stacks numbered in d,
-// counting samples, or periods with byPeriod.
+// hitParts are the buckets (stored, and counted) as parts, their stacks
+// numbered in d, counting samples, or periods with byPeriod.
 func (s *Service) hitParts(tenant int64, b *bucketPlan, d *denseIDs, byPeriod bool) []*part {
 	out := make([]*part, len(b.hits))
 	for i := range b.hits {
