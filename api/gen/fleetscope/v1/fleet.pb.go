@@ -207,6 +207,12 @@ type Accounting struct {
 	// answers counted from the samples (flame graphs, function filters).
 	ServedSeconds int32 `protobuf:"varint,4,opt,name=served_seconds,json=servedSeconds,proto3" json:"served_seconds,omitempty"`
 	ServedMinutes int32 `protobuf:"varint,5,opt,name=served_minutes,json=servedMinutes,proto3" json:"served_minutes,omitempty"`
+	// Of profiles, the segments of live streams (a profile a batch,
+	// labelled live=STREAM and live_seq=N) and the distinct streams they
+	// belong to: a stream being recorded is one stream, not a profile a
+	// batch.
+	LiveSegments  int32 `protobuf:"varint,6,opt,name=live_segments,json=liveSegments,proto3" json:"live_segments,omitempty"`
+	LiveStreams   int32 `protobuf:"varint,7,opt,name=live_streams,json=liveStreams,proto3" json:"live_streams,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -272,6 +278,20 @@ func (x *Accounting) GetServedSeconds() int32 {
 func (x *Accounting) GetServedMinutes() int32 {
 	if x != nil {
 		return x.ServedMinutes
+	}
+	return 0
+}
+
+func (x *Accounting) GetLiveSegments() int32 {
+	if x != nil {
+		return x.LiveSegments
+	}
+	return 0
+}
+
+func (x *Accounting) GetLiveStreams() int32 {
+	if x != nil {
+		return x.LiveStreams
 	}
 	return 0
 }
@@ -891,14 +911,16 @@ const file_fleetscope_v1_fleet_proto_rawDesc = "" +
 	"\fLabelMatcher\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value\x12\x1b\n" +
-	"\tnot_equal\x18\x03 \x01(\bR\bnotEqual\"\x8b\x02\n" +
+	"\tnot_equal\x18\x03 \x01(\bR\bnotEqual\"\xd3\x02\n" +
 	"\n" +
 	"Accounting\x12\x14\n" +
 	"\x05event\x18\x01 \x01(\tR\x05event\x12\x1a\n" +
 	"\bprofiles\x18\x02 \x01(\x05R\bprofiles\x12A\n" +
 	"\bleft_out\x18\x03 \x03(\v2&.fleetscope.v1.Accounting.LeftOutEntryR\aleftOut\x12%\n" +
 	"\x0eserved_seconds\x18\x04 \x01(\x05R\rservedSeconds\x12%\n" +
-	"\x0eserved_minutes\x18\x05 \x01(\x05R\rservedMinutes\x1a:\n" +
+	"\x0eserved_minutes\x18\x05 \x01(\x05R\rservedMinutes\x12#\n" +
+	"\rlive_segments\x18\x06 \x01(\x05R\fliveSegments\x12!\n" +
+	"\flive_streams\x18\a \x01(\x05R\vliveStreams\x1a:\n" +
 	"\fLeftOutEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x05R\x05value:\x028\x01\"\x9e\x01\n" +
