@@ -35,6 +35,7 @@ import { formatCount, formatDuration, formatWallRange } from "../format";
 import {
   absRange,
   ceilSecond,
+  countedWords,
   NS,
   timestampNanos,
   eventBase,
@@ -52,6 +53,8 @@ import {
   readFleet,
   relRange,
   selectionOf,
+  shiftedRange,
+  shiftOf,
   timelineRequest,
   timestampOf,
   wholeSeconds,
@@ -80,7 +83,8 @@ import type { Page } from "./page";
 import { shareLinks } from "./sharelinks";
 import { emptyState, onUnauthenticated } from "./states";
 
-/** accountingWords says what an answer counted: "3 profiles; 1 left out
+/** accountingWords says what an answer counted (a live stream's batches
+ * as one stream: countedWords): "3 profiles; 1 left out
  * (no per-sample times: no heatmap)", or with several reasons "3 left out
  * (2 for one reason, 1 for another)". */
 function accountingWords(a: Accounting | undefined): string {
@@ -90,7 +94,7 @@ function accountingWords(a: Accounting | undefined): string {
     .sort(([x], [y]) => (x < y ? -1 : 1));
   const n = left.reduce((s, [, c]) => s + c, 0);
   const why = left.length === 1 ? left[0][0] : left.map(([reason, c]) => `${formatCount(c)} ${reason}`).join("; ");
-  return `${formatCount(a.profiles)} profile${a.profiles === 1 ? "" : "s"}${n ? `; ${formatCount(n)} left out (${why})` : ""}`;
+  return `${countedWords(a, formatCount)}${n ? `; ${formatCount(n)} left out (${why})` : ""}`;
 }
 
 /** profilesWithout says "1 profile without per-sample times" or "3 profiles without …". */
@@ -131,6 +135,7 @@ export function fleetPage(params: URLSearchParams): Page {
     onApply: (v) => change({ ...withWindow(state, v.from, v.to), app: v.app, hosts: v.hosts, labels: v.labels, event: v.event, idle: v.idle }),
     onZoomOut: () => change(zoomOut(state)),
     onZoomBack: (i) => change(zoomBack(state, i)),
+    onShift: (id) => compareWith({ ...state, cmp: id ? "shift" : "", shift: id }),
   });
   const summary = h("div", { class: "fleet-summary", "data-testid": "accounting", "aria-live": "polite" });
   const timeline = new TimelinePanel({
@@ -187,19 +192,11 @@ export function fleetPage(params: URLSearchParams): Page {
     onNarrow: (host) => change(narrowToHost(state, host)),
     onProfile: (host) => void openHostProfile(host),
     onAllHosts: () => change({ ...state, hosts: [] }),
-    onCompare: (host) => {
-      record({ ...state, cmp: "host", chost: host, frame: "" });
-      cmpPanel.show(state, hostNames);
-      void loadFlame();
-    },
+    onCompare: (host) => compareWith({ ...state, cmp: "host", chost: host, shift: "" }),
   });
   const filterBar = new FilterPanel({ onFunctions: (fn, xfn) => change({ ...state, fn, xfn, frame: "" }) });
   const cmpPanel = new FleetComparePanel({
-    onChange: (c) => {
-      record({ ...state, ...c, frame: "" });
-      cmpPanel.show(state, hostNames);
-      void loadFlame();
-    },
+    onChange: (c) => compareWith({ ...state, ...c }),
   });
   const diffPanel = new DiffPanel();
   const liveBtn = h("button", { type: "button", class: "ghost", "data-testid": "fleet-live", "aria-pressed": "false", title: "Follow now: the window slides to the present every second" }, "Live");
@@ -302,6 +299,14 @@ export function fleetPage(params: URLSearchParams): Page {
   function record(next: FleetState) {
     state = next;
     setQuery(writeFleet(state));
+  }
+
+  /** compareWith draws view next's comparison (or none) of the range. */
+  function compareWith(next: FleetState) {
+    record({ ...next, frame: "" });
+    cmpPanel.show(state, hostNames);
+    bar.setShift(state);
+    void loadFlame();
   }
 
   /** change moves to a new selection: a new history entry, and every answer again. */
@@ -567,12 +572,18 @@ export function fleetPage(params: URLSearchParams): Page {
     const dl = diffLayout(d.tree, d.normalized);
     cmpPanel.showMode({ ...normMode(state.norm, d.normalized, ...rawTotalsOf(d)), normalized: d.normalized });
     const r = state.range ?? { start: state.from, end: state.to };
-    const [a, b] = state.cmp === "host" ? ["the rest of the fleet", state.chost] : [state.la, state.lb];
+    const [a, b] =
+      state.cmp === "host"
+        ? ["the rest of the fleet", state.chost]
+        : state.cmp === "shift"
+          ? [`${state.range ? "the same range" : "the same window"} ${shiftOf(state.shift).label}`, state.range ? "this range" : "this window"]
+          : [state.la, state.lb];
     flameTotal = null; // B is part of the selection: its total is not the cells'
     flame.show(dl.layout, 0, state.search, state.orient, `${b} against ${a}, ${formatWallRange(r.start, r.end)}`, `${b} ran nothing (that is not idle) here.`, dl.colours);
     flame.canvas.dataset.totalA = String(d.totalA);
     flame.canvas.dataset.totalB = String(d.totalB);
-    flameAcc.textContent = "";
+    const earlier = state.cmp === "shift" ? shiftedRange(state) : null;
+    flameAcc.textContent = earlier ? `A: ${formatWallRange(earlier.start, earlier.end)} · B: ${formatWallRange(r.start, r.end)}` : "";
     diffPanel.show(a, b, Number(d.totalA), Number(d.totalB), d.normalized, d.changesBySelf, d.changesByTotal);
     showTop();
     showSelection();
