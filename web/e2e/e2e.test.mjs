@@ -1362,6 +1362,46 @@ describe("dashboard", () => {
     }
   });
 
+  test("fleet: a permalink's heatmap and whole-window flame graph are asked before the app's code loads, once each, and taken over; the generated clients load after both are drawn", async () => {
+    const { first, end: last } = wallSpan(fleetHosts());
+    const c = await newContext();
+    try {
+      await c.addInitScript((k) => sessionStorage.setItem("fleetscope.apiKey", k), KEY);
+      // when the canvases were first drawn (their data attributes are set at the end of a drawing)
+      await c.addInitScript(() => {
+        window.__drawn = {};
+        new MutationObserver((rs) => {
+          for (const r of rs) if (!(r.target.dataset.testid in window.__drawn) && Number(r.target.dataset.total) >= 0) window.__drawn[r.target.dataset.testid] = performance.now();
+        }).observe(document, { subtree: true, attributes: true, attributeFilter: ["data-drawn", "data-render-ms"] });
+      });
+      const p = watch(await c.newPage());
+      const asked = [];
+      p.on("request", (r) => asked.push({ path: new URL(r.url()).pathname, at: Date.now() }));
+      await p.goto(`${URL_}/fleet?app=fleet&from=${first}&to=${last}`);
+      await fleetReady(p);
+      const names = asked.map((r) => r.path.replace(/^\/assets\/([a-z]+)-[\w-]+\.js$/, "$1.js"));
+      const at = (n) => names.indexOf(n);
+      const count = (n) => names.filter((x) => x === n).length;
+      const heat = "/fleetscope.v1.FleetService/GetFleetHeatmap";
+      const flame = "/fleetscope.v1.FleetService/GetFleetFlameGraph";
+      assert.deepEqual([count(heat), count(flame)], [1, 1], names.join(" "));
+      assert.ok(at(heat) < at("fleet.js") && at(flame) < at("fleet.js"), `asked before the fleet view's code: ${names.join(" ")}`);
+      assert.ok(at("rpc.js") > at("fleet.js"), names.join(" "));
+      // the generated clients' code is asked for once both are drawn
+      const t = await p.evaluate(() => ({ ...window.__drawn, rpc: performance.getEntriesByType("resource").find((e) => /\/assets\/rpc-/.test(e.name))?.startTime }));
+      assert.ok(t.heatmap > 0 && t.flamegraph > 0 && t.rpc > Math.max(t.heatmap, t.flamegraph), JSON.stringify(t));
+      // and the view is the one the answers say: the prefetched heatmap is the server's
+      const api = await rpc(URL_, KEY, "fleetscope.v1.FleetService/GetFleetHeatmap", {
+        selection: { app: "fleet", from: new Date(first * 1000).toISOString(), to: new Date(last * 1000).toISOString() },
+      });
+      assert.equal((await heatmapData(p)).total, Number(api.total));
+      assert.equal(Number((await flameState(p)).total), Number(api.total), "the whole window's merged flame graph totals the heatmap");
+      await p.close();
+    } finally {
+      await c.close();
+    }
+  });
+
   test("fleet: a preset window over a boot-clock host placed at upload time; timeline zoom; its profile at the same range", async () => {
     const prof = await serverProfile(PROFILE); // checkout on web-1, boot clock, placed at upload time (minutes ago)
     const host = { host: "web-1", samples: plantedSamples(env("E2E_PERF")), shiftUs: isoMicros(prof.startTime) - Number(prof.startSecond) * 1e6 };

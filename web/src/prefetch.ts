@@ -2,7 +2,10 @@
 // app's code has loaded. takeHeatmap hands its answer over once, if it was
 // for the same request and succeeded; otherwise (a different view, an error
 // such as a rejected key) the app asks again the usual way, which reports
-// errors properly.
+// errors properly. For a fleet permalink, index.html starts the fleet
+// heatmap and (with no range in the link) the whole window's merged flame
+// graph: takeFleet hands each over once, if its request's bytes are the
+// app's.
 
 import { decodeHeatmap, type WireHeatmap } from "./heatmap/wire";
 
@@ -13,9 +16,17 @@ interface Prefetch {
   body: Promise<ArrayBuffer | null>;
 }
 
+/** A fleet request index.html made: its bytes (as "1,2,3"), its answer. */
+interface FleetPrefetch {
+  request: string;
+  response: Promise<Response>;
+  body: Promise<ArrayBuffer | null>;
+}
+
 declare global {
   interface Window {
     __fleetscopePrefetch?: Prefetch;
+    __fleetscopeFleetPrefetch?: { heatmap?: FleetPrefetch; flame?: FleetPrefetch };
   }
 }
 
@@ -51,6 +62,24 @@ export async function takeHeatmap(id: string, event: string, rows: number, idle:
     if (res.status !== 200 || !res.headers.get("Content-Type")?.startsWith("application/proto")) return null;
     const body = await p.body;
     return body ? decodeHeatmap(new Uint8Array(body)) : null;
+  } catch {
+    return null;
+  }
+}
+
+/** takeFleet is the answer's bytes to index.html's fleet request of kind
+ * (once), when its request was these bytes and it succeeded; else null. */
+export async function takeFleet(kind: "heatmap" | "flame", request: Uint8Array): Promise<Uint8Array | null> {
+  const all = window.__fleetscopeFleetPrefetch;
+  const p = all?.[kind];
+  if (!all || !p) return null;
+  delete all[kind];
+  if (p.request !== request.join(",")) return null;
+  try {
+    const res = await p.response;
+    if (res.status !== 200 || !res.headers.get("Content-Type")?.startsWith("application/proto")) return null;
+    const body = await p.body;
+    return body ? new Uint8Array(body) : null;
   } catch {
     return null;
   }

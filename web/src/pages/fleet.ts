@@ -21,7 +21,7 @@
 // re-queries; a range, zoomed frame, search or orientation replaces the
 // current entry. Answers to requests that a newer one replaced are dropped.
 
-import { compare, fleet, getFleetFlameGraph, problem, query, type Problem } from "../api";
+import { compare, fleet, getFleetFlameGraph, getFleetHeatmap, problem, query, rpcAsked, type Problem } from "../api";
 import { askDiff, diffLayout, normMode, rawTotalsOf } from "../flame/diff";
 import type { GetDiffFlameGraphResponse } from "../gen/fleetscope/v1/compare_pb";
 import { DiffPanel } from "../panels/diffchanges";
@@ -68,7 +68,7 @@ import {
   type FleetState,
   type ListedProfile,
 } from "../fleetstate";
-import type { Accounting } from "../gen/fleetscope/v1/fleet_pb";
+import type { WireAccounting as Accounting } from "../heatmap/wire";
 import { FlameGraphFormat } from "../enums";
 import { cellsOfRange, fleetHeatmapOf, gridOf, sumCells, type Heatmap } from "../heatmap/model";
 import { FleetBar } from "../panels/fleetbar";
@@ -338,10 +338,16 @@ export function fleetPage(params: URLSearchParams): Page {
     document.title = `${state.app || "Fleet"} · fleet · fleetscope`;
   }
 
-  /** start asks for everything the selection shows. The whole window's
-   * merged flame graph waits for the heatmap (it costs the server a pass
-   * over the window's samples), and so does a range's unless the event is
-   * named; else it comes along at once. */
+  let starts = 0;
+
+  /** start asks for everything the selection shows. The heatmap and the
+   * whole window's merged flame graph come first, asked at once (neither
+   * needs the generated code: a permalink's were asked by index.html
+   * before the code loaded); a range's flame graph waits for the heatmap
+   * unless the event is named. The host strip, timeline and the events
+   * offered use the generated clients: the first time, their code
+   * (src/rpc.ts, ~30 ms to evaluate) loads once the heatmap and flame
+   * graph are drawn (at most 0.5 s later), not in their way. */
   function start() {
     showHead();
     bar.set(state);
@@ -360,14 +366,22 @@ export function fleetPage(params: URLSearchParams): Page {
     explain = undefined;
     flame.loading(); // the graph on screen is of the old selection
     const heatDone = loadHeatmap();
-    void loadHosts();
-    void loadTimeline();
-    void loadEvents();
     // With no event named, the server counts the one most samples of the
-    // selection have; a range's flame graph asks for the heatmap's by name
-    // (the range's own most common event could be another), so it waits.
-    if (state.range && state.event) void loadFlame();
-    else void heatDone.finally(() => !ctrl.signal.aborted && loadFlame());
+    // selection have: over the whole window, the heatmap's. A range's flame
+    // graph asks for the heatmap's by name (the range's own most common
+    // event could be another), so it waits.
+    const flameDone = !state.range || state.event ? loadFlame() : heatDone.finally(() => !ctrl.signal.aborted && loadFlame());
+    hosts.loading();
+    timeline.loading();
+    const gen = ++starts;
+    const rest = () => {
+      if (ctrl.signal.aborted || gen !== starts) return; // (a newer start asks for its own)
+      void loadHosts();
+      void loadTimeline();
+      void loadEvents();
+    };
+    if (rpcAsked()) rest();
+    else void Promise.race([Promise.allSettled([heatDone, flameDone]), new Promise((r) => setTimeout(r, 500))]).then(rest);
   }
 
   function failed(p: Problem, show: (p: Problem) => void) {
@@ -381,7 +395,7 @@ export function fleetPage(params: URLSearchParams): Page {
     const current = heatReq.begin();
     heatPanel.loading();
     try {
-      const res = await fleet.getFleetHeatmap(heatmapRequest(state), { signal: ctrl.signal });
+      const res = await getFleetHeatmap(heatmapRequest(state), ctrl.signal);
       if (!current()) return;
       heat = fleetHeatmapOf(res);
       heatAccounting = res.accounting;
