@@ -686,6 +686,30 @@ describe("dashboard", () => {
     }
   });
 
+  test("a permalink of the whole profile: its flame graph is asked by index.html with the heatmap, once, before the app's code, and taken over", async () => {
+    const c = await newContext();
+    try {
+      await c.addInitScript((k) => sessionStorage.setItem("fleetscope.apiKey", k), KEY);
+      const p = watch(await c.newPage());
+      const asked = [];
+      p.on("request", (r) => asked.push(new URL(r.url()).pathname.replace(/^\/assets\/([a-z]+)-[\w-]+\.js$/, "$1.js")));
+      await p.goto(`${URL_}/p/${PROFILE}?orient=flame`);
+      const f = await flameState(p);
+      const count = (n) => asked.filter((x) => x === n).length;
+      const flame = "/fleetscope.v1.QueryService/GetFlameGraph";
+      assert.deepEqual([count("/fleetscope.v1.QueryService/GetHeatmap"), count(flame)], [1, 1], asked.join(" "));
+      // asked with the heatmap, not after its answer (as the app would)
+      const t = await p.evaluate(() => Object.fromEntries(performance.getEntriesByType("resource").filter((e) => /QueryService\/Get(Heatmap|FlameGraph)$/.test(e.name)).map((e) => [e.name.split("/").pop(), [e.startTime, e.responseEnd]])));
+      assert.ok(t.GetFlameGraph[0] < t.GetHeatmap[1], JSON.stringify(t));
+      const whole = await rpc(URL_, KEY, "fleetscope.v1.QueryService/GetFlameGraph", { profileId: PROFILE, format: "FLAME_GRAPH_FORMAT_FOLDED" });
+      assert.equal(Number(f.total), Number(whole.total), "the whole profile's flame graph");
+      const perf = await p.evaluate(() => ({ renders: window.__fleetscopePerf.flameRenders.length, wasm: window.__fleetscopePerf.flames.map((x) => x.wasm) }));
+      assert.deepEqual(perf, { renders: 1, wasm: [true] });
+    } finally {
+      await c.close();
+    }
+  });
+
   test("rows 100 and the idle toggle keep the heatmap exact", async () => {
     await page.getByTestId("rows").selectOption("100");
     await page.waitForFunction(() => document.querySelector("[data-testid=heatmap]")?.dataset.rows === "100");

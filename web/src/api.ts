@@ -16,7 +16,7 @@ import type { UploadFileResponse } from "./gen/fleetscope/v1/ingest_pb";
 import type { GetFlameGraphRequestSchema, GetHeatmapRequestSchema } from "./gen/fleetscope/v1/query_pb";
 import type { GetSharedFlameGraphRequestSchema } from "./gen/fleetscope/v1/share_pb";
 import { decodeAccounting, decodeFleetHeatmap, decodeHeatmap, type WireAccounting, type WireFleetHeatmap, type WireHeatmap } from "./heatmap/wire";
-import { takeFleet } from "./prefetch";
+import { takeAsked } from "./prefetch";
 import {
   encodeFlameGraphRequest,
   encodeFleetFlameGraphRequest,
@@ -141,7 +141,10 @@ function asConnectError(err: unknown): ConnectErrorLike {
  * rather than the generic one: the tree can be ~10^5 nodes. Errors are
  * CallErrors, which problem() sorts as it does the clients' ConnectErrors. */
 export async function getFlameGraph(req: MessageInitShape<typeof GetFlameGraphRequestSchema>, signal?: AbortSignal): Promise<WireFlameGraph> {
-  return decodeFlameGraph(await postFlame(GET_FLAME_GRAPH, encodeFlameGraphRequest(req), true, signal));
+  prepareTreeWasm();
+  const body = encodeFlameGraphRequest(req);
+  // (a permalink's whole flame graph: index.html asked for it)
+  return decodeFlameGraph((await takeAsked("flame", body)) ?? (await post(GET_FLAME_GRAPH, body, true, signal)));
 }
 
 /** getHeatmap calls QueryService.GetHeatmap as getFlameGraph does, with the
@@ -166,7 +169,7 @@ export async function getFleetFlameGraph(
 ): Promise<{ graph: WireFlameGraph; accounting: WireAccounting }> {
   prepareTreeWasm();
   const body = encodeFleetFlameGraphRequest(req);
-  const res = decodeFleetFlameGraph((await takeFleet("flame", body)) ?? (await post(GET_FLEET_FLAME_GRAPH, body, true, signal)));
+  const res = decodeFleetFlameGraph((await takeAsked("fleetFlame", body)) ?? (await post(GET_FLEET_FLAME_GRAPH, body, true, signal)));
   return { graph: res.graph, accounting: decodeAccounting(res.accounting) };
 }
 
@@ -175,7 +178,7 @@ export async function getFleetFlameGraph(
  * permalink's is taken from index.html's prefetch when it is the same. */
 export async function getFleetHeatmap(req: MessageInitShape<typeof GetFleetHeatmapRequestSchema>, signal?: AbortSignal): Promise<WireFleetHeatmap> {
   const body = encodeFleetHeatmapRequest(req);
-  return decodeFleetHeatmap((await takeFleet("heatmap", body)) ?? (await post(GET_FLEET_HEATMAP, body, true, signal)));
+  return decodeFleetHeatmap((await takeAsked("fleetHeatmap", body)) ?? (await post(GET_FLEET_HEATMAP, body, true, signal)));
 }
 
 // postFlame is post for a flame graph call: the tree decoder's

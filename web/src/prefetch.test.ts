@@ -14,7 +14,8 @@ import { FlameGraphFormat } from "./enums";
 import { flameRequest, heatmapRequest, readFleet } from "./fleetstate";
 import { GetHeatmapRequestSchema } from "./gen/fleetscope/v1/query_pb";
 import { prefetchKey } from "./prefetch";
-import { encodeFleetFlameGraphRequest, encodeFleetHeatmapRequest } from "./requests";
+import { encodeFlameGraphRequest, encodeFleetFlameGraphRequest, encodeFleetHeatmapRequest } from "./requests";
+import { flameRequest as profileFlameRequest, readView } from "./viewstate";
 
 const html = readFileSync(new URL("../index.html", import.meta.url), "utf8");
 const script = /<script>([\s\S]*?)<\/script>/.exec(html)![1];
@@ -39,7 +40,7 @@ function run(path: string, search: string, key: string | null) {
   return {
     calls,
     prefetch: window.__fleetscopePrefetch as { request: string } | undefined,
-    fleet: window.__fleetscopeFleetPrefetch as { heatmap?: { request: string }; flame?: { request: string } } | undefined,
+    asked: window.__fleetscopeAsked as Record<string, { request: string }> | undefined,
   };
 }
 
@@ -51,14 +52,29 @@ test("the inline prefetch encodes GetHeatmapRequest like protobuf-es", () => {
     ["/p/é", "?rows=0&event=ctx-é", { id: "é", event: "ctx-é", rows: 50, idle: false }],
   ];
   for (const [path, search, want] of cases) {
-    const { calls, prefetch } = run(path, search, "fsk_test");
-    expect(calls.length).toBe(1);
+    const { calls, prefetch, asked } = run(path, search, "fsk_test");
     expect(calls[0].url).toBe("/fleetscope.v1.QueryService/GetHeatmap");
     expect(calls[0].init.headers.Authorization).toBe("Bearer fsk_test");
     const bytes = toBinary(GetHeatmapRequestSchema, create(GetHeatmapRequestSchema, { profileId: want.id, event: want.event, rows: want.rows, includeIdle: want.idle }));
     expect([...calls[0].init.body]).toEqual([...bytes]);
     expect(prefetch!.request).toBe(prefetchKey(want.id, want.event, want.rows, want.idle));
+    // the whole profile's flame graph, when the link shows it (no range)
+    const whole = !search.includes("start=");
+    expect(calls.length).toBe(whole ? 2 : 1);
+    if (!whole) continue;
+    const flame = encodeFlameGraphRequest(profileFlameRequest(want.id, readView(new URLSearchParams(search)), FlameGraphFormat.TREE));
+    expect(calls[1].url).toBe("/fleetscope.v1.QueryService/GetFlameGraph");
+    expect([...calls[1].init.body], search).toEqual([...flame]);
+    expect(asked!.flame.request).toBe(flame.join(","));
   }
+  // a filter or a comparison: no flame graph asked (the view's first is another)
+  for (const search of ["?fn=GC", "?xfn=x", "?pid=1", "?tid=2", "?cpu=0", "?cmp=rest", "?spans=slower:p95", "?sw=malloc", "?start=1&end=2"]) {
+    expect(run("/p/abc", search, "fsk_test").calls.map((c) => c.url), search).toEqual(["/fleetscope.v1.QueryService/GetHeatmap"]);
+  }
+  // what a link may carry besides: the same whole flame graph
+  const all = "?event=e&rows=7&idle=1&frame=a;b&search=GC&orient=flame&axis=thread";
+  const f = run("/p/abc", all, "fsk_test").calls[1];
+  expect([...f.init.body]).toEqual([...encodeFlameGraphRequest(profileFlameRequest("abc", readView(new URLSearchParams(all)), FlameGraphFormat.TREE))]);
 });
 
 test("no prefetch without a key or off a profile page", () => {
@@ -79,7 +95,7 @@ test("a fleet permalink: the heatmap and the whole window's flame graph, byte fo
     ["?app=a&from=1795000000&to=1795000060&cmp=shift&shift=1d", false],
   ];
   for (const [search, withFlame] of cases) {
-    const { calls, fleet } = run("/fleet", search, "fsk_test");
+    const { calls, asked } = run("/fleet", search, "fsk_test");
     const read = readFleet(new URLSearchParams(search), now);
     expect(read.defaulted, search).toBe(false);
     const state = read.state;
@@ -87,13 +103,13 @@ test("a fleet permalink: the heatmap and the whole window's flame graph, byte fo
     expect(calls[0].url).toBe("/fleetscope.v1.FleetService/GetFleetHeatmap");
     expect(calls[0].init.headers.Authorization).toBe("Bearer fsk_test");
     expect([...calls[0].init.body], search).toEqual([...heat]);
-    expect(fleet!.heatmap!.request).toBe(heat.join(","));
+    expect(asked!.fleetHeatmap.request).toBe(heat.join(","));
     expect(calls.length, search).toBe(withFlame ? 2 : 1);
     if (!withFlame) continue;
     const flame = encodeFleetFlameGraphRequest(flameRequest(state, FlameGraphFormat.TREE));
     expect(calls[1].url).toBe("/fleetscope.v1.FleetService/GetFleetFlameGraph");
     expect([...calls[1].init.body], search).toEqual([...flame]);
-    expect(fleet!.flame!.request).toBe(flame.join(","));
+    expect(asked!.fleetFlame.request).toBe(flame.join(","));
   }
 });
 

@@ -2,9 +2,10 @@
 // app's code has loaded. takeHeatmap hands its answer over once, if it was
 // for the same request and succeeded; otherwise (a different view, an error
 // such as a rejected key) the app asks again the usual way, which reports
-// errors properly. For a fleet permalink, index.html starts the fleet
+// errors properly. With it, the whole profile's flame graph (a permalink
+// with no range, filter or comparison); for a fleet permalink, the fleet
 // heatmap and (with no range in the link) the whole window's merged flame
-// graph: takeFleet hands each over once, if its request's bytes are the
+// graph: takeAsked hands each over once, if its request's bytes are the
 // app's.
 
 import { decodeHeatmap, type WireHeatmap } from "./heatmap/wire";
@@ -16,8 +17,8 @@ interface Prefetch {
   body: Promise<ArrayBuffer | null>;
 }
 
-/** A fleet request index.html made: its bytes (as "1,2,3"), its answer. */
-interface FleetPrefetch {
+/** A request index.html made: its bytes (as "1,2,3"), its answer. */
+interface Asked {
   request: string;
   response: Promise<Response>;
   body: Promise<ArrayBuffer | null>;
@@ -26,7 +27,7 @@ interface FleetPrefetch {
 declare global {
   interface Window {
     __fleetscopePrefetch?: Prefetch;
-    __fleetscopeFleetPrefetch?: { heatmap?: FleetPrefetch; flame?: FleetPrefetch };
+    __fleetscopeAsked?: Partial<Record<AskedKind, Asked>>;
   }
 }
 
@@ -67,10 +68,13 @@ export async function takeHeatmap(id: string, event: string, rows: number, idle:
   }
 }
 
-/** takeFleet is the answer's bytes to index.html's fleet request of kind
- * (once), when its request was these bytes and it succeeded; else null. */
-export async function takeFleet(kind: "heatmap" | "flame", request: Uint8Array): Promise<Uint8Array | null> {
-  const all = window.__fleetscopeFleetPrefetch;
+/** The requests index.html makes besides a profile's heatmap. */
+export type AskedKind = "flame" | "fleetHeatmap" | "fleetFlame";
+
+/** takeAsked is the answer's bytes to index.html's request of kind (once),
+ * when its request was these bytes and it succeeded; else null. */
+export async function takeAsked(kind: AskedKind, request: Uint8Array): Promise<Uint8Array | null> {
+  const all = window.__fleetscopeAsked;
   const p = all?.[kind];
   if (!all || !p) return null;
   delete all[kind];
