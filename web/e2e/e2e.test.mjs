@@ -1414,6 +1414,7 @@ describe("dashboard", () => {
       // the generated clients' code is asked for once both are drawn
       const t = await p.evaluate(() => ({ ...window.__drawn, rpc: performance.getEntriesByType("resource").find((e) => /\/assets\/rpc-/.test(e.name))?.startTime }));
       assert.ok(t.heatmap > 0 && t.flamegraph > 0 && t.rpc > Math.max(t.heatmap, t.flamegraph), JSON.stringify(t));
+      assert.ok(t.heatmap <= t.flamegraph, `the heatmap is drawn first: ${JSON.stringify(t)}`);
       // and the view is the one the answers say: the prefetched heatmap is the server's
       const api = await rpc(URL_, KEY, "fleetscope.v1.FleetService/GetFleetHeatmap", {
         selection: { app: "fleet", from: new Date(first * 1000).toISOString(), to: new Date(last * 1000).toISOString() },

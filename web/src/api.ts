@@ -166,10 +166,14 @@ export async function getSharedFlameGraph(req: MessageInitShape<typeof GetShared
 export async function getFleetFlameGraph(
   req: MessageInitShape<typeof GetFleetFlameGraphRequestSchema>,
   signal?: AbortSignal,
+  /** decode the answer only once this has settled (what is drawn first) */
+  after?: Promise<unknown>,
 ): Promise<{ graph: WireFlameGraph; accounting: WireAccounting }> {
   prepareTreeWasm();
   const body = encodeFleetFlameGraphRequest(req);
-  const res = decodeFleetFlameGraph((await takeAsked("fleetFlame", body)) ?? (await post(GET_FLEET_FLAME_GRAPH, body, true, signal)));
+  const bytes = (await takeAsked("fleetFlame", body)) ?? (await post(GET_FLEET_FLAME_GRAPH, body, true, signal));
+  if (after) await after.catch(() => {});
+  const res = decodeFleetFlameGraph(bytes);
   return { graph: res.graph, accounting: decodeAccounting(res.accounting) };
 }
 

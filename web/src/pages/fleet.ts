@@ -370,7 +370,8 @@ export function fleetPage(params: URLSearchParams): Page {
     // selection have: over the whole window, the heatmap's. A range's flame
     // graph asks for the heatmap's by name (the range's own most common
     // event could be another), so it waits.
-    const flameDone = !state.range || state.event ? loadFlame() : heatDone.finally(() => !ctrl.signal.aborted && loadFlame());
+    // (Asked at once, a flame graph is drawn after the heatmap: the heatmap first.)
+    const flameDone = !state.range || state.event ? loadFlame(heatDone) : heatDone.finally(() => !ctrl.signal.aborted && loadFlame());
     hosts.loading();
     timeline.loading();
     const gen = ++starts;
@@ -483,7 +484,9 @@ export function fleetPage(params: URLSearchParams): Page {
     }
   }
 
-  async function loadFlame() {
+  /** loadFlame asks for the range's (or window's) flame graph, or its
+   * comparison; drawn once after has settled (the heatmap asked with it). */
+  async function loadFlame(after?: Promise<unknown>) {
     const current = flameReq.begin();
     flameTotal = null;
     explain = undefined;
@@ -505,7 +508,7 @@ export function fleetPage(params: URLSearchParams): Page {
       }
       diffPanel.hide();
       cmpPanel.showMode(null);
-      const { graph, accounting } = await getFleetFlameGraph(flameRequest(counted(), FlameGraphFormat.TREE), ctrl.signal);
+      const { graph, accounting } = await getFleetFlameGraph(flameRequest(counted(), FlameGraphFormat.TREE), ctrl.signal, after);
       if (!current()) return;
       flameTotal = graph.total;
       flameAccounting = accounting;
