@@ -368,10 +368,11 @@ export function fleetPage(params: URLSearchParams): Page {
     const heatDone = loadHeatmap();
     // With no event named, the server counts the one most samples of the
     // selection have: over the whole window, the heatmap's. A range's flame
-    // graph asks for the heatmap's by name (the range's own most common
-    // event could be another), so it waits.
+    // graph, and a comparison's two sides (each side's own most common
+    // event could be another), ask for the heatmap's by name, so they wait.
     // (Asked at once, a flame graph is drawn after the heatmap: the heatmap first.)
-    const flameDone = !state.range || state.event ? loadFlame(heatDone) : heatDone.finally(() => !ctrl.signal.aborted && loadFlame());
+    const flameDone =
+      state.event || (!state.range && !state.cmp) ? loadFlame(heatDone) : heatDone.finally(() => !ctrl.signal.aborted && loadFlame());
     hosts.loading();
     timeline.loading();
     const gen = ++starts;
