@@ -148,6 +148,23 @@ type LiveStream struct {
 	InputFormat, Format string
 }
 
+// LiveLabel and LiveSeqLabel mark a live recording's segment profiles:
+// live=STREAM, live_seq=N (batch N of the stream).
+const (
+	LiveLabel    = "live"
+	LiveSeqLabel = "live_seq"
+)
+
+// LiveSegment reports whether a profile with these labels is a segment of
+// a live stream (both labels set), and the stream's name.
+func LiveSegment(labels map[string]string) (string, bool) {
+	s, ok := labels[LiveLabel]
+	if _, seq := labels[LiveSeqLabel]; !ok || !seq || s == "" {
+		return "", false
+	}
+	return s, true
+}
+
 // LiveStreamRef names a tenant's live stream.
 type LiveStreamRef struct {
 	Tenant int64

@@ -70,8 +70,8 @@ const (
 
 // LiveLabel and LiveSeqLabel mark a live recording's segment profiles.
 const (
-	LiveLabel    = "live"
-	LiveSeqLabel = "live_seq"
+	LiveLabel    = fleetscope.LiveLabel
+	LiveSeqLabel = fleetscope.LiveSeqLabel
 )
 
 // liveFormats are the formats whose batches, joined, are the recording.

@@ -56,6 +56,25 @@ type Accounting struct {
 	Profiles int            // profiles whose samples the answer counts
 	LeftOut  map[string]int // profiles left out, by reason
 	Served   Served
+	// Of Profiles, the segments of live streams (profiles labelled
+	// live=STREAM and live_seq=N: one a batch) and the distinct streams
+	// they belong to, so that a stream can be counted as one.
+	LiveSegments, LiveStreams int
+}
+
+// countLive sets a's LiveSegments and LiveStreams from the profiles it counts.
+func (a *Accounting) countLive(ps ...[]*fleetscope.ProfileInfo) {
+	streams := map[string]bool{}
+	a.LiveSegments = 0
+	for _, l := range ps {
+		for _, p := range l {
+			if s, ok := fleetscope.LiveSegment(p.Labels); ok {
+				a.LiveSegments++
+				streams[s] = true
+			}
+		}
+	}
+	a.LiveStreams = len(streams)
 }
 
 // FleetFlameOptions choose how a fleet flame graph counts.

@@ -147,16 +147,19 @@ func (f *fleet) busiestEvent(rows []index.FleetRow) string {
 // profiles wholly inside the window as used (flame graphs).
 func (f *fleet) accounting(withUntimedSpans bool) Accounting {
 	acc := Accounting{Event: f.event, Profiles: len(f.timed), LeftOut: map[string]int{}, Served: f.served}
+	var inside []*fleetscope.ProfileInfo
 	for _, p := range f.untimed {
 		switch {
 		case !withUntimedSpans:
 			acc.LeftOut[LeftUntimed]++
 		case f.spanInside(p):
 			acc.Profiles++
+			inside = append(inside, p)
 		default:
 			acc.LeftOut[LeftUntimedSpan]++
 		}
 	}
+	acc.countLive(f.timed, inside)
 	return acc
 }
 

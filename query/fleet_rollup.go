@@ -34,8 +34,8 @@ func floorTo(t, n int64) int64 {
 // seconds a column, more if the window needs it. Columns of half a minute
 // or more are widened to whole minutes, aligned in unix time (start a
 // multiple of the column width), so that the minute rows serve them (a
-// 6-hour window: 360 columns of a minute read 30 times fewer rows than
-// 1,000 columns of 22 s); narrower ones start at first.
+// 9-hour window: 540 columns of a minute read about 30 times fewer rows
+// than 982 columns of 33 s); narrower ones start at first.
 func (f *fleet) grid(minSPC int64) (start, spc int64, columns int) {
 	spc = max(fleetscope.SecondsPerColumn(f.end-f.first), minSPC, 1)
 	start = f.first

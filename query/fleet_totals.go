@@ -55,6 +55,7 @@ func (s *Service) FleetHeatmap(ctx context.Context, tenant int64, sel fleetscope
 	}
 	h := heatmap.New(f.event, start, spc, columns, rows)
 	acc := Accounting{Event: f.event, Profiles: len(f.timed), LeftOut: map[string]int{}, Served: f.served}
+	acc.countLive(f.timed)
 	if n := len(f.untimed); n > 0 {
 		acc.LeftOut[LeftUntimed] = n
 	}

@@ -319,6 +319,36 @@ async function hostStrip(p) {
   return p.locator("[data-testid=host-strip] li").evaluateAll((lis) => lis.map((li) => ({ host: li.dataset.host, total: Number(li.dataset.total) })));
 }
 
+/** fields reads protobuf wire bytes into {field number: [values]}: varints
+ * as BigInt, length-delimited fields as bytes (enough to read a request). */
+function fields(buf) {
+  const out = {};
+  let i = 0;
+  const varint = () => {
+    let v = 0n;
+    for (let shift = 0n; ; shift += 7n) {
+      const b = buf[i++];
+      v |= BigInt(b & 0x7f) << shift;
+      if (b < 0x80) return v;
+    }
+  };
+  while (i < buf.length) {
+    const key = Number(varint());
+    const [n, wire] = [key >> 3, key & 7];
+    let v;
+    if (wire === 0) v = varint();
+    else if (wire === 2) {
+      const len = Number(varint());
+      v = buf.subarray(i, i + len);
+      i += len;
+    } else if (wire === 1) (v = buf.subarray(i, i + 8)), (i += 8);
+    else if (wire === 5) (v = buf.subarray(i, i + 4)), (i += 4);
+    else throw new Error(`wire type ${wire}`);
+    (out[n] ??= []).push(v);
+  }
+  return out;
+}
+
 /** accounting reads what the fleet view says its heatmap counted. */
 async function accounting(p) {
   return p.getByTestId("accounting").evaluate((el) => ({ profiles: Number(el.dataset.profiles), leftOut: JSON.parse(el.dataset.leftOut), event: el.dataset.event }));
@@ -651,6 +681,30 @@ describe("dashboard", () => {
       assert.equal(got.draws, "1", "the heatmap is drawn once before its frame");
       assert.equal(got.renders, 1, "the flame graph is drawn once");
       assert.deepEqual(got.wasm, [true], "its tree was decoded and laid out in WebAssembly (src/flame/treewasm.ts)");
+    } finally {
+      await c.close();
+    }
+  });
+
+  test("a permalink of the whole profile: its flame graph is asked by index.html with the heatmap, once, before the app's code, and taken over", async () => {
+    const c = await newContext();
+    try {
+      await c.addInitScript((k) => sessionStorage.setItem("fleetscope.apiKey", k), KEY);
+      const p = watch(await c.newPage());
+      const asked = [];
+      p.on("request", (r) => asked.push(new URL(r.url()).pathname.replace(/^\/assets\/([a-z]+)-[\w-]+\.js$/, "$1.js")));
+      await p.goto(`${URL_}/p/${PROFILE}?orient=flame`);
+      const f = await flameState(p);
+      const count = (n) => asked.filter((x) => x === n).length;
+      const flame = "/fleetscope.v1.QueryService/GetFlameGraph";
+      assert.deepEqual([count("/fleetscope.v1.QueryService/GetHeatmap"), count(flame)], [1, 1], asked.join(" "));
+      // asked with the heatmap, not after its answer (as the app would)
+      const t = await p.evaluate(() => Object.fromEntries(performance.getEntriesByType("resource").filter((e) => /QueryService\/Get(Heatmap|FlameGraph)$/.test(e.name)).map((e) => [e.name.split("/").pop(), [e.startTime, e.responseEnd]])));
+      assert.ok(t.GetFlameGraph[0] < t.GetHeatmap[1], JSON.stringify(t));
+      const whole = await rpc(URL_, KEY, "fleetscope.v1.QueryService/GetFlameGraph", { profileId: PROFILE, format: "FLAME_GRAPH_FORMAT_FOLDED" });
+      assert.equal(Number(f.total), Number(whole.total), "the whole profile's flame graph");
+      const perf = await p.evaluate(() => ({ renders: window.__fleetscopePerf.flameRenders.length, wasm: window.__fleetscopePerf.flames.map((x) => x.wasm) }));
+      assert.deepEqual(perf, { renders: 1, wasm: [true] });
     } finally {
       await c.close();
     }
@@ -1332,6 +1386,47 @@ describe("dashboard", () => {
     }
   });
 
+  test("fleet: a permalink's heatmap and whole-window flame graph are asked before the app's code loads, once each, and taken over; the generated clients load after both are drawn", async () => {
+    const { first, end: last } = wallSpan(fleetHosts());
+    const c = await newContext();
+    try {
+      await c.addInitScript((k) => sessionStorage.setItem("fleetscope.apiKey", k), KEY);
+      // when the canvases were first drawn (their data attributes are set at the end of a drawing)
+      await c.addInitScript(() => {
+        window.__drawn = {};
+        new MutationObserver((rs) => {
+          for (const r of rs) if (!(r.target.dataset.testid in window.__drawn) && Number(r.target.dataset.total) >= 0) window.__drawn[r.target.dataset.testid] = performance.now();
+        }).observe(document, { subtree: true, attributes: true, attributeFilter: ["data-drawn", "data-render-ms"] });
+      });
+      const p = watch(await c.newPage());
+      const asked = [];
+      p.on("request", (r) => asked.push({ path: new URL(r.url()).pathname, at: Date.now() }));
+      await p.goto(`${URL_}/fleet?app=fleet&from=${first}&to=${last}`);
+      await fleetReady(p);
+      const names = asked.map((r) => r.path.replace(/^\/assets\/([a-z]+)-[\w-]+\.js$/, "$1.js"));
+      const at = (n) => names.indexOf(n);
+      const count = (n) => names.filter((x) => x === n).length;
+      const heat = "/fleetscope.v1.FleetService/GetFleetHeatmap";
+      const flame = "/fleetscope.v1.FleetService/GetFleetFlameGraph";
+      assert.deepEqual([count(heat), count(flame)], [1, 1], names.join(" "));
+      assert.ok(at(heat) < at("fleet.js") && at(flame) < at("fleet.js"), `asked before the fleet view's code: ${names.join(" ")}`);
+      assert.ok(at("rpc.js") > at("fleet.js"), names.join(" "));
+      // the generated clients' code is asked for once both are drawn
+      const t = await p.evaluate(() => ({ ...window.__drawn, rpc: performance.getEntriesByType("resource").find((e) => /\/assets\/rpc-/.test(e.name))?.startTime }));
+      assert.ok(t.heatmap > 0 && t.flamegraph > 0 && t.rpc > Math.max(t.heatmap, t.flamegraph), JSON.stringify(t));
+      assert.ok(t.heatmap <= t.flamegraph, `the heatmap is drawn first: ${JSON.stringify(t)}`);
+      // and the view is the one the answers say: the prefetched heatmap is the server's
+      const api = await rpc(URL_, KEY, "fleetscope.v1.FleetService/GetFleetHeatmap", {
+        selection: { app: "fleet", from: new Date(first * 1000).toISOString(), to: new Date(last * 1000).toISOString() },
+      });
+      assert.equal((await heatmapData(p)).total, Number(api.total));
+      assert.equal(Number((await flameState(p)).total), Number(api.total), "the whole window's merged flame graph totals the heatmap");
+      await p.close();
+    } finally {
+      await c.close();
+    }
+  });
+
   test("fleet: a preset window over a boot-clock host placed at upload time; timeline zoom; its profile at the same range", async () => {
     const prof = await serverProfile(PROFILE); // checkout on web-1, boot clock, placed at upload time (minutes ago)
     const host = { host: "web-1", samples: plantedSamples(env("E2E_PERF")), shiftUs: isoMicros(prof.startTime) - Number(prof.startSecond) * 1e6 };
@@ -1660,6 +1755,85 @@ describe("dashboard", () => {
   });
 
 
+  test("fleet: the 7 d and 30 d windows; the same window a day earlier, as a differential flame graph asked with the shifted window", async () => {
+    // Three recordings of app shiftapp, stamped now, a day ago and a week
+    // ago (a minute from the edges), each stored whole (a final batch).
+    const now = Date.now() / 1000;
+    const record = async (name, at, fns) => {
+      let text = "";
+      fns.forEach((fn, i) => (text += `app 1 [000] ${(at + i * 0.01).toFixed(6)}: 1 cpu-clock:\n\t    1 ${fn} (/bin/app)\n\t    2 main (/bin/app)\n\n`));
+      await rpc(URL_, KEY, "fleetscope.v1.IngestService/AppendLive", { stream: `shift-${name}-${Date.now()}`, seq: 0, metadata: { app: "shiftapp", host: `s-${name}` }, chunk: Buffer.from(text).toString("base64"), final: true });
+    };
+    const times = (n, fn) => Array.from({ length: n }, () => fn);
+    await record("now", now - 60, [...times(20, "f1"), ...times(30, "f2")]); // 50
+    await record("day", now - 86400 - 60, times(30, "f1")); // 30
+    await record("week", now - 7 * 86400 - 60, times(12, "f3")); // 12
+    await page.goto(`${URL_}/fleet?app=shiftapp&norm=0`); // raw counts: each side's own total
+    await fleetReady(page);
+    assert.equal((await heatmapData(page)).total, 50, "the last hour: this minute's recording");
+    // 7 d: this minute's and yesterday's.
+    await page.getByTestId("preset-7d").click();
+    await page.waitForFunction(() => {
+      const q = new URL(location.href).searchParams;
+      return Number(q.get("to")) - Number(q.get("from")) === 7 * 86400;
+    });
+    await fleetReady(page);
+    assert.equal(await page.getByTestId("preset-7d").getAttribute("aria-pressed"), "true");
+    assert.equal((await heatmapData(page)).total, 80);
+    assert.equal(Number((await flameState(page)).total), 80, "the 7-day window's merged flame graph");
+    // The same 7 days a day earlier: yesterday's and last week's (A) against the last 7 days (B).
+    const asked = page.waitForRequest((r) => r.url().endsWith("/fleetscope.v1.CompareService/GetDiffFlameGraph"));
+    await page.getByTestId("compare-shift-1d").click();
+    const body = (await asked).postDataBuffer();
+    await page.waitForFunction(() => {
+      const c = document.querySelector("[data-testid=flamegraph]");
+      return c?.dataset.diff === "1" && c.dataset.totalB !== undefined && !document.querySelector(".flame-box").classList.contains("stale");
+    });
+    const q = query(page);
+    assert.deepEqual([q.get("cmp"), q.get("shift")], ["shift", "1d"]);
+    const [from, to] = [Number(q.get("from")), Number(q.get("to"))];
+    // The request, decoded from its protobuf bytes: both sides fleet selections of app shiftapp, A the window a day earlier, to the nanosecond.
+    const side = (n) => fields(fields(body)[n][0])[2][0]; // GetDiffFlameGraphRequest.a/b → DiffSide.fleet
+    const when = (sel, n) => {
+      const t = fields(fields(sel)[n][0]);
+      return [Number(t[1]?.[0] ?? 0), Number(t[2]?.[0] ?? 0)];
+    };
+    const [a, b] = [side(1), side(2)];
+    assert.equal(Buffer.from(fields(a)[1][0]).toString(), "shiftapp");
+    assert.deepEqual([when(b, 4), when(b, 5)], [[from, 0], [to, 0]], "B: the window");
+    assert.deepEqual([when(a, 4), when(a, 5)], [[from - 86400, 0], [to - 86400, 0]], "A: the window a day earlier");
+    const f = await flameState(page);
+    assert.deepEqual([Number(f.totalA), Number(f.totalB)], [42, 80]);
+    assert.equal(await page.getByTestId("fleet-compare").inputValue(), "shift:1d");
+    assert.equal(await page.getByTestId("compare-shift-1d").getAttribute("aria-pressed"), "true");
+    assert.match(await page.getByTestId("diff-sides").textContent(), /^A: the same window a day earlier, 42 samples · B: this window, 80 samples/);
+    // the largest changes by self: f2 grew (0 → 30), f3 shrank (12 → 0)
+    const rows = await page.locator("[data-testid=diff-by-self] tbody tr").allTextContents();
+    assert.ok(rows.some((r) => r.includes("f2")) && rows.some((r) => r.includes("f3")), rows.join(" | "));
+    await screenshot(page, "fleet-7d-vs-a-day-earlier");
+    // A week earlier, chosen in the comparison switch: last week's recording only.
+    await page.getByTestId("fleet-compare").selectOption("shift:1w");
+    await page.waitForFunction(() => new URL(location.href).searchParams.get("shift") === "1w");
+    await page.waitForFunction(() => Number(document.querySelector("[data-testid=flamegraph]")?.dataset.totalA) === 12);
+    assert.equal(await page.getByTestId("compare-shift-1w").getAttribute("aria-pressed"), "true");
+    // The permalink keeps it.
+    await page.reload();
+    await page.waitForFunction(() => document.querySelector("[data-testid=flamegraph]")?.dataset.diff === "1" && Number(document.querySelector("[data-testid=flamegraph]").dataset.totalA) === 12);
+    // Pressed again: no comparison.
+    await page.getByTestId("compare-shift-1w").click();
+    await page.waitForFunction(() => !document.querySelector("[data-testid=flamegraph]")?.dataset.diff && !new URL(location.href).searchParams.has("cmp"));
+    // 30 d: all three, in columns of 44 min (2,592 s rounded up to whole minutes).
+    await page.getByTestId("preset-30d").click();
+    await page.waitForFunction(() => {
+      const q = new URL(location.href).searchParams;
+      return Number(q.get("to")) - Number(q.get("from")) === 30 * 86400;
+    });
+    await fleetReady(page);
+    const d = await heatmapData(page);
+    assert.deepEqual([d.total, d.secondsPerColumn], [92, 2640]);
+    assert.ok(d.cols <= 1000, `${d.cols} columns`);
+  });
+
   test("spans: request latency from uprobes; slower than p95 re-colours the heatmap as the CLI counts it; a band; slow vs rest", async () => {
     await page.goto(`${URL_}/p/${env("E2E_SPANS")}`);
     await page.getByTestId("spans").waitFor();
@@ -1773,6 +1947,9 @@ describe("dashboard", () => {
     await append(1, 40, 500);
     await page.waitForFunction(() => Number(document.querySelector("[data-testid=heatmap]")?.dataset.total) === 70, null, { timeout: 10_000 });
     await page.waitForFunction((u) => location.href !== u, url0, { timeout: 10_000 }); // the window slid
+    // One stream of two batches (stored a segment profile each) is one live stream, not two profiles.
+    await page.waitForFunction(() => document.querySelector("[data-testid=fleet-profiles]")?.textContent === "1 live stream (2 batches)", null, { timeout: 5_000 });
+    await page.waitForFunction(() => document.querySelector("[data-testid=flame-accounting]")?.textContent === "merged from 1 live stream (2 batches)", null, { timeout: 5_000 });
     assert.equal(query(page).get("live"), "1");
     await screenshot(page, "fleet-live");
     // A selection pauses the sliding; its flame graph counts what arrives in it.

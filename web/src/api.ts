@@ -11,12 +11,22 @@ import { Code } from "@connectrpc/connect";
 import { apiKey } from "./auth";
 import { prepareTreeWasm } from "./flame/treewasm";
 import { decodeFlameGraph, decodeFleetFlameGraph, decodeSharedFlameGraph, type WireFlameGraph } from "./flame/wire";
-import type { Accounting, GetFleetFlameGraphRequestSchema } from "./gen/fleetscope/v1/fleet_pb";
+import type { GetFleetFlameGraphRequestSchema, GetFleetHeatmapRequestSchema } from "./gen/fleetscope/v1/fleet_pb";
 import type { UploadFileResponse } from "./gen/fleetscope/v1/ingest_pb";
 import type { GetFlameGraphRequestSchema, GetHeatmapRequestSchema } from "./gen/fleetscope/v1/query_pb";
 import type { GetSharedFlameGraphRequestSchema } from "./gen/fleetscope/v1/share_pb";
-import { decodeHeatmap, type WireHeatmap } from "./heatmap/wire";
-import { encodeFlameGraphRequest, encodeHeatmapRequest, GET_FLAME_GRAPH, GET_HEATMAP } from "./requests";
+import { decodeAccounting, decodeFleetHeatmap, decodeHeatmap, type WireAccounting, type WireFleetHeatmap, type WireHeatmap } from "./heatmap/wire";
+import { takeAsked } from "./prefetch";
+import {
+  encodeFlameGraphRequest,
+  encodeFleetFlameGraphRequest,
+  encodeFleetHeatmapRequest,
+  encodeHeatmapRequest,
+  GET_FLAME_GRAPH,
+  GET_FLEET_FLAME_GRAPH,
+  GET_FLEET_HEATMAP,
+  GET_HEATMAP,
+} from "./requests";
 import type { Clients } from "./rpc";
 
 export { apiKey, clearKey, saveKey } from "./auth";
@@ -26,6 +36,12 @@ let loading: Promise<typeof import("./rpc")> | null = null;
 /** rpc loads src/rpc.ts once. */
 function rpc(): Promise<typeof import("./rpc")> {
   return (loading ??= import("./rpc"));
+}
+
+/** rpcAsked says whether src/rpc.ts has been asked for (its evaluation,
+ * ~30 ms of the main thread, is then no longer ahead). */
+export function rpcAsked(): boolean {
+  return loading !== null;
 }
 
 /** lazy is the client named name, which loads src/rpc.ts on its first call
@@ -125,7 +141,10 @@ function asConnectError(err: unknown): ConnectErrorLike {
  * rather than the generic one: the tree can be ~10^5 nodes. Errors are
  * CallErrors, which problem() sorts as it does the clients' ConnectErrors. */
 export async function getFlameGraph(req: MessageInitShape<typeof GetFlameGraphRequestSchema>, signal?: AbortSignal): Promise<WireFlameGraph> {
-  return decodeFlameGraph(await postFlame(GET_FLAME_GRAPH, encodeFlameGraphRequest(req), true, signal));
+  prepareTreeWasm();
+  const body = encodeFlameGraphRequest(req);
+  // (a permalink's whole flame graph: index.html asked for it)
+  return decodeFlameGraph((await takeAsked("flame", body)) ?? (await post(GET_FLAME_GRAPH, body, true, signal)));
 }
 
 /** getHeatmap calls QueryService.GetHeatmap as getFlameGraph does, with the
@@ -141,15 +160,29 @@ export async function getSharedFlameGraph(req: MessageInitShape<typeof GetShared
 }
 
 /** getFleetFlameGraph is getFlameGraph for a fleet selection: the merged
- * flame graph, and the accounting of the profiles it merged. */
+ * flame graph, and the accounting of the profiles it merged. Encoded and
+ * decoded by hand, it needs no generated code; a fleet permalink's is
+ * taken from index.html's prefetch when it is the same request. */
 export async function getFleetFlameGraph(
   req: MessageInitShape<typeof GetFleetFlameGraphRequestSchema>,
   signal?: AbortSignal,
-): Promise<{ graph: WireFlameGraph; accounting: Accounting }> {
-  const r = await rpc();
-  const c = r.calls.fleetFlameGraph;
-  const res = decodeFleetFlameGraph(await postFlame(c.path, c.encode(req), true, signal));
-  return { graph: res.graph, accounting: r.decodeAccounting(res.accounting) };
+  /** decode the answer only once this has settled (what is drawn first) */
+  after?: Promise<unknown>,
+): Promise<{ graph: WireFlameGraph; accounting: WireAccounting }> {
+  prepareTreeWasm();
+  const body = encodeFleetFlameGraphRequest(req);
+  const bytes = (await takeAsked("fleetFlame", body)) ?? (await post(GET_FLEET_FLAME_GRAPH, body, true, signal));
+  if (after) await after.catch(() => {});
+  const res = decodeFleetFlameGraph(bytes);
+  return { graph: res.graph, accounting: decodeAccounting(res.accounting) };
+}
+
+/** getFleetHeatmap calls FleetService.GetFleetHeatmap as getHeatmap does
+ * GetHeatmap (hand-encoded, hand-decoded: no generated code); a fleet
+ * permalink's is taken from index.html's prefetch when it is the same. */
+export async function getFleetHeatmap(req: MessageInitShape<typeof GetFleetHeatmapRequestSchema>, signal?: AbortSignal): Promise<WireFleetHeatmap> {
+  const body = encodeFleetHeatmapRequest(req);
+  return decodeFleetHeatmap((await takeAsked("fleetHeatmap", body)) ?? (await post(GET_FLEET_HEATMAP, body, true, signal)));
 }
 
 // postFlame is post for a flame graph call: the tree decoder's

@@ -9,6 +9,7 @@ import {
   columnsOf,
   columnsRange,
   columnTime,
+  countedWords,
   eventBase,
   flameRequest,
   fleetPath,
@@ -36,6 +37,8 @@ import {
   nested,
   parseWindow,
   WINDOW_PRESETS,
+  SHIFTS,
+  shiftedRange,
   wholeSeconds,
   windowOfProfiles,
   withWindow,
@@ -127,6 +130,7 @@ function full(): FleetState {
     xfn: "Idle",
     cmp: "labels",
     chost: "",
+    shift: "",
     la: "version=1",
     lb: "version!=1",
     norm: true,
@@ -147,6 +151,40 @@ test("a comparison's sides: a host against the rest, label against label", () =>
   expect(labels.b.labels?.at(-1)).toEqual({ name: "version", value: "1", notEqual: true });
   expect(fleetDiffSides({ ...full(), lb: "" }, [])).toBeNull();
   expect(fleetDiffSides({ ...full(), cmp: "" }, [])).toBeNull();
+});
+
+test("the same window a day or a week earlier: a time-shifted comparison, in the URL, its sides exact", () => {
+  expect(SHIFTS.map((x) => [x.id, x.seconds])).toEqual([
+    ["1d", 86400],
+    ["1w", 7 * 86400],
+  ]);
+  // a 7-day window against the same 7 days a day earlier
+  const w = presetWindow(7 * 86400, NOW);
+  const s = { ...newFleet("checkout", w.from, w.to), cmp: "shift" as const, shift: "1d" };
+  expect(writeFleet(s).toString()).toBe(`app=checkout&from=${1795428001 - 7 * 86400}&to=1795428001&cmp=shift&shift=1d`);
+  expect(readFleet(writeFleet(s), NOW).state).toEqual(s);
+  const sides = fleetDiffSides(s, [])!;
+  expect(sides.b.from).toEqual(timestampOf(w.from));
+  expect(sides.b.to).toEqual(timestampOf(w.to));
+  expect(sides.a.from).toEqual(timestampOf(w.from - 86400n * NS));
+  expect(sides.a.to).toEqual(timestampOf(w.to - 86400n * NS));
+  expect(sides.a.app).toBe("checkout");
+  // a range: the range's nanoseconds, shifted a week, with the selection's hosts, labels, event and filter on both sides
+  const f = { ...full(), cmp: "shift" as const, shift: "1w" };
+  expect(shiftedRange(f)).toEqual({ start: 1795000002_400_000_000n - 7n * 86400n * NS, end: 1795000002_480_000_001n - 7n * 86400n * NS });
+  const r = fleetDiffSides(f, ["web-9"])!;
+  expect(r.a.from).toEqual({ seconds: 1795000002n - 7n * 86400n, nanos: 400_000_000 });
+  expect(r.a.to).toEqual({ seconds: 1795000002n - 7n * 86400n, nanos: 480_000_001 });
+  expect(r.b.from).toEqual({ seconds: 1795000002n, nanos: 400_000_000 });
+  for (const x of [r.a, r.b]) {
+    expect([x.hosts, x.event, x.includeIdle, x.filter]).toEqual([["web-1", "web 2"], "cpu-clock", true, { function: "GC", excludeFunction: "Idle" }]);
+    expect(x.labels).toHaveLength(2); // no label condition added
+  }
+  expect(readFleet(writeFleet(f), NOW).state).toEqual(f);
+  // an unknown shift is a day; shift without cmp=shift is dropped; before 1970 there is nothing to compare
+  expect(readFleet(new URLSearchParams("app=a&from=1795000000&to=1795000030&cmp=shift&shift=2h"), NOW).state.shift).toBe("1d");
+  expect(readFleet(new URLSearchParams("app=a&from=1795000000&to=1795000030&shift=1w"), NOW).state).toMatchObject({ cmp: "", shift: "" });
+  expect(fleetDiffSides({ ...newFleet("a", S(100), S(200)), cmp: "shift", shift: "1d" }, [])).toBeNull();
 });
 
 test("URL round trip: every part of the view, exactly", () => {
@@ -214,7 +252,13 @@ test("presets end now (the current second included), in whole seconds", () => {
     ["6h", 6 * 3600],
     ["24h", 86400],
     ["7d", 7 * 86400],
+    ["30d", 30 * 86400],
   ]);
+  // 30 days is a window the server takes (at most 31), in at most 1,000 columns
+  const month = presetWindow(30 * 86400, NOW);
+  expect(readFleet(new URLSearchParams(`app=a&from=${formatUnix(month.from)}&to=${formatUnix(month.to)}`), NOW).defaulted).toBe(false);
+  // (columns of whole minutes, 2,592 s rounded up to 44 min, the first at a multiple of it)
+  expect(columnsOf(month.from, month.to)).toEqual({ startSecond: Math.floor((1795428001 - 30 * 86400) / 2640) * 2640, secondsPerColumn: 2640, columns: 983 });
   for (const p of WINDOW_PRESETS) expect(presetWindow(p.seconds, NOW)).toEqual({ from: S(1795428001 - p.seconds), to: S(1795428001) });
   expect(presetWindow(300, NOW)).toEqual({ from: S(1795428001 - 300), to: S(1795428001) });
   expect(presetWindow(7 * 86400, new Date("2026-11-23T10:00:00Z"))).toEqual({ from: S(1795428000 - 7 * 86400), to: S(1795428000) });
@@ -227,14 +271,25 @@ test("columns: the server's rule, and column times", () => {
   expect(columnsOf(S(0), S(1000)).secondsPerColumn).toBe(1);
   expect(columnsOf(S(0), S(1001))).toEqual({ startSecond: 0, secondsPerColumn: 2, columns: 501 });
   expect(columnsOf(S(0), S(3600))).toEqual({ startSecond: 0, secondsPerColumn: 4, columns: 900 });
-  expect(columnsOf(S(0), S(86400))).toEqual({ startSecond: 0, secondsPerColumn: 87, columns: 994 });
-  expect(columnsOf(S(0), S(7 * 86400))).toEqual({ startSecond: 0, secondsPerColumn: 605, columns: 1000 });
+  expect(columnsOf(S(0), S(86400))).toEqual({ startSecond: 0, secondsPerColumn: 120, columns: 720 }); // 87 s, rounded up to whole minutes
+  expect(columnsOf(S(0), S(7 * 86400))).toEqual({ startSecond: 0, secondsPerColumn: 660, columns: 917 });
+  // a column of a minute or more: whole minutes, column 0 at a multiple of its length
+  expect(columnsOf(S(1795000001), S(1795000001 + 7 * 86400))).toEqual({ startSecond: 1794999360, secondsPerColumn: 660, columns: 918 });
+  expect(columnsOf(S(0), S(60), 60)).toEqual({ startSecond: 0, secondsPerColumn: 60, columns: 1 });
   expect(columnsOf(S(0), S(60), 10)).toEqual({ startSecond: 0, secondsPerColumn: 10, columns: 6 });
+  // half a minute or more: widened to whole minutes (9 h: 33 s, then 60 s; 6 h: 22 s, kept)
+  expect(columnsOf(S(0), S(9 * 3600))).toEqual({ startSecond: 0, secondsPerColumn: 60, columns: 540 });
+  expect(columnsOf(S(0), S(6 * 3600))).toEqual({ startSecond: 0, secondsPerColumn: 22, columns: 982 });
+  expect(columnsOf(S(0), S(600), 30)).toEqual({ startSecond: 0, secondsPerColumn: 60, columns: 10 });
+  expect(columnsOf(S(0), S(600), 29)).toEqual({ startSecond: 0, secondsPerColumn: 29, columns: 21 });
   for (const n of [1, 999, 1000, 1001, 1999, 2000, 2001, 3600, 86400, 31 * 86400]) {
     const c = columnsOf(S(1795000000), S(1795000000 + n));
     expect(c.columns).toBeLessThanOrEqual(1000);
-    expect(c.columns * c.secondsPerColumn).toBeGreaterThanOrEqual(n);
-    expect((c.columns - 1) * c.secondsPerColumn).toBeLessThan(n);
+    const lead = 1795000000 - c.startSecond; // before the window, when columns are aligned minutes
+    expect(lead).toBeGreaterThanOrEqual(0);
+    expect(lead).toBeLessThan(c.secondsPerColumn);
+    expect(c.columns * c.secondsPerColumn).toBeGreaterThanOrEqual(n + lead);
+    expect((c.columns - 1) * c.secondsPerColumn).toBeLessThan(n + lead);
   }
   const c = columnsOf(S(1795000000), S(1795003600));
   expect(columnTime(c, 0)).toBe(1795000000);
@@ -412,4 +467,15 @@ test("a live view follows now, keeping its window's length", () => {
   expect(next.to).toBe(S(1795000101));
   expect(next.to - next.from).toBe(len);
   expect(follow(next, new Date(1795000100_900))).toBe(next); // the same second: no change
+});
+
+test("what an answer counted: a live stream's batches are one stream", () => {
+  expect(countedWords({ profiles: 3, liveSegments: 0, liveStreams: 0 })).toBe("3 profiles");
+  expect(countedWords({ profiles: 1, liveSegments: 0, liveStreams: 0 })).toBe("1 profile");
+  expect(countedWords({ profiles: 19, liveSegments: 19, liveStreams: 1 })).toBe("1 live stream (19 batches)");
+  expect(countedWords({ profiles: 1, liveSegments: 1, liveStreams: 1 })).toBe("1 live stream (1 batch)");
+  expect(countedWords({ profiles: 21, liveSegments: 19, liveStreams: 2 })).toBe("2 profiles and 2 live streams (19 batches)");
+  expect(countedWords({ profiles: 1200, liveSegments: 0, liveStreams: 0 }, (n) => n.toLocaleString("en-US"))).toBe("1,200 profiles");
+  // an answer from an older server (no live fields) counts profiles
+  expect(countedWords({ profiles: 4, liveSegments: 0, liveStreams: 0 })).toBe("4 profiles");
 });

@@ -9,12 +9,15 @@
 //   /fleet?app=checkout&host=web-1&label=env=prod&label=region!=eu
 //         &from=1795000000&to=1795000030&zoom=1794996400-1795003600&event=cpu-clock&idle=1&rows=100
 //         &start=1795000002.4&end=1795000002.48&frame=java;start_thread&search=GC&orient=flame
-//         &fn=GC&xfn=Idle&cmp=host&chost=web-2&norm=1   (or cmp=labels&la=version=1&lb=version=2)
+//         &fn=GC&xfn=Idle&cmp=host&chost=web-2&norm=1   (or cmp=labels&la=version=1&lb=version=2,
+//                                                        or cmp=shift&shift=1d)
 //
 // fn and xfn filter the samples by function (as on the profile page); cmp
 // compares, as a differential flame graph of the range, a host (chost)
-// with the rest of the fleet, or the profiles matching label condition la
-// with those matching lb; norm scales the baseline to the other's total
+// with the rest of the fleet, the profiles matching label condition la
+// with those matching lb, or the range with the same range a day (shift=1d)
+// or a week (shift=1w) earlier (the CLI's `diff --a-shift`); norm scales
+// the baseline to the other's total
 // (norm=1; norm=0: raw counts; absent: when the totals differ more than
 // twofold).
 //
@@ -79,8 +82,11 @@ export interface FleetState {
   /** Samples with a frame matching fn (RE2), without one matching xfn. */
   fn: string;
   xfn: string;
-  /** The comparison: none, a host against the rest, label against label. */
+  /** The comparison: none, a host against the rest, label against label,
+   * the same range earlier. */
   cmp: FleetCompare;
+  /** With cmp "shift": how much earlier the baseline is (a SHIFTS id). */
+  shift: string;
   chost: string;
   la: string;
   lb: string;
@@ -89,7 +95,19 @@ export interface FleetState {
   live: boolean;
 }
 
-export type FleetCompare = "" | "host" | "labels";
+export type FleetCompare = "" | "host" | "labels" | "shift";
+
+/** The time shifts a window can be compared with: the same window a day or
+ * a week earlier (ids as the CLI's `diff --a-shift` writes them). */
+export const SHIFTS: { id: string; label: string; seconds: number }[] = [
+  { id: "1d", label: "a day earlier", seconds: 86400 },
+  { id: "1w", label: "a week earlier", seconds: 7 * 86400 },
+];
+
+/** shiftOf is the SHIFTS entry of id (the first, a day, when it is none). */
+export function shiftOf(id: string): { id: string; label: string; seconds: number } {
+  return SHIFTS.find((x) => x.id === id) ?? SHIFTS[0];
+}
 
 /** The longest window the server accepts: 31 days. */
 export const MAX_WINDOW_SECONDS = 31 * 24 * 3600;
@@ -108,6 +126,7 @@ export const WINDOW_PRESETS: { id: string; label: string; seconds: number }[] = 
   { id: "6h", label: "6 h", seconds: 6 * 3600 },
   { id: "24h", label: "24 h", seconds: 24 * 3600 },
   { id: "7d", label: "7 d", seconds: 7 * 24 * 3600 },
+  { id: "30d", label: "30 d", seconds: 30 * 24 * 3600 },
 ];
 
 // ---- exact times ----------------------------------------------------------------
@@ -234,7 +253,8 @@ export function readFleet(p: URLSearchParams, now: Date): { state: FleetState; d
       orient: p.get("orient") === "flame" ? "flame" : "icicle",
       fn: p.get("fn") ?? "",
       xfn: p.get("xfn") ?? "",
-      cmp: p.get("cmp") === "host" || p.get("cmp") === "labels" ? (p.get("cmp") as FleetCompare) : "",
+      cmp: ["host", "labels", "shift"].includes(p.get("cmp") ?? "") ? (p.get("cmp") as FleetCompare) : "",
+      shift: p.get("cmp") === "shift" ? shiftOf(p.get("shift") ?? "").id : "",
       chost: p.get("chost") ?? "",
       la: p.get("la") ?? "",
       lb: p.get("lb") ?? "",
@@ -268,6 +288,7 @@ export function writeFleet(s: FleetState): URLSearchParams {
   if (s.xfn) p.set("xfn", s.xfn);
   if (s.cmp) p.set("cmp", s.cmp);
   if (s.chost) p.set("chost", s.chost);
+  if (s.cmp === "shift") p.set("shift", shiftOf(s.shift).id);
   if (s.la) p.set("la", s.la);
   if (s.lb) p.set("lb", s.lb);
   if (s.norm !== null) p.set("norm", s.norm ? "1" : "0");
@@ -300,6 +321,7 @@ export function newFleet(app: string, from: bigint, to: bigint): FleetState {
     xfn: "",
     cmp: "",
     chost: "",
+    shift: "",
     la: "",
     lb: "",
     norm: null,
@@ -421,16 +443,24 @@ export interface Columns {
   columns: number;
 }
 
-/** columnsOf is the server's rule (query/fleet.go): the whole seconds the
- * window touches, [floor(from), floor(to − 1 ns) + 1); one second a column
- * up to 1,000 seconds, else the fewest whole seconds that keep the columns
- * at or under 1,000; at least minSecondsPerColumn. */
+/** columnsOf is the server's rule (query/fleet_rollup.go's grid): the
+ * whole seconds the window touches, [floor(from), floor(to − 1 ns) + 1);
+ * one second a column up to 1,000 seconds, else the fewest whole seconds
+ * that keep the columns at or under 1,000; at least minSecondsPerColumn;
+ * a column of half a minute or more is whole minutes (rounded up), and column 0
+ * starts at a multiple of its length (so columns are read from the stored
+ * minutes). */
 export function columnsOf(from: bigint, to: bigint, minSecondsPerColumn = 1): Columns {
-  const first = from / NS;
-  const end = (to - 1n) / NS + 1n;
-  const n = Number(end - first);
-  const spc = Math.max(n <= MAX_COLUMNS ? 1 : Math.ceil(n / MAX_COLUMNS), minSecondsPerColumn, 1);
-  return { startSecond: Number(first), secondsPerColumn: spc, columns: Math.ceil(n / spc) };
+  const first = Number(from / NS);
+  const end = Number((to - 1n) / NS + 1n);
+  const n = end - first;
+  let spc = Math.max(n <= MAX_COLUMNS ? 1 : Math.ceil(n / MAX_COLUMNS), minSecondsPerColumn, 1);
+  let start = first;
+  if (spc >= 30) {
+    spc = Math.ceil(spc / 60) * 60;
+    start = Math.floor(first / spc) * spc;
+  }
+  return { startSecond: start, secondsPerColumn: spc, columns: Math.ceil((end - start) / spc) };
 }
 
 /** columnTime is the unix second where column col starts. */
@@ -481,11 +511,20 @@ export function selectionOf(s: FleetState, from = s.from, to = s.to): MessageIni
   };
 }
 
+/** shiftedRange is the baseline's range of a time-shifted comparison: view
+ * s's range (or window) moved the shift earlier, to the nanosecond; null
+ * when that would start before 1970. */
+export function shiftedRange(s: FleetState): AbsRange | null {
+  const r = s.range ?? { start: s.from, end: s.to };
+  const d = BigInt(shiftOf(s.shift).seconds) * NS;
+  return r.start - d < 0n ? null : { start: r.start - d, end: r.end - d };
+}
+
 /** fleetDiffSides are the two fleet selections of view s's comparison
  * over its range (or window): A, the baseline (the rest of the fleet's
- * hosts, or label condition la), and B (the host, or lb). hosts are the
- * selection's hosts (the host strip's). null when there is nothing to
- * compare. */
+ * hosts, label condition la, or the same range a day or a week earlier),
+ * and B (the host, lb, or the range itself). hosts are the selection's
+ * hosts (the host strip's). null when there is nothing to compare. */
 export function fleetDiffSides(
   s: FleetState,
   hosts: string[],
@@ -495,6 +534,11 @@ export function fleetDiffSides(
     const rest = hosts.filter((x) => x !== s.chost);
     if (!s.chost || rest.length === 0) return null;
     return { a: selectionOf({ ...s, hosts: rest }, r.start, r.end), b: selectionOf({ ...s, hosts: [s.chost] }, r.start, r.end) };
+  }
+  if (s.cmp === "shift") {
+    const earlier = shiftedRange(s);
+    if (!earlier) return null;
+    return { a: selectionOf(s, earlier.start, earlier.end), b: selectionOf(s, r.start, r.end) };
   }
   if (s.cmp === "labels") {
     const a = parseLabel(s.la);
@@ -522,6 +566,20 @@ export function timelineRequest(s: FleetState): MessageInitShape<typeof GetFleet
 export function flameRequest(s: FleetState, format: FlameGraphFormat): MessageInitShape<typeof GetFleetFlameGraphRequestSchema> {
   const r = s.range ?? { start: s.from, end: s.to };
   return { selection: selectionOf(s, r.start, r.end), format };
+}
+
+// ---- accounting ---------------------------------------------------------------------
+
+/** countedWords says what an answer's profiles are: "3 profiles"; a live
+ * stream (stored a profile a batch, its segments) is one stream: "1 live
+ * stream (19 batches)", "2 profiles and 1 live stream (19 batches)". */
+export function countedWords(a: { profiles: number; liveSegments: number; liveStreams: number }, count: (n: number) => string = String): string {
+  const plural = (n: number, one: string, many: string) => `${count(n)} ${n === 1 ? one : many}`;
+  const segments = a.liveStreams > 0 ? Math.min(a.liveSegments, a.profiles) : 0;
+  const others = a.profiles - segments;
+  if (!segments) return plural(a.profiles, "profile", "profiles");
+  const live = `${plural(a.liveStreams, "live stream", "live streams")} (${plural(segments, "batch", "batches")})`;
+  return others ? `${plural(others, "profile", "profiles")} and ${live}` : live;
 }
 
 // ---- changes with rules -------------------------------------------------------------

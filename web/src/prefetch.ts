@@ -2,7 +2,11 @@
 // app's code has loaded. takeHeatmap hands its answer over once, if it was
 // for the same request and succeeded; otherwise (a different view, an error
 // such as a rejected key) the app asks again the usual way, which reports
-// errors properly.
+// errors properly. With it, the whole profile's flame graph (a permalink
+// with no range, filter or comparison); for a fleet permalink, the fleet
+// heatmap and (with no range in the link) the whole window's merged flame
+// graph: takeAsked hands each over once, if its request's bytes are the
+// app's.
 
 import { decodeHeatmap, type WireHeatmap } from "./heatmap/wire";
 
@@ -13,9 +17,17 @@ interface Prefetch {
   body: Promise<ArrayBuffer | null>;
 }
 
+/** A request index.html made: its bytes (as "1,2,3"), its answer. */
+interface Asked {
+  request: string;
+  response: Promise<Response>;
+  body: Promise<ArrayBuffer | null>;
+}
+
 declare global {
   interface Window {
     __fleetscopePrefetch?: Prefetch;
+    __fleetscopeAsked?: Partial<Record<AskedKind, Asked>>;
   }
 }
 
@@ -51,6 +63,27 @@ export async function takeHeatmap(id: string, event: string, rows: number, idle:
     if (res.status !== 200 || !res.headers.get("Content-Type")?.startsWith("application/proto")) return null;
     const body = await p.body;
     return body ? decodeHeatmap(new Uint8Array(body)) : null;
+  } catch {
+    return null;
+  }
+}
+
+/** The requests index.html makes besides a profile's heatmap. */
+export type AskedKind = "flame" | "fleetHeatmap" | "fleetFlame";
+
+/** takeAsked is the answer's bytes to index.html's request of kind (once),
+ * when its request was these bytes and it succeeded; else null. */
+export async function takeAsked(kind: AskedKind, request: Uint8Array): Promise<Uint8Array | null> {
+  const all = window.__fleetscopeAsked;
+  const p = all?.[kind];
+  if (!all || !p) return null;
+  delete all[kind];
+  if (p.request !== request.join(",")) return null;
+  try {
+    const res = await p.response;
+    if (res.status !== 200 || !res.headers.get("Content-Type")?.startsWith("application/proto")) return null;
+    const body = await p.body;
+    return body ? new Uint8Array(body) : null;
   } catch {
     return null;
   }

@@ -137,6 +137,16 @@ export class Writer {
     for (let i = 0; i < b.length; i++) this.out.push(b[i]);
   }
 
+  /** strings writes a repeated string field: each element, empty ones too. */
+  strings(field: number, ss: readonly string[] | undefined) {
+    for (const x of ss ?? []) {
+      const b = utf8Encoder.encode(x);
+      this.tag(field, 2);
+      this.varint(b.length);
+      for (let i = 0; i < b.length; i++) this.out.push(b[i]);
+    }
+  }
+
   /** packed writes a repeated integer field (packed, as proto3 does) unless it is empty. */
   packed(field: number, vs: readonly number[] | undefined) {
     if (!vs?.length) return;

@@ -1,7 +1,17 @@
 import { create, toBinary } from "@bufbuild/protobuf";
 import { describe, expect, it } from "vitest";
+import { FleetService, GetFleetFlameGraphRequestSchema, GetFleetHeatmapRequestSchema } from "./gen/fleetscope/v1/fleet_pb";
 import { GetFlameGraphRequestSchema, GetHeatmapRequestSchema, QueryService } from "./gen/fleetscope/v1/query_pb";
-import { encodeFlameGraphRequest, encodeHeatmapRequest, GET_FLAME_GRAPH, GET_HEATMAP } from "./requests";
+import {
+  encodeFlameGraphRequest,
+  encodeFleetFlameGraphRequest,
+  encodeFleetHeatmapRequest,
+  encodeHeatmapRequest,
+  GET_FLAME_GRAPH,
+  GET_FLEET_FLAME_GRAPH,
+  GET_FLEET_HEATMAP,
+  GET_HEATMAP,
+} from "./requests";
 
 // A small deterministic generator (mulberry32), so a failure reproduces.
 function rng(seed: number) {
@@ -17,6 +27,8 @@ describe("hand-encoded requests", () => {
   it("name the generated methods", () => {
     expect(GET_HEATMAP).toBe(`${QueryService.typeName}/${QueryService.method.getHeatmap.name}`);
     expect(GET_FLAME_GRAPH).toBe(`${QueryService.typeName}/${QueryService.method.getFlameGraph.name}`);
+    expect(GET_FLEET_HEATMAP).toBe(`${FleetService.typeName}/${FleetService.method.getFleetHeatmap.name}`);
+    expect(GET_FLEET_FLAME_GRAPH).toBe(`${FleetService.typeName}/${FleetService.method.getFleetFlameGraph.name}`);
   });
 
   const r = rng(7);
@@ -53,6 +65,34 @@ describe("hand-encoded requests", () => {
       expect(encodeFlameGraphRequest(req), JSON.stringify(req, (_, v) => (typeof v === "bigint" ? `${v}n` : v))).toEqual(
         toBinary(GetFlameGraphRequestSchema, create(GetFlameGraphRequestSchema, req)),
       );
+    }
+  });
+
+  const bigjson = (x: unknown) => JSON.stringify(x, (_, v) => (typeof v === "bigint" ? `${v}n` : v));
+  const timestamp = () => maybe({ seconds: maybe(pick([0n, 1n, 1795000000n, 253402300799n])), nanos: maybe(pick([0, 1, 500_000_000, 999_999_999])) });
+  const selection = () =>
+    maybe({
+      app: maybe(str()),
+      hosts: maybe(Array.from({ length: Math.floor(r() * 3) }, str)),
+      labels: maybe(Array.from({ length: Math.floor(r() * 3) }, () => ({ name: maybe(str()), value: maybe(str()), notEqual: maybe(r() < 0.5) }))),
+      from: timestamp(),
+      to: timestamp(),
+      event: maybe(str()),
+      includeIdle: maybe(r() < 0.5),
+      filter: filter(),
+    });
+
+  it("GetFleetHeatmapRequest equals protobuf-es's encoding", () => {
+    for (let i = 0; i < 500; i++) {
+      const req = { selection: selection(), rows: maybe(pick([0, 1, 50, 1000])), minSecondsPerColumn: maybe(pick([0n, 1n, 60n, 2678400n])) };
+      expect(encodeFleetHeatmapRequest(req), bigjson(req)).toEqual(toBinary(GetFleetHeatmapRequestSchema, create(GetFleetHeatmapRequestSchema, req)));
+    }
+  });
+
+  it("GetFleetFlameGraphRequest equals protobuf-es's encoding", () => {
+    for (let i = 0; i < 500; i++) {
+      const req = { selection: selection(), format: maybe(pick([0, 1, 2, 6])), weightByPeriod: maybe(r() < 0.5), annotateKernel: maybe(r() < 0.5), annotateJit: maybe(r() < 0.5) };
+      expect(encodeFleetFlameGraphRequest(req), bigjson(req)).toEqual(toBinary(GetFleetFlameGraphRequestSchema, create(GetFleetFlameGraphRequestSchema, req)));
     }
   });
 });

@@ -10,7 +10,7 @@ import { createConnectTransport } from "@connectrpc/connect-web";
 import { apiKey } from "./auth";
 import { AdminService } from "./gen/fleetscope/v1/admin_pb";
 import { CompareService } from "./gen/fleetscope/v1/compare_pb";
-import { AccountingSchema, FleetService, GetFleetFlameGraphRequestSchema } from "./gen/fleetscope/v1/fleet_pb";
+import { FleetService } from "./gen/fleetscope/v1/fleet_pb";
 import { IngestService, UploadFileRequestSchema, UploadFileResponseSchema } from "./gen/fleetscope/v1/ingest_pb";
 import { QueryService } from "./gen/fleetscope/v1/query_pb";
 import { GetSharedFlameGraphRequestSchema, ShareService } from "./gen/fleetscope/v1/share_pb";
@@ -52,7 +52,8 @@ export function withKey(key: string) {
 
 /** Call is a method api.ts calls with fetch or XHR rather than through a
  * client (its answer is decoded by hand): its path and request encoder.
- * (GetHeatmap and GetFlameGraph are encoded without the generated code:
+ * (GetHeatmap, GetFlameGraph and the fleet's GetFleetHeatmap and
+ * GetFleetFlameGraph are encoded without the generated code:
  * src/requests.ts.) */
 export interface Call<S extends DescMessage> {
   path: string;
@@ -65,9 +66,7 @@ function call<S extends DescMessage>(service: { typeName: string }, method: { na
 
 export const calls = {
   sharedFlameGraph: call(ShareService, ShareService.method.getSharedFlameGraph, GetSharedFlameGraphRequestSchema),
-  fleetFlameGraph: call(FleetService, FleetService.method.getFleetFlameGraph, GetFleetFlameGraphRequestSchema),
   uploadFile: call(IngestService, IngestService.method.uploadFile, UploadFileRequestSchema),
 };
 
-export const decodeAccounting = (b: Uint8Array) => fromBinary(AccountingSchema, b);
 export const decodeUploadFileResponse = (b: Uint8Array) => fromBinary(UploadFileResponseSchema, b);

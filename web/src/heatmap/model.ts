@@ -77,9 +77,20 @@ function numbers(c: { counts: (bigint | number)[] }): number[] {
   return typeof c.counts[0] === "bigint" ? c.counts.map(Number) : (c.counts as number[]);
 }
 
+/** A GetFleetHeatmapResponse, as the generic decoder or heatmap/wire.ts's
+ * decodeFleetHeatmap (numbers for int64s) reads it. */
+type FleetHeatmapAnswer = Pick<GetFleetHeatmapResponse, "rows"> & {
+  accounting?: { event: string };
+  startSecond: bigint | number;
+  secondsPerColumn: bigint | number;
+  columns: { counts: (bigint | number)[] }[];
+  maxCount: bigint | number;
+  total: bigint | number;
+};
+
 /** fleetHeatmapOf reads a GetFleetHeatmapResponse: a heatmap in wall-clock
  * time whose start second is a unix second. */
-export function fleetHeatmapOf(r: GetFleetHeatmapResponse): Heatmap {
+export function fleetHeatmapOf(r: FleetHeatmapAnswer): Heatmap {
   return {
     event: r.accounting?.event ?? "",
     startSecond: Number(r.startSecond),

@@ -1,7 +1,9 @@
 import { create, toBinary } from "@bufbuild/protobuf";
 import { expect, test } from "vitest";
+import { AccountingSchema, GetFleetHeatmapResponseSchema } from "../gen/fleetscope/v1/fleet_pb";
 import { GetHeatmapResponseSchema } from "../gen/fleetscope/v1/query_pb";
-import { decodeHeatmap } from "./wire";
+import { fleetHeatmapOf } from "./model";
+import { decodeAccounting, decodeFleetHeatmap, decodeHeatmap } from "./wire";
 
 test("decodes what protobuf-es encodes, numbers for int64s", () => {
   for (const [cols, rows, start] of [
@@ -44,4 +46,29 @@ test("packed columns: multi-byte counts, long lengths, counts past 2^49 and trun
   // A varint cut off at the end of its column's packed field.
   const col = [0x0a, 2, 0x05, 0x80];
   expect(() => decodeHeatmap(new Uint8Array([0x22, col.length, ...col]))).toThrow(/truncated/);
+});
+
+test("a fleet heatmap and its accounting: what protobuf-es encodes, numbers for int64s", () => {
+  const columns = Array.from({ length: 60 }, (_, c) => ({ counts: Array.from({ length: 50 }, (_, r) => BigInt((c * r) % 13)) }));
+  const accounting = {
+    event: "cpu-clock",
+    profiles: 19,
+    leftOut: { "no per-sample times: no heatmap": 2, "ünïcødé ✓": 1 },
+    servedSeconds: 240,
+    servedMinutes: 3,
+    liveSegments: 17,
+    liveStreams: 2,
+  };
+  const msg = create(GetFleetHeatmapResponseSchema, { startSecond: 1_795_000_000n, secondsPerColumn: 60n, rows: 50, columns, maxCount: 12n, total: 9_876n, accounting });
+  const got = decodeFleetHeatmap(toBinary(GetFleetHeatmapResponseSchema, msg));
+  expect([got.startSecond, got.secondsPerColumn, got.rows, got.maxCount, got.total]).toEqual([1_795_000_000, 60, 50, 12, 9_876]);
+  expect(got.columns.map((c) => c.counts)).toEqual(columns.map((c) => c.counts.map(Number)));
+  expect(got.accounting).toEqual(accounting);
+  // the model reads it as it reads the generic decoder's answer
+  expect(fleetHeatmapOf(got)).toEqual(fleetHeatmapOf(msg));
+  // absent accounting and defaults
+  const empty = decodeFleetHeatmap(toBinary(GetFleetHeatmapResponseSchema, create(GetFleetHeatmapResponseSchema, {})));
+  expect(empty.accounting).toEqual({ event: "", profiles: 0, leftOut: {}, servedSeconds: 0, servedMinutes: 0, liveSegments: 0, liveStreams: 0 });
+  // an Accounting alone (a fleet flame graph's)
+  expect(decodeAccounting(toBinary(AccountingSchema, create(AccountingSchema, accounting)))).toEqual(accounting);
 });

@@ -89,6 +89,87 @@ function readColumn(buf: Uint8Array, s: number, e: number): number[] {
   return counts;
 }
 
+/** WireAccounting is an Accounting (fleet.proto) with numbers. */
+export interface WireAccounting {
+  event: string;
+  profiles: number;
+  leftOut: Record<string, number>;
+  servedSeconds: number;
+  servedMinutes: number;
+  liveSegments: number;
+  liveStreams: number;
+}
+
+/** decodeAccounting reads an Accounting: 1 event, 2 profiles, 3 left_out
+ * (map<string, int32>: entries of 1 key, 2 value), 4 served_seconds,
+ * 5 served_minutes, 6 live_segments, 7 live_streams. */
+export function decodeAccounting(buf: Uint8Array, s = 0, e = buf.length): WireAccounting {
+  const r = new Reader(buf, s, e);
+  const out: WireAccounting = { event: "", profiles: 0, leftOut: {}, servedSeconds: 0, servedMinutes: 0, liveSegments: 0, liveStreams: 0 };
+  while (r.pos < e) {
+    const tag = r.varint();
+    const field = Math.floor(tag / 8);
+    const wire = tag & 7;
+    if (field === 1 && wire === 2) out.event = r.string();
+    else if (field === 2 && wire === 0) out.profiles = r.int64();
+    else if (field === 3 && wire === 2) {
+      const [a, b] = r.bytes();
+      const m = new Reader(buf, a, b);
+      let key = "";
+      let value = 0;
+      while (m.pos < b) {
+        const t = m.varint();
+        if (t === ((1 << 3) | 2)) key = m.string();
+        else if (t === (2 << 3)) value = m.int64();
+        else m.skip(t & 7);
+      }
+      out.leftOut[key] = value;
+    } else if (field === 4 && wire === 0) out.servedSeconds = r.int64();
+    else if (field === 5 && wire === 0) out.servedMinutes = r.int64();
+    else if (field === 6 && wire === 0) out.liveSegments = r.int64();
+    else if (field === 7 && wire === 0) out.liveStreams = r.int64();
+    else r.skip(wire);
+  }
+  return out;
+}
+
+/** WireFleetHeatmap is a GetFleetHeatmapResponse with numbers. */
+export interface WireFleetHeatmap {
+  startSecond: number;
+  secondsPerColumn: number;
+  rows: number;
+  columns: { counts: number[] }[];
+  maxCount: number;
+  total: number;
+  accounting: WireAccounting;
+}
+
+/** decodeFleetHeatmap reads a GetFleetHeatmapResponse (1 start_second,
+ * 2 seconds_per_column, 3 rows, 4 columns, 5 max_count, 6 total,
+ * 7 accounting) in protobuf binary, as decodeHeatmap does a profile's. */
+export function decodeFleetHeatmap(buf: Uint8Array): WireFleetHeatmap {
+  const r = new Reader(buf);
+  const out: WireFleetHeatmap = { startSecond: 0, secondsPerColumn: 0, rows: 0, columns: [], maxCount: 0, total: 0, accounting: decodeAccounting(buf, 0, 0) };
+  while (r.pos < buf.length) {
+    const tag = r.varint();
+    const field = Math.floor(tag / 8);
+    const wire = tag & 7;
+    if (field === 1 && wire === 0) out.startSecond = r.int64();
+    else if (field === 2 && wire === 0) out.secondsPerColumn = r.int64();
+    else if (field === 3 && wire === 0) out.rows = r.int64();
+    else if (field === 4 && wire === 2) {
+      const [a, b] = r.bytes();
+      out.columns.push({ counts: decodeColumn(buf, a, b) });
+    } else if (field === 5 && wire === 0) out.maxCount = r.int64();
+    else if (field === 6 && wire === 0) out.total = r.int64();
+    else if (field === 7 && wire === 2) {
+      const [a, b] = r.bytes();
+      out.accounting = decodeAccounting(buf, a, b);
+    } else r.skip(wire);
+  }
+  return out;
+}
+
 /** decodeHeatmap reads a GetHeatmapResponse in protobuf binary. */
 export function decodeHeatmap(buf: Uint8Array): WireHeatmap {
   const r = new Reader(buf);

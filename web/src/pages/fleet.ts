@@ -21,7 +21,7 @@
 // re-queries; a range, zoomed frame, search or orientation replaces the
 // current entry. Answers to requests that a newer one replaced are dropped.
 
-import { compare, fleet, getFleetFlameGraph, problem, query, type Problem } from "../api";
+import { compare, fleet, getFleetFlameGraph, getFleetHeatmap, problem, query, rpcAsked, type Problem } from "../api";
 import { askDiff, diffLayout, normMode, rawTotalsOf } from "../flame/diff";
 import type { GetDiffFlameGraphResponse } from "../gen/fleetscope/v1/compare_pb";
 import { DiffPanel } from "../panels/diffchanges";
@@ -35,6 +35,7 @@ import { formatCount, formatDuration, formatWallRange } from "../format";
 import {
   absRange,
   ceilSecond,
+  countedWords,
   NS,
   timestampNanos,
   eventBase,
@@ -52,6 +53,8 @@ import {
   readFleet,
   relRange,
   selectionOf,
+  shiftedRange,
+  shiftOf,
   timelineRequest,
   timestampOf,
   wholeSeconds,
@@ -65,7 +68,7 @@ import {
   type FleetState,
   type ListedProfile,
 } from "../fleetstate";
-import type { Accounting } from "../gen/fleetscope/v1/fleet_pb";
+import type { WireAccounting as Accounting } from "../heatmap/wire";
 import { FlameGraphFormat } from "../enums";
 import { cellsOfRange, fleetHeatmapOf, gridOf, sumCells, type Heatmap } from "../heatmap/model";
 import { FleetBar } from "../panels/fleetbar";
@@ -80,7 +83,8 @@ import type { Page } from "./page";
 import { shareLinks } from "./sharelinks";
 import { emptyState, onUnauthenticated } from "./states";
 
-/** accountingWords says what an answer counted: "3 profiles; 1 left out
+/** accountingWords says what an answer counted (a live stream's batches
+ * as one stream: countedWords): "3 profiles; 1 left out
  * (no per-sample times: no heatmap)", or with several reasons "3 left out
  * (2 for one reason, 1 for another)". */
 function accountingWords(a: Accounting | undefined): string {
@@ -90,7 +94,7 @@ function accountingWords(a: Accounting | undefined): string {
     .sort(([x], [y]) => (x < y ? -1 : 1));
   const n = left.reduce((s, [, c]) => s + c, 0);
   const why = left.length === 1 ? left[0][0] : left.map(([reason, c]) => `${formatCount(c)} ${reason}`).join("; ");
-  return `${formatCount(a.profiles)} profile${a.profiles === 1 ? "" : "s"}${n ? `; ${formatCount(n)} left out (${why})` : ""}`;
+  return `${countedWords(a, formatCount)}${n ? `; ${formatCount(n)} left out (${why})` : ""}`;
 }
 
 /** profilesWithout says "1 profile without per-sample times" or "3 profiles without …". */
@@ -131,6 +135,7 @@ export function fleetPage(params: URLSearchParams): Page {
     onApply: (v) => change({ ...withWindow(state, v.from, v.to), app: v.app, hosts: v.hosts, labels: v.labels, event: v.event, idle: v.idle }),
     onZoomOut: () => change(zoomOut(state)),
     onZoomBack: (i) => change(zoomBack(state, i)),
+    onShift: (id) => compareWith({ ...state, cmp: id ? "shift" : "", shift: id }),
   });
   const summary = h("div", { class: "fleet-summary", "data-testid": "accounting", "aria-live": "polite" });
   const timeline = new TimelinePanel({
@@ -187,19 +192,11 @@ export function fleetPage(params: URLSearchParams): Page {
     onNarrow: (host) => change(narrowToHost(state, host)),
     onProfile: (host) => void openHostProfile(host),
     onAllHosts: () => change({ ...state, hosts: [] }),
-    onCompare: (host) => {
-      record({ ...state, cmp: "host", chost: host, frame: "" });
-      cmpPanel.show(state, hostNames);
-      void loadFlame();
-    },
+    onCompare: (host) => compareWith({ ...state, cmp: "host", chost: host, shift: "" }),
   });
   const filterBar = new FilterPanel({ onFunctions: (fn, xfn) => change({ ...state, fn, xfn, frame: "" }) });
   const cmpPanel = new FleetComparePanel({
-    onChange: (c) => {
-      record({ ...state, ...c, frame: "" });
-      cmpPanel.show(state, hostNames);
-      void loadFlame();
-    },
+    onChange: (c) => compareWith({ ...state, ...c }),
   });
   const diffPanel = new DiffPanel();
   const liveBtn = h("button", { type: "button", class: "ghost", "data-testid": "fleet-live", "aria-pressed": "false", title: "Follow now: the window slides to the present every second" }, "Live");
@@ -304,6 +301,14 @@ export function fleetPage(params: URLSearchParams): Page {
     setQuery(writeFleet(state));
   }
 
+  /** compareWith draws view next's comparison (or none) of the range. */
+  function compareWith(next: FleetState) {
+    record({ ...next, frame: "" });
+    cmpPanel.show(state, hostNames);
+    bar.setShift(state);
+    void loadFlame();
+  }
+
   /** change moves to a new selection: a new history entry, and every answer again. */
   function change(next: FleetState) {
     state = next;
@@ -333,10 +338,16 @@ export function fleetPage(params: URLSearchParams): Page {
     document.title = `${state.app || "Fleet"} · fleet · fleetscope`;
   }
 
-  /** start asks for everything the selection shows. The whole window's
-   * merged flame graph waits for the heatmap (it costs the server a pass
-   * over the window's samples), and so does a range's unless the event is
-   * named; else it comes along at once. */
+  let starts = 0;
+
+  /** start asks for everything the selection shows. The heatmap and the
+   * whole window's merged flame graph come first, asked at once (neither
+   * needs the generated code: a permalink's were asked by index.html
+   * before the code loaded); a range's flame graph waits for the heatmap
+   * unless the event is named. The host strip, timeline and the events
+   * offered use the generated clients: the first time, their code
+   * (src/rpc.ts, ~30 ms to evaluate) loads once the heatmap and flame
+   * graph are drawn (at most 0.5 s later), not in their way. */
   function start() {
     showHead();
     bar.set(state);
@@ -355,14 +366,24 @@ export function fleetPage(params: URLSearchParams): Page {
     explain = undefined;
     flame.loading(); // the graph on screen is of the old selection
     const heatDone = loadHeatmap();
-    void loadHosts();
-    void loadTimeline();
-    void loadEvents();
     // With no event named, the server counts the one most samples of the
-    // selection have; a range's flame graph asks for the heatmap's by name
-    // (the range's own most common event could be another), so it waits.
-    if (state.range && state.event) void loadFlame();
-    else void heatDone.finally(() => !ctrl.signal.aborted && loadFlame());
+    // selection have: over the whole window, the heatmap's. A range's flame
+    // graph, and a comparison's two sides (each side's own most common
+    // event could be another), ask for the heatmap's by name, so they wait.
+    // (Asked at once, a flame graph is drawn after the heatmap: the heatmap first.)
+    const flameDone =
+      state.event || (!state.range && !state.cmp) ? loadFlame(heatDone) : heatDone.finally(() => !ctrl.signal.aborted && loadFlame());
+    hosts.loading();
+    timeline.loading();
+    const gen = ++starts;
+    const rest = () => {
+      if (ctrl.signal.aborted || gen !== starts) return; // (a newer start asks for its own)
+      void loadHosts();
+      void loadTimeline();
+      void loadEvents();
+    };
+    if (rpcAsked()) rest();
+    else void Promise.race([Promise.allSettled([heatDone, flameDone]), new Promise((r) => setTimeout(r, 500))]).then(rest);
   }
 
   function failed(p: Problem, show: (p: Problem) => void) {
@@ -376,7 +397,7 @@ export function fleetPage(params: URLSearchParams): Page {
     const current = heatReq.begin();
     heatPanel.loading();
     try {
-      const res = await fleet.getFleetHeatmap(heatmapRequest(state), { signal: ctrl.signal });
+      const res = await getFleetHeatmap(heatmapRequest(state), ctrl.signal);
       if (!current()) return;
       heat = fleetHeatmapOf(res);
       heatAccounting = res.accounting;
@@ -464,7 +485,9 @@ export function fleetPage(params: URLSearchParams): Page {
     }
   }
 
-  async function loadFlame() {
+  /** loadFlame asks for the range's (or window's) flame graph, or its
+   * comparison; drawn once after has settled (the heatmap asked with it). */
+  async function loadFlame(after?: Promise<unknown>) {
     const current = flameReq.begin();
     flameTotal = null;
     explain = undefined;
@@ -486,7 +509,7 @@ export function fleetPage(params: URLSearchParams): Page {
       }
       diffPanel.hide();
       cmpPanel.showMode(null);
-      const { graph, accounting } = await getFleetFlameGraph(flameRequest(counted(), FlameGraphFormat.TREE), ctrl.signal);
+      const { graph, accounting } = await getFleetFlameGraph(flameRequest(counted(), FlameGraphFormat.TREE), ctrl.signal, after);
       if (!current()) return;
       flameTotal = graph.total;
       flameAccounting = accounting;
@@ -567,12 +590,18 @@ export function fleetPage(params: URLSearchParams): Page {
     const dl = diffLayout(d.tree, d.normalized);
     cmpPanel.showMode({ ...normMode(state.norm, d.normalized, ...rawTotalsOf(d)), normalized: d.normalized });
     const r = state.range ?? { start: state.from, end: state.to };
-    const [a, b] = state.cmp === "host" ? ["the rest of the fleet", state.chost] : [state.la, state.lb];
+    const [a, b] =
+      state.cmp === "host"
+        ? ["the rest of the fleet", state.chost]
+        : state.cmp === "shift"
+          ? [`${state.range ? "the same range" : "the same window"} ${shiftOf(state.shift).label}`, state.range ? "this range" : "this window"]
+          : [state.la, state.lb];
     flameTotal = null; // B is part of the selection: its total is not the cells'
     flame.show(dl.layout, 0, state.search, state.orient, `${b} against ${a}, ${formatWallRange(r.start, r.end)}`, `${b} ran nothing (that is not idle) here.`, dl.colours);
     flame.canvas.dataset.totalA = String(d.totalA);
     flame.canvas.dataset.totalB = String(d.totalB);
-    flameAcc.textContent = "";
+    const earlier = state.cmp === "shift" ? shiftedRange(state) : null;
+    flameAcc.textContent = earlier ? `A: ${formatWallRange(earlier.start, earlier.end)} · B: ${formatWallRange(r.start, r.end)}` : "";
     diffPanel.show(a, b, Number(d.totalA), Number(d.totalB), d.normalized, d.changesBySelf, d.changesByTotal);
     showTop();
     showSelection();

@@ -19,6 +19,7 @@ import {
   parseHosts,
   parseLabels,
   presetWindow,
+  SHIFTS,
   WINDOW_PRESETS,
   windowSeconds,
   type FleetState,
@@ -41,6 +42,9 @@ export interface FleetBarOptions {
   onZoomOut: () => void;
   /** Back out to the zoom stack's window i. */
   onZoomBack: (i: number) => void;
+  /** Compare the window with the same window a SHIFTS id earlier ("": no
+   * longer). */
+  onShift: (id: string) => void;
 }
 
 /** localInput writes unix nanoseconds for a date field (local time, 24-hour, to the second). */
@@ -66,6 +70,7 @@ export class FleetBar {
   private to = h("input", { type: "text", inputmode: "numeric", size: 19, placeholder: "YYYY-MM-DD HH:MM:SS", spellcheck: "false", autocomplete: "off", title: "Local time, 24-hour: YYYY-MM-DD HH:MM:SS", "data-testid": "fleet-to", "aria-label": "To" });
   private length = h("span", { class: "muted small", "data-testid": "window-length" });
   private presets: HTMLButtonElement[];
+  private shifts: HTMLButtonElement[];
   private trail = h("nav", { class: "fleet-row zoom-trail", "data-testid": "zoom-trail", "aria-label": "Zoomed in from", hidden: true });
   private err = h("div", { class: "field-error", role: "alert", "data-testid": "fleet-error" });
   private exact: { from: bigint; to: bigint; fromText: string; toText: string } | null = null;
@@ -84,6 +89,20 @@ export class FleetBar {
           onclick: () => this.apply(presetWindow(p.seconds, new Date())),
         },
         p.label,
+      ),
+    );
+    this.shifts = SHIFTS.map((x) =>
+      h(
+        "button",
+        {
+          type: "button",
+          class: "seg",
+          "data-testid": `compare-shift-${x.id}`,
+          "aria-pressed": "false",
+          title: `A differential flame graph of the range (or window) against the same range ${x.label}`,
+          onclick: (e: Event) => opts.onShift((e.currentTarget as HTMLElement).getAttribute("aria-pressed") === "true" ? "" : x.id),
+        },
+        x.label,
       ),
     );
     const field = (label: string, input: HTMLElement, grow = false) => h("label", { class: `fleet-field${grow ? " grow" : ""}` }, h("span", null, label), input);
@@ -120,6 +139,12 @@ export class FleetBar {
         this.to,
         this.length,
         h("button", { type: "button", class: "ghost small", "data-testid": "zoom-out", title: "Twice as long a window about the same middle", onclick: () => opts.onZoomOut() }, "Zoom out ×2"),
+        h(
+          "span",
+          { class: "fleet-shift" },
+          h("span", { class: "fleet-label" }, "Compare with"),
+          h("div", { class: "segmented", role: "group", "aria-label": "Compare with the same window earlier" }, this.shifts),
+        ),
       ),
       this.trail,
       this.err,
@@ -141,8 +166,14 @@ export class FleetBar {
     const secs = windowSeconds(s);
     this.length.textContent = `${formatDuration(secs * 1e9)} window`;
     for (const [i, p] of WINDOW_PRESETS.entries()) this.presets[i].setAttribute("aria-pressed", String(p.seconds === secs));
+    this.setShift(s);
     this.err.textContent = "";
     this.showTrail(s);
+  }
+
+  /** setShift shows which time-shifted comparison view s draws, if any. */
+  setShift(s: FleetState) {
+    for (const [i, x] of SHIFTS.entries()) this.shifts[i].setAttribute("aria-pressed", String(s.cmp === "shift" && s.shift === x.id));
   }
 
   /** showTrail: "Zoomed in from  [2 h window …] › [12 s …] › this window". */

@@ -1,15 +1,17 @@
 // The fleet view's comparison switch: a host against the rest of the fleet
 // (also one click from the host strip's "vs fleet"), or the profiles with
 // one label condition against those with another (version=1 vs
-// version=2), raw or normalized. The owner draws the differential flame
-// graph of the range and the table of largest changes.
+// version=2), or the range against the same range a day or a week earlier
+// (also from the selection bar's "Compare with"), raw or normalized. The
+// owner draws the differential flame graph of the range and the table of
+// largest changes.
 
 import { h } from "../dom";
-import type { FleetCompare, FleetState } from "../fleetstate";
+import { SHIFTS, type FleetCompare, type FleetState } from "../fleetstate";
 
 export interface FleetComparePanelOptions {
   /** norm: normalize (true), raw counts (false), or automatic (null). */
-  onChange: (c: { cmp: FleetCompare; chost: string; la: string; lb: string; norm: boolean | null }) => void;
+  onChange: (c: { cmp: FleetCompare; chost: string; shift: string; la: string; lb: string; norm: boolean | null }) => void;
 }
 
 export class FleetComparePanel {
@@ -32,14 +34,17 @@ export class FleetComparePanel {
       h("option", { value: "" }, "No comparison"),
       h("option", { value: "host" }, "A host vs the rest of the fleet"),
       h("option", { value: "labels" }, "Label vs label"),
+      SHIFTS.map((x) => h("option", { value: `shift:${x.id}` }, `vs the same window ${x.label}`)),
     );
     this.host = h("select", { "data-testid": "fleet-compare-host", "aria-label": "Host" });
     const label = (testid: string, placeholder: string) => h("input", { type: "text", class: "mono", "data-testid": testid, placeholder, "aria-label": placeholder, spellcheck: "false", size: 16 });
     this.la = label("fleet-compare-a", "A: label=value");
     this.lb = label("fleet-compare-b", "B: label=value");
     this.norm = h("input", { type: "checkbox", "data-testid": "fleet-compare-norm" });
-    const emit = (norm: boolean | null = this.chosen) =>
-      opts.onChange({ cmp: this.sel.value as FleetCompare, chost: this.host.value, la: this.la.value.trim(), lb: this.lb.value.trim(), norm });
+    const emit = (norm: boolean | null = this.chosen) => {
+      const [cmp, shift = ""] = this.sel.value.split(":");
+      opts.onChange({ cmp: cmp as FleetCompare, chost: this.host.value, shift, la: this.la.value.trim(), lb: this.lb.value.trim(), norm });
+    };
     this.sel.addEventListener("change", () => emit());
     this.host.addEventListener("change", () => emit());
     this.norm.addEventListener("change", () => emit(this.norm.checked));
@@ -65,7 +70,7 @@ export class FleetComparePanel {
 
   /** show reflects view s; hosts are the selection's (the host strip's). */
   show(s: FleetState, hosts: string[]) {
-    this.sel.value = s.cmp;
+    this.sel.value = s.cmp === "shift" ? `shift:${s.shift}` : s.cmp;
     const options = [...new Set([...hosts, ...(s.chost ? [s.chost] : [])])];
     if ([...this.host.options].map((o) => o.value).join("\n") !== options.join("\n")) {
       this.host.replaceChildren(...options.map((x) => h("option", { value: x }, x)));

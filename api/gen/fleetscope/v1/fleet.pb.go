@@ -202,19 +202,25 @@ type Accounting struct {
 	// Profiles of the selection left out, by reason.
 	LeftOut map[string]int32 `protobuf:"bytes,3,rep,name=left_out,json=leftOut,proto3" json:"left_out,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
 	// The stored rows that served the answer: cells per profile and second,
-	// and per profile and minute (columns of a minute or more read whole
+	// and per profile and minute (columns of half a minute or more are whole
 	// minutes from those; the window's edges from seconds). Zero for
 	// answers counted from the samples (flame graphs, function filters).
 	ServedSeconds int32 `protobuf:"varint,4,opt,name=served_seconds,json=servedSeconds,proto3" json:"served_seconds,omitempty"`
 	ServedMinutes int32 `protobuf:"varint,5,opt,name=served_minutes,json=servedMinutes,proto3" json:"served_minutes,omitempty"`
+	// Of profiles, the segments of live streams (a profile a batch,
+	// labelled live=STREAM and live_seq=N) and the distinct streams they
+	// belong to: a stream being recorded is one stream, not a profile a
+	// batch.
+	LiveSegments int32 `protobuf:"varint,6,opt,name=live_segments,json=liveSegments,proto3" json:"live_segments,omitempty"`
+	LiveStreams  int32 `protobuf:"varint,7,opt,name=live_streams,json=liveStreams,proto3" json:"live_streams,omitempty"`
 	// Merged flame graphs: the stored stack buckets (a host's ten minutes,
 	// counted by stack) read, and those counted from the per-second rows
 	// because none was stored for the profiles selected (then stored, once
 	// the bucket is more than two minutes old). Both zero when the window
 	// holds no whole bucket, or the selection has label conditions or a
 	// pid/tid/CPU filter.
-	ServedBuckets  int32 `protobuf:"varint,6,opt,name=served_buckets,json=servedBuckets,proto3" json:"served_buckets,omitempty"`
-	CountedBuckets int32 `protobuf:"varint,7,opt,name=counted_buckets,json=countedBuckets,proto3" json:"counted_buckets,omitempty"`
+	ServedBuckets  int32 `protobuf:"varint,8,opt,name=served_buckets,json=servedBuckets,proto3" json:"served_buckets,omitempty"`
+	CountedBuckets int32 `protobuf:"varint,9,opt,name=counted_buckets,json=countedBuckets,proto3" json:"counted_buckets,omitempty"`
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
 }
@@ -280,6 +286,20 @@ func (x *Accounting) GetServedSeconds() int32 {
 func (x *Accounting) GetServedMinutes() int32 {
 	if x != nil {
 		return x.ServedMinutes
+	}
+	return 0
+}
+
+func (x *Accounting) GetLiveSegments() int32 {
+	if x != nil {
+		return x.LiveSegments
+	}
+	return 0
+}
+
+func (x *Accounting) GetLiveStreams() int32 {
+	if x != nil {
+		return x.LiveStreams
 	}
 	return 0
 }
@@ -913,16 +933,18 @@ const file_fleetscope_v1_fleet_proto_rawDesc = "" +
 	"\fLabelMatcher\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value\x12\x1b\n" +
-	"\tnot_equal\x18\x03 \x01(\bR\bnotEqual\"\xdb\x02\n" +
+	"\tnot_equal\x18\x03 \x01(\bR\bnotEqual\"\xa3\x03\n" +
 	"\n" +
 	"Accounting\x12\x14\n" +
 	"\x05event\x18\x01 \x01(\tR\x05event\x12\x1a\n" +
 	"\bprofiles\x18\x02 \x01(\x05R\bprofiles\x12A\n" +
 	"\bleft_out\x18\x03 \x03(\v2&.fleetscope.v1.Accounting.LeftOutEntryR\aleftOut\x12%\n" +
 	"\x0eserved_seconds\x18\x04 \x01(\x05R\rservedSeconds\x12%\n" +
-	"\x0eserved_minutes\x18\x05 \x01(\x05R\rservedMinutes\x12%\n" +
-	"\x0eserved_buckets\x18\x06 \x01(\x05R\rservedBuckets\x12'\n" +
-	"\x0fcounted_buckets\x18\a \x01(\x05R\x0ecountedBuckets\x1a:\n" +
+	"\x0eserved_minutes\x18\x05 \x01(\x05R\rservedMinutes\x12#\n" +
+	"\rlive_segments\x18\x06 \x01(\x05R\fliveSegments\x12!\n" +
+	"\flive_streams\x18\a \x01(\x05R\vliveStreams\x12%\n" +
+	"\x0eserved_buckets\x18\b \x01(\x05R\rservedBuckets\x12'\n" +
+	"\x0fcounted_buckets\x18\t \x01(\x05R\x0ecountedBuckets\x1a:\n" +
 	"\fLeftOutEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x05R\x05value:\x028\x01\"\x9e\x01\n" +
