@@ -149,6 +149,7 @@ func BenchmarkContinuousFleet(b *testing.B) {
 	s.sql(func(c *pgx.Conn) error {
 		return c.QueryRow(ctx, `SELECT (SELECT coalesce(sum(pg_column_size(t.*)), 0) FROM seconds t) +
 			(SELECT coalesce(sum(pg_column_size(t.*)), 0) FROM fleet_seconds t) + (SELECT coalesce(sum(pg_column_size(t.*)), 0) FROM fleet_minutes t) +
+			(SELECT coalesce(sum(pg_column_size(t.*)), 0) FROM fleet_stack_buckets t) +
 			(SELECT coalesce(sum(pg_column_size(t.*)), 0) FROM profile_stacks t) + (SELECT coalesce(sum(pg_column_size(t.*)), 0) FROM profiles t),
 			pg_database_size(current_database())`).Scan(&rows, &disk)
 	})
