@@ -93,6 +93,10 @@ type Service struct {
 	// that uploads never hold every pooled database connection and
 	// queries do not queue behind them.
 	IndexWriters int
+	// Stored, when set, is told of each profile stored (not of an upload
+	// of bytes already stored): the server compacts the fleet's stack
+	// buckets its samples fall in.
+	Stored func(tenant int64, p *fleetscope.ProfileInfo)
 
 	writersOnce sync.Once
 	writers     chan struct{}
@@ -202,6 +206,9 @@ func (s *Service) Ingest(ctx context.Context, p fleetscope.Principal, m Meta, bo
 	if err != nil {
 		s.dropBlob(info.BlobKey)
 		return nil, false, unavailable(err, "could not write the index: nothing was stored, retry later")
+	}
+	if created && s.Stored != nil {
+		s.Stored(p.TenantID, stored)
 	}
 	return stored, created, nil
 }

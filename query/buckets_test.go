@@ -193,3 +193,38 @@ func TestStackBucketsAreExact(t *testing.T) {
 	}
 	check("after a deletion", all, true)
 }
+
+// TestCompactBuckets: compaction stores the sealed buckets a window
+// touches, and only those (as of its clock), so that a flame graph over
+// them reads them all, and equals the per-second path.
+func TestCompactBuckets(t *testing.T) {
+	bf := plantBucketFleet(t)
+	ctx := context.Background()
+	now := time.Unix(0, fleetBase+3600e9) // an hour into the fleet's recording
+	n, sealed, err := query.New(bf.db, query.Options{}).CompactBuckets(ctx, bf.tenant, "shop", fleetBase, fleetBase+7200e9, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (fleetBase + 3600e9 - 120e9) / 600e9 * 600e9; sealed != want {
+		t.Fatalf("sealed up to %d, want %d", sealed, want)
+	}
+	c, err := pgx.Connect(ctx, bf.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	var rows int
+	var last int64
+	if err := c.QueryRow(ctx, `SELECT count(*), coalesce(max(bucket), 0) FROM fleet_stack_buckets`).Scan(&rows, &last); err != nil {
+		t.Fatal(err)
+	}
+	if rows != n || n == 0 || (last+600)*1e9 > sealed {
+		t.Fatalf("%d buckets stored (reported %d), the last at %d: want those ending by %d", rows, n, last, sealed)
+	}
+	sel := fleetscope.FleetSelection{App: "shop", From: fleetBase - 400e9, To: sealed}
+	want, _ := folded(t, query.New(bf.db, query.Options{NoStackBuckets: true}), bf.tenant, sel, false)
+	got, served := folded(t, query.New(bf.db, query.Options{}), bf.tenant, sel, false)
+	if served.BucketsCounted != 0 || served.Buckets == 0 || !maps.Equal(got, want) {
+		t.Fatalf("after compaction: served %+v, equal %v", served, maps.Equal(got, want))
+	}
+}

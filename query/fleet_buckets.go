@@ -239,3 +239,49 @@ func (s *Service) hitParts(tenant int64, b *bucketPlan, d *denseIDs, byPeriod bo
 	}
 	return out
 }
+
+// CompactBuckets counts and stores the sealed stack buckets of app's hosts
+// that [from, to) (unix ns) touches and that are missing or stale, for
+// every event of the app's profiles there, an hour at a time, so that the
+// merged flame graphs asked for next read them rather than count them
+// (the server calls it for the profiles it stored). It returns the buckets
+// stored, and where the sealed buckets end (unix ns): the rest of the
+// window is for a later call. Like a query's own counting, it is an
+// optimisation that cannot make an answer wrong: a bucket is used only for
+// the profiles it counted.
+func (s *Service) CompactBuckets(ctx context.Context, tenant int64, app string, from, to int64, now time.Time) (stored int, sealed int64, err error) {
+	const w, step = index.BucketSeconds * 1e9, 6 * index.BucketSeconds * 1e9
+	sealed = floorTo(now.Add(-bucketGrace).UnixNano(), w)
+	if _, ok := s.src.(StackBuckets); !ok || s.noBuckets {
+		return 0, sealed, nil
+	}
+	from, to = floorTo(from, w), min(-floorTo(-to, w), sealed)
+	for lo := from; lo < to; lo += step {
+		sel := fleetscope.FleetSelection{App: app, From: lo, To: min(lo+step, to), IncludeIdle: true}
+		f, err := s.selectProfiles(ctx, tenant, sel)
+		if err != nil {
+			return stored, sealed, err
+		}
+		events := map[string]bool{}
+		for _, p := range f.timed {
+			for _, e := range p.Events {
+				events[fleetscope.EventBase(e.Name)] = true
+			}
+		}
+		for e := range events {
+			f.event = e
+			b, err := s.planBuckets(ctx, tenant, f)
+			if err != nil {
+				return stored, sealed, err
+			}
+			if b == nil {
+				continue
+			}
+			if err := s.countMisses(ctx, tenant, f, b, s.denseIDs(tenant), now); err != nil {
+				return stored, sealed, err
+			}
+			stored += len(b.misses)
+		}
+	}
+	return stored, sealed, nil
+}

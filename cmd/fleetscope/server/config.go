@@ -39,6 +39,7 @@ type Config struct {
 	DebugAddr           string // FLEETSCOPE_DEBUG_ADDR: Go's /debug/pprof/ on a separate address (off when empty)
 	MaxLiveStreams      int64  // FLEETSCOPE_MAX_LIVE_STREAMS: open live streams of one tenant
 	LiveIdleTimeout     string // FLEETSCOPE_LIVE_IDLE_TIMEOUT: a live stream with no batch this long is ended, its batches kept
+	CompactInterval     string // FLEETSCOPE_COMPACT_INTERVAL: how often the stack buckets of newly stored profiles are counted
 }
 
 // Env lists the environment variables Config reads, in field order.
@@ -70,6 +71,7 @@ var Env = []string{
 	"FLEETSCOPE_CACHE_BYTES",
 	"FLEETSCOPE_MAX_LIVE_STREAMS",
 	"FLEETSCOPE_LIVE_IDLE_TIMEOUT",
+	"FLEETSCOPE_COMPACT_INTERVAL",
 }
 
 // Defaults are the embedded defaults.
@@ -94,6 +96,7 @@ func Defaults() Config {
 		CacheBytes:          256 << 20,
 		MaxLiveStreams:      ingest.DefaultMaxLiveStreams,
 		LiveIdleTimeout:     ingest.DefaultLiveIdleTimeout.String(),
+		CompactInterval:     "1m",
 	}
 }
 
@@ -118,6 +121,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		"FLEETSCOPE_BODY_IDLE_TIMEOUT": &c.BodyIdleTimeout,
 		"FLEETSCOPE_DEBUG_ADDR":        &c.DebugAddr,
 		"FLEETSCOPE_LIVE_IDLE_TIMEOUT": &c.LiveIdleTimeout,
+		"FLEETSCOPE_COMPACT_INTERVAL":  &c.CompactInterval,
 	}
 	num := map[string]*int64{
 		"FLEETSCOPE_MAX_UPLOAD_BYTES":       &c.MaxUploadBytes,
@@ -155,6 +159,9 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	}
 	if d, err := time.ParseDuration(c.LiveIdleTimeout); err != nil || d <= 0 {
 		return c, fmt.Errorf("FLEETSCOPE_LIVE_IDLE_TIMEOUT=%q: want a positive duration like 10m", c.LiveIdleTimeout)
+	}
+	if d, err := time.ParseDuration(c.CompactInterval); err != nil || d <= 0 {
+		return c, fmt.Errorf("FLEETSCOPE_COMPACT_INTERVAL=%q: want a positive duration like 1m", c.CompactInterval)
 	}
 	if d, err := time.ParseDuration(c.BodyIdleTimeout); err != nil || d <= 0 {
 		return c, fmt.Errorf("FLEETSCOPE_BODY_IDLE_TIMEOUT=%q: want a positive duration like 30s", c.BodyIdleTimeout)

@@ -46,6 +46,7 @@ type Server struct {
 	live      *ingest.Live
 	auth      *api.Auth
 	query     *query.Service
+	compact   *compactor
 	ln        net.Listener
 	http      *http.Server
 	routes    []string // the patterns the server mounts
@@ -121,6 +122,8 @@ func newServer(ctx context.Context, cfg Config, log *slog.Logger, ln net.Listene
 			MaxDistinctFrames: ingest.DefaultShape.MaxDistinctFrames, MaxNameBytes: ingest.DefaultShape.MaxNameBytes}}
 	lc := &lifecycle.Service{DB: db, Blobs: blobs, Log: log}
 	q := query.New(db, query.Options{CacheBytes: cfg.CacheBytes, Warm: true})
+	compact := &compactor{q: q, log: log}
+	ing.Stored = compact.stored
 	auth := api.NewAuth(db)
 
 	reg := prometheus.NewRegistry()
@@ -193,7 +196,7 @@ func newServer(ctx context.Context, cfg Config, log *slog.Logger, ln net.Listene
 	gate.MinBodyRate = cfg.MinBodyRate
 	gate.BodyIdle, _ = time.ParseDuration(cfg.BodyIdleTimeout) // checked by FromEnv
 	gate.Log = log
-	s := &Server{cfg: cfg, log: log, db: db, lifecycle: lc, live: live, auth: auth, query: q, ln: ln, routes: mux.patterns, http: &http.Server{
+	s := &Server{cfg: cfg, log: log, db: db, lifecycle: lc, live: live, auth: auth, query: q, compact: compact, ln: ln, routes: mux.patterns, http: &http.Server{
 		Addr:              cfg.Addr,
 		Handler:           api.HTTPStatus(auth.Gate(mux, gate)), // error statuses by the table (413 for too_large)
 		HTTP2:             &http.HTTP2Config{MaxConcurrentStreams: 100},
@@ -258,6 +261,8 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, grace time.Duration
 	errc := make(chan error, 1)
 	go func() { errc <- s.http.Serve(ln) }()
 	go s.maintain(ctx)
+	compactEvery, _ := time.ParseDuration(s.cfg.CompactInterval)
+	go s.compact.run(ctx, compactEvery)
 	go s.endIdleLive(ctx)
 	go s.flushOnHangup(ctx)
 	if s.cfg.DebugAddr != "" {

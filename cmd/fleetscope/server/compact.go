@@ -1,0 +1,100 @@
+package server
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/fleetscope/fleetscope"
+	"github.com/fleetscope/fleetscope/query"
+)
+
+// compactor counts the stack buckets of the profiles this replica stored,
+// every FLEETSCOPE_COMPACT_INTERVAL, so that a day's merged flame graph
+// reads them instead of counting them when first asked for
+// (query.CompactBuckets). It remembers, per tenant and app, the span of
+// wall-clock time its new profiles cover; buckets not yet sealed wait for
+// a later round. Nothing depends on it for being right: a bucket it did
+// not count (a restart, a full map, another replica's upload) is counted
+// by the query that needs it.
+type compactor struct {
+	q   *query.Service
+	log *slog.Logger
+
+	mu      sync.Mutex
+	pending map[appKey]span
+}
+
+type appKey struct {
+	tenant int64
+	app    string
+}
+
+// span is unix ns [from, to).
+type span struct{ from, to int64 }
+
+// maxPending bounds the apps remembered between rounds.
+const maxPending = 10_000
+
+// stored remembers a stored profile's span (ingest.Service.Stored).
+func (c *compactor) stored(tenant int64, p *fleetscope.ProfileInfo) {
+	if !p.Timed {
+		return // no samples in wall-clock time: no buckets
+	}
+	from, end := fleetscope.WallSpan(p)
+	c.add(appKey{tenant, p.App}, span{from, end + 1}) // end inclusive: a sample may lie on it
+}
+
+func (c *compactor) add(k appKey, sp span) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.pending == nil {
+		c.pending = map[appKey]span{}
+	}
+	if have, ok := c.pending[k]; ok {
+		sp = span{min(sp.from, have.from), max(sp.to, have.to)}
+	} else if len(c.pending) >= maxPending {
+		return
+	}
+	c.pending[k] = sp
+}
+
+// run compacts what was stored, every interval, until ctx is done.
+func (c *compactor) run(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		c.round(ctx, time.Now())
+	}
+}
+
+// round compacts every pending span's sealed buckets; the rest of a span
+// waits for a later round.
+func (c *compactor) round(ctx context.Context, now time.Time) {
+	c.mu.Lock()
+	pending := c.pending
+	c.pending = nil
+	c.mu.Unlock()
+	for k, sp := range pending {
+		n, sealed, err := c.q.CompactBuckets(ctx, k.tenant, k.app, sp.from, sp.to, now)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			c.log.Warn("stack buckets not compacted (queries count them)", "tenant", k.tenant, "app", k.app, "err", err)
+			continue
+		}
+		if n > 0 {
+			c.log.Debug("stack buckets compacted", "tenant", k.tenant, "app", k.app, "buckets", n)
+		}
+		if sp.to > sealed {
+			c.add(k, span{max(sp.from, sealed), sp.to})
+		}
+	}
+}
