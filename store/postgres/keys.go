@@ -27,7 +27,15 @@ func (db *DB) CreateKey(ctx context.Context, tenant string, scopes []string) (st
 	return secret, err
 }
 
-// NewKey creates an API key for tenant id.
+// MaxKeysPerTenant bounds a tenant's live keys (neither revoked nor
+// expired): keys are not a way to multiply a tenant's share of anything.
+const MaxKeysPerTenant = 1000
+
+// keyLock is the advisory lock class of key creation (with the tenant).
+const keyLock = 0x6b657973 // "keys"
+
+// NewKey creates an API key for tenant id; ETOOLARGE when the tenant has
+// MaxKeysPerTenant live keys already.
 func (db *DB) NewKey(ctx context.Context, tenant int64, o fleetscope.KeyOptions) (string, fleetscope.Key, error) {
 	var k fleetscope.Key
 	if len(o.Scopes) == 0 {
@@ -57,6 +65,18 @@ func (db *DB) NewKey(ctx context.Context, tenant int64, o fleetscope.KeyOptions)
 	}
 	k = fleetscope.Key{ID: keyPrefix + body[:8], Name: o.Name, Scopes: slices.Clone(o.Scopes), ExpiresAt: o.ExpiresAt}
 	err := db.inTenant(ctx, tenant, func(tx pgx.Tx) error {
+		// One creation at a time per tenant, so the count below holds.
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, $2)`, keyLock, int32(tenant)); err != nil {
+			return err
+		}
+		var live int
+		if err := tx.QueryRow(ctx, `SELECT count(*) FROM api_keys WHERE tenant_id = $1 AND revoked_at IS NULL
+			AND (expires_at IS NULL OR expires_at > now())`, tenant).Scan(&live); err != nil {
+			return err
+		}
+		if live >= MaxKeysPerTenant {
+			return fleetscope.Errorf(fleetscope.ETOOLARGE, "the tenant has %d live keys, the most it may have: revoke one first", live)
+		}
 		err := tx.QueryRow(ctx, `INSERT INTO api_keys (tenant_id, id, secret_hash, scopes, name, expires_at) VALUES ($1, $2, $3, $4, $5, $6) RETURNING created_at`,
 			tenant, k.ID, h[:], o.Scopes, o.Name, exp).Scan(&k.CreatedAt)
 		if err != nil {

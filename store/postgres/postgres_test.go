@@ -712,3 +712,36 @@ func TestConcurrentMigrate(t *testing.T) {
 		}
 	}
 }
+
+// TestKeysPerTenantAreBounded: a tenant has at most MaxKeysPerTenant live
+// keys; the next is refused as too_large, revoking one makes room again,
+// and another tenant is not affected.
+func TestKeysPerTenantAreBounded(t *testing.T) {
+	ctx := context.Background()
+	db := newDB(t)
+	a, _ := db.CreateTenant(ctx, "a", false)
+	b, _ := db.CreateTenant(ctx, "b", false)
+	var first fleetscope.Key
+	for i := range postgres.MaxKeysPerTenant {
+		_, k, err := db.NewKey(ctx, a, fleetscope.KeyOptions{Scopes: []string{"read"}, Actor: "test"})
+		if err != nil {
+			t.Fatalf("key %d: %v", i, err)
+		}
+		if i == 0 {
+			first = k
+		}
+	}
+	_, _, err := db.NewKey(ctx, a, fleetscope.KeyOptions{Scopes: []string{"read"}, Actor: "test"})
+	if fleetscope.ErrorCode(err) != fleetscope.ETOOLARGE {
+		t.Fatalf("key %d: %v, want too_large", postgres.MaxKeysPerTenant+1, err)
+	}
+	if _, _, err := db.NewKey(ctx, b, fleetscope.KeyOptions{Scopes: []string{"read"}, Actor: "test"}); err != nil {
+		t.Fatalf("another tenant's key: %v", err)
+	}
+	if err := db.RevokeKey(ctx, a, first.ID, "test"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := db.NewKey(ctx, a, fleetscope.KeyOptions{Scopes: []string{"read"}, Actor: "test"}); err != nil {
+		t.Fatalf("a key after a revocation: %v", err)
+	}
+}
