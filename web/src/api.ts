@@ -70,17 +70,35 @@ export async function clientsWithKey(key: string) {
 }
 
 /** Problem is an error sorted for the UI. */
-export type ProblemKind = "unauthenticated" | "forbidden" | "notfound" | "invalid" | "toolarge" | "down" | "other";
+export type ProblemKind = "unauthenticated" | "forbidden" | "notfound" | "invalid" | "toolarge" | "busy" | "down" | "other";
 
 export interface Problem {
   kind: ProblemKind;
   message: string;
 }
 
+/** ERROR_CODE_HEADER carries the server's own error code (docs/api.md):
+ * finer than the Connect code, which is ResourceExhausted for both a size
+ * limit (too_large) and a rate limit (rate_limited). */
+export const ERROR_CODE_HEADER = "Fleetscope-Error-Code";
+
+/** kindOfCode sorts the server's own error codes. */
+const kindOfCode: Record<string, ProblemKind> = {
+  unauthenticated: "unauthenticated",
+  forbidden: "forbidden",
+  not_found: "notfound",
+  invalid: "invalid",
+  empty: "invalid",
+  conflict: "invalid",
+  too_large: "toolarge",
+  rate_limited: "busy",
+};
+
 /** problem sorts any error from a call: a ConnectError (from the clients)
- * or a CallError (from the calls here) by its code, anything else as
- * ConnectError.from would (an abort is Canceled; a dynamic import that
- * failed, like fetch, is a network error). */
+ * or a CallError (from the calls here) by the server's own code
+ * (ERROR_CODE_HEADER) when it sent one, else by its Connect code; anything
+ * else as ConnectError.from would (an abort is Canceled; a dynamic import
+ * that failed, like fetch, is a network error). */
 export function problem(err: unknown): Problem {
   const ce = asConnectError(err);
   const msg = ce.rawMessage;
@@ -88,6 +106,8 @@ export function problem(err: unknown): Problem {
   if (network || ce.code === Code.Unavailable) {
     return { kind: "down", message: network ? "The server cannot be reached." : `The server is unavailable: ${msg}` };
   }
+  const kind = ce.fsCode ? kindOfCode[ce.fsCode] : undefined;
+  if (kind) return { kind, message: msg };
   switch (ce.code) {
     case Code.Unauthenticated:
       return { kind: "unauthenticated", message: msg };
@@ -112,6 +132,7 @@ interface ConnectErrorLike {
   code: Code;
   rawMessage: string;
   cause?: unknown;
+  fsCode?: string; // the server's own code (ERROR_CODE_HEADER), when it sent one
 }
 
 /** CallError is a failed call made here rather than through a client: a
@@ -123,13 +144,18 @@ export class CallError extends Error implements ConnectErrorLike {
     readonly rawMessage: string,
     readonly code: Code,
     override readonly cause?: unknown,
+    readonly fsCode?: string,
   ) {
     super(`[${Code[code]}] ${rawMessage}`);
   }
 }
 
 function asConnectError(err: unknown): ConnectErrorLike {
-  if (err instanceof CallError || (err instanceof Error && err.name === "ConnectError" && "code" in err && "rawMessage" in err)) return err as unknown as ConnectErrorLike;
+  if (err instanceof CallError) return err;
+  if (err instanceof Error && err.name === "ConnectError" && "code" in err && "rawMessage" in err) {
+    const ce = err as unknown as ConnectErrorLike & { metadata?: Headers };
+    return { code: ce.code, rawMessage: ce.rawMessage, cause: ce.cause, fsCode: ce.metadata?.get(ERROR_CODE_HEADER) ?? undefined };
+  }
   if (err instanceof Error) return { code: err.name === "AbortError" ? Code.Canceled : Code.Unknown, rawMessage: err.message, cause: err };
   return { code: Code.Unknown, rawMessage: String(err), cause: err };
 }
@@ -207,7 +233,7 @@ async function post(procedure: string, body: Uint8Array, withKey: boolean, signa
     if (signal?.aborted) throw new CallError("cancelled", Code.Canceled);
     throw new CallError("Failed to fetch", Code.Unavailable, e);
   }
-  if (res.status !== 200) throw callErrorFrom(res.status, bytes);
+  if (res.status !== 200) throw callErrorFrom(res.status, bytes, res.headers.get(ERROR_CODE_HEADER));
   return bytes;
 }
 
@@ -279,7 +305,7 @@ export async function uploadFile(
         }
         return;
       }
-      reject(callErrorFrom(xhr.status, bytes));
+      reject(callErrorFrom(xhr.status, bytes, xhr.getResponseHeader(ERROR_CODE_HEADER)));
     };
     signal?.addEventListener("abort", () => xhr.abort());
     xhr.send(new Blob([body as BlobPart]));
@@ -288,7 +314,7 @@ export async function uploadFile(
 
 // The Connect protocol's error body is JSON {"code": "not_found", "message": ...};
 // without one, the HTTP status decides (as connect-web does).
-function callErrorFrom(status: number, body: Uint8Array): CallError {
+function callErrorFrom(status: number, body: Uint8Array, fsCode: string | null): CallError {
   const codes: Record<string, Code> = {
     canceled: Code.Canceled,
     unknown: Code.Unknown,
@@ -309,11 +335,11 @@ function callErrorFrom(status: number, body: Uint8Array): CallError {
   };
   try {
     const j = JSON.parse(new TextDecoder().decode(body)) as { code?: string; message?: string };
-    if (j.code && j.code in codes) return new CallError(j.message ?? j.code, codes[j.code]);
+    if (j.code && j.code in codes) return new CallError(j.message ?? j.code, codes[j.code], undefined, fsCode ?? undefined);
   } catch {
     // not JSON: fall through to the status
   }
   const byStatus: Record<number, Code> = { 400: Code.Internal, 401: Code.Unauthenticated, 403: Code.PermissionDenied, 404: Code.Unimplemented, 413: Code.ResourceExhausted, 429: Code.Unavailable, 502: Code.Unavailable, 503: Code.Unavailable, 504: Code.Unavailable };
-  return new CallError(`HTTP ${status}`, byStatus[status] ?? Code.Unknown);
+  return new CallError(`HTTP ${status}`, byStatus[status] ?? Code.Unknown, undefined, fsCode ?? undefined);
 }
 
