@@ -22,13 +22,14 @@ const TITLES: Record<Problem["kind"], string> = {
   notfound: "Not found",
   invalid: "Cannot show this",
   toolarge: "Too large",
+  busy: "Busy: retry shortly",
   down: "Server unreachable",
   other: "Something went wrong",
 };
 
 /** errorState is a panel for a failed request, with Retry when that can help. */
 export function errorState(p: Problem, retry?: () => void, title?: string): HTMLElement {
-  const canRetry = retry && (p.kind === "down" || p.kind === "other");
+  const canRetry = retry && (p.kind === "down" || p.kind === "busy" || p.kind === "other");
   return h(
     "div",
     { class: `state error-state kind-${p.kind}`, role: "alert", "data-testid": "error", "data-kind": p.kind },
