@@ -55,6 +55,7 @@ var Scopes = map[string]string{
 	fleetscopev1connect.FleetServiceGetFleetFlameGraphProcedure:  fleetscope.ScopeRead,
 	fleetscopev1connect.CompareServiceGetDiffFlameGraphProcedure: fleetscope.ScopeRead,
 	pushv1connect.PusherServicePushProcedure:                     fleetscope.ScopeIngest, // Pyroscope's push API
+	OTLPProcedure:                                                fleetscope.ScopeIngest, // OpenTelemetry profiles (gRPC)
 	// Pyroscope's query API, as far as Grafana's data source uses it (the
 	// rest of QuerierService is unimplemented, so refused here).
 	querierv1connect.QuerierServiceProfileTypesProcedure:           fleetscope.ScopeRead,
