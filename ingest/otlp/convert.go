@@ -251,7 +251,8 @@ func writeTime(buf *bytes.Buffer, ns int64) {
 }
 
 // event is the perf event name of a sample type: its type, which must be
-// a word perf script could print ("cpu", "samples", "cpu-clock").
+// a word perf script could print ("cpu", "samples", "cpu-clock",
+// "probe_app:handle_request").
 func (c *converter) event(st *pb.ValueType) (string, error) {
 	name, err := c.d.str(st.GetTypeStrindex())
 	if err != nil {
@@ -261,9 +262,9 @@ func (c *converter) event(st *pb.ValueType) (string, error) {
 		return "samples", nil
 	}
 	if len(name) > 100 || strings.ContainsFunc(name, func(r rune) bool {
-		return !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || r == '_' || r == '-' || r == '.')
+		return !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || r == '_' || r == '-' || r == '.' || r == ':')
 	}) {
-		return "", fleetscope.Errorf(fleetscope.EINVALID, "sample type %.100q: an event name is 1-100 of A-Z a-z 0-9 _ - .", name)
+		return "", fleetscope.Errorf(fleetscope.EINVALID, "sample type %.100q: an event name is 1-100 of A-Z a-z 0-9 _ - . :", name)
 	}
 	return name, nil
 }
@@ -313,7 +314,15 @@ func (c *converter) sampleKey(where string, a map[string]string) (batchKey, stri
 		}
 		return r
 	}, comm)
-	head := comm + " " + strconv.Itoa(int(atoi32(a[attrPID]))) + "/" + strconv.Itoa(int(atoi32(a[attrTID])))
+	// "PID/TID" when both are known; else the thread alone, as perf script
+	// prints it by default (a thread unknown reads as 0: perf's regular
+	// expression takes no "-1").
+	pid, tid := atoi32(a[attrPID]), atoi32(a[attrTID])
+	ids := strconv.Itoa(int(max(tid, 0)))
+	if pid >= 0 && tid >= 0 {
+		ids = strconv.Itoa(int(pid)) + "/" + ids
+	}
+	head := comm + " " + ids
 	if cpu, ok := a[attrCPU]; ok && atoi32(cpu) >= 0 {
 		head += " [" + strconv.Itoa(int(atoi32(cpu))) + "]"
 	}
