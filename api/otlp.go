@@ -35,14 +35,17 @@ const (
 
 // otlpHandler stores OpenTelemetry profiles exports in live streams.
 type otlpHandler struct {
-	live *ingest.Live
-	log  *slog.Logger
+	live     *ingest.Live
+	maxBytes int64
+	log      *slog.Logger
 }
 
 // NewOTLP returns the OpenTelemetry profiles ingest, both transports: the
-// gRPC (and Connect) handler of OTLPProcedure, to mount with the server's
-// handler options, and the OTLP/HTTP handler of OTLPPath (protobuf,
-// gzipped or not). The key is the caller's, with the ingest scope, as on
+// gRPC (and Connect) handler of OTLPProcedure, built with opts (the
+// server's interceptors and message bound), and the OTLP/HTTP handler of
+// OTLPPath (protobuf, gzipped or not), whose request, one message read
+// whole, is bounded by maxBytes sent and inflated (and by the tenant's
+// upload limit, if tighter). The key is the caller's, with the ingest scope, as on
 // every ingest endpoint (the Gate and the interceptor check it; an
 // X-Scope-OrgID header never selects a tenant).
 //
@@ -63,8 +66,8 @@ type otlpHandler struct {
 // when every profile is refused, InvalidArgument; only overload is
 // retryable (Unavailable, HTTP 503; a rate limit is ResourceExhausted
 // with RetryInfo over gRPC, HTTP 429).
-func NewOTLP(live *ingest.Live, log *slog.Logger, opts ...connect.HandlerOption) (grpcPath string, grpc http.Handler, httpPath string, plain http.Handler) {
-	h := &otlpHandler{live: live, log: log}
+func NewOTLP(live *ingest.Live, maxBytes int64, log *slog.Logger, opts ...connect.HandlerOption) (grpcPath string, grpc http.Handler, httpPath string, plain http.Handler) {
+	h := &otlpHandler{live: live, maxBytes: maxBytes, log: log}
 	grpc = connect.NewUnaryHandler(OTLPProcedure, h.exportRPC, opts...)
 	return OTLPProcedure, grpc, OTLPPath, http.HandlerFunc(h.serveHTTP)
 }
@@ -115,7 +118,10 @@ func (h *otlpHandler) serveHTTP(w http.ResponseWriter, r *http.Request) {
 			http.StatusUnsupportedMediaType)
 		return
 	}
-	limit := h.live.Ingest.MaxUpload(p)
+	limit := h.maxBytes
+	if l := h.live.Ingest.MaxUpload(p); l > 0 && (limit <= 0 || l < limit) {
+		limit = l
+	}
 	if limit <= 0 {
 		limit = 64 << 20
 	}

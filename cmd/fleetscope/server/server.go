@@ -162,7 +162,7 @@ func newServer(ctx context.Context, cfg Config, log *slog.Logger, ln net.Listene
 		uploads...))
 	// OpenTelemetry profiles, gRPC and OTLP/HTTP: exports join live
 	// streams, bounded like a single-message upload.
-	otlpRPC, otlpRPCHandler, otlpPath, otlpHTTP := api.NewOTLP(live, log, uploads...)
+	otlpRPC, otlpRPCHandler, otlpPath, otlpHTTP := api.NewOTLP(live, cfg.BrowserUploadBytes, log, uploads...)
 	mux.Handle(otlpRPC, otlpRPCHandler)
 	mux.Handle(otlpPath, otlpHTTP)
 	// Pyroscope's query API: Grafana's Pyroscope data source reads here.
