@@ -25,7 +25,9 @@ import (
 // one stack (main called by start, in /bin/app), thread attributes, each
 // timestamped inside the profile's span [t0, t0+5s).
 func otlpRequest(t0 int64) *collpb.ExportProfilesServiceRequest {
-	str := func(s string) *commonpb.AnyValue { return &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: s}} }
+	str := func(s string) *commonpb.AnyValue {
+		return &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: s}}
+	}
 	return &collpb.ExportProfilesServiceRequest{
 		Dictionary: &pb.ProfilesDictionary{
 			StringTable:    []string{"", "cpu", "nanoseconds", "main", "start", "/bin/app", "thread.name", "thread.id", "env"},
@@ -91,7 +93,9 @@ func TestOTLPHostileInput(t *testing.T) {
 		mutate func(r *collpb.ExportProfilesServiceRequest)
 		msg    string
 	}
-	prof := func(r *collpb.ExportProfilesServiceRequest) *pb.Profile { return r.ResourceProfiles[0].ScopeProfiles[0].Profiles[0] }
+	prof := func(r *collpb.ExportProfilesServiceRequest) *pb.Profile {
+		return r.ResourceProfiles[0].ScopeProfiles[0].Profiles[0]
+	}
 	million := make([]int32, 1_000_000)
 	for i := range million {
 		million[i] = 3
@@ -111,7 +115,9 @@ func TestOTLPHostileInput(t *testing.T) {
 		{"a newline in a function name", func(r *collpb.ExportProfilesServiceRequest) { r.Dictionary.StringTable[3] = "main\n\tffff evil (x)" }, "control character"},
 		{"a million attributes on a sample", func(r *collpb.ExportProfilesServiceRequest) { prof(r).Samples[0].AttributeIndices = million }, "has 1000000 attributes: at most 64"},
 		{"a million attributes on a profile", func(r *collpb.ExportProfilesServiceRequest) { prof(r).AttributeIndices = million }, "has 1000000 attributes: at most 64"},
-		{"timestamps outside the span", func(r *collpb.ExportProfilesServiceRequest) { prof(r).Samples[0].TimestampsUnixNano[1] = uint64(t0 + 6e9) }, "lies outside the profile's span"},
+		{"timestamps outside the span", func(r *collpb.ExportProfilesServiceRequest) {
+			prof(r).Samples[0].TimestampsUnixNano[1] = uint64(t0 + 6e9)
+		}, "lies outside the profile's span"},
 		{"a timestamp before the span", func(r *collpb.ExportProfilesServiceRequest) { prof(r).Samples[0].TimestampsUnixNano[0] = 1 }, "lies outside the profile's span"},
 		{"untimed samples", func(r *collpb.ExportProfilesServiceRequest) {
 			prof(r).Samples[0].TimestampsUnixNano = nil
