@@ -8,10 +8,12 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/klauspost/compress/gzip"
+
 	"github.com/fleetscope/fleetscope"
 )
 
-// Exports bound how often AppendExport retries a stream whose next batch
+// exportAttempts bounds how often AppendExport retries a stream whose next batch
 // another request took meanwhile.
 const exportAttempts = 8
 
@@ -46,6 +48,13 @@ func (l *Live) AppendExport(ctx context.Context, p fleetscope.Principal, stream 
 	sm.Labels[LiveLabel] = stream
 	sm.Filename = stream + "#" + hex.EncodeToString(sum[:8])
 	sm.owner = "export\x00" + stream + "\x00" + string(sum[:])
+	// The segment is stored gzipped (perf script text shrinks ~15x; the
+	// stream's end reads it back plain): the same chunk gives the same
+	// bytes, so a retry still finds its segment.
+	var gz bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&gz, gzip.BestSpeed)
+	zw.Write(chunk)
+	zw.Close()
 	seg := ""
 	for range exportAttempts {
 		st, err := l.DB.LiveStream(ctx, p.TenantID, stream)
@@ -69,7 +78,7 @@ func (l *Live) AppendExport(ctx context.Context, p fleetscope.Principal, stream 
 			}
 		}
 		if seg == "" {
-			info, _, err := l.Ingest.Ingest(ctx, p, sm, bytes.NewReader(chunk))
+			info, _, err := l.Ingest.Ingest(ctx, p, sm, bytes.NewReader(gz.Bytes()))
 			if err != nil {
 				return false, err
 			}
