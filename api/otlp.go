@@ -204,7 +204,7 @@ const streamGenerations = 4
 
 // export stores a request's profiles (see NewOTLP).
 func (h *otlpHandler) export(ctx context.Context, p fleetscope.Principal, req *collpb.ExportProfilesServiceRequest, via string) (*collpb.ExportProfilesServiceResponse, error) {
-	if err := otlp.CheckVersion(req.ProtoReflect()); err != nil {
+	if err := otlp.CheckVersion(req); err != nil {
 		return nil, err
 	}
 	res, err := otlp.Convert(req)

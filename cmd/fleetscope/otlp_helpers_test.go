@@ -276,7 +276,11 @@ func (b *otlpBuilder) add(r perfRecord, start int64, span time.Duration, counted
 // epoch), its dictionary shared by its profiles, a profile per event,
 // each sample's own timestamps.
 func perfToOTLP(t testing.TB, path string, shift time.Duration, service, host string) []pprofile.Profiles {
-	recs := readPerfRecords(t, path, shift)
+	return recordsToOTLP(readPerfRecords(t, path, shift), service, host)
+}
+
+// recordsToOTLP is perfToOTLP of records already read.
+func recordsToOTLP(recs []perfRecord, service, host string) []pprofile.Profiles {
 	counted := map[string]bool{}
 	for _, r := range recs {
 		if _, ok := counted[r.event]; !ok {

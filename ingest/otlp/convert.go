@@ -3,6 +3,7 @@ package otlp
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 	"maps"
@@ -57,10 +58,15 @@ type Result struct {
 	Reasons  []string // why, the first few
 }
 
-// record is one perf sample's text, with its time.
+// record is n perf samples at one time: their header up to the time
+// ("COMM PID/TID [CPU]"), period, event and stack lines.
 type record struct {
-	t    int64
-	text []byte
+	t     int64
+	n     int
+	per   int64
+	head  string
+	event string
+	stack []byte
 }
 
 type batchKey struct{ app, host, labels string }
@@ -85,7 +91,7 @@ func Convert(req *collpb.ExportProfilesServiceRequest) (*Result, error) {
 	if err := d.check(); err != nil {
 		return nil, err
 	}
-	c := &converter{d: d, stacks: map[int32][]byte{}, batches: map[batchKey][]record{}, labels: map[batchKey]map[string]string{}}
+	c := &converter{d: d, stacks: map[int32][]byte{}, locs: map[int32][]byte{}, batches: map[batchKey][]record{}, labels: map[batchKey]map[string]string{}}
 	for ri, rp := range req.GetResourceProfiles() {
 		rattrs, err := d.resourceAttrs(rp.GetResource().GetAttributes())
 		if err != nil {
@@ -120,14 +126,17 @@ func Convert(req *collpb.ExportProfilesServiceRequest) (*Result, error) {
 	for _, k := range keys {
 		rs := c.batches[k]
 		slices.SortStableFunc(rs, func(a, b record) int { return cmpInt(a.t, b.t) })
-		b := &Batch{App: k.app, Host: k.host, Labels: c.labels[k], Samples: len(rs), MinNanos: rs[0].t, MaxNanos: rs[len(rs)-1].t}
-		n := 0
+		b := &Batch{App: k.app, Host: k.host, Labels: c.labels[k], MinNanos: rs[0].t, MaxNanos: rs[len(rs)-1].t}
+		size := 0
 		for _, r := range rs {
-			n += len(r.text)
+			size += r.n * (len(r.head) + len(r.event) + len(r.stack) + 48)
+			b.Samples += r.n
 		}
-		b.Text = make([]byte, 0, n)
+		b.Text = make([]byte, 0, size)
 		for _, r := range rs {
-			b.Text = append(b.Text, r.text...)
+			for range r.n {
+				b.Text = r.append(b.Text)
+			}
 		}
 		res.Batches = append(res.Batches, b)
 	}
@@ -149,6 +158,7 @@ func cmpInt(a, b int64) int {
 type converter struct {
 	d       dict
 	stacks  map[int32][]byte // stack_table index: its perf stack lines
+	locs    map[int32][]byte // location_table index: its perf stack line
 	batches map[batchKey][]record
 	labels  map[batchKey]map[string]string
 	samples int
@@ -176,8 +186,14 @@ func (c *converter) profile(where string, rattrs map[string]string, p *pb.Profil
 	}
 	period := max(p.GetPeriod(), 1)
 	out := map[batchKey][]record{}
+	type keyed struct {
+		key  batchKey
+		head string
+	}
+	byAttrs := map[string]keyed{} // a sample's attribute indices: its batch and header
+	var idx []byte
 	for si, s := range p.GetSamples() {
-		swhere := fmt.Sprintf("%s.samples[%d]", where, si)
+		swhere := func() string { return fmt.Sprintf("%s.samples[%d]", where, si) }
 		ts, vals := s.GetTimestampsUnixNano(), s.GetValues()
 		switch {
 		case len(ts) == 0:
@@ -185,17 +201,26 @@ func (c *converter) profile(where string, rattrs map[string]string, p *pb.Profil
 		case len(vals) > 0 && len(vals) != len(ts):
 			return nil, fmt.Sprintf("sample %d has %d values and %d timestamps: values must match timestamps one for one", si, len(vals), len(ts)), nil
 		}
-		sattrs := maps.Clone(pattrs)
-		if err := c.d.attrs(swhere, s.GetAttributeIndices(), sattrs); err != nil {
-			return nil, "", err
+		idx = idx[:0]
+		for _, i := range s.GetAttributeIndices() {
+			idx = binary.AppendVarint(idx, int64(i))
 		}
-		key, head, err := c.sampleKey(swhere, sattrs)
-		if err != nil {
-			return nil, "", err
+		kh, ok := byAttrs[string(idx)]
+		if !ok {
+			sattrs := maps.Clone(pattrs)
+			if err := c.d.attrs(swhere(), s.GetAttributeIndices(), sattrs); err != nil {
+				return nil, "", err
+			}
+			key, head, err := c.sampleKey(swhere(), sattrs)
+			if err != nil {
+				return nil, "", err
+			}
+			kh = keyed{key, head}
+			byAttrs[string(idx)] = kh
 		}
 		stack, err := c.stack(s.GetStackIndex())
 		if err != nil {
-			return nil, "", fleetscope.Errorf(fleetscope.EINVALID, "%s: %s", swhere, fleetscope.ErrorMessage(err))
+			return nil, "", fleetscope.Errorf(fleetscope.EINVALID, "%s: %s", swhere(), fleetscope.ErrorMessage(err))
 		}
 		for j, t := range ts {
 			if t > fleetscope.MaxTimeNanos || (start != 0 || end != 0) && (int64(t) < start || int64(t) > end) {
@@ -222,32 +247,32 @@ func (c *converter) profile(where string, rattrs map[string]string, p *pb.Profil
 			if c.samples += n; c.samples > MaxSamples {
 				return nil, "", fleetscope.Errorf(fleetscope.EINVALID, "the request holds more than %d samples: send smaller exports", MaxSamples)
 			}
-			var buf bytes.Buffer
-			for range n {
-				buf.WriteString(head)
-				buf.WriteByte(' ')
-				writeTime(&buf, int64(t))
-				buf.WriteString(": ")
-				buf.WriteString(strconv.FormatInt(per, 10))
-				buf.WriteByte(' ')
-				buf.WriteString(event)
-				buf.WriteString(":\n")
-				buf.Write(stack)
-				buf.WriteByte('\n')
-			}
-			out[key] = append(out[key], record{t: int64(t), text: buf.Bytes()})
+			out[kh.key] = append(out[kh.key], record{t: int64(t), n: n, per: per, head: kh.head, event: event, stack: stack})
 		}
 	}
 	return out, "", nil
 }
 
-// writeTime writes ns as perf script's seconds.nanoseconds.
-func writeTime(buf *bytes.Buffer, ns int64) {
-	buf.WriteString(strconv.FormatInt(ns/1e9, 10))
-	buf.WriteByte('.')
-	frac := strconv.FormatInt(ns%1e9, 10)
-	buf.WriteString(strings.Repeat("0", 9-len(frac)))
-	buf.WriteString(frac)
+// append appends one perf sample of r:
+// "COMM PID/TID [CPU] SECONDS.NANOSECONDS: PERIOD EVENT:", its stack
+// lines and a blank line.
+func (r *record) append(b []byte) []byte {
+	b = append(b, r.head...)
+	b = append(b, ' ')
+	b = strconv.AppendInt(b, r.t/1e9, 10)
+	b = append(b, '.')
+	frac := r.t % 1e9
+	for d := int64(1e8); d > 1 && frac < d; d /= 10 {
+		b = append(b, '0')
+	}
+	b = strconv.AppendInt(b, frac, 10)
+	b = append(b, ": "...)
+	b = strconv.AppendInt(b, r.per, 10)
+	b = append(b, ' ')
+	b = append(b, r.event...)
+	b = append(b, ":\n"...)
+	b = append(b, r.stack...)
+	return append(b, '\n')
 }
 
 // event is the perf event name of a sample type: its type, which must be
@@ -339,14 +364,21 @@ func (c *converter) stack(i int32) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	var buf bytes.Buffer
+	var out []byte
 	for _, li := range st.GetLocationIndices() {
-		if err := c.location(&buf, li); err != nil {
-			return nil, err
+		line, ok := c.locs[li]
+		if !ok {
+			var buf bytes.Buffer
+			if err := c.location(&buf, li); err != nil {
+				return nil, err
+			}
+			line = buf.Bytes()
+			c.locs[li] = line
 		}
+		out = append(out, line...)
 	}
-	c.stacks[i] = buf.Bytes()
-	return buf.Bytes(), nil
+	c.stacks[i] = out
+	return out, nil
 }
 
 // location writes one perf script stack line: "\tADDR FUNCTION (MODULE)".

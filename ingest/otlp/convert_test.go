@@ -103,7 +103,7 @@ func TestPdataAgrees(t *testing.T) {
 	if err := proto.Unmarshal(pdataRequest(t), &req); err != nil {
 		t.Fatal(err)
 	}
-	if err := otlp.CheckVersion(req.ProtoReflect()); err != nil {
+	if err := otlp.CheckVersion(&req); err != nil {
 		t.Fatal(err)
 	}
 	d := req.GetDictionary()
