@@ -2,6 +2,7 @@
 // query, admin, share, and Pyroscope's push and query; each in its own
 // file, built by a New… constructor returning the generated handler
 // interface), the Pyroscope-compatible HTTP ingest endpoint, the
+// OpenTelemetry profiles ingest (gRPC and OTLP/HTTP, otlp.go), the
 // authentication interceptor that resolves an API key to a tenant and
 // scope before any handler runs, and the one table mapping fleetscope
 // error codes to Connect codes and HTTP statuses.
