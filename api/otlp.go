@@ -217,7 +217,7 @@ func (h *otlpHandler) export(ctx context.Context, p fleetscope.Principal, req *c
 	samples := 0
 	for i, b := range res.Batches {
 		if err := h.append(ctx, p, b); err != nil {
-			if i > 0 && fleetscope.ErrorCode(err) != fleetscope.EINVALID {
+			if i > 0 {
 				err = fleetscope.Wrap(err, fleetscope.ErrorCode(err), fmt.Sprintf("%s (%d of the request's %d batches are stored: retrying the whole request is safe, a batch stored is recognized by its bytes)",
 					fleetscope.ErrorMessage(err), i, len(res.Batches)))
 			}

@@ -36,6 +36,10 @@ const (
 	MaxBatches = 256
 	// MaxCount bounds a "count" value at one timestamp.
 	MaxCount = 10_000
+	// MaxText bounds the perf script text one request becomes (a few
+	// timestamps of a deep stack are small on the wire and large as
+	// text): what the conversion holds, and the stream stores.
+	MaxText = 128 << 20
 )
 
 // Batch is the part of a request for one (app, host, labels): perf script
@@ -162,6 +166,7 @@ type converter struct {
 	batches map[batchKey][]record
 	labels  map[batchKey]map[string]string
 	samples int
+	text    int // bytes of perf script text so far
 }
 
 // profile converts one profile: its samples' records by batch, or why it
@@ -246,6 +251,9 @@ func (c *converter) profile(where string, rattrs map[string]string, p *pb.Profil
 			}
 			if c.samples += n; c.samples > MaxSamples {
 				return nil, "", fleetscope.Errorf(fleetscope.EINVALID, "the request holds more than %d samples: send smaller exports", MaxSamples)
+			}
+			if c.text += n * (len(kh.head) + len(event) + len(stack) + 48); c.text > MaxText {
+				return nil, "", fleetscope.Errorf(fleetscope.ETOOLARGE, "the request's samples come to more than %d MiB of perf script text: send smaller exports (the Collector's batch size)", MaxText>>20)
 			}
 			out[kh.key] = append(out[kh.key], record{t: int64(t), n: n, per: per, head: kh.head, event: event, stack: stack})
 		}

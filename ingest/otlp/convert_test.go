@@ -257,3 +257,22 @@ func TestConvertNeverPanics(t *testing.T) {
 		}
 	}
 }
+
+// TestTextBounded: a few bytes on the wire that would become gigabytes of
+// text (a million timestamps of one deep stack) are refused as too large
+// before the text is made.
+func TestTextBounded(t *testing.T) {
+	req := baseRequest(1, nil)
+	d := req.Dictionary
+	for range 200 {
+		d.StackTable[1].LocationIndices = append(d.StackTable[1].LocationIndices, 1)
+	}
+	s := req.ResourceProfiles[0].ScopeProfiles[0].Profiles[0].Samples[0]
+	for i := range 1_000_000 {
+		s.TimestampsUnixNano = append(s.TimestampsUnixNano, uint64(t0+int64(i)))
+	}
+	_, err := otlp.Convert(req)
+	if fleetscope.ErrorCode(err) != fleetscope.ETOOLARGE || !strings.Contains(err.Error(), "MiB of perf script text") {
+		t.Fatalf("%v, want ETOOLARGE", err)
+	}
+}
