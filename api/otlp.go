@@ -204,6 +204,13 @@ const streamGenerations = 4
 
 // export stores a request's profiles (see NewOTLP).
 func (h *otlpHandler) export(ctx context.Context, p fleetscope.Principal, req *collpb.ExportProfilesServiceRequest, via string) (*collpb.ExportProfilesServiceResponse, error) {
+	if limit := h.live.Ingest.MaxUpload(p); limit > 0 {
+		// The tenant's largest upload, as the message arrived (OTLP/HTTP
+		// bodies are bounded by it as they are read).
+		if n := proto.Size(req); int64(n) > limit {
+			return nil, fleetscope.Errorf(fleetscope.ETOOLARGE, "an export of %d bytes: the tenant's largest upload is %d bytes", n, limit)
+		}
+	}
 	if err := otlp.CheckVersion(req); err != nil {
 		return nil, err
 	}
