@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -141,6 +142,8 @@ func BenchmarkOTLPFleet(b *testing.B) {
 	client := connect.NewClient[encodedExport, collpb.ExportProfilesServiceResponse](hc, s.url+api.OTLPProcedure,
 		connect.WithGRPC(), connect.WithCodec(encodedCodec{}), connect.WithInterceptors(api.Bearer(s.key)))
 	var exports, samples atomic.Int64
+	var latMu sync.Mutex
+	var lat []time.Duration // each export's answer: its samples are queryable from then on
 	var profiled <-chan struct{}
 	if profDir != "" {
 		line, _, _ := s.log.find(0, msg("debug serving"))
@@ -155,10 +158,14 @@ func BenchmarkOTLPFleet(b *testing.B) {
 		go func() {
 			defer wg.Done()
 			for j := range jobs {
+				start := time.Now()
 				if _, err := client.CallUnary(context.Background(), connect.NewRequest(&encodedExport{j.data})); err != nil {
 					b.Errorf("export host %d minute %d window %d: %v", j.host, j.minute, j.window, err)
 					return
 				}
+				latMu.Lock()
+				lat = append(lat, time.Since(start))
+				latMu.Unlock()
 				exports.Add(1)
 				samples.Add(windowSamples[j.window])
 			}
@@ -172,6 +179,11 @@ func BenchmarkOTLPFleet(b *testing.B) {
 	fmt.Printf("%-52s %8.1f exports/s %8.0f samples/s  (%d exports of %d hosts x %d min, %d samples, %.0f MB sent, %.1f s)\n",
 		"otlp fleet ingest, 8 concurrent senders (gRPC)", float64(exports.Load())/took.Seconds(), float64(samples.Load())/took.Seconds(),
 		exports.Load(), fleetHosts, minutes, samples.Load(), float64(sent)/1e6, took.Seconds())
+	slices.Sort(lat)
+	if len(lat) > 0 {
+		fmt.Printf("%-52s p50 %v, p99 %v, max %v (8 in flight)\n", "otlp export answered (segment stored, queryable)",
+			lat[len(lat)/2].Round(time.Millisecond), lat[len(lat)*99/100].Round(time.Millisecond), lat[len(lat)-1].Round(time.Millisecond))
+	}
 	if n := len(s.search("fleet-otlp")); exports.Load() <= 1000 && int64(n) != exports.Load() {
 		b.Fatalf("%d segments stored for %d exports", n, exports.Load())
 	}
