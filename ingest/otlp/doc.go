@@ -14,4 +14,12 @@
 // without control characters, and the output is bounded (MaxSamples).
 // Symbolization is not done: a location without a function name becomes
 // "BINARY+0xADDR".
+//
+// Why the slim module: go.opentelemetry.io/proto/otlp v1.7.0 is the last
+// release of that module with profiles/v1development, at
+// opentelemetry-proto v1.7.0 (no stack_table: an older, incompatible
+// dictionary). The later profiles messages are published as modules of
+// their own; the Go module proxy serves the slim ones (the same messages,
+// without gRPC stubs: fleetscope serves gRPC with Connect), which are the
+// ones the Collector's pdata itself depends on.
 package otlp
