@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"connectrpc.com/connect"
@@ -38,7 +39,19 @@ type otlpHandler struct {
 	live     *ingest.Live
 	maxBytes int64
 	log      *slog.Logger
+
+	// ending holds the streams being ended in the background, at most
+	// maxEnding at a time (more wait for a later export or the idle end).
+	mu     sync.Mutex
+	ending map[string]bool
 }
+
+// maxEnding bounds the streams ended at once: ending one reads and stores
+// its host-minute again, a large upload's work.
+const maxEnding = 2
+
+// endTimeout bounds ending one stream.
+const endTimeout = 5 * time.Minute
 
 // NewOTLP returns the OpenTelemetry profiles ingest, both transports: the
 // gRPC (and Connect) handler of OTLPProcedure, built with opts (the
@@ -54,8 +67,8 @@ type otlpHandler struct {
 // live stream of its (service, host, labels) and minute (the minute of its
 // first sample): exports of one host join one stream a minute, queryable
 // at once, stored in the end as one profile per host-minute. A stream
-// ends when an export arrives two minutes later (or after the live idle
-// timeout). A batch is identified by its bytes, so a retried request
+// ends, in the background, when an export of the same (service, host,
+// labels) arrives two minutes later (or after the live idle timeout). A batch is identified by its bytes, so a retried request
 // counts once (ingest.Live.AppendExport).
 //
 // Answers follow OTLP: a malformed request (an index out of range, a
@@ -67,7 +80,7 @@ type otlpHandler struct {
 // retryable (Unavailable, HTTP 503; a rate limit is ResourceExhausted
 // with RetryInfo over gRPC, HTTP 429).
 func NewOTLP(live *ingest.Live, maxBytes int64, log *slog.Logger, opts ...connect.HandlerOption) (grpcPath string, grpc http.Handler, httpPath string, plain http.Handler) {
-	h := &otlpHandler{live: live, maxBytes: maxBytes, log: log}
+	h := &otlpHandler{live: live, maxBytes: maxBytes, log: log, ending: map[string]bool{}}
 	grpc = connect.NewUnaryHandler(OTLPProcedure, h.exportRPC, opts...)
 	return OTLPProcedure, grpc, OTLPPath, http.HandlerFunc(h.serveHTTP)
 }
@@ -260,10 +273,34 @@ func (h *otlpHandler) append(ctx context.Context, p fleetscope.Principal, b *otl
 	if err != nil {
 		return err
 	}
-	old := otlp.StreamName(b.App, b.Host, b.Labels, minute-2)
-	if err := h.live.FinishExport(ctx, p, old); err != nil && ctx.Err() == nil {
-		// Not this request's failure: the idle timeout ends it later.
-		h.log.Warn("otlp stream not ended: the idle timeout will", "tenant", p.Tenant, "stream", old, "err", err)
-	}
+	h.endLater(p, otlp.StreamName(b.App, b.Host, b.Labels, minute-2))
 	return nil
+}
+
+// endLater ends stream, if it is open, in the background: not within the
+// request (a Collector would time out waiting), and not a stream already
+// being ended. When maxEnding are being ended, it is left to a later
+// export or the idle end.
+func (h *otlpHandler) endLater(p fleetscope.Principal, stream string) {
+	key := strconv.FormatInt(p.TenantID, 10) + "/" + stream
+	h.mu.Lock()
+	if h.ending[key] || len(h.ending) >= maxEnding {
+		h.mu.Unlock()
+		return
+	}
+	h.ending[key] = true
+	h.mu.Unlock()
+	go func() {
+		defer func() {
+			h.mu.Lock()
+			delete(h.ending, key)
+			h.mu.Unlock()
+		}()
+		ctx, cancel := context.WithTimeout(context.Background(), endTimeout)
+		defer cancel()
+		if err := h.live.FinishExport(ctx, p, stream); err != nil {
+			// The idle end tries again later.
+			h.log.Warn("otlp stream not ended: the idle timeout will", "tenant", p.Tenant, "stream", stream, "err", err)
+		}
+	}()
 }
