@@ -32,8 +32,8 @@ const (
 	MaxLabels = 16
 	// MaxBatches bounds the distinct (app, host, labels) of one request:
 	// each is a stream, and a label of unbounded cardinality would make a
-	// stream per value.
-	MaxBatches = 256
+	// stream per value. A gateway Collector's batches hold many hosts.
+	MaxBatches = 1024
 	// MaxCount bounds a "count" value at one timestamp.
 	MaxCount = 10_000
 	// MaxText bounds the perf script text one request becomes (a few

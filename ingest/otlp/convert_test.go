@@ -213,7 +213,7 @@ func TestLabelCardinality(t *testing.T) {
 	if err != nil || len(res.Batches) != 3 || res.Batches[0].Labels["k"] != "0" || res.Batches[0].Samples != 334 {
 		t.Fatalf("3 label values: %v %+v", err, res)
 	}
-	_, err = otlp.Convert(baseRequest(1000, func(i int) string { return fmt.Sprint(i) }))
+	_, err = otlp.Convert(baseRequest(2*otlp.MaxBatches, func(i int) string { return fmt.Sprint(i) }))
 	if fleetscope.ErrorCode(err) != fleetscope.EINVALID || !strings.Contains(err.Error(), fmt.Sprintf("more than %d distinct (service, host, labels)", otlp.MaxBatches)) {
 		t.Fatalf("a label value per sample: %v", err)
 	}
