@@ -372,8 +372,9 @@ func (c *converter) stack(i int32) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	var out []byte
-	for _, li := range st.GetLocationIndices() {
+	lines := make([][]byte, len(st.GetLocationIndices()))
+	size := 0
+	for k, li := range st.GetLocationIndices() {
 		line, ok := c.locs[li]
 		if !ok {
 			var buf bytes.Buffer
@@ -383,6 +384,11 @@ func (c *converter) stack(i int32) ([]byte, error) {
 			line = buf.Bytes()
 			c.locs[li] = line
 		}
+		lines[k] = line
+		size += len(line)
+	}
+	out := make([]byte, 0, size)
+	for _, line := range lines {
 		out = append(out, line...)
 	}
 	c.stacks[i] = out
