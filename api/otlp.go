@@ -237,8 +237,8 @@ func (h *otlpHandler) export(ctx context.Context, p fleetscope.Principal, req *c
 	samples := 0
 	for i, b := range res.Batches {
 		if err := h.append(ctx, p, b); err != nil {
-			if i > 0 {
-				err = fleetscope.Wrap(err, fleetscope.ErrorCode(err), fmt.Sprintf("%s (%d of the request's %d batches are stored: retrying the whole request is safe, a batch stored is recognized by its bytes)",
+			if code := fleetscope.ErrorCode(err); i > 0 && code != fleetscope.EINTERNAL && ctx.Err() == nil {
+				err = fleetscope.Wrap(err, code, fmt.Sprintf("%s (%d of the request's %d batches are stored: retrying the whole request is safe, a batch stored is recognized by its bytes)",
 					fleetscope.ErrorMessage(err), i, len(res.Batches)))
 			}
 			return nil, err
