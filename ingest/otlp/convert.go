@@ -347,6 +347,9 @@ func (c *converter) sampleKey(where string, a map[string]string) (batchKey, stri
 		}
 		return r
 	}, comm)
+	if comm[0] == '#' { // perf script's comment lines start so
+		comm = "_" + comm[1:]
+	}
 	// "PID/TID" when both are known; else the thread alone, as perf script
 	// prints it by default (a thread unknown reads as 0: perf's regular
 	// expression takes no "-1").
