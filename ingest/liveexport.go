@@ -70,6 +70,11 @@ func (l *Live) AppendExport(ctx context.Context, p fleetscope.Principal, stream 
 			return false, nil // applied before
 		}
 		if st.Ended {
+			// A segment stored for it meanwhile is no part of it: it goes,
+			// so the batch counts once, in the stream it goes to next.
+			if err := l.dropSegment(ctx, p, stream, seg); err != nil {
+				return false, err
+			}
 			return false, fleetscope.Errorf(fleetscope.ECONFLICT, "live stream %q has ended", stream)
 		}
 		if !st.Begun() {
@@ -93,7 +98,25 @@ func (l *Live) AppendExport(ctx context.Context, p fleetscope.Principal, stream 
 		}
 		// Another request took batch NextSeq: look again.
 	}
+	if err := l.dropSegment(ctx, p, stream, seg); err != nil {
+		return false, err
+	}
 	return false, fleetscope.Errorf(fleetscope.EUNAVAILABLE, "live stream %q: %d requests in a row took its next batch first: retry", stream, exportAttempts)
+}
+
+// dropSegment deletes seg, a segment stored for stream but not applied
+// to it (none: nothing to do), unless the stream holds it after all.
+func (l *Live) dropSegment(ctx context.Context, p fleetscope.Principal, stream, seg string) error {
+	if seg == "" {
+		return nil
+	}
+	if st, err := l.DB.LiveStream(ctx, p.TenantID, stream); err != nil || slices.Contains(st.Segments, seg) || st.ProfileID == seg {
+		return err
+	}
+	if err := l.Delete(ctx, p.TenantID, seg, "live:"+stream); err != nil && fleetscope.ErrorCode(err) != fleetscope.ENOTFOUND {
+		return err
+	}
+	return nil
 }
 
 // FinishExport ends an export stream, keeping every batch, as one profile
