@@ -2,6 +2,7 @@
 // query, admin, share, and Pyroscope's push and query; each in its own
 // file, built by a New… constructor returning the generated handler
 // interface), the Pyroscope-compatible HTTP ingest endpoint, the
+// OpenTelemetry profiles ingest (gRPC and OTLP/HTTP, otlp.go), the
 // authentication interceptor that resolves an API key to a tenant and
 // scope before any handler runs, and the one table mapping fleetscope
 // error codes to Connect codes and HTTP statuses.
@@ -55,6 +56,7 @@ var Scopes = map[string]string{
 	fleetscopev1connect.FleetServiceGetFleetFlameGraphProcedure:  fleetscope.ScopeRead,
 	fleetscopev1connect.CompareServiceGetDiffFlameGraphProcedure: fleetscope.ScopeRead,
 	pushv1connect.PusherServicePushProcedure:                     fleetscope.ScopeIngest, // Pyroscope's push API
+	OTLPProcedure:                                                fleetscope.ScopeIngest, // OpenTelemetry profiles (gRPC)
 	// Pyroscope's query API, as far as Grafana's data source uses it (the
 	// rest of QuerierService is unimplemented, so refused here).
 	querierv1connect.QuerierServiceProfileTypesProcedure:           fleetscope.ScopeRead,

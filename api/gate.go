@@ -43,13 +43,14 @@ var DefaultGate = GateOptions{UploadsPerKey: 8, UploadsPerTenant: 16, Uploads: 6
 	MinBodyRate: 1024, ReadBodyBytes: 64 << 10, ReadBodyTime: 10 * time.Second}
 
 // Gate authenticates Connect requests, and uploads to the Pyroscope ingest
-// endpoint (PyroscopePath), before their body is read (no key, no work:
+// endpoint (PyroscopePath) and OTLP/HTTP (OTLPPath), before their body is read (no key, no work:
 // nothing is read, inflated or buffered for a stranger), bounds concurrent
 // uploads per key, per tenant and per server, the Pyroscope ones with the
 // rest (beyond them: ERATELIMITED at once, the connection closed), cuts off
 // upload bodies that stall or trickle, and bounds other requests' bodies in
 // size and time. Requests it refuses get a Connect error in the caller's
-// protocol (Pyroscope's: plain text and the HTTP status). The interceptor
+// protocol (Pyroscope's: plain text and the HTTP status; OTLP/HTTP's: a
+// google.rpc.Status; OTLP gRPC's rate limits carry RetryInfo). The interceptor
 // (Auth.Interceptor) and the Pyroscope handler still check every call
 // behind it.
 func (a *Auth) Gate(next http.Handler, o GateOptions) http.Handler {
@@ -72,6 +73,13 @@ type gate struct {
 
 func (g *gate) refuse(w http.ResponseWriter, r *http.Request, err error) {
 	w.Header().Set("Connection", "close") // free the connection: its body is not read
+	if r.URL.Path == OTLPPath {
+		otlpHTTPError(w, err, 0)
+		return
+	}
+	if r.URL.Path == OTLPProcedure {
+		err = otlpError(err)
+	}
 	if r.URL.Path == PyroscopePath {
 		if fleetscope.ErrorCode(err) == fleetscope.EUNAUTHENTICATED {
 			w.Header().Set("WWW-Authenticate", `Basic realm="fleetscope", charset="UTF-8"`)
@@ -84,7 +92,7 @@ func (g *gate) refuse(w http.ResponseWriter, r *http.Request, err error) {
 
 func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	scope, ok := Scopes[r.URL.Path]
-	if r.URL.Path == PyroscopePath && r.Method == http.MethodPost {
+	if (r.URL.Path == PyroscopePath || r.URL.Path == OTLPPath) && r.Method == http.MethodPost {
 		scope, ok = fleetscope.ScopeIngest, true // an upload like the rest
 	}
 	if !ok || scope == Public {

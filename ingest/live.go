@@ -48,6 +48,8 @@ type LiveIndex interface {
 // final batch, or IdleTimeout without one, turns the segments' text, in
 // order, into one profile — exactly what a batch upload of the same
 // recording stores, the same bytes — and then deletes the segments.
+// Senders that number nothing (OpenTelemetry exporters) append with
+// AppendExport, which recognizes a batch by its bytes instead.
 type Live struct {
 	Ingest *Service
 	DB     LiveIndex

@@ -24,6 +24,7 @@ import (
 	"connectrpc.com/connect"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/reflect/protoregistry"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -89,7 +90,16 @@ func procedures() []string {
 			}
 		}
 	}
-	return append(out, api.PyroscopePath)
+	return append(out, api.PyroscopePath, api.OTLPPath)
+}
+
+// grpcToConnect gives a gRPC client's error the Connect code of its
+// status, so the suite's checks read both clients alike.
+func grpcToConnect(err error) error {
+	if err == nil {
+		return nil
+	}
+	return connect.NewError(connect.Code(status.Code(err)), err)
 }
 
 // TestTenantIsolation: tenant B's keys of each scope try to read, search,
@@ -128,6 +138,7 @@ func TestTenantIsolation(t *testing.T) {
 		bKeys[scope] = s.newKey("intruder", scope)
 	}
 	dataA, _ := os.ReadFile(pathA)
+	intruderOTLP := perfToOTLP(t, "../../../shared/corpus/perf/recorded-perf-realtime-2events.txt", 0, "intruder", "b1")[0]
 	pprofData := corpus.Read(t, "corpus/pprof/go-sha-sort.cpu.pprof")
 	// A live recording of A's is open while B attacks: B's batches under
 	// its name make B's own stream, and B cannot read its segment.
@@ -382,6 +393,24 @@ func TestTenantIsolation(t *testing.T) {
 			t.Errorf("%s with B's %q key and X-Scope-OrgID naming A: HTTP %d, want %d", api.PyroscopePath, scope, res2.StatusCode, want)
 		}
 		try(api.PyroscopePath, scope, landedInA(), nil, 0, "X-Scope-OrgID: acme")
+		// OpenTelemetry profiles, gRPC and OTLP/HTTP: naming A's tenant is
+		// refused with every key; without, an ingest key stores in B's own
+		// tenant and any other key is refused.
+		p = api.OTLPProcedure
+		_, err = s.otlpGRPC(t, key, "acme", intruderOTLP)
+		try(p, scope, landedInA(), grpcToConnect(err), connect.CodePermissionDenied, "X-Scope-OrgID: acme")
+		_, err = s.otlpGRPC(t, key, "", intruderOTLP)
+		try(p, scope, landedInA(), grpcToConnect(err), own(p, scope), "no X-Scope-OrgID")
+		for _, orgID := range []string{"acme", ""} {
+			want := http.StatusForbidden
+			if orgID == "" && slices.Contains(strings.Split(scope, ","), "ingest") {
+				want = http.StatusOK
+			}
+			if code, body, _ := s.otlpHTTP(t, key, http.Header{"X-Scope-Orgid": {orgID}}, marshalOTLP(t, intruderOTLP)); code != want {
+				t.Errorf("%s with B's %q key, X-Scope-OrgID %q: HTTP %d %q, want %d", api.OTLPPath, scope, orgID, code, body, want)
+			}
+			try(api.OTLPPath, scope, landedInA(), nil, 0, "X-Scope-OrgID: "+orgID)
+		}
 		p = fleetscopev1connect.AdminServiceListShareLinksProcedure
 		ls, err := b.admin.ListShareLinks(ctx, connect.NewRequest(&fsv1.ListShareLinksRequest{}))
 		try(p, scope, err == nil && slices.ContainsFunc(ls.Msg.GetLinks(), func(l *fsv1.ShareLink) bool { return aIDs[l.GetProfileId()] }), err, own(p, scope), "")
@@ -445,7 +474,7 @@ func TestTenantIsolation(t *testing.T) {
 			t.Logf("route %s: not attacked: %s", route, why)
 			continue
 		}
-		if route == api.PyroscopePath {
+		if route == api.PyroscopePath || route == api.OTLPPath || route == api.OTLPProcedure {
 			if !covered[route] {
 				t.Errorf("route %s has no attack", route)
 			}

@@ -163,6 +163,11 @@ func newServer(ctx context.Context, cfg Config, log *slog.Logger, ln net.Listene
 	// one message, bounded like a single-message upload.
 	mux.Handle(pushv1connect.NewPusherServiceHandler(api.NewPush(ing, log),
 		uploads...))
+	// OpenTelemetry profiles, gRPC and OTLP/HTTP: exports join live
+	// streams, bounded like a single-message upload.
+	otlpRPC, otlpRPCHandler, otlpPath, otlpHTTP := api.NewOTLP(live, cfg.BrowserUploadBytes, log, uploads...)
+	mux.Handle(otlpRPC, otlpRPCHandler)
+	mux.Handle(otlpPath, otlpHTTP)
 	// Pyroscope's query API: Grafana's Pyroscope data source reads here.
 	mux.Handle(querierv1connect.NewQuerierServiceHandler(api.NewQuerier(q), small...))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
