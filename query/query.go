@@ -88,7 +88,7 @@ type Fleet interface {
 	// first), for the minutes starting in [from, to) (multiples of 60).
 	FleetMinutes(ctx context.Context, tenant int64, app, event string, from, to int64, withCells bool) ([]index.FleetRow, error)
 	// ProfileStacks returns a profile's stack list as tenant dictionary
-	// keys (index.StackKey), in the order its samples refer to them.
+	// keys (index.Keyer), in the order its samples refer to them.
 	ProfileStacks(ctx context.Context, tenant int64, id string) ([]int64, error)
 	// StackDict builds a dictionary whose stack i is the tenant's stack
 	// ids[i].
