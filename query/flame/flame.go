@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/fleetscope/fleetscope"
@@ -109,24 +108,6 @@ func Folded(d *fleetscope.Dict, c *Counts, a Annotate) map[string]uint64 {
 	return out
 }
 
-// WriteFolded writes Folded's lines to w.
-func WriteFolded(w io.Writer, d *fleetscope.Dict, c *Counts, a Annotate) error {
-	folded := Folded(d, c, a)
-	keys := make([]string, 0, len(folded))
-	for k := range folded {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	bw := bufio.NewWriter(w)
-	for _, k := range keys {
-		bw.WriteString(k)
-		bw.WriteByte(' ')
-		bw.WriteString(strconv.FormatUint(folded[k], 10))
-		bw.WriteByte('\n')
-	}
-	return bw.Flush()
-}
-
 // Node is a flame graph node in the JSON tree form used by d3-flame-graph
 // and speedscope's importers: {"name","value","children"}.
 type Node struct {
@@ -217,13 +198,6 @@ func (l *Layout) SizeBytes() int64 {
 		n += int64(len(s)) + 16
 	}
 	return n
-}
-
-// FlatTree merges the stacks into a tree rooted at "all", with children
-// sorted by name; frames that print the same (with or without annotations)
-// merge.
-func FlatTree(d *fleetscope.Dict, c *Counts, a Annotate) *Flat {
-	return NewLayout(d, a).Flat(c)
 }
 
 // Flat builds the flame graph of counts c over l's dictionary in one pass
@@ -417,11 +391,6 @@ func (l *Layout) keptAll(a, b *Counts) []keptStack {
 		}
 	}
 	return out
-}
-
-// Tree merges the stacks into a nested tree rooted at "all" (see FlatTree).
-func Tree(d *fleetscope.Dict, c *Counts, a Annotate) *Node {
-	return FlatTree(d, c, a).Tree()
 }
 
 // Check reports whether f is a well-formed pre-order tree.
