@@ -227,9 +227,9 @@ func TestCellFlameGraphTotalsCellCount(t *testing.T) {
 		cells := 0
 		for i, col := range h.Columns {
 			for r, n := range col {
-				got := p.flame(fleetscope.CellRange(i, r, rows)).Total
+				got := p.flame(cellRange(i, r, rows)).Total
 				if got != uint64(n) {
-					t.Fatalf("rows %d, cell col %d row %d: count %d, flame graph of %v totals %d", rows, i, r, n, fleetscope.CellRange(i, r, rows), got)
+					t.Fatalf("rows %d, cell col %d row %d: count %d, flame graph of %v totals %d", rows, i, r, n, cellRange(i, r, rows), got)
 				}
 				if n > 0 {
 					cells++
