@@ -1,8 +1,22 @@
-// Package flame builds flame graphs from selected samples: it counts samples
-// per stack and renders the result as folded text (sorted like
-// stackcollapse-perf.pl's output) or as a JSON tree. Values are sample counts
-// by default, so a heatmap cell's count equals its range's flame graph total;
-// they can be weighted by the sample period instead.
+// Package flame builds flame graphs from selected samples. It counts
+// samples per stack (Counts; values are sample counts by default, so a
+// heatmap cell's count equals its range's flame graph total, or weighted by
+// the sample period) and, over a Layout computed once per dictionary,
+// renders the counts as:
+//
+//   - Flat, the tree in depth-first pre-order with children sorted by name,
+//     that the API sends and the dashboard draws (Layout.Flat), and
+//     DiffFlat, two sides of a comparison over one tree (Layout.FlatDiff);
+//   - Lines, the folded lines stackcollapse-perf.pl writes, sorted
+//     bytewise, each given by what it adds to the line before, that the API
+//     sends or writes out as folded text (Layout.Lines, Lines.WriteFolded);
+//   - the folded stacks as a map, the exports' stacks where a frame name
+//     holds ';' (Folded);
+//   - the nested JSON tree of d3-flame-graph (Flat.Tree, WriteJSON).
+//
+// It also merges the flame graphs of several profiles (Merge) and
+// truncates a tree to a number of nodes, the rest under "other"
+// (Flat.Truncate). It is pure: no I/O but the writer it is handed.
 package flame
 
 import (
