@@ -102,3 +102,8 @@ func TestIdle(t *testing.T) {
 		}
 	}
 }
+
+// isIdleStack is isIdle over a sample's process and its frames below it.
+func isIdleStack(process string, frames []string) bool {
+	return isIdle(process, len(frames), func(i int) string { return frames[i] })
+}
