@@ -1,7 +1,26 @@
-// Package fleetscope is the domain of the fleetscope profiling service: the
-// profile model (samples, a deduplicated frame and stack dictionary, events),
-// time ranges, and the one error type with its codes. It imports nothing of
-// the project; every other package builds on it.
+// Package fleetscope is the domain of the fleetscope profiling service. It
+// owns:
+//
+//   - the profile model: samples, threads, a deduplicated frame and stack
+//     dictionary with its idle rule, events and the default-event rule
+//     (profile.go, event.go), and profile metadata with its checks and
+//     updates (meta.go);
+//   - time: ranges, seconds as text, the accepted timestamps (range.go,
+//     geometry.go);
+//   - the heatmap's geometry: rows, columns, the row of an offset, the
+//     seconds a column covers (geometry.go);
+//   - sample selection: Selection (an event, a range, idle or not) and the
+//     filters by thread, function and probe span, compiled to a Matcher
+//     over a dictionary (event.go, filter.go);
+//   - fleet selections: label matchers, label sets, the window a fleet
+//     query may cover and a profile's span in wall-clock time (fleet.go);
+//   - the records the stores keep and the API shows: profiles, tenants and
+//     their limits, keys and principals, share links, live streams, audit
+//     events (fleetscope.go);
+//   - the one error type with its codes (error.go) and the context check
+//     long loops make (ctxcheck.go).
+//
+// It imports nothing of the project; every other package builds on it.
 //
 // Data flows one way: api → ingest → store → query → web.
 package fleetscope

@@ -10,7 +10,10 @@ import (
 // holds the samples whose offset within their second lies in
 // [r/rows, (r+1)/rows). All of it is exact integer arithmetic on
 // nanosecond timestamps, so a cell's range holds exactly the samples the
-// cell counts.
+// cell counts: cell (col, row) covers the half-open relative times
+// [col·1e9 + ⌈row·1e9/rows⌉, col·1e9 + ⌈(row+1)·1e9/rows⌉) ns, exactly the
+// offsets Row puts in row within second col (the dashboard's cellRange
+// selects it; the tests check the counts against it).
 
 // DefaultRows gives 20 ms cells at one second per column.
 const DefaultRows = 50
@@ -40,18 +43,6 @@ func FloorSecond(t int64) int64 {
 func Row(offsetNanos int64, rows int) int {
 	return int(offsetNanos * int64(rows) / 1e9)
 }
-
-// CellRange returns the half-open range of relative time, in ns, that cell
-// (col, row) covers: exactly the offsets Row puts in row, within second
-// col. It is the inverse of Row.
-func CellRange(col, row, rows int) Range {
-	lo := ceilDiv(int64(row)*1e9, int64(rows))
-	hi := ceilDiv(int64(row+1)*1e9, int64(rows))
-	base := int64(col) * 1e9
-	return Range{Start: base + lo, End: base + hi}
-}
-
-func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
 
 // MaxColumns bounds a heatmap's columns: a longer span is drawn with
 // several seconds per column, so an answer's size is bounded by what is

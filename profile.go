@@ -198,7 +198,8 @@ func (d *Dict) StackFrames(id StackID) []FrameID {
 	return d.stackFrame[s.off : s.off+s.n : s.off+s.n]
 }
 
-// Idle reports whether stack id is the kernel's idle loop (see IsIdleStack).
+// Idle reports whether stack id is idle: the kernel's idle loop, or V8's
+// (idle) or (program) leaf (the rule isIdle states).
 func (d *Dict) Idle(id StackID) bool { return d.stacks[id].idle }
 
 // Events returns the event names by id.
@@ -221,16 +222,12 @@ func (d *Dict) idle(frames []FrameID) bool {
 	return isIdle(d.frames[frames[0]].Name, len(frames)-1, func(i int) string { return d.frames[frames[1+i]].Name })
 }
 
-// IsIdleStack reports whether a sample is idle: its process is the kernel's
-// swapper and one of its frames is an idle loop (cpu_idle, cpuidle_enter*,
-// do_idle, default_idle*, native_safe_halt, mwait_idle*, intel_idle*,
-// acpi_idle*, xen_hypercall_sched_op); or, for V8 and Chrome profiles, its
-// leaf is the (idle) or (program) pseudo-frame.
-func IsIdleStack(process string, frames []string) bool {
-	return isIdle(process, len(frames), func(i int) string { return frames[i] })
-}
-
-// isIdle is IsIdleStack over n frames named by frame(i), root first.
+// isIdle reports whether a sample of process whose n frames below the
+// process are named by frame(i), root first, is idle: its process is the
+// kernel's swapper and one of its frames is an idle loop (cpu_idle,
+// cpuidle_enter*, do_idle, default_idle*, native_safe_halt, mwait_idle*,
+// intel_idle*, acpi_idle*, xen_hypercall_sched_op); or, for V8 and Chrome
+// profiles, its leaf is the (idle) or (program) pseudo-frame.
 func isIdle(process string, n int, frame func(i int) string) bool {
 	if process != "swapper" {
 		leaf := ""

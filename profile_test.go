@@ -71,7 +71,7 @@ func TestAddStacks(t *testing.T) {
 	}
 }
 
-// TestIdle: the idle stacks IsIdleStack names, and a dictionary's stacks
+// TestIdle: the idle stacks isIdleStack names, and a dictionary's stacks
 // marked the same.
 func TestIdle(t *testing.T) {
 	for _, c := range []struct {
@@ -89,8 +89,8 @@ func TestIdle(t *testing.T) {
 		{"node", []string{"(idle)", "main"}, false}, // (idle) only as the leaf
 		{"node", nil, false},
 	} {
-		if got := IsIdleStack(c.process, c.frames); got != c.want {
-			t.Errorf("IsIdleStack(%q, %q) = %v, want %v", c.process, c.frames, got, c.want)
+		if got := isIdleStack(c.process, c.frames); got != c.want {
+			t.Errorf("isIdleStack(%q, %q) = %v, want %v", c.process, c.frames, got, c.want)
 		}
 		d := NewDict()
 		ids := []FrameID{d.Frame(Frame{Name: c.process})}
@@ -101,4 +101,9 @@ func TestIdle(t *testing.T) {
 			t.Errorf("Dict: stack %q %q idle %v, want %v", c.process, c.frames, got, c.want)
 		}
 	}
+}
+
+// isIdleStack is isIdle over a sample's process and its frames below it.
+func isIdleStack(process string, frames []string) bool {
+	return isIdle(process, len(frames), func(i int) string { return frames[i] })
 }

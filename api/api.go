@@ -1,14 +1,29 @@
-// Package api is fleetscope's Connect API: one handler per service (ingest,
-// query, admin, share, and Pyroscope's push and query; each in its own
-// file, built by a New… constructor returning the generated handler
-// interface), the Pyroscope-compatible HTTP ingest endpoint, the
-// OpenTelemetry profiles ingest (gRPC and OTLP/HTTP, otlp.go), the
-// authentication interceptor that resolves an API key to a tenant and
-// scope before any handler runs, and the one table mapping fleetscope
-// error codes to Connect codes and HTTP statuses.
-// Handlers only translate between protobuf and the domain: the work is
-// done by ingest, query and store/lifecycle. Handlers hold no state
-// another replica needs.
+// Package api is fleetscope's Connect API. It owns:
+//
+//   - one handler per service (ingest, query, fleet, compare, admin, share,
+//     and Pyroscope's push and query), each in its own file, built by a
+//     New… constructor returning the generated handler interface;
+//   - the Pyroscope-compatible HTTP ingest endpoint (pyroscope.go) and the
+//     OpenTelemetry profiles ingest, gRPC and OTLP/HTTP (otlp.go);
+//   - Pyroscope's query API for Grafana's Pyroscope data source
+//     (querier.go): unlike the other handlers it holds query logic of its
+//     own, turning Pyroscope's model into fleetscope's: label selectors
+//     parsed (selector.go) and resolved against the window's label sets
+//     into fleet selections, one per app; profile types mapped to events
+//     (profiletype.go); answers as flamebearer trees and series;
+//   - the authentication interceptor that resolves an API key to a tenant
+//     and scope before any handler runs (auth.go), and the gate that bounds
+//     uploads in flight per key and per server (gate.go);
+//   - the wire: Connect codecs with hand-written fast paths for the large
+//     answers (protocodec.go, jsoncodec.go), the protobuf conversions
+//     (convert.go), the HTTP client the command line's Connect clients use
+//     (client.go), and the one table mapping fleetscope error codes to
+//     Connect codes and HTTP statuses (errors.go).
+//
+// Apart from the querier, handlers translate between protobuf and the
+// domain: the work is done by ingest, query and the stores behind the
+// interfaces this package owns (Authenticator, AdminStore, ShareLinks).
+// Handlers hold no state another replica needs.
 package api
 
 import (

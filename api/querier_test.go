@@ -121,7 +121,7 @@ func TestFlamebearer(t *testing.T) {
 			}
 			values[id] += uint64(r.IntN(9))
 		}
-		f := flame.FlatTree(d, flame.CountsOf(values), flame.Annotate{})
+		f := flame.NewLayout(d, flame.Annotate{}).Flat(flame.CountsOf(values))
 		if round%3 == 0 {
 			f = f.Truncate(1 + r.IntN(6))
 		}

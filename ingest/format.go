@@ -101,12 +101,6 @@ func names(fs []Format) []string {
 	return out
 }
 
-// FormatNames lists the formats: built-in ones and the plugins found now.
-func FormatNames() []string {
-	fs, _ := available()
-	return names(fs)
-}
-
 // Lookup finds a format by name. A name may carry options after a colon,
 // "traceevent:pid=123,tid=456" or "folded:weighted", for formats that take
 // them (see docs/formats.md). Returns EINVALID, listing the formats, for an

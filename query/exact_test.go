@@ -227,9 +227,9 @@ func TestCellFlameGraphTotalsCellCount(t *testing.T) {
 		cells := 0
 		for i, col := range h.Columns {
 			for r, n := range col {
-				got := p.flame(fleetscope.CellRange(i, r, rows)).Total
+				got := p.flame(cellRange(i, r, rows)).Total
 				if got != uint64(n) {
-					t.Fatalf("rows %d, cell col %d row %d: count %d, flame graph of %v totals %d", rows, i, r, n, fleetscope.CellRange(i, r, rows), got)
+					t.Fatalf("rows %d, cell col %d row %d: count %d, flame graph of %v totals %d", rows, i, r, n, cellRange(i, r, rows), got)
 				}
 				if n > 0 {
 					cells++
@@ -263,14 +263,11 @@ func TestRangeFoldedEqualsCollapseOfRange(t *testing.T) {
 				if _, err := perf.Collapse(strings.NewReader(text.String()), &want, perf.Options{}); err != nil {
 					t.Fatal(err)
 				}
-				var got bytes.Buffer
-				if err := flame.WriteFolded(&got, p.p.Dict, p.flame(r), flame.Annotate{}); err != nil {
-					t.Fatal(err)
+				got := foldedText(p.p.Dict, p.flame(r))
+				if got != want.String() {
+					t.Fatalf("range %v: folded flame graph differs from collapse of its samples:\n got %q\nwant %q", r, trim(got), trim(want.String()))
 				}
-				if got.String() != want.String() {
-					t.Fatalf("range %v: folded flame graph differs from collapse of its samples:\n got %q\nwant %q", r, trim(got.String()), trim(want.String()))
-				}
-				return got.String(), in
+				return got, in
 			}
 			// Arbitrary microsecond ranges, not only cell boundaries.
 			for _, r := range [][2]string{{"0", "1"}, {"2.400000", "2.480000"}, {"0.000001", "3.333333"}, {"5.123456", "5.123457"}, {"11.9", "14.1"}, {"0", "9999"}} {
@@ -448,12 +445,9 @@ func TestRestFoldedEqualsCollapseOfRest(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var got bytes.Buffer
-		if err := flame.WriteFolded(&got, p.p.Dict, g.Counts, flame.Annotate{}); err != nil {
-			t.Fatal(err)
-		}
-		if got.String() != want.String() {
-			t.Errorf("rest of %v: folded differs from collapse of the samples outside it:\n%s\nwant:\n%s", r, trim(got.String()), trim(want.String()))
+		got := foldedText(p.p.Dict, g.Counts)
+		if got != want.String() {
+			t.Errorf("rest of %v: folded differs from collapse of the samples outside it:\n%s\nwant:\n%s", r, trim(got), trim(want.String()))
 		}
 		if in := p.flame(r).Total; in+g.Total != whole {
 			t.Errorf("range %v: %d inside + %d outside != %d in the whole profile", r, in, g.Total, whole)
@@ -471,4 +465,15 @@ func sameStacks(t *testing.T, got, want []export.Stack) {
 	if !slices.EqualFunc(got, want, func(a, b export.Stack) bool { return a.Value == b.Value && slices.Equal(a.Frames, b.Frames) }) {
 		t.Fatalf("stacks from the tree (%d) differ from the folded lines' (%d)", len(got), len(want))
 	}
+}
+
+// foldedText is flame.Folded's lines as text, sorted bytewise as
+// stackcollapse-perf.pl sorts them.
+func foldedText(d *fleetscope.Dict, c *flame.Counts) string {
+	var b strings.Builder
+	folded := flame.Folded(d, c, flame.Annotate{})
+	for _, k := range slices.Sorted(maps.Keys(folded)) {
+		fmt.Fprintf(&b, "%s %d\n", k, folded[k])
+	}
+	return b.String()
 }

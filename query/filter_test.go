@@ -287,7 +287,7 @@ func TestFilteredCellsEqualFlameGraphs(t *testing.T) {
 			}
 			for c, col := range h.Columns {
 				for r, n := range col {
-					rg := fleetscope.CellRange(c, r, rows) // one second a column
+					rg := cellRange(c, r, rows) // one second a column
 					g, err := p.q.FlameGraph(ctx, 0, query.FlameRequest{ProfileID: p.id, Range: &rg, Filter: f})
 					if err != nil {
 						t.Fatal(err)

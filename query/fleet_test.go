@@ -128,7 +128,7 @@ func TestFleetHeatmapEqualsSumOfHosts(t *testing.T) {
 		cells := 0
 		for i, col := range h.Columns {
 			for r, n := range col {
-				cr := fleetscope.CellRange(i, r, rows)
+				cr := cellRange(i, r, rows)
 				cs := sel
 				cs.From, cs.To = h.StartSecond*1e9+cr.Start, h.StartSecond*1e9+cr.End
 				g, err := q.FleetFlameGraph(ctx, 0, cs, query.FleetFlameOptions{})
@@ -358,7 +358,7 @@ func TestFleetSampleFilters(t *testing.T) {
 			}
 			for i, col := range h.Columns {
 				for r, n := range col {
-					cr := fleetscope.CellRange(i, r, rows)
+					cr := cellRange(i, r, rows)
 					cs := sel
 					cs.From, cs.To = h.StartSecond*1e9+cr.Start, h.StartSecond*1e9+cr.End
 					g, err := q.FleetFlameGraph(ctx, 0, cs, query.FleetFlameOptions{})

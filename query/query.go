@@ -5,22 +5,32 @@
 //   - one profile's heatmap (heatmap.go, cells.go), exact range flame
 //     graph (flamegraph.go) and heatmap series per CPU, thread or process
 //     (series.go);
-//   - filters: function conditions and probe spans (filter.go);
-//   - diffs of two flame graphs, of profiles, ranges or fleets (diff.go),
-//     and the stack lists exports read (stacks.go);
+//   - filters: function and thread conditions, and probe spans paired
+//     into latency sets (filter.go, with query/spans);
+//   - diffs of two flame graphs, of profiles, ranges or fleets, with the
+//     functions that changed most (diff.go), the stack lists exports read
+//     (stacks.go), and the timed samples of a speedscope timeline
+//     (timeline.go);
 //   - fleet queries over many profiles in wall-clock time: merged flame
-//     graphs, heatmaps, host strips, timelines, series and label sets
-//     (fleet*.go; fleet.go names the stages);
+//     graphs, heatmaps, host strips, timelines, series (fleetseries.go)
+//     and label sets (fleet*.go; fleet.go names the stages);
+//   - stack buckets (fleet_buckets.go): ten-minute counts per host that
+//     merged flame graphs over hours read instead of every second, stored
+//     through StackBuckets where the Source has them, used only for the
+//     profiles they counted, and compacted ahead of queries
+//     (CompactBuckets);
 //   - the caches, bounded in bytes together, and the rules that turn a
 //     request into reads: event resolution, the seconds a range needs, the
 //     heatmap's columns.
 //
 // It answers from a Source of stored profiles (store/postgres for the
-// server, store/memory for local files), so that a local file and the
-// server give the same answer by construction. Its subpackages are pure:
-// query/heatmap counts cells, query/flame builds flame graphs,
-// query/spans pairs probe events, query/export writes answers out,
-// query/cache is the LRU. It writes nothing and speaks no transport.
+// server, store/memory for local files), so that a local file and the server
+// give the same answer by construction. It owns the interfaces of the stores
+// it uses (Source, made of Profiles, Dictionaries, Cells, Seconds and Fleet;
+// and StackBuckets). Its subpackages are pure: query/heatmap counts cells,
+// query/flame builds flame graphs, query/spans pairs probe events,
+// query/export writes answers out, query/cache is the LRU. It writes nothing
+// but the stack buckets it counted, and speaks no transport.
 package query
 
 import (
@@ -88,7 +98,7 @@ type Fleet interface {
 	// first), for the minutes starting in [from, to) (multiples of 60).
 	FleetMinutes(ctx context.Context, tenant int64, app, event string, from, to int64, withCells bool) ([]index.FleetRow, error)
 	// ProfileStacks returns a profile's stack list as tenant dictionary
-	// keys (index.StackKey), in the order its samples refer to them.
+	// keys (index.Keyer), in the order its samples refer to them.
 	ProfileStacks(ctx context.Context, tenant int64, id string) ([]int64, error)
 	// StackDict builds a dictionary whose stack i is the tenant's stack
 	// ids[i].

@@ -524,7 +524,7 @@ func TestServiceAnswersEqualLocalFiles(t *testing.T) {
 					if n == 0 {
 						continue
 					}
-					rg := fleetscope.CellRange(i, r, h.Rows)
+					rg := cellRange(i, r, h.Rows)
 					res, err := q.GetFlameGraph(context.Background(), connect.NewRequest(&fsv1.GetFlameGraphRequest{
 						ProfileId: id, StartNanos: &rg.Start, EndNanos: &rg.End, Format: fsv1.FlameGraphFormat_FLAME_GRAPH_FORMAT_FOLDED}))
 					if err != nil {
@@ -943,4 +943,14 @@ func TestAuthAndTenantScope(t *testing.T) {
 			t.Errorf("CLI with key %q: exit %d %q %q; want exit %d and one line saying %q", key, code, out, errOut, wantCode, hint)
 		}
 	}
+}
+
+// cellRange is the half-open range of relative time, in ns, that heatmap
+// cell (col, row) covers: the offsets fleetscope.Row puts in row, within
+// second col (the domain package's geometry).
+func cellRange(col, row, rows int) fleetscope.Range {
+	lo := (int64(row)*1e9 + int64(rows) - 1) / int64(rows)
+	hi := (int64(row+1)*1e9 + int64(rows) - 1) / int64(rows)
+	base := int64(col) * 1e9
+	return fleetscope.Range{Start: base + lo, End: base + hi}
 }

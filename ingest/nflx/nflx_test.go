@@ -68,7 +68,7 @@ func TestFlameGraphMatchesReference(t *testing.T) {
 			var c flame.Counts
 			c.Add(p.Dict, &sel, all, false)
 			got := map[string]uint64{}
-			ourSelfByPath(flame.Tree(p.Dict, &c, flame.Annotate{}), "", got)
+			ourSelfByPath(flame.NewLayout(p.Dict, flame.Annotate{}).Flat(&c).Tree(), "", got)
 
 			var wantTotal uint64
 			for path, v := range want {

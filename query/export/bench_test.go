@@ -96,11 +96,6 @@ func BenchmarkSpeedscope(b *testing.B) {
 	bench(b, len(stacks), func(w io.Writer) error { return export.WriteSpeedscope(w, stacks, export.SpeedscopeOptions{}) })
 }
 
-func BenchmarkFolded(b *testing.B) {
-	stacks := synthetic(benchStacks, benchDepth)
-	bench(b, len(stacks), func(w io.Writer) error { return export.WriteFolded(w, stacks) })
-}
-
 func BenchmarkDiffFolded(b *testing.B) {
 	stacks := syntheticDiff(benchStacks, benchDepth)
 	bench(b, len(stacks), func(w io.Writer) error { return export.WriteDiffFolded(w, stacks, true) })

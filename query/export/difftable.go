@@ -45,40 +45,6 @@ func relChange(a, b uint64) float64 {
 	return (float64(b) - float64(a)) / float64(a)
 }
 
-// Functions returns every function of the stacks with its self and total
-// samples in A and B, sorted by name. To compare profiles of different
-// lengths, normalise the stacks first (Normalize).
-func Functions(stacks []DiffStack) []FunctionDiff {
-	index := make(map[string]int)
-	var fns []FunctionDiff
-	var lastStack []int // per function: the last stack counted in its total
-	for si, s := range stacks {
-		if s.A == 0 && s.B == 0 {
-			continue
-		}
-		for j, name := range s.Frames {
-			i, ok := index[name]
-			if !ok {
-				i = len(fns)
-				index[name] = i
-				fns = append(fns, FunctionDiff{Name: name})
-				lastStack = append(lastStack, -1)
-			}
-			if lastStack[i] != si {
-				lastStack[i] = si
-				fns[i].TotalA += s.A
-				fns[i].TotalB += s.B
-			}
-			if j == len(s.Frames)-1 {
-				fns[i].SelfA += s.A
-				fns[i].SelfB += s.B
-			}
-		}
-	}
-	slices.SortFunc(fns, func(x, y FunctionDiff) int { return strings.Compare(x.Name, y.Name) })
-	return fns
-}
-
 // Ranking orders a diff table.
 type Ranking int
 

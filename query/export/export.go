@@ -1,10 +1,11 @@
 // Package export writes a flame graph, given as folded stacks, in the formats
 // other tools read: a self-contained interactive SVG (plain and
 // differential, in the manner of Brendan Gregg's flamegraph.pl), pprof
-// (gzipped protobuf for `go tool pprof`), speedscope's JSON file format,
-// folded text (stackcollapse) and difffolded text (difffolded.pl). It also
-// ranks the functions that changed most between the two sides of a
-// comparison (Functions, Top).
+// (gzipped protobuf for `go tool pprof`), speedscope's JSON file format
+// and difffolded text (difffolded.pl); one side's folded text is written
+// from the flame graph itself (flame.Lines). It also ranks the functions
+// that changed most between the two sides of a comparison (Top), and
+// normalises and totals the sides (Normalize, DiffTotals).
 //
 // It owns the output formats only. It must not read profiles, select
 // samples or touch storage: its input is a slice of Stack or DiffStack that

@@ -4,49 +4,12 @@ import (
 	"bufio"
 	"fmt"
 	"io"
-	"math"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/fleetscope/fleetscope"
 )
-
-// WriteFolded writes the stacks as stackcollapse's folded text: one line
-// "frame;frame;...;leaf value" per distinct stack (identical stacks are
-// summed, zero-valued ones left out), sorted bytewise by the stack text, as
-// stackcollapse-perf.pl sorts them.
-//
-// Returns EINVALID for a stack without frames or with a frame that holds ';'
-// or a newline, which the format cannot represent, and for values that add
-// up past a uint64.
-func WriteFolded(w io.Writer, stacks []Stack) error {
-	if err := checkFolded(len(stacks), func(i int) []string { return stacks[i].Frames }); err != nil {
-		return err
-	}
-	if _, ok := checkedTotal(stacks, math.MaxUint64); !ok {
-		return fleetscope.Errorf(fleetscope.EINVALID, "folded: the stacks' values add up to more than a uint64 holds")
-	}
-	merged := mergeStacks(stacks)
-	lines := make([]foldedLine, len(merged))
-	for i, s := range merged {
-		lines[i] = foldedLine{stack: joinFrames(s.Frames), a: s.Value}
-	}
-	sortLines(lines)
-	bw := bufio.NewWriter(w)
-	var buf []byte
-	for _, l := range lines {
-		buf = append(buf[:0], l.stack...)
-		buf = append(buf, ' ')
-		buf = strconv.AppendUint(buf, l.a, 10)
-		buf = append(buf, '\n')
-		bw.Write(buf) // the error is kept by bw and returned by Flush
-	}
-	if err := bw.Flush(); err != nil {
-		return fmt.Errorf("write folded: %w", err)
-	}
-	return nil
-}
 
 // WriteDiffFolded writes the stacks as difffolded.pl's output: one line
 // "frame;...;leaf countA countB" per distinct stack present in either side

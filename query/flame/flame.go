@@ -1,8 +1,22 @@
-// Package flame builds flame graphs from selected samples: it counts samples
-// per stack and renders the result as folded text (sorted like
-// stackcollapse-perf.pl's output) or as a JSON tree. Values are sample counts
-// by default, so a heatmap cell's count equals its range's flame graph total;
-// they can be weighted by the sample period instead.
+// Package flame builds flame graphs from selected samples. It counts
+// samples per stack (Counts; values are sample counts by default, so a
+// heatmap cell's count equals its range's flame graph total, or weighted by
+// the sample period) and, over a Layout computed once per dictionary,
+// renders the counts as:
+//
+//   - Flat, the tree in depth-first pre-order with children sorted by name,
+//     that the API sends and the dashboard draws (Layout.Flat), and
+//     DiffFlat, two sides of a comparison over one tree (Layout.FlatDiff);
+//   - Lines, the folded lines stackcollapse-perf.pl writes, sorted
+//     bytewise, each given by what it adds to the line before, that the API
+//     sends or writes out as folded text (Layout.Lines, Lines.WriteFolded);
+//   - the folded stacks as a map, the exports' stacks where a frame name
+//     holds ';' (Folded);
+//   - the nested JSON tree of d3-flame-graph (Flat.Tree, WriteJSON).
+//
+// It also merges the flame graphs of several profiles (Merge) and
+// truncates a tree to a number of nodes, the rest under "other"
+// (Flat.Truncate). It is pure: no I/O but the writer it is handed.
 package flame
 
 import (
@@ -12,7 +26,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/fleetscope/fleetscope"
@@ -109,24 +122,6 @@ func Folded(d *fleetscope.Dict, c *Counts, a Annotate) map[string]uint64 {
 	return out
 }
 
-// WriteFolded writes Folded's lines to w.
-func WriteFolded(w io.Writer, d *fleetscope.Dict, c *Counts, a Annotate) error {
-	folded := Folded(d, c, a)
-	keys := make([]string, 0, len(folded))
-	for k := range folded {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	bw := bufio.NewWriter(w)
-	for _, k := range keys {
-		bw.WriteString(k)
-		bw.WriteByte(' ')
-		bw.WriteString(strconv.FormatUint(folded[k], 10))
-		bw.WriteByte('\n')
-	}
-	return bw.Flush()
-}
-
 // Node is a flame graph node in the JSON tree form used by d3-flame-graph
 // and speedscope's importers: {"name","value","children"}.
 type Node struct {
@@ -217,13 +212,6 @@ func (l *Layout) SizeBytes() int64 {
 		n += int64(len(s)) + 16
 	}
 	return n
-}
-
-// FlatTree merges the stacks into a tree rooted at "all", with children
-// sorted by name; frames that print the same (with or without annotations)
-// merge.
-func FlatTree(d *fleetscope.Dict, c *Counts, a Annotate) *Flat {
-	return NewLayout(d, a).Flat(c)
 }
 
 // Flat builds the flame graph of counts c over l's dictionary in one pass
@@ -417,11 +405,6 @@ func (l *Layout) keptAll(a, b *Counts) []keptStack {
 		}
 	}
 	return out
-}
-
-// Tree merges the stacks into a nested tree rooted at "all" (see FlatTree).
-func Tree(d *fleetscope.Dict, c *Counts, a Annotate) *Node {
-	return FlatTree(d, c, a).Tree()
 }
 
 // Check reports whether f is a well-formed pre-order tree.

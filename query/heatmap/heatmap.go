@@ -1,6 +1,6 @@
 // Package heatmap counts samples into FlameScope's sub-second offset
-// heatmap, with the geometry of the domain package (fleetscope.Row,
-// fleetscope.CellRange): column i covers the secondsPerColumn seconds from
+// heatmap, with the geometry of the domain package (fleetscope.Row):
+// column i covers the secondsPerColumn seconds from
 // startSecond + i·secondsPerColumn; row r (0 at the bottom) counts the
 // samples whose offset within their second lies in [r/rows, (r+1)/rows).
 // Its size is fixed when it is made, whatever the samples added. It is

@@ -134,10 +134,6 @@ func allDigits(s string) bool {
 // String returns the condition as it was written.
 func (c Condition) String() string { return c.text }
 
-// Slower reports whether the condition keeps spans slower than its
-// threshold (else those not slower).
-func (c Condition) Slower() bool { return c.slower }
-
 // ThresholdNanos resolves the threshold against set: the fixed duration,
 // or the percentile of the set's durations.
 func (c Condition) ThresholdNanos(set *Set) int64 {

@@ -43,8 +43,8 @@ func TestParseCondition(t *testing.T) {
 			t.Errorf("%s: %v", tc.in, err)
 			continue
 		}
-		if c.Slower() != tc.slower || c.ThresholdNanos(set) != tc.threshold || c.String() != tc.in {
-			t.Errorf("%s: slower %v, threshold %d, %q; want %v, %d", tc.in, c.Slower(), c.ThresholdNanos(set), c.String(), tc.slower, tc.threshold)
+		if spans.Slower(c) != tc.slower || c.ThresholdNanos(set) != tc.threshold || c.String() != tc.in {
+			t.Errorf("%s: slower %v, threshold %d, %q; want %v, %d", tc.in, spans.Slower(c), c.ThresholdNanos(set), c.String(), tc.slower, tc.threshold)
 		}
 	}
 	for _, in := range []string{

@@ -38,7 +38,7 @@ func FuzzIndexExact(f *testing.F) {
 			cellsOf := func(n int) []int64 {
 				cells := make([]int64, n)
 				for r := range cells {
-					counter.Range = fleetscope.CellRange(int(col), r, n)
+					counter.Range = cellRange(int(col), r, n)
 					clear(counts)
 					if err := counter.Count(s, counts); err != nil {
 						t.Fatal(err)
@@ -188,4 +188,14 @@ func fuzzIndex(t *testing.T, data []byte, micro bool) ([]fleetscope.Sample, *ind
 		t.Fatal(err)
 	}
 	return in, ix
+}
+
+// cellRange is the half-open range of relative time, in ns, that heatmap
+// cell (col, row) covers: the offsets fleetscope.Row puts in row, within
+// second col (the domain package's geometry).
+func cellRange(col, row, rows int) fleetscope.Range {
+	lo := (int64(row)*1e9 + int64(rows) - 1) / int64(rows)
+	hi := (int64(row+1)*1e9 + int64(rows) - 1) / int64(rows)
+	base := int64(col) * 1e9
+	return fleetscope.Range{Start: base + lo, End: base + hi}
 }

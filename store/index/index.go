@@ -415,34 +415,23 @@ type FleetRow struct {
 	WallSecond
 }
 
-// FrameKey is a frame's id in a tenant's dictionary: a hash of its kind and
-// name. StackKey hashes a stack's frame keys. The same frame or stack has
-// the same key in every profile, so stacks of different profiles merge by
-// key; collisions are detected where keys are stored, never merged.
-func FrameKey(f fleetscope.Frame) int64 {
-	var k Keyer
-	return k.Frame(f)
-}
-
-// StackKey hashes a stack's frame keys (root first).
-func StackKey(frames []int64) int64 {
-	var k Keyer
-	return k.Stack(frames)
-}
-
-// Keyer computes FrameKey and StackKey in a buffer it keeps: one
-// sha256.Sum256 per key (the same digest as writing the parts to a
-// sha256.New() in turn, at a fraction of the cost) and no allocation once
-// the buffer has grown, for loops over a whole dictionary.
+// Keyer computes tenant dictionary keys. A frame's key is its id in a
+// tenant's dictionary: a hash of its kind and name; a stack's key hashes
+// its frame keys, root first. The same frame or stack has the same key in
+// every profile, so stacks of different profiles merge by key; collisions
+// are detected where keys are stored, never merged. A Keyer hashes in a
+// buffer it keeps: one sha256.Sum256 per key (the same digest as writing
+// the parts to a sha256.New() in turn, at a fraction of the cost) and no
+// allocation once the buffer has grown, for loops over a whole dictionary.
 type Keyer struct{ buf []byte }
 
-// Frame is FrameKey.
+// Frame returns a frame's key.
 func (k *Keyer) Frame(f fleetscope.Frame) int64 {
 	k.buf = append(append(k.buf[:0], byte(f.Kind)), f.Name...)
 	return k.sum()
 }
 
-// Stack is StackKey.
+// Stack returns the key of a stack of frame keys (root first).
 func (k *Keyer) Stack(frames []int64) int64 {
 	k.buf = k.buf[:0]
 	for _, f := range frames {

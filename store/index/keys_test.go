@@ -29,8 +29,8 @@ func TestKeysAreTheirDefinition(t *testing.T) {
 		if got := k.Frame(f); got != want {
 			t.Fatalf("frame %q: key %d, want %d", name, got, want)
 		}
-		if got := FrameKey(f); got != want {
-			t.Fatalf("FrameKey %q: %d, want %d", name, got, want)
+		if got := frameKey(f); got != want {
+			t.Fatalf("frame %q, fresh Keyer: key %d, want %d", name, got, want)
 		}
 		frames := make([]int64, rng.IntN(200))
 		var parts [][]byte
@@ -42,8 +42,20 @@ func TestKeysAreTheirDefinition(t *testing.T) {
 		if got := k.Stack(frames); got != want {
 			t.Fatalf("stack of %d frames: key %d, want %d", len(frames), got, want)
 		}
-		if got := StackKey(frames); got != want {
-			t.Fatalf("StackKey of %d frames: %d, want %d", len(frames), got, want)
+		if got := stackKey(frames); got != want {
+			t.Fatalf("stack of %d frames, fresh Keyer: key %d, want %d", len(frames), got, want)
 		}
 	}
+}
+
+// frameKey and stackKey key with a fresh Keyer (no buffer left from an
+// earlier key).
+func frameKey(f fleetscope.Frame) int64 {
+	var k Keyer
+	return k.Frame(f)
+}
+
+func stackKey(frames []int64) int64 {
+	var k Keyer
+	return k.Stack(frames)
 }

@@ -41,7 +41,7 @@ type profile struct {
 	threads []fleetscope.Thread
 	ix      *index.Index
 	// What fleet queries need, made on the first (a local file's command
-	// never asks): stack keys (index.StackKey) by stack id, and the
+	// never asks): stack keys (index.StackKeys) by stack id, and the
 	// profile's cells in wall-clock time.
 	fleetReady bool
 	keys       []int64

@@ -105,8 +105,8 @@ func (k *known) forget() {
 	k.gens = nil
 }
 
-// frameCheck and stackCheck hash content independently of index.FrameKey
-// and index.StackKey (FNV-1a, not SHA-256).
+// frameCheck and stackCheck hash content independently of the dictionary
+// keys of index.Keyer (FNV-1a, not SHA-256).
 func frameCheck(f fleetscope.Frame) uint64 {
 	return fnv1a(fnv1aByte(fnvOffset, byte(f.Kind)), f.Name)
 }

@@ -12,6 +12,7 @@ import (
 // in a test file: store/ must not import the packages above it.)
 var (
 	_ ingest.Index       = (*postgres.DB)(nil)
+	_ ingest.LiveIndex   = (*postgres.DB)(nil)
 	_ lifecycle.Index    = (*postgres.DB)(nil)
 	_ query.Source       = (*postgres.DB)(nil)
 	_ query.StackBuckets = (*postgres.DB)(nil)

@@ -48,7 +48,7 @@ describe("cellRange", () => {
     expect(cellRange(0, 0, 50)).toEqual({ start: 0, end: 20_000_000 });
     expect(cellRange(9, 49, 50)).toEqual({ start: 9.98e9, end: 10e9 });
   });
-  test("ceil bounds at 7 rows, like query/heatmap.CellRange", () => {
+  test("ceil bounds at 7 rows, like the Go geometry (geometry.go)", () => {
     expect(cellRange(0, 1, 7)).toEqual({ start: 142_857_143, end: 285_714_286 });
     expect(cellRange(3, 6, 7)).toEqual({ start: 3 * NS + 857_142_858, end: 4 * NS });
   });
