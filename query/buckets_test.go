@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"regexp"
+	"slices"
 	"testing"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/fleetscope/fleetscope/ingest"
 	"github.com/fleetscope/fleetscope/query"
 	"github.com/fleetscope/fleetscope/query/flame"
+	"github.com/fleetscope/fleetscope/store/memory"
 	"github.com/fleetscope/fleetscope/store/postgres"
 	"github.com/fleetscope/fleetscope/store/postgres/pgtest"
 )
@@ -26,6 +28,7 @@ import (
 // hosts, h1 recorded as two overlapping profiles.
 type bucketFleet struct {
 	db     *postgres.DB
+	mem    *memory.Store // the same profiles, for answers summed another way
 	url    string
 	tenant int64
 	ids    map[string]string // name -> profile id
@@ -63,6 +66,10 @@ func (bf *bucketFleet) add(t *testing.T, name, host string, periods bool, meta i
 		t.Fatalf("%s: no periods stored per sample", name)
 	}
 	bf.ids[name] = p.ID
+	mi := *p
+	if _, err := bf.mem.Add(&mi, pr.Profile.Dict, pr.Index); err != nil {
+		t.Fatal(err)
+	}
 }
 
 var eventField = regexp.MustCompile(`: cpu-clock:`)
@@ -82,7 +89,7 @@ func plantBucketFleet(t *testing.T) *bucketFleet {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bf := &bucketFleet{db: db, url: url, tenant: tenant, ids: map[string]string{}}
+	bf := &bucketFleet{db: db, mem: memory.New(), url: url, tenant: tenant, ids: map[string]string{}}
 	bf.add(t, "h1a", "h1", true, ingest.Meta{}, "--seed", "71", "--seconds", "5000", "--epoch", "--hz", "3")
 	// planted.py's boot clock starts at 51234 s: anchored 4,000.3 s into
 	// the fleet, overlapping h1a by 1,000 s.
@@ -227,4 +234,67 @@ func TestCompactBuckets(t *testing.T) {
 	if served.BucketsCounted != 0 || served.Buckets == 0 || !maps.Equal(got, want) {
 		t.Fatalf("after compaction: served %+v, equal %v", served, maps.Equal(got, want))
 	}
+}
+
+// TestColumnTotalsAreExact: host strips and timelines summed by host and
+// column in Postgres (ColumnTotals) equal the same answers summed in Go
+// from each profile's rows (the memory store), column for column, over
+// random windows, column widths (seconds, and whole minutes), hosts and
+// idle; the minute rows serve the wide columns.
+func TestColumnTotalsAreExact(t *testing.T) {
+	bf := plantBucketFleet(t)
+	ctx := context.Background()
+	pg, mem := query.New(bf.db, query.Options{}), query.New(bf.mem, query.Options{})
+	rng := rand.New(rand.NewPCG(7, 11))
+	minutes := 0
+	for try := range 20 {
+		from := fleetBase + rng.Int64N(3000e9) - 300e9
+		to := from + 600e9 + rng.Int64N(9000e9)
+		sel := fleetscope.FleetSelection{App: "shop", From: from, To: to, IncludeIdle: try%2 == 0}
+		if try%3 == 2 {
+			sel.Hosts = []string{"h2", "h3"}
+		}
+		minSPC := []int64{1, 30, 60, 120, 7}[try%5]
+		want, err := mem.FleetTimeline(ctx, 0, sel, minSPC)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := pg.FleetTimeline(ctx, bf.tenant, sel, minSPC)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.StartSecond != want.StartSecond || got.SecondsPerColumn != want.SecondsPerColumn || !slices.Equal(got.Totals, want.Totals) || got.Profiles != want.Profiles {
+			t.Fatalf("window %d (%d-s columns): timeline %d columns totalling %d, want %d totalling %d", try, want.SecondsPerColumn, len(got.Totals), sum(got.Totals), len(want.Totals), sum(want.Totals))
+		}
+		if sum(want.Totals) == 0 {
+			t.Fatalf("window %d: an empty timeline proves nothing", try)
+		}
+		minutes += got.Served.Minutes
+		gh, err := pg.FleetHosts(ctx, bf.tenant, sel, minSPC)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wh, err := mem.FleetHosts(ctx, 0, sel, minSPC)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(gh.Hosts) != len(wh.Hosts) {
+			t.Fatalf("window %d: %d hosts, want %d", try, len(gh.Hosts), len(wh.Hosts))
+		}
+		for i := range wh.Hosts {
+			if g, w := gh.Hosts[i], wh.Hosts[i]; g.Host != w.Host || g.Total != w.Total || !slices.Equal(g.Columns, w.Columns) {
+				t.Fatalf("window %d, host %s: total %d, want %s %d", try, g.Host, g.Total, w.Host, w.Total)
+			}
+		}
+	}
+	if minutes == 0 {
+		t.Fatal("no window was served by minute rows")
+	}
+}
+
+func sum(xs []int64) (n int64) {
+	for _, x := range xs {
+		n += x
+	}
+	return n
 }

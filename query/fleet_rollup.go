@@ -69,8 +69,8 @@ func (s *Service) storedRows(ctx context.Context, tenant int64, f *fleet, event 
 		}
 		return s.src.FleetTotals(ctx, tenant, f.sel.App, from, to)
 	}
-	m0, m1 := -floorTo(-max(from, wholeFrom), 60), floorTo(min(to, wholeTo), 60)
-	if !minutes || m0 >= m1 {
+	m0, m1, byMinute := minuteSpan(from, to, wholeFrom, wholeTo, minutes)
+	if !byMinute {
 		rows, err := seconds(from, to)
 		return rows, Served{Seconds: len(rows)}, err
 	}
@@ -88,4 +88,12 @@ func (s *Service) storedRows(ctx context.Context, tenant int64, f *fleet, event 
 	}
 	served := Served{Seconds: len(rows) + len(tail), Minutes: len(mins)}
 	return append(append(rows, mins...), tail...), served, nil
+}
+
+// minuteSpan is the minutes [m0, m1) (unix seconds, multiples of 60) of
+// the seconds [from, to) read from the minute rows: those wholly inside
+// both it and [wholeFrom, wholeTo), when minutes allows and there are any.
+func minuteSpan(from, to, wholeFrom, wholeTo int64, minutes bool) (m0, m1 int64, ok bool) {
+	m0, m1 = -floorTo(-max(from, wholeFrom), 60), floorTo(min(to, wholeTo), 60)
+	return m0, m1, minutes && m0 < m1
 }

@@ -119,22 +119,22 @@ type FleetTimeline struct {
 // FleetHosts returns the selection's samples per host and column (the same
 // columns as its heatmap), from the stored totals.
 func (s *Service) FleetHosts(ctx context.Context, tenant int64, sel fleetscope.FleetSelection, minSPC int64) (*FleetHosts, error) {
-	f, start, spc, columns, rows, err := s.fleetTotals(ctx, tenant, sel, minSPC, false)
+	f, start, spc, columns, totals, err := s.fleetColumns(ctx, tenant, sel, minSPC)
 	if err != nil {
 		return nil, err
 	}
 	byHost := map[string]*HostSeries{}
-	for _, r := range rows {
-		hs := byHost[r.Host]
+	for _, c := range totals {
+		hs := byHost[c.Host]
 		if hs == nil {
-			hs = &HostSeries{Host: r.Host, Columns: make([]int64, columns)}
-			byHost[r.Host] = hs
+			hs = &HostSeries{Host: c.Host, Columns: make([]int64, columns)}
+			byHost[c.Host] = hs
 		}
-		n := int64(r.Samples)
+		n := c.Samples
 		if sel.IncludeIdle {
-			n += int64(r.Idle)
+			n += c.Idle
 		}
-		hs.Columns[(r.Second-start)/spc] += n
+		hs.Columns[c.Column] += n
 		hs.Total += n
 	}
 	out := &FleetHosts{StartSecond: start, SecondsPerColumn: spc, Accounting: f.accounting(false)}
@@ -153,19 +153,92 @@ func (s *Service) FleetHosts(ctx context.Context, tenant int64, sel fleetscope.F
 // FleetTimeline returns the selection's samples per column (the heatmap's
 // columns), from the stored totals.
 func (s *Service) FleetTimeline(ctx context.Context, tenant int64, sel fleetscope.FleetSelection, minSPC int64) (*FleetTimeline, error) {
-	f, start, spc, columns, rows, err := s.fleetTotals(ctx, tenant, sel, minSPC, false)
+	f, start, spc, columns, totals, err := s.fleetColumns(ctx, tenant, sel, minSPC)
 	if err != nil {
 		return nil, err
 	}
 	out := &FleetTimeline{StartSecond: start, SecondsPerColumn: spc, Totals: make([]int64, columns), Accounting: f.accounting(false)}
-	for _, r := range rows {
-		n := int64(r.Samples)
+	for _, c := range totals {
+		n := c.Samples
 		if sel.IncludeIdle {
-			n += int64(r.Idle)
+			n += c.Idle
 		}
-		out.Totals[(r.Second-start)/spc] += n
+		out.Totals[c.Column] += n
 	}
 	return out, nil
+}
+
+// ColumnTotals sums stored totals in the store itself. A Source that can
+// serves host strips and timelines from it, when every stored row of the
+// window belongs to the selection (no label conditions, no function or
+// thread filter): the rows, summed by host and column, never leave the
+// database one by one.
+type ColumnTotals interface {
+	// FleetColumnTotals returns the stored totals of app's event (base
+	// name) on any of hosts (none: all) summed by host and column of spc
+	// seconds from start: of the unix seconds [from, to), or with
+	// byMinute of the minutes starting in [from, to); and how many stored
+	// rows the sums hold.
+	FleetColumnTotals(ctx context.Context, tenant int64, app, event string, hosts []string, byMinute bool, from, to, start, spc int64) ([]index.ColumnTotal, int, error)
+}
+
+// fleetColumns resolves a selection, lays out its columns and sums its
+// event's stored totals by host and column: in the store where it can
+// (ColumnTotals), else from the rows of fleetTotals.
+func (s *Service) fleetColumns(ctx context.Context, tenant int64, sel fleetscope.FleetSelection, minSPC int64) (f *fleet, start, spc int64, columns int, totals []index.ColumnTotal, err error) {
+	ct, ok := s.src.(ColumnTotals)
+	if !ok || len(sel.Labels) > 0 || !sel.Filter.IsZero() {
+		f, start, spc, columns, rows, err := s.fleetTotals(ctx, tenant, sel, minSPC, false)
+		if err != nil {
+			return nil, 0, 0, 0, nil, err
+		}
+		totals = make([]index.ColumnTotal, len(rows))
+		for i, r := range rows {
+			totals[i] = index.ColumnTotal{Host: r.Host, Column: (r.Second - start) / spc, Samples: int64(r.Samples), Idle: int64(r.Idle)}
+		}
+		return f, start, spc, columns, totals, nil
+	}
+	if f, err = s.selectProfiles(ctx, tenant, sel); err != nil {
+		return nil, 0, 0, 0, nil, err
+	}
+	start, spc, columns = f.grid(minSPC)
+	minutes := spc%60 == 0
+	if f.event == "" {
+		if e, ok := f.onlyEvent(); ok {
+			f.event = e
+		} else if err := s.chooseEvent(ctx, tenant, f, minutes, f.first, f.end); err != nil {
+			return nil, 0, 0, 0, nil, err
+		}
+	}
+	if f.event == "" || len(f.timed) == 0 {
+		return f, start, spc, columns, nil, nil
+	}
+	read := func(byMinute bool, from, to int64) ([]index.ColumnTotal, int, error) {
+		if from >= to {
+			return nil, 0, nil
+		}
+		return ct.FleetColumnTotals(ctx, tenant, sel.App, f.event, sel.Hosts, byMinute, from, to, start, spc)
+	}
+	m0, m1, byMinute := minuteSpan(f.first, f.end, f.first, f.end, minutes)
+	if !byMinute {
+		totals, n, err := read(false, f.first, f.end)
+		f.served = Served{Seconds: n}
+		return f, start, spc, columns, totals, err
+	}
+	var served Served
+	for _, part := range []struct {
+		byMinute bool
+		from, to int64
+		n        *int
+	}{{false, f.first, m0, &served.Seconds}, {true, m0, m1, &served.Minutes}, {false, m1, f.end, &served.Seconds}} {
+		t, n, err := read(part.byMinute, part.from, part.to)
+		if err != nil {
+			return nil, 0, 0, 0, nil, err
+		}
+		totals, *part.n = append(totals, t...), *part.n+n
+	}
+	f.served = served
+	return f, start, spc, columns, totals, nil
 }
 
 // fleetTotals resolves a selection, lays out its columns and reads its

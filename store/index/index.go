@@ -721,3 +721,11 @@ func Minutes(secs []WallSecond) []WallSecond {
 	})
 	return out
 }
+
+// ColumnTotal is one host's stored totals of one event summed over a
+// column of a fleet's grid (fleet host strips and timelines).
+type ColumnTotal struct {
+	Host          string
+	Column        int64
+	Samples, Idle int64
+}

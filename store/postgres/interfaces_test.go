@@ -16,6 +16,7 @@ var (
 	_ lifecycle.Index    = (*postgres.DB)(nil)
 	_ query.Source       = (*postgres.DB)(nil)
 	_ query.StackBuckets = (*postgres.DB)(nil)
+	_ query.ColumnTotals = (*postgres.DB)(nil)
 	_ api.Authenticator  = (*postgres.DB)(nil)
 	_ api.AdminStore     = (*postgres.DB)(nil)
 	_ api.ShareLinks     = (*postgres.DB)(nil)
