@@ -31,9 +31,7 @@ func (s *Service) resolve(ctx context.Context, tenant int64, sel fleetscope.Flee
 		return nil, err
 	}
 	if f.event == "" {
-		if e, ok := f.onlyEvent(); ok {
-			f.event = e // what its stored totals would choose: no need to read them
-		} else if err := s.chooseEvent(ctx, tenant, f, true, f.first, f.end); err != nil {
+		if err := s.chooseEvent(ctx, tenant, f, true, f.first, f.end); err != nil {
 			return nil, err
 		}
 	}
@@ -59,11 +57,16 @@ func (f *fleet) onlyEvent() (string, bool) {
 	return only, only != ""
 }
 
-// chooseEvent sets the default event of a selection that names none, from
-// its stored totals (kept: the host strip and the timeline read them next;
+// chooseEvent sets the default event of a selection that names none: the
+// one its profiles all have, if so, else from its stored totals (kept: the
+// host strip and the timeline read them next;
 // with minutes, the minutes wholly inside [wholeFrom, wholeTo) as minute
 // rows: see storedRows).
 func (s *Service) chooseEvent(ctx context.Context, tenant int64, f *fleet, minutes bool, wholeFrom, wholeTo int64) error {
+	if e, ok := f.onlyEvent(); ok {
+		f.event = e // what its stored totals would choose: no need to read them
+		return nil
+	}
 	if len(f.timed) > 0 {
 		var err error
 		if f.totals, f.served, err = s.storedRows(ctx, tenant, f, "", f.first, f.end, wholeFrom, wholeTo, minutes, false); err != nil {

@@ -39,6 +39,11 @@ func (s *Service) FleetHeatmap(ctx context.Context, tenant int64, sel fleetscope
 	minutes := spc%60 == 0
 	stored := index.Rows%rows == 0 && f.filter.m == nil // the stored cells add up to the answer
 	var cells []index.FleetRow
+	if f.event == "" {
+		if e, ok := f.onlyEvent(); ok {
+			f.event = e // its rows alone are read
+		}
+	}
 	if stored {
 		// With no event named, every event's cells, and the default event
 		// chosen from them: one read, not two.
@@ -204,9 +209,7 @@ func (s *Service) fleetColumns(ctx context.Context, tenant int64, sel fleetscope
 	start, spc, columns = f.grid(minSPC)
 	minutes := spc%60 == 0
 	if f.event == "" {
-		if e, ok := f.onlyEvent(); ok {
-			f.event = e
-		} else if err := s.chooseEvent(ctx, tenant, f, minutes, f.first, f.end); err != nil {
+		if err := s.chooseEvent(ctx, tenant, f, minutes, f.first, f.end); err != nil {
 			return nil, 0, 0, 0, nil, err
 		}
 	}
@@ -270,8 +273,8 @@ func (s *Service) fleetTotals(ctx context.Context, tenant int64, sel fleetscope.
 		}
 	}
 	all := f.totals
-	if all == nil {
-		if all, f.served, err = s.storedRows(ctx, tenant, f, "", f.first, f.end, wholeFrom, wholeTo, minutes, false); err != nil {
+	if all == nil && f.event != "" {
+		if all, f.served, err = s.storedRows(ctx, tenant, f, f.event, f.first, f.end, wholeFrom, wholeTo, minutes, false); err != nil {
 			return nil, 0, 0, 0, nil, err
 		}
 	}
