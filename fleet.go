@@ -144,3 +144,13 @@ func WallSpan(p *ProfileInfo) (start, end int64) {
 	start = p.StartTime.UnixNano()
 	return start, start + p.DurationNanos
 }
+
+// FleetCounts summarizes the profiles of a fleet window without listing
+// them (an answer from stored totals needs no more): the timed and
+// untimed ones, the live-stream segments among the timed ones and their
+// distinct streams (LiveSegment), and every event name they have.
+type FleetCounts struct {
+	Timed, Untimed            int
+	LiveSegments, LiveStreams int
+	Events                    []string
+}

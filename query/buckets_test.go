@@ -8,6 +8,7 @@ import (
 	"maps"
 	"math/rand/v2"
 	"os"
+	"reflect"
 	"regexp"
 	"slices"
 	"testing"
@@ -237,8 +238,9 @@ func TestCompactBuckets(t *testing.T) {
 }
 
 // TestColumnTotalsAreExact: host strips and timelines summed by host and
-// column in Postgres (ColumnTotals) equal the same answers summed in Go
-// from each profile's rows (the memory store), column for column, over
+// column in Postgres (ColumnTotals), and heatmaps of profiles counted
+// there, equal the same answers summed in Go from each profile's rows and
+// the profiles listed (the memory store), column for column, over
 // random windows, column widths (seconds, and whole minutes), hosts and
 // idle; the minute rows serve the wide columns.
 func TestColumnTotalsAreExact(t *testing.T) {
@@ -270,6 +272,18 @@ func TestColumnTotalsAreExact(t *testing.T) {
 			t.Fatalf("window %d: an empty timeline proves nothing", try)
 		}
 		minutes += got.Served.Minutes
+		gm, err := pg.FleetHeatmap(ctx, bf.tenant, sel, 50, minSPC)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wm, err := mem.FleetHeatmap(ctx, 0, sel, 50, minSPC)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if gm.StartSecond != wm.StartSecond || gm.SecondsPerColumn != wm.SecondsPerColumn || !reflect.DeepEqual(gm.Columns, wm.Columns) ||
+			gm.Accounting.Event != wm.Accounting.Event || gm.Accounting.Profiles != wm.Accounting.Profiles || !maps.Equal(gm.LeftOut, wm.LeftOut) {
+			t.Fatalf("window %d: the heatmap (%d profiles, event %q) differs from the per-profile one (%d, %q)", try, gm.Accounting.Profiles, gm.Accounting.Event, wm.Accounting.Profiles, wm.Accounting.Event)
+		}
 		gh, err := pg.FleetHosts(ctx, bf.tenant, sel, minSPC)
 		if err != nil {
 			t.Fatal(err)

@@ -22,6 +22,10 @@ type fleet struct {
 	// says what was read.
 	totals []index.FleetRow
 	served Served
+	// counts, when set, stands for timed and untimed: the profiles were
+	// counted in the store, not listed (countProfiles), for an answer
+	// from every stored row of the window.
+	counts *fleetscope.FleetCounts
 }
 
 // resolve finds a selection's profiles and its event.
@@ -42,6 +46,17 @@ func (s *Service) resolve(ctx context.Context, tenant int64, sel fleetscope.Flee
 // has and no other, if there is one.
 func (f *fleet) onlyEvent() (string, bool) {
 	only := ""
+	if f.counts != nil {
+		for _, e := range f.counts.Events {
+			switch b := fleetscope.EventBase(e); {
+			case only == "":
+				only = b
+			case b != only:
+				return "", false
+			}
+		}
+		return only, only != ""
+	}
 	for _, ps := range [][]*fleetscope.ProfileInfo{f.timed, f.untimed} {
 		for _, p := range ps {
 			for _, e := range p.Events {
@@ -67,7 +82,7 @@ func (s *Service) chooseEvent(ctx context.Context, tenant int64, f *fleet, minut
 		f.event = e // what its stored totals would choose: no need to read them
 		return nil
 	}
-	if len(f.timed) > 0 {
+	if f.numTimed() > 0 {
 		var err error
 		if f.totals, f.served, err = s.storedRows(ctx, tenant, f, "", f.first, f.end, wholeFrom, wholeTo, minutes, false); err != nil {
 			return err
@@ -106,7 +121,51 @@ func (s *Service) selectProfiles(ctx context.Context, tenant int64, sel fleetsco
 	return f, nil
 }
 
-// ids returns the set of the fleet's timed profiles.
+// countProfiles is selectProfiles for an answer from stored totals of a
+// selection without label conditions or a filter, through a store that
+// counts (ColumnTotals): every stored row of the window is then the
+// selection's, so its profiles are counted, not listed, and no bound on
+// their number applies.
+func (s *Service) countProfiles(ctx context.Context, tenant int64, sel fleetscope.FleetSelection, ct ColumnTotals) (*fleet, error) {
+	if err := sel.Check(); err != nil {
+		return nil, err
+	}
+	c, err := ct.FleetCounts(ctx, tenant, sel.App, sel.Hosts, sel.From, sel.To)
+	if err != nil {
+		return nil, err
+	}
+	return &fleet{sel: sel, first: fleetscope.FloorSecond(sel.From), end: fleetscope.FloorSecond(sel.To-1) + 1,
+		event: fleetscope.EventBase(sel.Event), counts: &c}, nil
+}
+
+// numTimed is the number of the fleet's timed profiles.
+func (f *fleet) numTimed() int {
+	if f.counts != nil {
+		return f.counts.Timed
+	}
+	return len(f.timed)
+}
+
+// rowFilter returns whether a stored row of the window is one of the
+// fleet's: of one of its timed profiles, or for a counted fleet, whose
+// profiles are every profile of its hosts, of one of its hosts.
+func (f *fleet) rowFilter() func(*index.FleetRow) bool {
+	if f.counts == nil {
+		ids := f.ids()
+		return func(r *index.FleetRow) bool { return ids[r.ProfileID] }
+	}
+	if len(f.sel.Hosts) == 0 {
+		return func(*index.FleetRow) bool { return true }
+	}
+	hosts := map[string]bool{}
+	for _, h := range f.sel.Hosts {
+		hosts[h] = true
+	}
+	return func(r *index.FleetRow) bool { return hosts[r.Host] }
+}
+
+// ids returns the set of the fleet's timed profiles (none for a counted
+// fleet: see rowFilter).
 func (f *fleet) ids() map[string]bool {
 	out := make(map[string]bool, len(f.timed))
 	for _, p := range f.timed {
@@ -121,13 +180,18 @@ func (f *fleet) ids() map[string]bool {
 // one; the first by name on a tie.
 func (f *fleet) busiestEvent(rows []index.FleetRow) string {
 	totals := map[string]int64{}
-	ids := f.ids()
-	for _, r := range rows {
-		if ids[r.ProfileID] {
+	keep := f.rowFilter()
+	for i := range rows {
+		if r := &rows[i]; keep(r) {
 			totals[r.Event] += int64(r.Samples)
 			if f.sel.IncludeIdle {
 				totals[r.Event] += int64(r.Idle)
 			}
+		}
+	}
+	if len(totals) == 0 && f.counts != nil {
+		for _, e := range f.counts.Events { // the first by name: untimed ones are not counted by event
+			totals[fleetscope.EventBase(e)] += 0
 		}
 	}
 	if len(totals) == 0 {
@@ -150,6 +214,13 @@ func (f *fleet) busiestEvent(rows []index.FleetRow) string {
 // profiles wholly inside the window as used (flame graphs).
 func (f *fleet) accounting(withUntimedSpans bool) Accounting {
 	acc := Accounting{Event: f.event, Profiles: len(f.timed), LeftOut: map[string]int{}, Served: f.served}
+	if c := f.counts; c != nil { // answers from stored totals only (withUntimedSpans false)
+		acc.Profiles, acc.LiveSegments, acc.LiveStreams = c.Timed, c.LiveSegments, c.LiveStreams
+		if c.Untimed > 0 {
+			acc.LeftOut[LeftUntimed] = c.Untimed
+		}
+		return acc
+	}
 	var inside []*fleetscope.ProfileInfo
 	for _, p := range f.untimed {
 		switch {

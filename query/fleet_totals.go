@@ -31,13 +31,19 @@ func (s *Service) FleetHeatmap(ctx context.Context, tenant int64, sel fleetscope
 	if err := fleetscope.CheckRows(rows); err != nil {
 		return nil, err
 	}
-	f, err := s.selectProfiles(ctx, tenant, sel)
+	stored := index.Rows%rows == 0 && sel.Filter.IsZero() // the stored cells add up to the answer
+	var f *fleet
+	var err error
+	if ct, ok := s.src.(ColumnTotals); ok && stored && len(sel.Labels) == 0 {
+		f, err = s.countProfiles(ctx, tenant, sel, ct)
+	} else {
+		f, err = s.selectProfiles(ctx, tenant, sel)
+	}
 	if err != nil {
 		return nil, err
 	}
 	start, spc, columns := f.grid(minSPC)
 	minutes := spc%60 == 0
-	stored := index.Rows%rows == 0 && f.filter.m == nil // the stored cells add up to the answer
 	var cells []index.FleetRow
 	if f.event == "" {
 		if e, ok := f.onlyEvent(); ok {
@@ -59,17 +65,14 @@ func (s *Service) FleetHeatmap(ctx context.Context, tenant int64, sel fleetscope
 		}
 	}
 	h := heatmap.New(f.event, start, spc, columns, rows)
-	acc := Accounting{Event: f.event, Profiles: len(f.timed), LeftOut: map[string]int{}, Served: f.served}
-	acc.countLive(f.timed)
-	if n := len(f.untimed); n > 0 {
-		acc.LeftOut[LeftUntimed] = n
-	}
+	acc := f.accounting(false)
 	if stored {
-		ids := f.ids()
+		keep := f.rowFilter()
 		per := index.Rows / rows
 		buf := make([]int32, rows)
-		for _, c := range cells {
-			if !ids[c.ProfileID] || c.Event != f.event {
+		for i := range cells {
+			c := &cells[i]
+			if !keep(c) || c.Event != f.event {
 				continue
 			}
 			clear(buf)
@@ -173,12 +176,17 @@ func (s *Service) FleetTimeline(ctx context.Context, tenant int64, sel fleetscop
 	return out, nil
 }
 
-// ColumnTotals sums stored totals in the store itself. A Source that can
-// serves host strips and timelines from it, when every stored row of the
-// window belongs to the selection (no label conditions, no function or
-// thread filter): the rows, summed by host and column, never leave the
-// database one by one.
+// ColumnTotals sums stored totals and counts profiles in the store
+// itself. A Source that can serves host strips, timelines and heatmaps
+// from it when every stored row of the window belongs to the selection (no
+// label conditions, no function or thread filter): the profiles are
+// counted rather than listed, and the strip's and timeline's rows, summed
+// by host and column, never leave the database one by one.
 type ColumnTotals interface {
+	// FleetCounts counts the tenant's profiles of app on any of hosts
+	// (none: all) overlapping the window [from, to) (unix ns), as
+	// FleetProfiles selects them.
+	FleetCounts(ctx context.Context, tenant int64, app string, hosts []string, from, to int64) (fleetscope.FleetCounts, error)
 	// FleetColumnTotals returns the stored totals of app's event (base
 	// name) on any of hosts (none: all) summed by host and column of spc
 	// seconds from start: of the unix seconds [from, to), or with
@@ -203,7 +211,7 @@ func (s *Service) fleetColumns(ctx context.Context, tenant int64, sel fleetscope
 		}
 		return f, start, spc, columns, totals, nil
 	}
-	if f, err = s.selectProfiles(ctx, tenant, sel); err != nil {
+	if f, err = s.countProfiles(ctx, tenant, sel, ct); err != nil {
 		return nil, 0, 0, 0, nil, err
 	}
 	start, spc, columns = f.grid(minSPC)
@@ -213,7 +221,7 @@ func (s *Service) fleetColumns(ctx context.Context, tenant int64, sel fleetscope
 			return nil, 0, 0, 0, nil, err
 		}
 	}
-	if f.event == "" || len(f.timed) == 0 {
+	if f.event == "" || f.numTimed() == 0 {
 		return f, start, spc, columns, nil, nil
 	}
 	read := func(byMinute bool, from, to int64) ([]index.ColumnTotal, int, error) {

@@ -2,9 +2,12 @@ package postgres
 
 import (
 	"context"
+	"fmt"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/fleetscope/fleetscope"
 	"github.com/fleetscope/fleetscope/store/index"
 )
 
@@ -42,4 +45,28 @@ func (db *DB) FleetColumnTotals(ctx context.Context, tenant int64, app, event st
 		return nil
 	}, q, args...)
 	return out, read, translate(err, "fleet")
+}
+
+// FleetCounts summarizes the tenant's profiles of app on any of hosts
+// (none: all) that overlap the window [from, to) (unix ns), as
+// FleetProfiles selects them, counted in the database: however many there
+// are, one row comes back.
+func (db *DB) FleetCounts(ctx context.Context, tenant int64, app string, hosts []string, from, to int64) (fleetscope.FleetCounts, error) {
+	args := []any{tenant, app}
+	where := []string{"tenant_id = $1", "app = $2", overlap(&args, from, to)}
+	if len(hosts) > 0 {
+		args = append(args, hosts)
+		where = append(where, fmt.Sprintf("host = ANY($%d)", len(args)))
+	}
+	live := `timed AND labels ? '` + fleetscope.LiveLabel + `' AND labels ? '` + fleetscope.LiveSeqLabel + `' AND labels->>'` + fleetscope.LiveLabel + `' <> ''`
+	q := `WITH w AS (SELECT timed, labels, events FROM profiles WHERE ` + strings.Join(where, " AND ") + `)
+		SELECT (SELECT count(*) FILTER (WHERE timed) FROM w), (SELECT count(*) FILTER (WHERE NOT timed) FROM w),
+			(SELECT count(*) FILTER (WHERE ` + live + `) FROM w),
+			(SELECT count(DISTINCT labels->>'` + fleetscope.LiveLabel + `') FILTER (WHERE ` + live + `) FROM w),
+			(SELECT coalesce(array_agg(DISTINCT e->>'name' ORDER BY e->>'name'), '{}') FROM w, jsonb_array_elements(w.events) e)`
+	var c fleetscope.FleetCounts
+	err := db.readTenantRow(ctx, tenant, func(row pgx.Row) error {
+		return row.Scan(&c.Timed, &c.Untimed, &c.LiveSegments, &c.LiveStreams, &c.Events)
+	}, q, args...)
+	return c, translate(err, "fleet")
 }
