@@ -45,28 +45,25 @@ func (s *Service) resolve(ctx context.Context, tenant int64, sel fleetscope.Flee
 // onlyEvent returns the event (base name) every profile of the selection
 // has and no other, if there is one.
 func (f *fleet) onlyEvent() (string, bool) {
-	only := ""
+	var names []string
 	if f.counts != nil {
-		for _, e := range f.counts.Events {
-			switch b := fleetscope.EventBase(e); {
-			case only == "":
-				only = b
-			case b != only:
-				return "", false
-			}
-		}
-		return only, only != ""
-	}
-	for _, ps := range [][]*fleetscope.ProfileInfo{f.timed, f.untimed} {
-		for _, p := range ps {
-			for _, e := range p.Events {
-				switch b := fleetscope.EventBase(e.Name); {
-				case only == "":
-					only = b
-				case b != only:
-					return "", false
+		names = f.counts.Events
+	} else {
+		for _, ps := range [][]*fleetscope.ProfileInfo{f.timed, f.untimed} {
+			for _, p := range ps {
+				for _, e := range p.Events {
+					names = append(names, e.Name)
 				}
 			}
+		}
+	}
+	only := ""
+	for _, e := range names {
+		switch b := fleetscope.EventBase(e); {
+		case only == "":
+			only = b
+		case b != only:
+			return "", false
 		}
 	}
 	return only, only != ""
@@ -109,8 +106,8 @@ func (s *Service) selectProfiles(ctx context.Context, tenant int64, sel fleetsco
 	if err != nil {
 		return nil, err
 	}
-	f := &fleet{sel: sel, filter: flt, first: fleetscope.FloorSecond(sel.From), end: fleetscope.FloorSecond(sel.To-1) + 1,
-		event: fleetscope.EventBase(sel.Event)}
+	f := newFleet(sel)
+	f.filter = flt
 	for _, p := range ps {
 		if p.Timed {
 			f.timed = append(f.timed, p)
@@ -134,8 +131,15 @@ func (s *Service) countProfiles(ctx context.Context, tenant int64, sel fleetscop
 	if err != nil {
 		return nil, err
 	}
-	return &fleet{sel: sel, first: fleetscope.FloorSecond(sel.From), end: fleetscope.FloorSecond(sel.To-1) + 1,
-		event: fleetscope.EventBase(sel.Event), counts: &c}, nil
+	f := newFleet(sel)
+	f.counts = &c
+	return f, nil
+}
+
+// newFleet is a selection's fleet before its profiles are found: the unix
+// seconds its window touches, [first, end), and the event it names.
+func newFleet(sel fleetscope.FleetSelection) *fleet {
+	return &fleet{sel: sel, first: fleetscope.FloorSecond(sel.From), end: fleetscope.FloorSecond(sel.To-1) + 1, event: fleetscope.EventBase(sel.Event)}
 }
 
 // numTimed is the number of the fleet's timed profiles.
