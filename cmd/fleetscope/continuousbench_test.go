@@ -5,9 +5,11 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -89,6 +91,9 @@ func BenchmarkContinuousFleet(b *testing.B) {
 	close(jobs)
 	ing, _ := s.clients()
 	t0 := time.Now()
+	if profDir != "" {
+		startProfile(b, debugAddr, filepath.Join(profDir, "ingest.pprof"), 10)
+	}
 	var wg sync.WaitGroup
 	for range 8 {
 		wg.Add(1)
@@ -145,17 +150,23 @@ func BenchmarkContinuousFleet(b *testing.B) {
 	measure("timeline, 7 days", "target <= 200 ms", long, post("GetFleetTimeline", &fsv1.GetFleetTimelineRequest{Selection: sel(-3*86400, 4*86400)}))
 	fmt.Printf("%-52s %8d MB peak RSS (target <= 512 MB)\n", "server, over the run", procStatusKB(b, pid, "VmHWM:")/1024)
 
-	var rows, disk int64
-	s.sql(func(c *pgx.Conn) error {
-		return c.QueryRow(ctx, `SELECT (SELECT coalesce(sum(pg_column_size(t.*)), 0) FROM seconds t) +
-			(SELECT coalesce(sum(pg_column_size(t.*)), 0) FROM fleet_seconds t) + (SELECT coalesce(sum(pg_column_size(t.*)), 0) FROM fleet_minutes t) +
-			(SELECT coalesce(sum(pg_column_size(t.*)), 0) FROM fleet_stack_buckets t) +
-			(SELECT coalesce(sum(pg_column_size(t.*)), 0) FROM profile_stacks t) + (SELECT coalesce(sum(pg_column_size(t.*)), 0) FROM profiles t),
-			pg_database_size(current_database())`).Scan(&rows, &disk)
-	})
 	hostHours := float64(continuousHosts * hours)
-	fmt.Printf("%-52s %8.2f MB per host-hour in rows, %.2f MB on disk with indexes and the dictionary (target <= 2 MB)\n",
-		"Postgres bytes", float64(rows)/1e6/hostHours, float64(disk)/1e6/hostHours)
+	var rows int64
+	var parts []string
+	for _, table := range []string{"seconds", "fleet_seconds", "fleet_minutes", "fleet_stack_buckets", "profile_stacks", "profiles"} {
+		var n int64
+		s.sql(func(c *pgx.Conn) error {
+			return c.QueryRow(ctx, `SELECT coalesce(sum(pg_column_size(t.*)), 0) FROM `+table+` t`).Scan(&n)
+		})
+		rows += n
+		parts = append(parts, fmt.Sprintf("%s %.2f", table, float64(n)/1e6/hostHours))
+	}
+	var disk int64
+	s.sql(func(c *pgx.Conn) error {
+		return c.QueryRow(ctx, `SELECT pg_database_size(current_database())`).Scan(&disk)
+	})
+	fmt.Printf("%-52s %8.2f MB per host-hour in rows (%s), %.2f MB on disk with indexes and the dictionary (target <= 2 MB)\n",
+		"Postgres bytes", float64(rows)/1e6/hostHours, strings.Join(parts, ", "), float64(disk)/1e6/hostHours)
 }
 
 // p50n prints the median of n-1 calls after one that warms the caches

@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -215,10 +214,10 @@ func (db *DB) fleetRows(ctx context.Context, tenant int64, table, at, app, event
 					slab = make([]int32, 2*index.Rows*1024)
 				}
 				r.Cells, r.IdleCells, slab = slab[:index.Rows:index.Rows], slab[index.Rows:2*index.Rows:2*index.Rows], slab[2*index.Rows:]
-				if err := unpackCells(r.Cells, cells); err != nil {
+				if err := index.ReadCells(r.Cells, cells); err != nil {
 					return err
 				}
-				if err := unpackCells(r.IdleCells, idle); err != nil {
+				if err := index.ReadCells(r.IdleCells, idle); err != nil {
 					return err
 				}
 			}
@@ -228,28 +227,6 @@ func (db *DB) fleetRows(ctx context.Context, tenant int64, table, at, app, event
 		return nil
 	}, q, args...)
 	return out, translate(err, "fleet")
-}
-
-// packCells writes a row's cells as fleet_seconds stores them: big-endian
-// int32s, back to back (migration 00008: Postgres sends an int[] an element
-// at a time, bytes at once).
-func packCells(cells []int32) []byte {
-	b := make([]byte, 0, 4*len(cells))
-	for _, c := range cells {
-		b = binary.BigEndian.AppendUint32(b, uint32(c))
-	}
-	return b
-}
-
-// unpackCells reads packed cells into dst, which has a cell per heatmap row.
-func unpackCells(dst []int32, b []byte) error {
-	if len(b) != 4*len(dst) {
-		return fmt.Errorf("fleet cells: %d bytes stored, want %d", len(b), 4*len(dst))
-	}
-	for i := range dst {
-		dst[i] = int32(binary.BigEndian.Uint32(b[4*i:]))
-	}
-	return nil
 }
 
 // FleetMinutes returns the stored cells by the minute (fleet_minutes) of
@@ -322,3 +299,7 @@ func fleetLabelSetsQuery(tenant int64, app string, from, to int64, limit int) (s
 			jsonb_to_recordset(p.events) AS e(name text)
 		GROUP BY app, host, labels ORDER BY app, host, labels::text` + fmt.Sprintf(` LIMIT %d`, limit+1), args
 }
+
+// packCells is a row's cells as the index stores them (index.AppendCells),
+// never nil: a column without samples is empty bytes, not NULL.
+func packCells(cells []int32) []byte { return index.AppendCells([]byte{}, cells) }

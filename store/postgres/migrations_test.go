@@ -170,3 +170,68 @@ func poolOf(t *testing.T, db *postgres.DB) *pgxpool.Pool {
 	t.Cleanup(pool.Close)
 	return pool
 }
+
+// TestSecondsCellsMigration: a profile's cells stored as int[] before
+// migration 14 read back the same after it (as bytes in the fixed
+// encoding), new rows are written compact, and migrating down restores
+// the arrays of both.
+func TestSecondsCellsMigration(t *testing.T) {
+	ctx := context.Background()
+	pool, sqldb, p, db := migratedTo(t, 13, "seconds")
+	cells := make([]int32, index.Rows)
+	idle := make([]int32, index.Rows)
+	for i := range cells {
+		cells[i] = int32(i * 1000)
+		idle[i] = int32(i % 3)
+	}
+	cells[index.Rows-1] = 1<<31 - 1
+	cells[2], cells[3] = 4, 0x00000400
+	const id = "6f1f4bbe-3bb4-4b0c-9a44-6c8d3c1e2a10"
+	exec(t, sqldb, `INSERT INTO tenants (name) VALUES ('acme')`)
+	exec(t, sqldb, `INSERT INTO seconds (tenant_id, profile_id, event, second, day, samples, cells, idle_cells, offsets, stacks)
+		SELECT id, '`+id+`', 0, 7, '2026-11-28', 3, $1, $2, '', '' FROM tenants`, cells, idle)
+	if _, err := p.UpTo(ctx, 14); err != nil {
+		t.Fatal(err)
+	}
+	var tenant int64
+	if err := sqldb.QueryRowContext(ctx, `SELECT id FROM tenants`).Scan(&tenant); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := db.Cells(ctx, tenant, id, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 1 || rows[0].Second != 7 || !slices.Equal(rows[0].Cells, cells) || !slices.Equal(rows[0].IdleCells, idle) {
+		t.Fatalf("after migrating up: %+v, want cells %v and idle cells %v", rows, cells, idle)
+	}
+
+	stored, _ := store(t, db, tenant, "shop", "app 1 [000] 1795000000.100000: 1 cpu-clock:\n\t1 f (/bin/app)\n\n")
+	newID := stored.ID
+	var n int
+	if err := sqldb.QueryRowContext(ctx, `SELECT length(cells) + length(idle_cells) FROM seconds WHERE profile_id = $1`, newID).Scan(&n); err != nil || n != 7+1 {
+		t.Fatalf("a one-sample second: %d bytes of cells (%v), want a bitmap of 7 bytes and a count", n, err)
+	}
+	want := make([]int32, index.Rows)
+	want[index.Rows/10] = 1 // 0.1 s into its second
+	if _, err := p.DownTo(ctx, 13); err != nil {
+		t.Fatal(err)
+	}
+	var back, idleBack []int32
+	c, err := pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Release()
+	if err := c.QueryRow(ctx, `SELECT cells, idle_cells FROM seconds WHERE profile_id = $1`, id).Scan(&back, &idleBack); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(back, cells) || !slices.Equal(idleBack, idle) {
+		t.Fatalf("after migrating down: %v and %v, want %v and %v", back, idleBack, cells, idle)
+	}
+	if err := c.QueryRow(ctx, `SELECT cells, idle_cells FROM seconds WHERE profile_id = $1`, newID).Scan(&back, &idleBack); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(back, want) || !slices.Equal(idleBack, make([]int32, index.Rows)) {
+		t.Fatalf("a compact row after migrating down: %v and %v, want %v and zeros", back, idleBack, want)
+	}
+}

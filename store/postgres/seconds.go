@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 // partitioned are the tables partitioned by ingest day.
@@ -63,10 +64,10 @@ func writeSeconds(ctx context.Context, tx pgx.Tx, tenant int64, id uuid.UUID, da
 		if s.Threads != nil {
 			threads = s.Threads
 		}
-		rows[i] = []any{int16(s.Event), s.Second, s.Samples, s.Cells, s.IdleCells, s.Offsets, s.Stacks, periods, threads}
+		rows[i] = []any{int16(s.Event), s.Second, s.Samples, packCells(s.Cells), packCells(s.IdleCells), s.Offsets, s.Stacks, periods, threads}
 	}
-	if _, err := tx.Exec(ctx, `CREATE TEMPORARY TABLE new_seconds (event smallint, second bigint, samples int, cells int[],
-		idle_cells int[], offsets bytea, stacks bytea, periods bytea, threads bytea) ON COMMIT DROP`); err != nil {
+	if _, err := tx.Exec(ctx, `CREATE TEMPORARY TABLE new_seconds (event smallint, second bigint, samples int, cells bytea,
+		idle_cells bytea, offsets bytea, stacks bytea, periods bytea, threads bytea) ON COMMIT DROP`); err != nil {
 		return err
 	}
 	cols := []string{"event", "second", "samples", "cells", "idle_cells", "offsets", "stacks", "periods", "threads"}
@@ -124,10 +125,18 @@ func (db *DB) seconds(ctx context.Context, tenant int64, id string, event int, f
 	}
 	q := secondsQuery(samples, ranged)
 	var out []index.Second
+	var cells, idle pgtype.DriverBytes // valid until the next row: decoded at once
 	err = db.readTenant(ctx, tenant, func(rows pgx.Rows) error {
 		for rows.Next() {
 			s := index.Second{Event: fleetscope.EventID(event)}
-			if err := rows.Scan(&s.Second, &s.Samples, &s.Cells, &s.IdleCells, &s.Offsets, &s.Stacks, &s.Periods, &s.Threads); err != nil {
+			if err := rows.Scan(&s.Second, &s.Samples, &cells, &idle, &s.Offsets, &s.Stacks, &s.Periods, &s.Threads); err != nil {
+				return err
+			}
+			s.Cells, s.IdleCells = make([]int32, index.Rows), make([]int32, index.Rows)
+			if err := index.ReadCells(s.Cells, cells); err != nil {
+				return err
+			}
+			if err := index.ReadCells(s.IdleCells, idle); err != nil {
 				return err
 			}
 			out = append(out, s)
