@@ -18,9 +18,11 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/fleetscope/fleetscope"
 	"github.com/fleetscope/fleetscope/api"
 	fsv1 "github.com/fleetscope/fleetscope/api/gen/fleetscope/v1"
 	nflxv1 "github.com/fleetscope/fleetscope/api/gen/nflxprofile/v1"
+	"github.com/fleetscope/fleetscope/ingest"
 )
 
 // The continuous fleet benchmark (docs/benchmarks.md#continuous-fleet): 10
@@ -188,4 +190,17 @@ func p50n(b *testing.B, what, target string, n int, call func() error) {
 	}
 	slices.Sort(ds)
 	fmt.Printf("%-52s p50 %8.1f ms  (%s; first call %.0f ms)\n", what, ds[len(ds)/2].Seconds()*1000, target, first.Seconds()*1000)
+}
+
+// BenchmarkParseContinuousMinute parses one host-minute of the continuous
+// fleet benchmark (nflxprofile, 2,850 samples), what each of its uploads
+// costs before it is indexed.
+func BenchmarkParseContinuousMinute(b *testing.B) {
+	data := loadReplay(b).thin(continuousEvery).profile(b, 3, 1)
+	b.ResetTimer()
+	for range b.N {
+		if _, err := ingest.Parse(bytes.NewReader(data), "", 1<<30, func(*fleetscope.Profile, []fleetscope.Sample) error { return nil }); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

@@ -68,15 +68,14 @@ func Discover() ([]Plugin, error) {
 		probs []string
 	)
 	add := func(dir string, onPath bool) {
-		entries, err := os.ReadDir(dir)
+		files, err := listings.files(dir)
 		if err != nil {
 			if !onPath {
 				probs = append(probs, fmt.Sprintf("%s %s: %v", EnvDir, dir, err))
 			}
 			return
 		}
-		for _, e := range entries {
-			file := e.Name()
+		for _, file := range files {
 			name, prefixed := strings.CutPrefix(file, Prefix)
 			if onPath && !prefixed {
 				continue
@@ -109,6 +108,53 @@ func Discover() ([]Plugin, error) {
 		return out, errors.New(strings.Join(probs, "; "))
 	}
 	return out, nil
+}
+
+// listings remembers the file names of the directories Discover reads, by
+// each directory's modification time: an upload probes for plugins, and
+// reading every directory on PATH (thousands of names in /usr/bin) each
+// time cost more than parsing a small profile. A directory is read again
+// when its modification time changes, or while it is too recent to tell a
+// later change by it (file systems that keep coarse times).
+var listings = &dirCache{dirs: map[string]dirListing{}}
+
+type dirCache struct {
+	mu   sync.Mutex
+	dirs map[string]dirListing
+}
+
+type dirListing struct {
+	mtime time.Time
+	files []string
+}
+
+// trustAfter is how old a directory's modification time must be for its
+// listing to be reused.
+const trustAfter = 2 * time.Second
+
+func (c *dirCache) files(dir string) ([]string, error) {
+	st, err := os.Stat(dir)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	l, ok := c.dirs[dir]
+	c.mu.Unlock()
+	if ok && l.mtime.Equal(st.ModTime()) && time.Since(l.mtime) > trustAfter {
+		return l.files, nil
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	files := make([]string, len(entries))
+	for i, e := range entries {
+		files[i] = e.Name()
+	}
+	c.mu.Lock()
+	c.dirs[dir] = dirListing{st.ModTime(), files}
+	c.mu.Unlock()
+	return files, nil
 }
 
 func executable(path string) bool {

@@ -7,9 +7,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"testing/iotest"
+	"time"
 
 	"github.com/fleetscope/fleetscope"
 	"github.com/fleetscope/fleetscope/ingest/internal/fstest"
@@ -77,6 +79,56 @@ func TestPluginDiscover(t *testing.T) {
 	t.Setenv(EnvDir, filepath.Join(dir, "missing"))
 	if _, err := Discover(); err == nil || !strings.Contains(err.Error(), EnvDir) {
 		t.Errorf("a missing plugin directory: err = %v", err)
+	}
+}
+
+// TestPluginDiscoverSeesChanges: directory listings are remembered
+// between uploads, yet a plugin added to or removed from a directory
+// whose listing was remembered is found or forgotten at the next call.
+func TestPluginDiscoverSeesChanges(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv(EnvDir, dir)
+	t.Setenv("PATH", "")
+	old := time.Now().Add(-time.Hour)
+	age := func() { // as a directory left alone for an hour: its listing is reused
+		t.Helper()
+		if err := os.Chtimes(dir, old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	names := func() []string {
+		t.Helper()
+		ps, err := Discover()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, p := range ps {
+			out = append(out, p.Name)
+		}
+		return out
+	}
+	age()
+	if got := names(); len(got) != 0 {
+		t.Fatalf("an empty directory: %v", got)
+	}
+	if got := names(); len(got) != 0 { // from the remembered listing
+		t.Fatalf("an empty directory, again: %v", got)
+	}
+	path := writePlugin(t, dir, "alpha", "echo")
+	if got := names(); !slices.Equal(got, []string{"alpha"}) {
+		t.Fatalf("after adding alpha: %v", got)
+	}
+	old = old.Add(time.Minute)
+	age()
+	if got := names(); !slices.Equal(got, []string{"alpha"}) {
+		t.Fatalf("alpha, from the remembered listing: %v", got)
+	}
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if got := names(); len(got) != 0 {
+		t.Fatalf("after removing alpha: %v", got)
 	}
 }
 

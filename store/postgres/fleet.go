@@ -23,43 +23,26 @@ func writeFleet(ctx context.Context, tx pgx.Tx, tenant int64, id uuid.UUID, day 
 	if err != nil || len(secs) == 0 {
 		return err
 	}
-	rows := make([][]any, len(secs))
-	for i, s := range secs {
-		rows[i] = []any{s.Event, s.Second, s.Samples, s.Idle, packCells(s.Cells), packCells(s.IdleCells)}
-	}
-	if _, err := tx.Exec(ctx, `CREATE TEMPORARY TABLE new_fleet (event text, second bigint, samples int, idle int,
-		cells bytea, idle_cells bytea) ON COMMIT DROP`); err != nil {
-		return err
-	}
-	cols := []string{"event", "second", "samples", "idle", "cells", "idle_cells"}
-	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"new_fleet"}, cols, pgx.CopyFromRows(rows)); err != nil {
-		return err
-	}
-	// ON CONFLICT DO NOTHING and the count checked: see writeSeconds (Citus).
-	tag, err := tx.Exec(ctx, `INSERT INTO fleet_seconds (tenant_id, app, profile_id, host, day, `+strings.Join(cols, ", ")+`)
-		SELECT $1, $2, $3, $4, $5, `+strings.Join(cols, ", ")+` FROM new_fleet ON CONFLICT DO NOTHING`, tenant, p.App, id, p.Host, day)
-	if err == nil && tag.RowsAffected() != int64(len(rows)) {
-		err = fmt.Errorf("fleet seconds: %d rows written of %d (a second repeated)", tag.RowsAffected(), len(rows))
-	}
-	if err != nil {
+	fixed := []any{tenant, p.App, id, p.Host, day}
+	if err := insertFleetRows(ctx, tx, "fleet_seconds", "second", fixed, secs); err != nil {
 		return err
 	}
 	// The same cells by the minute, from the rows just written.
-	mins := index.Minutes(secs)
-	events, minutes, samples, idle, cells, idleCells := make([]string, len(mins)), make([]int64, len(mins)),
-		make([]int32, len(mins)), make([]int32, len(mins)), make([][]byte, len(mins)), make([][]byte, len(mins))
-	for i, m := range mins {
-		events[i], minutes[i], samples[i], idle[i] = m.Event, m.Second, m.Samples, m.Idle
-		cells[i], idleCells[i] = packCells(m.Cells), packCells(m.IdleCells)
+	return insertFleetRows(ctx, tx, "fleet_minutes", "minute", fixed, index.Minutes(secs))
+}
+
+// insertFleetRows inserts a profile's rows into fleet_seconds or
+// fleet_minutes (at: the column of their time).
+func insertFleetRows(ctx context.Context, tx pgx.Tx, table, at string, fixed []any, rows []index.WallSecond) error {
+	n := len(rows)
+	events, times, samples, idle, cells, idleCells := make([]string, n), make([]int64, n), make([]int32, n), make([]int32, n), make([][]byte, n), make([][]byte, n)
+	for i, r := range rows {
+		events[i], times[i], samples[i], idle[i] = r.Event, r.Second, r.Samples, r.Idle
+		cells[i], idleCells[i] = packCells(r.Cells), packCells(r.IdleCells)
 	}
-	tag, err = tx.Exec(ctx, `INSERT INTO fleet_minutes (tenant_id, app, event, minute, profile_id, host, day, samples, idle, cells, idle_cells)
-		SELECT $1, $2, event, minute, $3, $4, $5, samples, idle, cells, idle_cells
-		FROM unnest($6::text[], $7::bigint[], $8::int[], $9::int[], $10::bytea[], $11::bytea[]) AS m(event, minute, samples, idle, cells, idle_cells)
-		ON CONFLICT DO NOTHING`, tenant, p.App, id, p.Host, day, events, minutes, samples, idle, cells, idleCells)
-	if err == nil && tag.RowsAffected() != int64(len(mins)) {
-		err = fmt.Errorf("fleet minutes: %d rows written of %d (a minute repeated)", tag.RowsAffected(), len(mins))
-	}
-	return err
+	return insertRows(ctx, tx, table, `tenant_id, app, profile_id, host, day`, fixed,
+		[]string{"event", at, "samples", "idle", "cells", "idle_cells"}, []string{"text", "bigint", "int", "int", "bytea", "bytea"},
+		[]any{events, times, samples, idle, cells, idleCells}, n)
 }
 
 // fleetTables are the tables of a profile's cells in absolute time.

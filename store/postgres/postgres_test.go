@@ -745,3 +745,32 @@ func TestKeysPerTenantAreBounded(t *testing.T) {
 		t.Fatalf("a key after a revocation: %v", err)
 	}
 }
+
+// TestRowsBothWays: a profile's rows go in one INSERT of arrays up to
+// 4,096 rows and by COPY beyond; profiles on either side of that bound
+// read back every second, in the profile's clock and in absolute time.
+func TestRowsBothWays(t *testing.T) {
+	ctx := context.Background()
+	db := newDB(t)
+	acme, _ := db.CreateTenant(ctx, "acme", false)
+	for _, n := range []int{4096, 4097} {
+		var b strings.Builder
+		for i := range n {
+			fmt.Fprintf(&b, "app 1 [000] %d.%06d: 1 cpu-clock:\n\t1 f%d (/bin/app)\n\n", 1795000000+i, 250000, i%3)
+		}
+		p, _ := store(t, db, acme, fmt.Sprint("app", n), b.String())
+		rows, err := db.Cells(ctx, acme, p.ID, 0)
+		if err != nil || len(rows) != n {
+			t.Fatalf("%d seconds: %d rows read back (%v)", n, len(rows), err)
+		}
+		for i, r := range rows {
+			if r.Second != int64(i) || r.Samples != 1 || r.Cells[index.Rows/4] != 1 {
+				t.Fatalf("%d seconds: row %d is %+v", n, i, r)
+			}
+		}
+		fleet, err := db.FleetCells(ctx, acme, fmt.Sprint("app", n), "cpu-clock", 1795000000, 1795000000+int64(n))
+		if err != nil || len(fleet) != n {
+			t.Fatalf("%d seconds: %d fleet rows (%v)", n, len(fleet), err)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -54,36 +55,107 @@ func (db *DB) ensurePartition(ctx context.Context, table string, d time.Time) er
 	return nil
 }
 
+// writeSeconds stores a profile's per-second rows.
 func writeSeconds(ctx context.Context, tx pgx.Tx, tenant int64, id uuid.UUID, day time.Time, ix *index.Index) error {
-	rows := make([][]any, len(ix.Seconds))
+	n := len(ix.Seconds)
+	events, seconds, samples := make([]int16, n), make([]int64, n), make([]int32, n)
+	cells, idle, offsets, stacks, periods, threads := make([][]byte, n), make([][]byte, n), make([][]byte, n), make([][]byte, n), make([][]byte, n), make([][]byte, n)
 	for i, s := range ix.Seconds {
-		var periods, threads any
-		if s.Periods != nil {
-			periods = s.Periods
-		}
-		if s.Threads != nil {
-			threads = s.Threads
-		}
-		rows[i] = []any{int16(s.Event), s.Second, s.Samples, packCells(s.Cells), packCells(s.IdleCells), s.Offsets, s.Stacks, periods, threads}
-	}
-	if _, err := tx.Exec(ctx, `CREATE TEMPORARY TABLE new_seconds (event smallint, second bigint, samples int, cells bytea,
-		idle_cells bytea, offsets bytea, stacks bytea, periods bytea, threads bytea) ON COMMIT DROP`); err != nil {
-		return err
+		events[i], seconds[i], samples[i] = int16(s.Event), s.Second, s.Samples
+		cells[i], idle[i], offsets[i], stacks[i] = packCells(s.Cells), packCells(s.IdleCells), s.Offsets, s.Stacks
+		periods[i], threads[i] = s.Periods, s.Threads // nil: NULL
 	}
 	cols := []string{"event", "second", "samples", "cells", "idle_cells", "offsets", "stacks", "periods", "threads"}
-	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"new_seconds"}, cols, pgx.CopyFromRows(rows)); err != nil {
-		return err
+	return insertRows(ctx, tx, "seconds", `tenant_id, profile_id, day`, []any{tenant, id, day}, cols,
+		[]string{"smallint", "bigint", "int", "bytea", "bytea", "bytea", "bytea", "bytea", "bytea"},
+		[]any{events, seconds, samples, cells, idle, offsets, stacks, periods, threads}, n)
+}
+
+// unnestRows is the number of rows up to which insertRows sends a
+// profile's rows as arrays, in one INSERT ... SELECT FROM unnest: one
+// round trip and no temporary table (whose creation writes the catalog in
+// every upload's transaction), which a profile of a host-minute (60 rows)
+// needs. Beyond it, COPY into a temporary table streams them.
+const unnestRows = 4096
+
+// insertRows inserts n rows into table: the columns fixed (their values
+// bound as $1, $2, ...) and then cols, of the Postgres types types, whose
+// values are the slices in columns (element i of each is row i). Every
+// row must be new: ON CONFLICT DO NOTHING with the count checked instead,
+// because on Citus an INSERT ... SELECT from a local table without it is
+// executed as a COPY into the shards, which row-level security refuses
+// (with it, Citus inserts with INSERT ... SELECT on each shard).
+func insertRows(ctx context.Context, tx pgx.Tx, table, fixed string, fixedArgs []any, cols, types []string, columns []any, n int) error {
+	if n == 0 {
+		return nil
 	}
-	// ON CONFLICT DO NOTHING, with the count checked instead, because on
-	// Citus an INSERT ... SELECT from a local table without it is executed
-	// as a COPY into the shards, which row-level security refuses
-	// (with it, Citus inserts with INSERT ... SELECT on each shard).
-	tag, err := tx.Exec(ctx, `INSERT INTO seconds (tenant_id, profile_id, day, `+strings.Join(cols, ", ")+`)
-		SELECT $1, $2, $3, `+strings.Join(cols, ", ")+` FROM new_seconds ON CONFLICT DO NOTHING`, tenant, id, day)
-	if err == nil && tag.RowsAffected() != int64(len(rows)) {
-		err = fmt.Errorf("seconds: %d rows written of %d (a second repeated)", tag.RowsAffected(), len(rows))
+	params := make([]string, len(fixedArgs))
+	for i := range params {
+		params[i] = fmt.Sprintf("$%d", i+1)
+	}
+	list := strings.Join(cols, ", ")
+	insert := `INSERT INTO ` + table + ` (` + fixed + `, ` + list + `) SELECT ` + strings.Join(params, ", ") + `, ` + list
+	var tag pgconn.CommandTag
+	var err error
+	if n <= unnestRows {
+		arrays := make([]string, len(cols))
+		for i, t := range types {
+			arrays[i] = fmt.Sprintf("$%d::%s[]", len(fixedArgs)+i+1, t)
+		}
+		tag, err = tx.Exec(ctx, insert+` FROM unnest(`+strings.Join(arrays, ", ")+`) AS r(`+list+`) ON CONFLICT DO NOTHING`,
+			append(slices.Clone(fixedArgs), columns...)...)
+	} else {
+		tag, err = copyRows(ctx, tx, table, insert, fixedArgs, cols, types, columns, n)
+	}
+	if err == nil && tag.RowsAffected() != int64(n) {
+		err = fmt.Errorf("%s: %d rows written of %d (a row repeated)", table, tag.RowsAffected(), n)
 	}
 	return err
+}
+
+// copyRows is insertRows by COPY into a temporary table, then insert.
+func copyRows(ctx context.Context, tx pgx.Tx, table, insert string, fixedArgs []any, cols, types []string, columns []any, n int) (pgconn.CommandTag, error) {
+	tmp := "new_" + table
+	defs := make([]string, len(cols))
+	for i, c := range cols {
+		defs[i] = c + " " + types[i]
+	}
+	if _, err := tx.Exec(ctx, `CREATE TEMPORARY TABLE `+tmp+` (`+strings.Join(defs, ", ")+`) ON COMMIT DROP`); err != nil {
+		return pgconn.CommandTag{}, err
+	}
+	row := make([]any, len(cols))
+	k := 0
+	src := pgx.CopyFromFunc(func() ([]any, error) {
+		if k == n {
+			return nil, nil
+		}
+		for i, c := range columns {
+			row[i] = element(c, k)
+		}
+		k++
+		return row, nil
+	})
+	if _, err := tx.CopyFrom(ctx, pgx.Identifier{tmp}, cols, src); err != nil {
+		return pgconn.CommandTag{}, err
+	}
+	return tx.Exec(ctx, insert+` FROM `+tmp+` ON CONFLICT DO NOTHING`, fixedArgs...)
+}
+
+// element is element k of a column insertRows takes.
+func element(column any, k int) any {
+	switch c := column.(type) {
+	case []int16:
+		return c[k]
+	case []int32:
+		return c[k]
+	case []int64:
+		return c[k]
+	case []string:
+		return c[k]
+	case [][]byte:
+		return c[k]
+	}
+	panic(fmt.Sprintf("insertRows: a column of %T", column))
 }
 
 // Cells returns an event's stored heatmap cells (50 rows), by relative
