@@ -196,11 +196,14 @@ func p50n(b *testing.B, what, target string, n int, call func() error) {
 // fleet benchmark (nflxprofile, 2,850 samples), what each of its uploads
 // costs before it is indexed.
 func BenchmarkParseContinuousMinute(b *testing.B) {
-	data := loadReplay(b).thin(continuousEvery).profile(b, 3, 1)
+	r := loadReplay(b).thin(continuousEvery)
+	data := r.profile(b, 3, 1)
 	b.ResetTimer()
 	for range b.N {
 		if _, err := ingest.Parse(bytes.NewReader(data), "", 1<<30, func(*fleetscope.Profile, []fleetscope.Sample) error { return nil }); err != nil {
 			b.Fatal(err)
 		}
 	}
+	b.ReportMetric(float64(len(data)), "gzipped-bytes")
+	b.ReportMetric(float64(len(r.nodes)), "nodes")
 }
