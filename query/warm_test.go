@@ -3,6 +3,8 @@ package query_test
 import (
 	"context"
 	"reflect"
+	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -12,21 +14,62 @@ import (
 	"github.com/fleetscope/fleetscope/query"
 )
 
-// dictSource counts dictionary loads, each taking a while (as a read from
-// Postgres does), so that requests meet one in flight.
+// dictSource counts dictionary loads; each waits until the test releases
+// it (as a read from Postgres takes a while), so that requests meet one in
+// flight however fast the machine is.
 type dictSource struct {
 	query.Source
-	loads atomic.Int64
+	loads   atomic.Int64
+	release chan struct{} // closed by the test: loads go on
+}
+
+func newDictSource(s query.Source) *dictSource {
+	return &dictSource{Source: s, release: make(chan struct{})}
 }
 
 func (c *dictSource) Dict(ctx context.Context, tenant int64, p *fleetscope.ProfileInfo) (*fleetscope.Dict, error) {
 	c.loads.Add(1)
 	select {
-	case <-time.After(50 * time.Millisecond):
+	case <-c.release:
 	case <-ctx.Done(): // as a database read is cut short
 		return nil, ctx.Err()
 	}
 	return c.Source.Dict(ctx, tenant, p)
+}
+
+// goroutines counts this process's goroutines whose stack (frames and
+// creator) holds every one of parts.
+func goroutines(parts ...string) int {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	n := 0
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		all := true
+		for _, p := range parts {
+			all = all && strings.Contains(g, p)
+		}
+		if all {
+			n++
+		}
+	}
+	return n
+}
+
+// waitFor polls cond until it holds, for 30 s at most.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); !cond(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited 30 s for %s", what)
+		}
+	}
 }
 
 // TestDictLoadedOnce: requests that need a profile's dictionary while it
@@ -36,7 +79,7 @@ func (c *dictSource) Dict(ctx context.Context, tenant int64, p *fleetscope.Profi
 func TestDictLoadedOnce(t *testing.T) {
 	path, _ := plant(t, "--seed", "5", "--seconds", "6", "--cpus", "2", "--hz", "99")
 	st, _, id := storeFile(t, path)
-	src := &dictSource{Source: st}
+	src := newDictSource(st)
 	q := query.New(src, query.Options{})
 	want, err := query.New(st, query.Options{}).FlameGraph(context.Background(), 0, query.FlameRequest{ProfileID: id})
 	if err != nil {
@@ -57,14 +100,17 @@ func TestDictLoadedOnce(t *testing.T) {
 		}()
 	}
 	ask(0, gone) // begins the load...
-	for src.loads.Load() == 0 {
-		time.Sleep(time.Millisecond)
-	}
+	waitFor(t, "the first request's load to begin", func() bool { return src.loads.Load() == 1 })
 	for i := 1; i < len(errs); i++ {
 		ask(i, context.Background())
 	}
-	time.Sleep(10 * time.Millisecond)
+	// The others wait for the load in flight (the load is held until
+	// released): each is a caller of the load group waiting for its call.
+	waitFor(t, "7 requests to wait for the load in flight", func() bool {
+		return goroutines("singleflight.(*Group).Do", "sync.(*WaitGroup).Wait", "query_test.TestDictLoadedOnce") == len(errs)-1
+	})
 	cancel() // ...and goes away while it is in flight
+	close(src.release)
 	wg.Wait()
 	for i, err := range errs[1:] {
 		if err != nil {
@@ -82,25 +128,30 @@ func TestDictLoadedOnce(t *testing.T) {
 func TestWarmFlame(t *testing.T) {
 	path, _ := plant(t, "--seed", "6", "--seconds", "6", "--cpus", "2", "--hz", "99")
 	st, _, id := storeFile(t, path)
+	// A warm-up runs on a goroutine the heatmap's call starts (a go
+	// statement, done before the call returns); held by the source until
+	// released, it is still there when the call has returned.
+	const byQuery = "created by github.com/fleetscope/fleetscope/query."
 	for _, warm := range []bool{true, false} {
-		src := &dictSource{Source: st}
+		src := newDictSource(st)
 		q := query.New(src, query.Options{Warm: warm})
+		before := goroutines(byQuery)
 		if _, err := q.Heatmap(context.Background(), 0, query.HeatmapRequest{ProfileID: id}); err != nil {
 			t.Fatal(err)
 		}
+		started := goroutines(byQuery) - before
 		if !warm {
-			time.Sleep(100 * time.Millisecond) // time enough for a load to begin, if one would
-			if n := src.loads.Load(); n != 0 {
-				t.Fatalf("without Warm: %d dictionary loads after a heatmap, want 0", n)
+			if n := src.loads.Load(); started != 0 || n != 0 {
+				t.Fatalf("without Warm: the heatmap left %d goroutines and began %d dictionary loads, want none", started, n)
 			}
+			close(src.release)
 			continue
 		}
-		for deadline := time.Now().Add(10 * time.Second); src.loads.Load() == 0; {
-			if time.Now().After(deadline) {
-				t.Fatal("with Warm: no dictionary load began after the heatmap")
-			}
-			time.Sleep(time.Millisecond)
+		if started < 1 {
+			t.Fatal("with Warm: the heatmap started no goroutine to load the dictionary")
 		}
+		waitFor(t, "with Warm: a dictionary load to begin after the heatmap", func() bool { return src.loads.Load() == 1 })
+		close(src.release)
 		g, err := q.FlameGraph(context.Background(), 0, query.FlameRequest{ProfileID: id})
 		if err != nil {
 			t.Fatal(err)

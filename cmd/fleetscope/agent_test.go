@@ -48,6 +48,25 @@ func fakePerf(t testing.TB) string {
 	return p
 }
 
+// replayPerf returns a perf for the agent that records replay's samples
+// (fake-perf, FAKEPERF_REPLAY), so a recording holds them however long it
+// ran, and a condition: a recording (not perf's probe) has started, its
+// signal handlers set, so that a stop from then on ends it with its file
+// written. Tests wait on it, not on time passing.
+func replayPerf(t testing.TB, replay string) (string, func() bool) {
+	t.Helper()
+	dir := t.TempDir()
+	bin, started := filepath.Join(dir, "perf"), filepath.Join(dir, "started")
+	script := fmt.Sprintf("#!/bin/sh\nFAKEPERF_REPLAY='%s' FAKEPERF_STARTED='%s' exec '%s' \"$@\"\n", replay, started, fakePerf(t))
+	if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return bin, func() bool {
+		_, err := os.Stat(started)
+		return err == nil
+	}
+}
+
 // realPerf skips the test, saying why, unless perf can record the whole
 // system here.
 func realPerf(t testing.TB) {
@@ -491,10 +510,14 @@ func TestAgentStopsCleanly(t *testing.T) {
 	px := newSwitchProxy(t, s.url)
 	px.up(t)
 	spool := t.TempDir()
-	args := []string{"--app", "term", "--perf", fakePerf(t), "--spool", spool, "--duration", "10m", "--shutdown-grace", "3s", "--retry-min", "50ms"}
-	a := startAgent(t, s.agentEnv(px.url()), args...)
-	a.await("perf to start", 20*time.Second, func() bool { return a.count("perf works here") == 1 })
-	time.Sleep(1500 * time.Millisecond)
+	// Each run records a planted file's samples (two runs, two files: the
+	// same bytes would be one profile), and is stopped once recording.
+	args := func(perf string) []string {
+		return []string{"--app", "term", "--perf", perf, "--spool", spool, "--duration", "10m", "--shutdown-grace", "3s", "--retry-min", "50ms"}
+	}
+	perf, recording := replayPerf(t, plant(t, "--seed", "71", "--seconds", "2", "--epoch"))
+	a := startAgent(t, s.agentEnv(px.url()), args(perf)...)
+	a.await("perf to record", 20*time.Second, recording)
 	stopped := time.Now()
 	a.cmd.Process.Signal(syscall.SIGTERM)
 	if code := a.wait(15 * time.Second); code != 0 {
@@ -508,9 +531,9 @@ func TestAgentStopsCleanly(t *testing.T) {
 
 	// Server down: the stop keeps the recording in the spool.
 	px.down()
-	a = startAgent(t, s.agentEnv(px.url()), args...)
-	a.await("perf to start", 20*time.Second, func() bool { return a.count("perf works here") == 1 })
-	time.Sleep(time.Second)
+	perf, recording = replayPerf(t, plant(t, "--seed", "72", "--seconds", "2", "--epoch"))
+	a = startAgent(t, s.agentEnv(px.url()), args(perf)...)
+	a.await("perf to record", 20*time.Second, recording)
 	stopped = time.Now()
 	a.cmd.Process.Signal(syscall.SIGTERM)
 	if code := a.wait(15 * time.Second); code != 0 {
@@ -664,6 +687,7 @@ func TestAgentClockFallback(t *testing.T) {
 		if code := a.wait(30 * time.Second); code != 0 {
 			t.Fatalf("%s: agent exit %d", c.name, code)
 		}
+		after := time.Now()
 		if !strings.Contains(a.log(), c.want) {
 			t.Fatalf("%s: log lacks %s", c.name, c.want)
 		}
@@ -671,12 +695,12 @@ func TestAgentClockFallback(t *testing.T) {
 		if len(ps) != 1 {
 			t.Fatalf("%s: %d profiles", c.name, len(ps))
 		}
-		// The first sample is within 1/49 s of the recording's start;
-		// StartTime is that sample's second.
+		// The recording's samples are taken after before and before the
+		// agent exited; StartTime is the first one's second.
 		p := ps[0]
 		first := p.GetStartTime().AsTime()
-		if first.Before(before.Add(-time.Second)) || first.After(before.Add(5*time.Second)) {
-			t.Fatalf("%s: placed at %s (%s), recording started %s", c.name, first, p.GetTimeSource(), before)
+		if first.Before(before.Truncate(time.Second)) || first.After(after) {
+			t.Fatalf("%s: placed at %s (%s), recording ran within [%s, %s]", c.name, first, p.GetTimeSource(), before, after)
 		}
 		t.Logf("%s: time source %s, start second %s, recording started %s", c.name, p.GetTimeSource(),
 			first.Format("15:04:05.000"), before.Format("15:04:05.000"))
@@ -896,9 +920,9 @@ func TestAgentSystemdUnit(t *testing.T) {
 func TestAgentKilledMidRecordingRecovers(t *testing.T) {
 	s := startService(t, serviceOpts{})
 	spool := t.TempDir()
-	a := startAgent(t, s.agentEnv(s.url), "--app", "recover", "--perf", fakePerf(t), "--spool", spool, "--duration", "10m")
-	a.await("perf to start", 20*time.Second, func() bool { return a.count("perf works here") == 1 })
-	time.Sleep(1500 * time.Millisecond)
+	perf, recording := replayPerf(t, plant(t, "--seed", "73", "--seconds", "2", "--epoch"))
+	a := startAgent(t, s.agentEnv(s.url), "--app", "recover", "--perf", perf, "--spool", spool, "--duration", "10m")
+	a.await("perf to record", 20*time.Second, recording)
 	a.cmd.Process.Signal(syscall.SIGKILL)
 	a.wait(10 * time.Second)
 	a = startAgent(t, s.agentEnv(s.url), "--app", "recover", "--perf", fakePerf(t), "--spool", spool, "--duration", "1s", "--count", "1")

@@ -861,7 +861,9 @@ func waitUntil(t testing.TB, what string, cond func() bool) {
 }
 
 // TestGracefulShutdownFinishesUploads: SIGTERM during an upload lets it
-// finish, then the server exits cleanly.
+// finish, then the server exits cleanly. The signal comes once the server
+// is reading the upload (its spool holds the first parts), and the rest is
+// sent once the server says it is shutting down.
 func TestGracefulShutdownFinishesUploads(t *testing.T) {
 	s := startService(t, serviceOpts{})
 	b, _ := os.ReadFile(plant(t, "--seed", "6", "--seconds", "10"))
@@ -871,13 +873,15 @@ func TestGracefulShutdownFinishesUploads(t *testing.T) {
 	const parts = 10
 	for i := range parts {
 		if i == 2 {
+			waitUntil(t, "the server to spool the upload's first parts", func() bool { return s.spoolFiles() > 0 })
+			_, from, _ := s.log.find(0, func(map[string]any) bool { return false })
 			s.proc.Process.Signal(syscall.SIGTERM)
+			s.log.await(t, from, 30*time.Second, msg("shutting down: finishing in-flight requests"))
 		}
 		chunk := b[i*len(b)/parts : (i+1)*len(b)/parts]
 		if err := stream.Send(&fsv1.UploadRequest{Msg: &fsv1.UploadRequest_Chunk{Chunk: chunk}}); err != nil {
 			t.Fatalf("send after SIGTERM: %v", err)
 		}
-		time.Sleep(50 * time.Millisecond)
 	}
 	res, err := stream.CloseAndReceive()
 	if err != nil {

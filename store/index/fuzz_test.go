@@ -78,8 +78,15 @@ func FuzzIndexExact(f *testing.F) {
 // FuzzWallSeconds: placed in wall-clock time by any shift (whole seconds,
 // which moves the stored cells, or not, which bins every sample again),
 // each second's cells count exactly the samples whose shifted time falls in
-// them. The samples are FuzzIndexExact's.
+// them. The samples are FuzzIndexExact's. The reference is plain
+// arithmetic on the heatmap's documented geometry (a second's 50 rows are
+// 20 ms each, row 0 from the second's start), not the package's own
+// helpers: a sample at t ns (positive here) is in second t/1e9 and row
+// (t mod 1e9)/20e6.
 func FuzzWallSeconds(f *testing.F) {
+	if index.Rows != 50 {
+		f.Fatalf("index.Rows is %d: the reference below draws 50 rows of 20 ms", index.Rows)
+	}
 	f.Add([]byte{0, 0, 0, 1, 0, 0, 128, 56, 1, 2, 1, 17, 255, 255, 255, 0, 0, 1}, int64(3e9))
 	f.Add([]byte{0, 0, 0, 1, 0, 0, 128, 56, 1, 130, 1, 17, 0, 113, 2, 3, 0, 34}, int64(-1_234_567_891))
 	f.Add([]byte{128, 56, 1, 1, 0, 0, 0, 113, 2, 3, 0, 34}, int64(-1)) // a sample shifted to a nanosecond before a boundary
@@ -97,9 +104,12 @@ func FuzzWallSeconds(f *testing.F) {
 		}
 		want := map[cell]int32{}
 		for _, s := range in {
-			at := s.TimeNanos + shift
-			sec := fleetscope.FloorSecond(at)
-			want[cell{fuzzEvents[s.Event], sec, int64(fleetscope.Row(at-sec*1e9, index.Rows)), fuzzIdle(s.Stack)}]++
+			at := s.TimeNanos + shift // ~1.7e18 ± 1e12: positive
+			if at <= 0 {
+				t.Fatalf("sample at %d ns: the reference is for positive times", at)
+			}
+			const cellNanos = 20_000_000
+			want[cell{fuzzEvents[s.Event], at / 1_000_000_000, at % 1_000_000_000 / cellNanos, fuzzIdle(s.Stack)}]++
 		}
 		for _, w := range got {
 			for r := range index.Rows {

@@ -1928,28 +1928,29 @@ describe("dashboard", () => {
 
   test("fleet: live — batches appended while the page follows now appear without a reload; a selection pauses the sliding", async () => {
     // Perf script text stamped with the wall clock, as agent --live sends it.
-    const batch = (n, offsetMs) => {
-      const t0 = Date.now() / 1000 - 2 + offsetMs / 1000;
+    // n samples 10 ms apart from t0 (epoch seconds; default: 2 s ago).
+    const batch = (n, t0 = Date.now() / 1000 - 2) => {
       let text = "";
       for (let i = 0; i < n; i++) text += `app 1 [000] ${(t0 + i * 0.01).toFixed(6)}: 1 cpu-clock:\n\t    1 main (/bin/app)\n\t    2 f${i % 3} (/bin/app)\n\n`;
       return Buffer.from(text).toString("base64");
     };
     const stream = `e2e-${Date.now()}`;
-    const append = (seq, n, offsetMs, final = false) =>
-      rpc(URL_, KEY, "fleetscope.v1.IngestService/AppendLive", { stream, seq, metadata: { app: "liveapp", host: "live-1" }, chunk: batch(n, offsetMs), final });
-    await append(0, 30, 0);
+    const append = (seq, n, t0, final = false) =>
+      rpc(URL_, KEY, "fleetscope.v1.IngestService/AppendLive", { stream, seq, metadata: { app: "liveapp", host: "live-1" }, chunk: batch(n, t0), final });
+    await append(0, 30);
     await page.goto(`${URL_}/fleet?app=liveapp&live=1`);
     await fleetReady(page);
     assert.equal(await page.getByTestId("fleet-live").getAttribute("data-state"), "following");
     await page.waitForFunction(() => Number(document.querySelector("[data-testid=heatmap]")?.dataset.total) === 30);
     const url0 = page.url();
-    // A second batch: the heatmap counts it within a few seconds, no reload.
-    await append(1, 40, 500);
-    await page.waitForFunction(() => Number(document.querySelector("[data-testid=heatmap]")?.dataset.total) === 70, null, { timeout: 10_000 });
-    await page.waitForFunction((u) => location.href !== u, url0, { timeout: 10_000 }); // the window slid
+    // A second batch: the heatmap counts it without a reload (the waits are
+    // for what the page shows, up to the suite's deadline, not a duration).
+    await append(1, 40, Date.now() / 1000 - 1.5);
+    await page.waitForFunction(() => Number(document.querySelector("[data-testid=heatmap]")?.dataset.total) === 70);
+    await page.waitForFunction((u) => location.href !== u, url0); // the window slid
     // One stream of two batches (stored a segment profile each) is one live stream, not two profiles.
-    await page.waitForFunction(() => document.querySelector("[data-testid=fleet-profiles]")?.textContent === "1 live stream (2 batches)", null, { timeout: 5_000 });
-    await page.waitForFunction(() => document.querySelector("[data-testid=flame-accounting]")?.textContent === "merged from 1 live stream (2 batches)", null, { timeout: 5_000 });
+    await page.waitForFunction(() => document.querySelector("[data-testid=fleet-profiles]")?.textContent === "1 live stream (2 batches)");
+    await page.waitForFunction(() => document.querySelector("[data-testid=flame-accounting]")?.textContent === "merged from 1 live stream (2 batches)");
     assert.equal(query(page).get("live"), "1");
     await screenshot(page, "fleet-live");
     // A selection pauses the sliding; its flame graph counts what arrives in it.
@@ -1978,11 +1979,13 @@ describe("dashboard", () => {
     release();
     await page.unroute(heatRoute);
     const before = Number((await flameState(page)).total);
-    await append(2, 10, -10_000, true); // the last batch, stamped 12 s ago (inside the range): the recording is stored whole
-    await page.waitForFunction((n) => Number(document.querySelector("[data-testid=flamegraph]")?.dataset.total) === n, before + 10, { timeout: 10_000 });
+    // The last batch, stamped in the middle of the selected range (whatever
+    // time has passed since the drag): the recording is stored whole.
+    await append(2, 10, (Number(sel.get("start")) + Number(sel.get("end"))) / 2 - 0.05, true);
+    await page.waitForFunction((n) => Number(document.querySelector("[data-testid=flamegraph]")?.dataset.total) === n, before + 10);
     await page.getByTestId("clear-selection").click();
     await page.waitForFunction(() => document.querySelector("[data-testid=fleet-live]")?.dataset.state === "following");
-    await page.waitForFunction(() => Number(document.querySelector("[data-testid=heatmap]")?.dataset.total) === 80, null, { timeout: 10_000 });
+    await page.waitForFunction(() => Number(document.querySelector("[data-testid=heatmap]")?.dataset.total) === 80);
     await page.getByTestId("fleet-live").click();
     await page.waitForFunction(() => !new URL(location.href).searchParams.has("live"));
   });

@@ -3,7 +3,8 @@
 #
 #   need_browser_tools      chromium (apt-get if missing), python3, psql, Postgres up
 #   start_server            go build ./bin/fleetscope; a new database, a blob
-#                           directory, a free port; sets URL, KEY (scopes
+#                           directory, a port the server picks (127.0.0.1:0,
+#                           read from its log); sets URL, KEY (scopes
 #                           ingest,read), ADMIN_KEY (ingest,read,admin), TMP, FS
 #   upload ARGS...          fleetscope upload with that server and key; prints the id
 # An EXIT trap stops the server and drops the database and directory, also
@@ -59,15 +60,32 @@ start_server() {
   TMP=$(mktemp -d)
   DB_NAME=fs_web_${SAY_PREFIX//[^a-z]/}_$$_$RANDOM
   psql -q "$PG_URL" -c "CREATE DATABASE $DB_NAME" >/dev/null
-  local db_url port i
+  local db_url addr i
   db_url=$(python3 -c 'import sys, urllib.parse as u; p = u.urlparse(sys.argv[1]); print(u.urlunparse(p._replace(path="/" + sys.argv[2])))' "$PG_URL" "$DB_NAME")
-  port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-  URL=http://127.0.0.1:$port
-  FLEETSCOPE_DATABASE_URL=$db_url FLEETSCOPE_ADDR=127.0.0.1:$port FLEETSCOPE_BLOB_URL=file://$TMP/blobs \
-    FLEETSCOPE_PUBLIC_URL=$URL FLEETSCOPE_LOG_LEVEL=warn "$FS" server >"$TMP/server.log" 2>&1 &
+  # Port 0: the server binds a free port itself, holds it from then on, and
+  # logs it ({"msg":"serving","addr":"127.0.0.1:PORT"}, at level info), so
+  # no port is chosen here and handed over for another process to take.
+  # Permalinks default to http://ADDR, the bound address.
+  FLEETSCOPE_DATABASE_URL=$db_url FLEETSCOPE_ADDR=127.0.0.1:0 FLEETSCOPE_BLOB_URL=file://$TMP/blobs \
+    FLEETSCOPE_LOG_LEVEL=info "$FS" server >"$TMP/server.log" 2>&1 &
   SERVER_PID=$!
+  URL=
   for i in $(seq 150); do
-    curl -fsS "$URL/healthz" >/dev/null 2>&1 && break
+    if [[ -z $URL ]]; then
+      addr=$(python3 -c '
+import json, sys
+for line in open(sys.argv[1], errors="replace"):
+    try:
+        e = json.loads(line)
+    except ValueError:
+        continue
+    if isinstance(e, dict) and e.get("msg") == "serving":
+        print(e["addr"])
+        break
+' "$TMP/server.log")
+      [[ -n $addr ]] && URL=http://$addr
+    fi
+    [[ -n $URL ]] && curl -fsS "$URL/healthz" >/dev/null 2>&1 && break
     kill -0 "$SERVER_PID" 2>/dev/null || { say "the server exited at start"; return 1; }
     [[ $i == 150 ]] && { say "the server did not become healthy"; return 1; }
     sleep 0.2

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 func add(t *testing.T, s *Spool, at time.Time, body string) string {
@@ -219,10 +221,24 @@ func TestAgentHeaderScanner(t *testing.T) {
 	}
 }
 
+// TestAgentReadClocks: the readings lie between readings of the same
+// clocks taken just before and just after (an order, not a duration).
 func TestAgentReadClocks(t *testing.T) {
+	var m0, m1, w0, w1 unix.Timespec
+	if unix.ClockGettime(unix.CLOCK_REALTIME, &w0) != nil || unix.ClockGettime(unix.CLOCK_MONOTONIC, &m0) != nil {
+		t.Skip("no clock_gettime here")
+	}
 	a := ReadClocks()
-	if d := time.Since(a.Wall); d < 0 || d > time.Second || a.ClockNanos <= 0 {
-		t.Fatalf("%+v", a)
+	unix.ClockGettime(unix.CLOCK_MONOTONIC, &m1)
+	unix.ClockGettime(unix.CLOCK_REALTIME, &w1)
+	if a.ClockNanos < m0.Nano() || a.ClockNanos > m1.Nano() {
+		t.Errorf("monotonic reading %d, not within the readings before and after it [%d, %d]", a.ClockNanos, m0.Nano(), m1.Nano())
+	}
+	if wall := a.Wall.UnixNano(); wall < w0.Nano() || wall > w1.Nano() {
+		t.Errorf("wall reading %d, not within the readings before and after it [%d, %d]", wall, w0.Nano(), w1.Nano())
+	}
+	if a.Source != "agent" {
+		t.Errorf("source %q", a.Source)
 	}
 }
 

@@ -4,12 +4,25 @@
 // The binary is $FLEETSCOPE_TEST_MINIO, else <module root>/bin/minio (built
 // by `make tools`). Without it, tests skip, unless FLEETSCOPE_TEST_REQUIRE=1,
 // when they fail. The server listens on loopback only, keeps its data in the
-// test's temporary directory and is killed when the test ends. Its
-// addresses are free ports chosen just before it starts: should another
-// process take one first, MinIO fails to start, or the server answering is
-// not this one (each has a secret of its own, checked by a signed request),
-// and it is started again on new ones. This package is for tests only and
-// knows nothing of blob stores.
+// test's temporary directory and is killed when the test ends.
+//
+// Its addresses (S3 API and console) are loopback ports this process
+// holds from Start to the end of the test, on Linux: a socket bound to
+// each, never listening, beside which MinIO binds its listeners each time
+// it starts (its listeners set SO_REUSEADDR and SO_REUSEPORT). While the
+// ports are held the kernel gives them to nobody asking for a free port,
+// so no other test's server or client can pick them, before the first
+// start or between Stop and Restart, and Restart finds its address free.
+// What is not guaranteed: a process that binds one of these port numbers
+// explicitly (a fixed port, or one it chose by binding, closing and
+// handing over before Start held it) can take it while MinIO is down.
+// That is detected, never served by mistake: a start whose MinIO exits or
+// whose server does not take this one's secret (each Server has its own,
+// checked by a signed request) fails; Start then tries new ports (5
+// times), Restart fails the test (clients hold the address). Elsewhere
+// than on Linux the ports are free ports chosen just before the first
+// start and not held. This package is for tests only and knows nothing of
+// blob stores.
 package miniotest
 
 import (
@@ -18,7 +31,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -74,8 +86,8 @@ func Start(t testing.TB) *Server {
 		}
 	})
 	var err error
-	for range 5 { // new addresses if another process took one first
-		s.Endpoint, s.console = freeAddr(t), freeAddr(t)
+	for range 5 { // new addresses if another process took one (see the package doc)
+		s.Endpoint, s.console = reserveAddr(t), reserveAddr(t)
 		if err = s.start(); err == nil {
 			return s
 		}
@@ -103,12 +115,14 @@ func (s *Server) Stop() {
 }
 
 // Restart stops the server if it runs and starts it again on the same
-// address with the same data. Call it from the test's goroutine.
+// address with the same data; the address stays held meanwhile (the
+// package doc). It fails the test if the server cannot start there or the
+// one answering is not this one. Call it from the test's goroutine.
 func (s *Server) Restart() {
 	s.t.Helper()
 	s.Stop()
 	if err := s.start(); err != nil {
-		s.t.Fatal(err)
+		s.t.Fatalf("miniotest: restart at %s: %v", s.Endpoint, err)
 	}
 }
 
@@ -233,17 +247,6 @@ func environ() []string {
 		}
 	}
 	return env
-}
-
-// freeAddr returns a loopback address with a port that was free just now.
-func freeAddr(t testing.TB) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("miniotest: %v", err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
 
 // tailBuffer keeps the last 64 KiB written to it.
