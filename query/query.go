@@ -278,6 +278,10 @@ func (s *Service) Forget(tenant int64, id string) {
 	})
 }
 
+// CacheStats returns the accounting of each of the caches' tables: its
+// entries, bytes, hits, misses and loads.
+func (s *Service) CacheStats() []cache.Stats { return s.cache.Stats() }
+
 // dict returns a profile's dictionary, cached.
 func (s *Service) dict(ctx context.Context, tenant int64, info *fleetscope.ProfileInfo) (*fleetscope.Dict, error) {
 	// One load for every request that meets it in flight; it goes on if
