@@ -32,6 +32,7 @@ type Cache struct {
 	now      func() time.Time
 	order    list.List // of *entry; front: most recently used
 	tables   []table
+	drops    uint64 // Drop calls: a load that began before one is not cached
 }
 
 // table is what the Cache needs of a Table: its accounting, and removing
@@ -87,6 +88,7 @@ func (c *Cache) Len() int {
 func (c *Cache) Drop(match func(key any) bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.drops++
 	for el := c.order.Front(); el != nil; {
 		next := el.Next()
 		if match(el.Value.(*entry).key) {
@@ -209,11 +211,18 @@ func (t *Table[K, V]) Put(k K, v V) { t.PutUntil(k, v, time.Time{}) }
 // the Cache's budget is not kept (and one cached for k before is dropped).
 // Then the least recently used entries, of any table, are evicted until
 // the Cache is within its budget.
-func (t *Table[K, V]) PutUntil(k K, v V, expires time.Time) {
+func (t *Table[K, V]) PutUntil(k K, v V, expires time.Time) { t.put(k, v, expires, nil) }
+
+// put is PutUntil, unless drops is given and entries were dropped since it
+// was read (a value loaded meanwhile may be of what was dropped).
+func (t *Table[K, V]) put(k K, v V, expires time.Time, drops *uint64) {
 	size := t.size(k, v)
 	c := t.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if drops != nil && *drops != c.drops {
+		return
+	}
 	if t.ttl > 0 {
 		if limit := c.now().Add(t.ttl); expires.IsZero() || limit.Before(expires) {
 			expires = limit
@@ -238,6 +247,7 @@ func (t *Table[K, V]) Drop(match func(K) bool) {
 	c := t.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.drops++
 	for k, el := range t.items {
 		if match(k) {
 			c.remove(el)
@@ -271,7 +281,9 @@ func (t *Table[K, V]) Len() int {
 // context of the caller that started it: the callers that shared it and
 // whose own ctx is not done try again (one of them loading), rather than
 // fail for another caller's reason. A panic in load is returned as an
-// error to every caller.
+// error to every caller. A value loaded while entries were dropped (Drop,
+// Clear: a profile forgotten) is returned but not cached: it may be of
+// what was dropped.
 func (t *Table[K, V]) Load(ctx context.Context, k K, load func() (V, error)) (V, error) {
 	if v, ok := t.Get(k); ok {
 		return v, nil
@@ -286,6 +298,9 @@ func (t *Table[K, V]) Load(ctx context.Context, k K, load func() (V, error)) (V,
 				return v, nil
 			}
 			t.loads.Add(1)
+			t.c.mu.Lock()
+			drops := t.c.drops
+			t.c.mu.Unlock()
 			defer func() {
 				if p := recover(); p != nil {
 					err = fmt.Errorf("cache %s: load panicked: %v\n%s", t.name, p, debug.Stack())
@@ -295,7 +310,7 @@ func (t *Table[K, V]) Load(ctx context.Context, k K, load func() (V, error)) (V,
 			if err != nil {
 				return nil, err
 			}
-			t.Put(k, v)
+			t.put(k, v, time.Time{}, &drops)
 			return v, nil
 		})
 		t.wait.Add(1)

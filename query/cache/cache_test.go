@@ -411,3 +411,36 @@ func TestFlightKeys(t *testing.T) {
 		t.Error("two arrays share a flight")
 	}
 }
+
+// TestLoadDuringDropNotCached: a value loaded while entries were dropped
+// (a profile forgotten as its load was in flight) is returned but not
+// cached; a load after the drop is.
+func TestLoadDuringDropNotCached(t *testing.T) {
+	c := New(100)
+	tb := bytesTable[string](c, "t")
+	started, release := make(chan struct{}), make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		v, err := tb.Load(context.Background(), "k", func() ([]byte, error) {
+			close(started)
+			<-release
+			return []byte("stale"), nil
+		})
+		if err == nil && string(v) != "stale" {
+			err = errors.New("got " + string(v))
+		}
+		done <- err
+	}()
+	<-started
+	c.Drop(func(k any) bool { return k == "k" })
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if tb.Len() != 0 {
+		t.Fatal("a value loaded across a drop was cached")
+	}
+	if v, err := tb.Load(context.Background(), "k", func() ([]byte, error) { return []byte("fresh"), nil }); err != nil || string(v) != "fresh" || tb.Len() != 1 {
+		t.Fatalf("after the drop: %q, %v, %d entries", v, err, tb.Len())
+	}
+}
