@@ -134,6 +134,7 @@ func newServer(ctx context.Context, cfg Config, log *slog.Logger, ln net.Listene
 	reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "fleetscope_db_retries_total",
 		Help: "Database operations run again on a fresh connection after theirs broke (killed sessions, a restarted database)."},
 		func() float64 { return float64(db.Retried()) }))
+	reg.MustRegister(cacheCollector{q})
 
 	// Interceptors, outermost first: metrics see the final code; errors are
 	// logged and mapped once; then authentication.
