@@ -65,9 +65,6 @@ func (c *Cache) SetClock(now func() time.Time) {
 	c.now = now
 }
 
-// MaxBytes is the budget the tables share.
-func (c *Cache) MaxBytes() int64 { return c.maxBytes }
-
 // Bytes returns the sum of the cached entries' sizes, of every table.
 func (c *Cache) Bytes() int64 {
 	c.mu.Lock()

@@ -444,3 +444,33 @@ func TestLoadDuringDropNotCached(t *testing.T) {
 		t.Fatalf("after the drop: %q, %v, %d entries", v, err, tb.Len())
 	}
 }
+
+// BenchmarkLoadHit is the cost of a cached answer's lookup through Load.
+func BenchmarkLoadHit(b *testing.B) {
+	c := New(1 << 20)
+	tb := NewTable(c, "t", func(profileKey, int) int64 { return 64 })
+	k := profileKey{"a-profile-id"}
+	tb.Put(k, 1)
+	ctx := context.Background()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, err := tb.Load(ctx, k, func() (int, error) { return 0, errors.New("loaded") }); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// BenchmarkLoadMiss is the cost of a load through Load, not counting the
+// load itself (an entry over half the budget: never kept).
+func BenchmarkLoadMiss(b *testing.B) {
+	c := New(100)
+	tb := NewTable(c, "t", func(profileKey, int) int64 { return 100 })
+	k := profileKey{"a-profile-id"}
+	ctx := context.Background()
+	for b.Loop() {
+		if _, err := tb.Load(ctx, k, func() (int, error) { return 1, nil }); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
