@@ -32,9 +32,10 @@ type AdminStore interface {
 // DeleteProfile deletes one of a tenant's profiles: its index rows in one
 // transaction, then its raw file unless another profile uses it, and what
 // the query caches hold of it; ENOTFOUND for a profile the tenant does not
-// have. The composition root makes it (store/lifecycle and the query
-// service); deleting a profile through the API, or a live stream's
-// segments, both go through it.
+// have. The composition root makes it (store/lifecycle's Delete, which
+// has the query service forget the profile, as retention's deletions do);
+// deleting a profile through the API, or a live stream's segments, both
+// go through it.
 type DeleteProfile func(ctx context.Context, tenant int64, id, actor string) error
 
 // adminHandler serves AdminService: the caller's tenant, its keys, audit

@@ -35,7 +35,7 @@ const UnaryTimeout = time.Minute
 // Tenants' request rates are limited here, per replica.
 type Auth struct {
 	auth  Authenticator
-	cache *cache.LRU[[32]byte, fleetscope.Principal]
+	cache *cache.Table[[32]byte, fleetscope.Principal]
 
 	mu       sync.Mutex
 	limiters map[int64]*rate.Limiter // per tenant with a rate limit
@@ -45,7 +45,7 @@ type Auth struct {
 func NewAuth(a Authenticator) *Auth {
 	return &Auth{
 		auth:     a,
-		cache:    cache.New(16<<20, AuthTTL, func([32]byte, fleetscope.Principal) int64 { return 512 }),
+		cache:    cache.NewTable(cache.New(16<<20), "keys", func([32]byte, fleetscope.Principal) int64 { return 512 }).WithTTL(AuthTTL),
 		limiters: map[int64]*rate.Limiter{},
 	}
 }

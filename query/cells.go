@@ -45,10 +45,14 @@ func (s *Service) stackCells(ctx context.Context, tenant int64, info *fleetscope
 	if info.Events[ev].Samples > maxCellSamples {
 		return nil, nil
 	}
-	k := cellsKey{profileKey{tenant, info.ID}, ev}
-	if c, ok := s.cellTables.Get(k); ok {
-		return c, nil
-	}
+	return s.cellTables.Load(ctx, cellsKey{profileKey{tenant, info.ID}, ev}, func() (*stackCells, error) {
+		return s.countStackCells(ctx, tenant, info, ev, d)
+	})
+}
+
+// countStackCells sums a profile event's stored samples by (stack, thread,
+// cell).
+func (s *Service) countStackCells(ctx context.Context, tenant int64, info *fleetscope.ProfileInfo, ev int, d *fleetscope.Dict) (*stackCells, error) {
 	secs, err := s.src.Seconds(ctx, tenant, info.ID, ev, 0, -1)
 	if err != nil {
 		return nil, err
@@ -110,7 +114,6 @@ func (s *Service) stackCells(ctx context.Context, tenant int64, info *fleetscope
 	for st := 1; st < len(c.stackOff); st++ { // stacks without samples: empty
 		c.stackOff[st] = max(c.stackOff[st], c.stackOff[st-1])
 	}
-	s.cellTables.Put(k, c)
 	return c, nil
 }
 

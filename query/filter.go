@@ -57,10 +57,13 @@ func (s *Service) Spans(ctx context.Context, tenant int64, id, entry, ret string
 	if err != nil {
 		return nil, err
 	}
-	k := spanKey{profileKey{tenant, info.ID}, entry, ret}
-	if set, ok := s.spanSets.Get(k); ok {
-		return set, nil
-	}
+	return s.spanSets.Load(ctx, spanKey{profileKey{tenant, info.ID}, entry, ret}, func() (*spans.Set, error) {
+		return s.matchSpans(ctx, tenant, info, entry, ret)
+	})
+}
+
+// matchSpans pairs a profile's probe events into spans.
+func (s *Service) matchSpans(ctx context.Context, tenant int64, info *fleetscope.ProfileInfo, entry, ret string) (*spans.Set, error) {
 	names := make([]string, len(info.Events))
 	for i, e := range info.Events {
 		names[i] = e.Name
@@ -79,9 +82,7 @@ func (s *Service) Spans(ctx context.Context, tenant int64, id, entry, ret string
 			return nil, err
 		}
 	}
-	set := spans.Match(probes, pair, dict)
-	s.spanSets.Put(k, set)
-	return set, nil
+	return spans.Match(probes, pair, dict), nil
 }
 
 // selector returns the span selector of a profile for the filter (nil
@@ -111,24 +112,15 @@ func (s *Service) keepStacks(ctx context.Context, d *fleetscope.Dict, f filter) 
 	if f.m == nil || !f.f.ByFunction() {
 		return nil, nil
 	}
-	k := keepKey{d, f.key()}
-	if v, ok := s.keeps.Get(k); ok {
-		return v, nil
-	}
-	x, ok := s.inverted.Get(d)
-	if !ok {
-		var err error
-		if x, err = fleetscope.NewFrameIndex(ctx, d); err != nil {
+	return s.keeps.Load(ctx, keepKey{d, f.key()}, func() ([]bool, error) {
+		x, err := s.inverted.Load(ctx, d, func() (*fleetscope.FrameIndex, error) {
+			return fleetscope.NewFrameIndex(ctx, d)
+		})
+		if err != nil {
 			return nil, err
 		}
-		s.inverted.Put(d, x)
-	}
-	v, err := f.m.Stacks(ctx, d, x)
-	if err != nil {
-		return nil, err
-	}
-	s.keeps.Put(k, v)
-	return v, nil
+		return f.m.Stacks(ctx, d, x)
+	})
 }
 
 // sampleFilter returns what keepSample needs of a profile to judge its
@@ -164,16 +156,9 @@ func (s *Service) keepThreads(ctx context.Context, tenant int64, id string, f fi
 
 // profileThreads returns a profile's threads, cached.
 func (s *Service) profileThreads(ctx context.Context, tenant int64, id string) ([]fleetscope.Thread, error) {
-	k := profileKey{tenant, id}
-	if t, ok := s.threads.Get(k); ok {
-		return t, nil
-	}
-	t, err := s.src.Threads(ctx, tenant, id)
-	if err != nil {
-		return nil, err
-	}
-	s.threads.Put(k, t)
-	return t, nil
+	return s.threads.Load(ctx, profileKey{tenant, id}, func() ([]fleetscope.Thread, error) {
+		return s.src.Threads(ctx, tenant, id)
+	})
 }
 
 // keepSample reports whether the filter keeps a decoded sample (keep is

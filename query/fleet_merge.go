@@ -93,9 +93,14 @@ func (s *Service) stackSet(tenant int64, parts []*part, d *denseIDs) *stackSet {
 	}
 	k := setKey{tenant: tenant, gen: d.gen}
 	h.Sum(k.profiles[:0])
-	if set, ok := s.stackSets.Get(k); ok {
-		return set
-	}
+	set, _ := s.stackSets.Load(context.Background(), k, func() (*stackSet, error) {
+		return newStackSet(tenant, parts, d), nil
+	})
+	return set
+}
+
+// newStackSet sorts the stacks of the parts' profiles.
+func newStackSet(tenant int64, parts []*part, d *denseIDs) *stackSet {
 	pos := make([]int32, d.len()) // dense id -> its stack in the dictionary (-1: seen, not yet placed)
 	var ids []int32
 	for _, pt := range parts {
@@ -120,14 +125,13 @@ func (s *Service) stackSet(tenant int64, parts []*part, d *denseIDs) *stackSet {
 			set.at[pt.id] = at
 		}
 	}
-	h.Reset()
+	h := sha256.New()
 	var b [8]byte
 	for _, k := range set.byKey {
 		binary.LittleEndian.PutUint64(b[:], uint64(k.key))
 		h.Write(b[:])
 	}
 	h.Sum(set.dict.keys[:0])
-	s.stackSets.Put(k, set)
 	return set
 }
 
@@ -162,9 +166,13 @@ func (m *mergedDict) sizeBytes() int64 { return 2 * m.dict.SizeBytes() }
 // mergedDict returns the dictionary of a set of stacks, cached: the same
 // selection asked for other ranges reuses it.
 func (s *Service) mergedDict(ctx context.Context, set *stackSet) (*mergedDict, error) {
-	if m, ok := s.merged.Get(set.dict); ok {
-		return m, nil
-	}
+	return s.merged.Load(ctx, set.dict, func() (*mergedDict, error) {
+		return s.loadMergedDict(ctx, set)
+	})
+}
+
+// loadMergedDict reads the dictionary of a set of stacks.
+func (s *Service) loadMergedDict(ctx context.Context, set *stackSet) (*mergedDict, error) {
 	keys := make([]int64, len(set.byKey))
 	for i, k := range set.byKey {
 		keys[i] = k.key
@@ -173,7 +181,5 @@ func (s *Service) mergedDict(ctx context.Context, set *stackSet) (*mergedDict, e
 	if err != nil {
 		return nil, err
 	}
-	m := &mergedDict{dict: d, layouts: map[flame.Annotate]*flame.Layout{}}
-	s.merged.Put(set.dict, m)
-	return m, nil
+	return &mergedDict{dict: d, layouts: map[flame.Annotate]*flame.Layout{}}, nil
 }

@@ -395,12 +395,13 @@ func TestFleetSampleFilters(t *testing.T) {
 }
 
 // TestFleetFlameGraphSmallCache: with a cache budget too small to keep the
-// tenant's numbering of its stacks (or much else), merged flame graphs and
+// tenant's numbering of its stacks (over half of 700 bytes here: a new one
+// each query) or much else, merged flame graphs and
 // series are the same as with the default budget, asked for repeatedly.
 func TestFleetFlameGraphSmallCache(t *testing.T) {
 	st := memory.New()
 	plantFleetIn(t, st)
-	big, small := query.New(st, query.Options{}), query.New(st, query.Options{CacheBytes: 64 << 10})
+	big, small := query.New(st, query.Options{}), query.New(st, query.Options{CacheBytes: 700})
 	ctx := context.Background()
 	for round := range 2 {
 		for _, w := range [][2]int64{{0, 10e9}, {2_400_000_000, 2_480_000_000}, {2_123_456_789, 3_000_000_001}, {3_5e8, 9_999_999_999}} {

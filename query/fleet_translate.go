@@ -30,25 +30,18 @@ func (s *Service) translateParts(ctx context.Context, tenant int64, f *fleet, pa
 
 // profileStacks returns a profile's stack keys, cached.
 func (s *Service) profileStacks(ctx context.Context, tenant int64, id string) ([]int64, error) {
-	k := profileKey{tenant, id}
-	if ids, ok := s.stacks.Get(k); ok {
-		return ids, nil
-	}
-	ids, err := s.src.ProfileStacks(ctx, tenant, id)
-	if err != nil {
-		return nil, err
-	}
-	s.stacks.Put(k, ids)
-	return ids, nil
+	return s.stacks.Load(ctx, profileKey{tenant, id}, func() ([]int64, error) {
+		return s.src.ProfileStacks(ctx, tenant, id)
+	})
 }
 
 // denseIDs numbers a tenant's stack keys densely (0, 1, 2, ... in the order
 // first seen), so that merging profiles' counts is adding arrays. A
-// numbering only grows. It is cached, in the dense cache, and measured
-// again each time it grows: once it is evicted, or outgrows what that cache
-// keeps (half of it) or maxDense keys, the tenant gets a new one (with a
-// new generation, so that translations into the old one are not used),
-// while queries holding the old one finish with it.
+// numbering only grows. It is cached, in the numberings table, and
+// measured again each time it grows: once it is evicted, or outgrows what
+// the cache keeps (half its budget) or maxDense keys, the tenant gets a
+// new one (with a new generation, so that translations into the old one
+// are not used), while queries holding the old one finish with it.
 type denseIDs struct {
 	gen   uint64 // unique among numberings
 	mu    sync.Mutex
@@ -112,6 +105,8 @@ var denseGen atomic.Uint64
 
 // denseIDs returns a tenant's numbering: the cached one, or a new one if
 // there is none or it is full.
+// (Not a cache Load: a full numbering is replaced, and a growing one is
+// measured again, under denseMu.)
 func (s *Service) denseIDs(tenant int64) *denseIDs {
 	s.denseMu.Lock()
 	defer s.denseMu.Unlock()
@@ -134,26 +129,23 @@ func (s *Service) grown(tenant int64, d *denseIDs) {
 	}
 }
 
-// translated is a profile's stacks as ids of one numbering.
-type translated struct {
+// transKey names a profile's stacks as ids of one numbering (gen).
+type transKey struct {
+	profileKey
 	gen uint64
-	ids []int32
 }
 
 // translation returns a profile's stacks as ids of numbering d, cached.
 func (s *Service) translation(ctx context.Context, tenant int64, id string, d *denseIDs) ([]int32, error) {
-	k := profileKey{tenant, id}
-	if t, ok := s.trans.Get(k); ok && t.gen == d.gen {
-		return t.ids, nil
-	}
-	keys, err := s.profileStacks(ctx, tenant, id)
-	if err != nil {
-		return nil, err
-	}
-	ids, grew := d.translate(keys)
-	if grew {
-		s.grown(tenant, d)
-	}
-	s.trans.Put(k, translated{d.gen, ids})
-	return ids, nil
+	return s.trans.Load(ctx, transKey{profileKey{tenant, id}, d.gen}, func() ([]int32, error) {
+		keys, err := s.profileStacks(ctx, tenant, id)
+		if err != nil {
+			return nil, err
+		}
+		ids, grew := d.translate(keys)
+		if grew {
+			s.grown(tenant, d)
+		}
+		return ids, nil
+	})
 }

@@ -40,11 +40,11 @@ func translateAll(t *testing.T, s *Service, src stackSource, ids []string, each 
 
 // TestDenseNumberingBounded: a tenant's numbering of its stack keys is
 // held in the cache budget: with a small budget and many distinct stacks,
-// the numberings cached never exceed their share, a numbering that
-// outgrows it is replaced by a new one, and translations stay exact.
+// the cache never holds more than its budget, nor a numbering over half of
+// it; a numbering that outgrows that is replaced by a new one, and
+// translations stay exact.
 func TestDenseNumberingBounded(t *testing.T) {
-	const budget = 1 << 20
-	share := int64(budget) * 2 / 79 // the dense cache's share (New)
+	const budget = 64 << 10
 	src := stackSource{keys: map[string][]int64{}}
 	var ids []string
 	for p := range 200 { // 200 profiles of 100 stacks each, none shared: 20,000 keys
@@ -58,15 +58,15 @@ func TestDenseNumberingBounded(t *testing.T) {
 	gens := map[uint64]bool{}
 	translateAll(t, s, src, ids, func(gen uint64) {
 		gens[gen] = true
-		if n := s.dense.Bytes(); n > share {
-			t.Fatalf("numberings cached: %d bytes, over their share %d", n, share)
+		if n := s.cache.Bytes(); n > budget {
+			t.Fatalf("%d bytes cached, over the budget %d", n, budget)
 		}
-		if d, ok := s.dense.Get(7); ok && d.sizeBytes()*2 > share {
-			t.Fatalf("numbering cached: %d bytes, over half its share %d", d.sizeBytes(), share)
+		if d, ok := s.dense.Get(7); ok && d.sizeBytes()*2 > budget {
+			t.Fatalf("numbering cached: %d bytes, over half the budget %d", d.sizeBytes(), budget)
 		}
 	})
-	if len(gens) < 20 { // ~250 keys a numbering at most: 80 or so
-		t.Fatalf("%d numberings for 20,000 keys in a %d-byte share: one grew past it", len(gens), share)
+	if len(gens) < 20 { // ~600 keys a numbering at most: 30 or more
+		t.Fatalf("%d numberings for 20,000 keys in a %d-byte budget: one grew past it", len(gens), budget)
 	}
 	// Within the budget, one numbering serves every profile.
 	s = New(src, Options{})

@@ -38,10 +38,14 @@ func (s *Service) Heatmap(ctx context.Context, tenant int64, r HeatmapRequest) (
 		return nil, err
 	}
 	s.warmFlame(tenant, info)
-	key := heatmapKey{profileKey{tenant, info.ID}, ev, rows, r.IncludeIdle, f.key()}
-	if h, ok := s.heatmaps.Get(key); ok {
-		return h, nil
-	}
+	return s.heatmaps.Load(ctx, heatmapKey{profileKey{tenant, info.ID}, ev, rows, r.IncludeIdle, f.key()}, func() (*heatmap.Heatmap, error) {
+		return s.countHeatmap(ctx, tenant, r, info, ev, rows, f)
+	})
+}
+
+// countHeatmap counts the heatmap r asks for, of event ev of info in rows
+// rows, with the compiled filter f.
+func (s *Service) countHeatmap(ctx context.Context, tenant int64, r HeatmapRequest, info *fleetscope.ProfileInfo, ev, rows int, f filter) (*heatmap.Heatmap, error) {
 	seconds := info.DurationNanos/1e9 + 1
 	perColumn := fleetscope.SecondsPerColumn(seconds)
 	h := heatmap.New(info.Events[ev].Name, info.StartSecond, perColumn, int((seconds+perColumn-1)/perColumn), rows)
@@ -81,7 +85,6 @@ func (s *Service) Heatmap(ctx context.Context, tenant int64, r HeatmapRequest) (
 		}
 	}
 	h.Finish()
-	s.heatmaps.Put(key, h)
 	return h, nil
 }
 

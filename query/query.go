@@ -19,8 +19,9 @@
 //     through StackBuckets where the Source has them, used only for the
 //     profiles they counted, and compacted ahead of queries
 //     (CompactBuckets);
-//   - the caches, bounded in bytes together, and the rules that turn a
-//     request into reads: event resolution, the seconds a range needs, the
+//   - the caches (tables of one byte budget and one recency order,
+//     loaded once for the requests that meet a load in flight), and the
+//     rules that turn a request into reads: event resolution, the seconds a range needs, the
 //     heatmap's columns.
 //
 // It answers from a Source of stored profiles (store/postgres for the
@@ -29,13 +30,13 @@
 // it uses (Source, made of Profiles, Dictionaries, Cells, Seconds and Fleet;
 // and StackBuckets). Its subpackages are pure: query/heatmap counts cells,
 // query/flame builds flame graphs, query/spans pairs probe events,
-// query/export writes answers out, query/cache is the LRU. It writes nothing
-// but the stack buckets it counted, and speaks no transport.
+// query/export writes answers out, query/cache is the byte-bounded LRU
+// whose tables the caches are. It writes nothing but the stack buckets it
+// counted, and speaks no transport.
 package query
 
 import (
 	"context"
-	"fmt"
 	"math"
 	"sync"
 	"time"
@@ -46,7 +47,6 @@ import (
 	"github.com/fleetscope/fleetscope/query/heatmap"
 	"github.com/fleetscope/fleetscope/query/spans"
 	"github.com/fleetscope/fleetscope/store/index"
-	"golang.org/x/sync/singleflight"
 )
 
 // Profiles finds stored profiles.
@@ -149,31 +149,38 @@ type Service struct {
 	src       Source
 	warm      bool
 	noBuckets bool
-	loads     singleflight.Group // dictionary and layout loads, shared by the requests that meet one in flight
-	profiles  *cache.LRU[profileKey, *fleetscope.ProfileInfo]
-	dicts     *cache.LRU[profileKey, *fleetscope.Dict]
-	heatmaps  *cache.LRU[heatmapKey, *heatmap.Heatmap]
-	layouts   *cache.LRU[layoutKey, *flame.Layout]
-	stacks    *cache.LRU[profileKey, []int64]    // profiles' stack keys
-	denseMu   sync.Mutex                         // a tenant's numbering is made and measured under it
-	dense     *cache.LRU[int64, *denseIDs]       // per tenant: its stack keys numbered densely
-	trans     *cache.LRU[profileKey, translated] // profiles' stacks as dense ids
-	merged    *cache.LRU[mergedKey, *mergedDict] // fleet dictionaries
+	// cache holds every table below in one byte budget and one recency
+	// order: whichever kind of entry is in use gets the memory.
+	cache    *cache.Cache
+	profiles *cache.Table[profileKey, *fleetscope.ProfileInfo]
+	dicts    *cache.Table[profileKey, *fleetscope.Dict]
+	heatmaps *cache.Table[heatmapKey, *heatmap.Heatmap]
+	layouts  *cache.Table[layoutKey, *flame.Layout]
+	stacks   *cache.Table[profileKey, []int64]    // profiles' stack keys
+	denseMu  sync.Mutex                           // a tenant's numbering is made and measured under it
+	dense    *cache.Table[int64, *denseIDs]       // per tenant: its stack keys numbered densely
+	trans    *cache.Table[transKey, []int32]      // profiles' stacks as dense ids
+	merged   *cache.Table[mergedKey, *mergedDict] // fleet dictionaries
 	// the stacks of sets of profiles (a fleet dictionary's, in order)
-	stackSets *cache.LRU[setKey, *stackSet]
-	threads   *cache.LRU[profileKey, []fleetscope.Thread]
-	seconds   *cache.LRU[secondsKey, []index.Second] // rows of ranges asked for
-	keeps     *cache.LRU[keepKey, []bool]            // stacks a function filter keeps
-	inverted  *cache.LRU[*fleetscope.Dict, *fleetscope.FrameIndex]
-	spanSets  *cache.LRU[spanKey, *spans.Set]
+	stackSets *cache.Table[setKey, *stackSet]
+	threads   *cache.Table[profileKey, []fleetscope.Thread]
+	seconds   *cache.Table[secondsKey, []index.Second] // rows of ranges asked for
+	keeps     *cache.Table[keepKey, []bool]            // stacks a function filter keeps
+	inverted  *cache.Table[*fleetscope.Dict, *fleetscope.FrameIndex]
+	spanSets  *cache.Table[spanKey, *spans.Set]
 	// what filtered heatmaps count, per profile event
-	cellTables *cache.LRU[cellsKey, *stackCells]
+	cellTables *cache.Table[cellsKey, *stackCells]
 }
 
 type profileKey struct {
 	tenant int64
 	id     string
 }
+
+// profile names the profile a key is about: every key type that embeds a
+// profileKey has it, and Forget drops the entries whose keys name the
+// profile forgotten.
+func (k profileKey) profile() profileKey { return k }
 
 type heatmapKey struct {
 	profileKey
@@ -201,29 +208,29 @@ func New(src Source, o Options) *Service {
 	if o.ProfileTTL <= 0 {
 		o.ProfileTTL = 5 * time.Second
 	}
-	// Each cache's share of CacheBytes, in parts of 79 (they add up to it).
-	part := func(n int64) int64 { return o.CacheBytes * n / 79 }
+	c := cache.New(o.CacheBytes)
 	return &Service{
 		src:       src,
 		warm:      o.Warm,
 		noBuckets: o.NoStackBuckets,
-		profiles: cache.New(part(2), o.ProfileTTL, func(_ profileKey, p *fleetscope.ProfileInfo) int64 {
+		cache:     c,
+		profiles: cache.NewTable(c, "profiles", func(_ profileKey, p *fleetscope.ProfileInfo) int64 {
 			return 1024 + int64(len(p.Labels)+len(p.Meta)+len(p.Events))*64
-		}),
-		dicts:      cache.New(part(16), 0, func(_ profileKey, d *fleetscope.Dict) int64 { return d.SizeBytes() }),
-		heatmaps:   cache.New(part(8), 0, func(_ heatmapKey, h *heatmap.Heatmap) int64 { return h.SizeBytes() }),
-		layouts:    cache.New(part(8), 0, func(_ layoutKey, l *flame.Layout) int64 { return l.SizeBytes() }),
-		stacks:     cache.New(part(2), 0, func(_ profileKey, ids []int64) int64 { return 64 + 8*int64(len(ids)) }),
-		merged:     cache.New(part(14), 0, func(_ mergedKey, m *mergedDict) int64 { return m.sizeBytes() }),
-		stackSets:  cache.New(part(2), 0, func(_ setKey, v *stackSet) int64 { return v.sizeBytes() }),
-		trans:      cache.New(part(6), 0, func(_ profileKey, t translated) int64 { return 64 + 4*int64(len(t.ids)) }),
-		dense:      cache.New(part(2), 0, func(_ int64, d *denseIDs) int64 { return d.sizeBytes() }), // with trans: 8 parts
-		threads:    cache.New(part(1), 0, func(_ profileKey, t []fleetscope.Thread) int64 { return 64 + 12*int64(len(t)) }),
-		seconds:    cache.New(part(4), 0, func(_ secondsKey, rows []index.Second) int64 { return index.SecondsBytes(rows) }),
-		keeps:      cache.New(part(1), 0, func(k keepKey, v []bool) int64 { return 64 + int64(len(k.filter)+len(v)) }),
-		inverted:   cache.New(part(4), 0, func(_ *fleetscope.Dict, x *fleetscope.FrameIndex) int64 { return x.SizeBytes() }),
-		spanSets:   cache.New(part(1), 0, func(_ spanKey, v *spans.Set) int64 { return 64 + 48*int64(len(v.Spans)) }),
-		cellTables: cache.New(part(8), 0, func(_ cellsKey, c *stackCells) int64 { return c.sizeBytes() }),
+		}).WithTTL(o.ProfileTTL),
+		dicts:      cache.NewTable(c, "dicts", func(_ profileKey, d *fleetscope.Dict) int64 { return d.SizeBytes() }),
+		heatmaps:   cache.NewTable(c, "heatmaps", func(_ heatmapKey, h *heatmap.Heatmap) int64 { return h.SizeBytes() }),
+		layouts:    cache.NewTable(c, "layouts", func(_ layoutKey, l *flame.Layout) int64 { return l.SizeBytes() }),
+		stacks:     cache.NewTable(c, "stacks", func(_ profileKey, ids []int64) int64 { return 64 + 8*int64(len(ids)) }),
+		merged:     cache.NewTable(c, "merged", func(_ mergedKey, m *mergedDict) int64 { return m.sizeBytes() }),
+		stackSets:  cache.NewTable(c, "stacksets", func(_ setKey, v *stackSet) int64 { return v.sizeBytes() }),
+		trans:      cache.NewTable(c, "translations", func(_ transKey, ids []int32) int64 { return 64 + 4*int64(len(ids)) }),
+		dense:      cache.NewTable(c, "numberings", func(_ int64, d *denseIDs) int64 { return d.sizeBytes() }),
+		threads:    cache.NewTable(c, "threads", func(_ profileKey, t []fleetscope.Thread) int64 { return 64 + 12*int64(len(t)) }),
+		seconds:    cache.NewTable(c, "seconds", func(_ secondsKey, rows []index.Second) int64 { return index.SecondsBytes(rows) }),
+		keeps:      cache.NewTable(c, "keeps", func(k keepKey, v []bool) int64 { return 64 + int64(len(k.filter)+len(v)) }),
+		inverted:   cache.NewTable(c, "inverted", func(_ *fleetscope.Dict, x *fleetscope.FrameIndex) int64 { return x.SizeBytes() }),
+		spanSets:   cache.NewTable(c, "spans", func(_ spanKey, v *spans.Set) int64 { return 64 + 48*int64(len(v.Spans)) }),
+		cellTables: cache.NewTable(c, "cells", func(_ cellsKey, t *stackCells) int64 { return t.sizeBytes() }),
 	}
 }
 
@@ -242,96 +249,58 @@ func (s *Service) Search(ctx context.Context, tenant int64, f fleetscope.Profile
 // Profile returns one of the tenant's profiles, from the cache when fresh.
 // Returns ENOTFOUND if the tenant has none with that id.
 func (s *Service) Profile(ctx context.Context, tenant int64, id string) (*fleetscope.ProfileInfo, error) {
-	k := profileKey{tenant, id}
-	if p, ok := s.profiles.Get(k); ok {
-		return p, nil
-	}
-	p, err := s.src.Profile(ctx, tenant, id)
-	if err != nil {
-		return nil, err
-	}
-	s.profiles.Put(k, p)
-	return p, nil
+	return s.profiles.Load(ctx, profileKey{tenant, id}, func() (*fleetscope.ProfileInfo, error) {
+		return s.src.Profile(ctx, tenant, id)
+	})
 }
 
 // Flush empties every cache.
-func (s *Service) Flush() {
-	all := func(profileKey) bool { return true }
-	s.profiles.Drop(all)
-	s.dicts.Drop(all)
-	s.heatmaps.Drop(func(heatmapKey) bool { return true })
-	s.layouts.Drop(func(layoutKey) bool { return true })
-	s.stacks.Drop(all)
-	s.trans.Drop(all)
-	s.merged.Drop(func(mergedKey) bool { return true })
-	s.stackSets.Drop(func(setKey) bool { return true })
-	s.threads.Drop(all)
-	s.seconds.Drop(func(secondsKey) bool { return true })
-	s.keeps.Drop(func(keepKey) bool { return true })
-	s.inverted.Drop(func(*fleetscope.Dict) bool { return true })
-	s.spanSets.Drop(func(spanKey) bool { return true })
-	s.cellTables.Drop(func(cellsKey) bool { return true })
-	s.dense.Drop(func(int64) bool { return true })
-}
+func (s *Service) Flush() { s.cache.Clear() }
 
-// Forget drops everything cached about a profile (after its deletion).
+// Forget drops everything cached about a profile: the one way the caches
+// learn that a profile was deleted (by a request, a live stream or
+// retention) or its metadata changed. It drops every entry whose key
+// names the profile, and those keyed by its cached dictionary (the
+// stacks filters keep, its frames inverted).
 func (s *Service) Forget(tenant int64, id string) {
 	k := profileKey{tenant, id}
-	s.profiles.Drop(func(x profileKey) bool { return x == k })
-	s.dicts.Drop(func(x profileKey) bool { return x == k })
-	s.heatmaps.Drop(func(x heatmapKey) bool { return x.profileKey == k })
-	s.layouts.Drop(func(x layoutKey) bool { return x.profileKey == k })
-	s.stacks.Drop(func(x profileKey) bool { return x == k })
-	s.threads.Drop(func(x profileKey) bool { return x == k })
-	s.seconds.Drop(func(x secondsKey) bool { return x.profileKey == k })
-	s.spanSets.Drop(func(x spanKey) bool { return x.profileKey == k })
-	s.cellTables.Drop(func(x cellsKey) bool { return x.profileKey == k })
+	d, _ := s.dicts.Get(k)
+	s.cache.Drop(func(key any) bool {
+		switch key := key.(type) {
+		case interface{ profile() profileKey }:
+			return key.profile() == k
+		case keepKey:
+			return d != nil && key.dict == d
+		case *fleetscope.Dict:
+			return d != nil && key == d
+		}
+		return false
+	})
 }
+
+// CacheStats returns the accounting of each of the caches' tables: its
+// entries, bytes, hits, misses and loads.
+func (s *Service) CacheStats() []cache.Stats { return s.cache.Stats() }
 
 // dict returns a profile's dictionary, cached.
 func (s *Service) dict(ctx context.Context, tenant int64, info *fleetscope.ProfileInfo) (*fleetscope.Dict, error) {
-	k := profileKey{tenant, info.ID}
-	if d, ok := s.dicts.Get(k); ok {
-		return d, nil
-	}
 	// One load for every request that meets it in flight; it goes on if
 	// the request that began it goes away (the others wait for it), for a
 	// minute at most.
-	d, err, _ := s.loads.Do(fmt.Sprintf("dict %d %s", tenant, info.ID), func() (any, error) {
-		if d, ok := s.dicts.Get(k); ok {
-			return d, nil
-		}
+	return s.dicts.Load(ctx, profileKey{tenant, info.ID}, func() (*fleetscope.Dict, error) {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 		defer cancel()
-		d, err := s.src.Dict(ctx, tenant, info)
-		if err != nil {
-			return nil, err
-		}
-		s.dicts.Put(k, d)
-		return d, nil
+		return s.src.Dict(ctx, tenant, info)
 	})
-	if err != nil {
-		return nil, err
-	}
-	return d.(*fleetscope.Dict), nil
 }
 
 // layout returns the flame graph layout of a profile's dictionary, cached
 // (built once for the requests that meet it in flight).
 func (s *Service) layout(tenant int64, info *fleetscope.ProfileInfo, d *fleetscope.Dict, ann flame.Annotate) *flame.Layout {
-	k := layoutKey{profileKey{tenant, info.ID}, ann}
-	if l, ok := s.layouts.Get(k); ok {
-		return l
-	}
-	l, _, _ := s.loads.Do(fmt.Sprintf("layout %d %s %t %t", tenant, info.ID, ann.Kernel, ann.JIT), func() (any, error) {
-		if l, ok := s.layouts.Get(k); ok {
-			return l, nil
-		}
-		l := flame.NewLayout(d, ann)
-		s.layouts.Put(k, l)
-		return l, nil
+	l, _ := s.layouts.Load(context.Background(), layoutKey{profileKey{tenant, info.ID}, ann}, func() (*flame.Layout, error) {
+		return flame.NewLayout(d, ann), nil
 	})
-	return l.(*flame.Layout)
+	return l
 }
 
 // warmFlame loads, in the background, what a profile's flame graphs need
@@ -408,16 +377,9 @@ func (s *Service) rangeSeconds(ctx context.Context, tenant int64, id string, ev 
 	if from > to {
 		from, to = 0, -1
 	}
-	k := secondsKey{profileKey{tenant, id}, ev, from, to}
-	if rows, ok := s.seconds.Get(k); ok {
-		return rows, nil
-	}
-	rows, err := s.src.Seconds(ctx, tenant, id, ev, from, to)
-	if err != nil {
-		return nil, err
-	}
-	s.seconds.Put(k, rows)
-	return rows, nil
+	return s.seconds.Load(ctx, secondsKey{profileKey{tenant, id}, ev, from, to}, func() ([]index.Second, error) {
+		return s.src.Seconds(ctx, tenant, id, ev, from, to)
+	})
 }
 
 // secondsPerCheck is how many stored seconds (rows of samples) a loop

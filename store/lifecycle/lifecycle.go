@@ -46,6 +46,10 @@ type Service struct {
 	DB    Index
 	Blobs blob.Store
 	Log   *slog.Logger
+	// Forget, if set, is told of every profile Delete deletes, whoever
+	// asked (a request, a live stream, retention): the server forgets what
+	// its caches hold of it (query.Service.Forget).
+	Forget func(tenant int64, id string)
 
 	once    sync.Once
 	deleted chan struct{} // a profile was deleted (see Deleted)
@@ -83,6 +87,9 @@ func (s *Service) dropBlob(ctx context.Context, key string) error {
 // Returns ENOTFOUND for a profile the tenant does not have.
 func (s *Service) Delete(ctx context.Context, tenant int64, id, actor string) error {
 	key, err := s.DB.DeleteProfile(ctx, tenant, id, actor)
+	if s.Forget != nil {
+		s.Forget(tenant, id) // whatever the outcome: forgetting is never wrong
+	}
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package lifecycle_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -41,7 +42,8 @@ func (x *index) ReclaimDictionaries(context.Context) (fleetscope.Reclaimed, erro
 
 // TestDeletionsReclaimDictionaries: a deletion signals that a reclaim is
 // due (once, however many deletions came before it is taken), and a
-// retention sweep reclaims after deleting the expired profiles.
+// retention sweep reclaims after deleting the expired profiles. Every
+// deletion, asked for or by retention, is passed to Forget.
 func TestDeletionsReclaimDictionaries(t *testing.T) {
 	ctx := context.Background()
 	blobs, err := localfs.New(t.TempDir())
@@ -50,6 +52,7 @@ func TestDeletionsReclaimDictionaries(t *testing.T) {
 	}
 	x := &index{}
 	s := &lifecycle.Service{DB: x, Blobs: blobs}
+	s.Forget = func(tenant int64, id string) { x.calls = append(x.calls, fmt.Sprintf("forget %d %s", tenant, id)) }
 	select {
 	case <-s.Deleted():
 		t.Fatal("a reclaim due before any deletion")
@@ -59,6 +62,9 @@ func TestDeletionsReclaimDictionaries(t *testing.T) {
 		if err := s.Delete(ctx, 1, id, "test"); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if want := []string{"delete a", "forget 1 a", "delete b", "forget 1 b"}; !slices.Equal(x.calls, want) {
+		t.Fatalf("deletions called %v, want %v", x.calls, want)
 	}
 	select {
 	case <-s.Deleted():
@@ -76,7 +82,7 @@ func TestDeletionsReclaimDictionaries(t *testing.T) {
 	if n, err := s.Sweep(ctx, time.Now()); err != nil || n != 1 {
 		t.Fatalf("sweep: %d %v", n, err)
 	}
-	if want := []string{"delete old", "reclaim"}; !slices.Equal(x.calls, want) {
+	if want := []string{"delete old", "forget 1 old", "reclaim"}; !slices.Equal(x.calls, want) {
 		t.Fatalf("sweep called %v, want %v", x.calls, want)
 	}
 }

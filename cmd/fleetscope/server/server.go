@@ -120,8 +120,10 @@ func newServer(ctx context.Context, cfg Config, log *slog.Logger, ln net.Listene
 		TempDir: spool, Shape: ingest.Shape{MaxStacks: int(cfg.MaxStacks), MaxDepth: int(cfg.MaxDepth),
 			MaxFrames: ingest.DefaultShape.MaxFrames, MaxEvents: ingest.DefaultShape.MaxEvents,
 			MaxDistinctFrames: ingest.DefaultShape.MaxDistinctFrames, MaxNameBytes: ingest.DefaultShape.MaxNameBytes}}
-	lc := &lifecycle.Service{DB: db, Blobs: blobs, Log: log}
 	q := query.New(db, query.Options{CacheBytes: cfg.CacheBytes, Warm: true})
+	// Every deletion (asked for, by a live stream, by retention) goes
+	// through lc, which has q forget the profile.
+	lc := &lifecycle.Service{DB: db, Blobs: blobs, Log: log, Forget: q.Forget}
 	compact := &compactor{q: q, log: log}
 	ing.Stored = compact.stored
 	auth := api.NewAuth(db)
@@ -132,6 +134,7 @@ func newServer(ctx context.Context, cfg Config, log *slog.Logger, ln net.Listene
 	reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "fleetscope_db_retries_total",
 		Help: "Database operations run again on a fresh connection after theirs broke (killed sessions, a restarted database)."},
 		func() float64 { return float64(db.Retried()) }))
+	reg.MustRegister(cacheCollector{q})
 
 	// Interceptors, outermost first: metrics see the final code; errors are
 	// logged and mapped once; then authentication.
@@ -145,18 +148,13 @@ func newServer(ctx context.Context, cfg Config, log *slog.Logger, ln net.Listene
 	uploads := readMax(int(cfg.BrowserUploadBytes) + 64<<10)
 	mux := &routeMux{ServeMux: http.NewServeMux()}
 	idle, _ := time.ParseDuration(cfg.LiveIdleTimeout) // checked by FromEnv
-	deleteProfile := func(ctx context.Context, tenant int64, id, actor string) error {
-		err := lc.Delete(ctx, tenant, id, actor)
-		q.Forget(tenant, id)
-		return err
-	}
-	live := &ingest.Live{Ingest: ing, DB: db, MaxOpen: int(cfg.MaxLiveStreams), IdleTimeout: idle, Log: log, Delete: deleteProfile}
+	live := &ingest.Live{Ingest: ing, DB: db, MaxOpen: int(cfg.MaxLiveStreams), IdleTimeout: idle, Log: log, Delete: lc.Delete}
 	mux.Handle(fleetscopev1connect.NewIngestServiceHandler(api.NewIngest(ing, live, publicURL, log),
 		uploads...))
 	mux.Handle(fleetscopev1connect.NewQueryServiceHandler(api.NewQuery(q), small...))
 	mux.Handle(fleetscopev1connect.NewFleetServiceHandler(api.NewFleet(q), small...))
 	mux.Handle(fleetscopev1connect.NewCompareServiceHandler(api.NewCompare(q), small...))
-	mux.Handle(fleetscopev1connect.NewAdminServiceHandler(api.NewAdmin(db, deleteProfile, q, auth, publicURL), small...))
+	mux.Handle(fleetscopev1connect.NewAdminServiceHandler(api.NewAdmin(db, lc.Delete, q, auth, publicURL), small...))
 	mux.Handle(fleetscopev1connect.NewShareServiceHandler(api.NewShare(db, q), small...))
 	mux.Handle(api.PyroscopePath, api.NewPyroscope(auth, ing, publicURL, log)) // pyroscope-go pushes here
 	// Pyroscope's push API (Grafana Alloy's pyroscope.write): profiles in
