@@ -10,8 +10,8 @@ package ingest
 import (
 	"bufio"
 	"bytes"
-	"compress/gzip"
 	"fmt"
+	"github.com/klauspost/compress/gzip"
 	"io"
 
 	"github.com/fleetscope/fleetscope"

@@ -147,6 +147,15 @@ func BenchmarkContinuousFleet(b *testing.B) {
 	measure("merged flame graph, all hosts, 1 s", "target <= 5 ms", 21, flame(sel(mid+1805, mid+1806)))
 	measure("merged flame graph, all hosts, 20 ms", "target <= 5 ms", 21, flame(sel(mid+1805.5, mid+1805.52)))
 	measure(fmt.Sprintf("fleet heatmap, %d h", hours), "target <= 100 ms", long, post("GetFleetHeatmap", &fsv1.GetFleetHeatmapRequest{Selection: sel(0, day)}))
+	// The zoom steps between a day and a minute: the heatmap of each.
+	for _, w := range []struct {
+		name string
+		secs float64
+	}{{"6 h", 6 * 3600}, {"1 h", 3600}, {"10 min", 600}} {
+		if w.secs < day {
+			measure("fleet heatmap, "+w.name, "target <= 100 ms", 21, post("GetFleetHeatmap", &fsv1.GetFleetHeatmapRequest{Selection: sel(mid-w.secs/2, mid+w.secs/2)}))
+		}
+	}
 	measure(fmt.Sprintf("host strip, %d h", hours), "target <= 100 ms", long, post("GetFleetHosts", &fsv1.GetFleetHostsRequest{Selection: sel(0, day)}))
 	measure(fmt.Sprintf("timeline, %d h", hours), "target <= 100 ms", long, post("GetFleetTimeline", &fsv1.GetFleetTimelineRequest{Selection: sel(0, day)}))
 	measure("timeline, 7 days", "target <= 200 ms", long, post("GetFleetTimeline", &fsv1.GetFleetTimelineRequest{Selection: sel(-3*86400, 4*86400)}))
