@@ -9,24 +9,9 @@ import (
 	"testing"
 
 	"github.com/fleetscope/fleetscope"
+	"github.com/fleetscope/fleetscope/query/ctxtest"
 	"github.com/fleetscope/fleetscope/query/flame"
 )
-
-// countingCtx is a context whose Err answers nil for its first n calls and
-// context.Canceled from then on: the test cancels a build after a number
-// of the build's own looks at its context, not after some time.
-type countingCtx struct {
-	context.Context
-	n, calls int
-}
-
-func (c *countingCtx) Err() error {
-	c.calls++
-	if c.calls > c.n {
-		return context.Canceled
-	}
-	return nil
-}
 
 // bigLayoutDict is a synthetic profile of 20,000 frames and 40,000 stacks,
 // 2 to 40 frames deep, sharing prefixes as real stacks do.
@@ -65,7 +50,7 @@ func TestLayoutStopsWhenCanceled(t *testing.T) {
 	for i := range d.NumStacks() {
 		counts.AddStack(fleetscope.StackID(i), uint64(1+i%7))
 	}
-	whole := &countingCtx{Context: context.Background(), n: math.MaxInt}
+	whole := ctxtest.CancelAfter(math.MaxInt)
 	l, err := flame.NewLayoutContext(whole, d, flame.Annotate{})
 	if err != nil {
 		t.Fatal(err)
@@ -74,17 +59,20 @@ func TestLayoutStopsWhenCanceled(t *testing.T) {
 		t.Fatal("the layout built with a context differs from NewLayout's")
 	}
 	// Some 40,000 stacks of ~20 frames, sorted twice: hundreds of looks.
-	if whole.calls < 200 {
-		t.Fatalf("a whole build looked at its context %d times, want hundreds (every %d units of work)", whole.calls, fleetscope.CheckEvery)
+	looks := whole.Calls()
+	if looks < 200 {
+		t.Fatalf("a whole build looked at its context %d times, want hundreds (every %d units of work)", looks, fleetscope.CheckEvery)
 	}
-	for _, n := range []int{0, 1, whole.calls / 4, whole.calls / 2, 3 * whole.calls / 4, whole.calls - 1} {
-		ctx := &countingCtx{Context: context.Background(), n: n}
+	// Done from its n-th look, wherever that falls (the names, the sorts,
+	// the text order): the build stops at that look.
+	for _, n := range []int{1, 2, looks / 4, looks / 2, 3 * looks / 4, looks} {
+		ctx := ctxtest.CancelAfter(n)
 		l, err := flame.NewLayoutContext(ctx, d, flame.Annotate{})
 		if !errors.Is(err, context.Canceled) || l != nil {
-			t.Fatalf("canceled after %d of %d looks: %v, layout %v; want context.Canceled and none", n, whole.calls, err, l != nil)
+			t.Fatalf("done from look %d of %d: %v, layout %v; want context.Canceled and none", n, looks, err, l != nil)
 		}
-		if ctx.calls != n+1 {
-			t.Fatalf("canceled after %d of %d looks: it looked %d times, want it to stop at the first look after the cancel (%d)", n, whole.calls, ctx.calls, n+1)
+		if ctx.Calls() != n {
+			t.Fatalf("done from look %d of %d: it looked %d times, want it to stop at that look", n, looks, ctx.Calls())
 		}
 	}
 }
