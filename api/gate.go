@@ -2,9 +2,11 @@ package api
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
 	"sync"
 	"time"
 
@@ -127,7 +129,7 @@ func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			r.Body = http.MaxBytesReader(w, r.Body, g.o.ReadBodyBytes)
 		}
 		if g.o.ReadBodyTime > 0 {
-			r.Body = &deadlineBody{ReadCloser: r.Body, rc: rc, deadline: time.Now().Add(g.o.ReadBodyTime)}
+			r.Body = &deadlineBody{ReadCloser: r.Body, rc: rc, deadline: time.Now().Add(g.o.ReadBodyTime), within: g.o.ReadBodyTime}
 		}
 	}
 	g.next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)))
@@ -177,7 +179,8 @@ func (g *gate) release(p fleetscope.Principal, browser bool) {
 // read moves the connection's (or HTTP/2 stream's) read deadline on. Once
 // the body has been waited for idle in all (time spent inside Read, not
 // the server's own work between reads), it must have come at minRate
-// bytes a second or more, or the upload is cut off as too slow.
+// bytes a second or more, or the upload is cut off as too slow. Either
+// cut-off is ERATELIMITED.
 type idleBody struct {
 	io.ReadCloser
 	rc      *http.ResponseController
@@ -195,33 +198,65 @@ func (b *idleBody) Read(p []byte) (int, error) {
 	b.rc.SetReadDeadline(time.Now().Add(b.idle)) // best effort: not every connection supports it
 	t := time.Now()
 	n, err := b.ReadCloser.Read(p)
-	if err != nil {
+	if err == io.EOF {
 		b.rc.SetReadDeadline(time.Time{}) // the body is over: the answer may take its time
 	}
 	b.n += int64(n)
 	b.waited += time.Since(t)
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		// Stalled. The deadline stays: the server reads no more of this
+		// body (it would wait for the rest before answering) and closes
+		// the connection after the answer.
+		b.slow = cutOff(fleetscope.Errorf(fleetscope.ERATELIMITED, "the upload's body sent nothing for %s: cut off (send it faster, or retry later)", b.idle))
+		return n, b.slow
+	}
 	if err == nil && b.minRate > 0 && b.waited >= b.idle && float64(b.n) < float64(b.minRate)*b.waited.Seconds() {
-		b.slow = fleetscope.Errorf(fleetscope.ERATELIMITED, "the upload's body arrived at %.0f bytes a second, slower than the %d the server takes: cut off (send it faster, or retry later)",
-			float64(b.n)/b.waited.Seconds(), b.minRate)
+		b.slow = cutOff(fleetscope.Errorf(fleetscope.ERATELIMITED, "the upload's body arrived at %.0f bytes a second, slower than the %d the server takes: cut off (send it faster, or retry later)",
+			float64(b.n)/b.waited.Seconds(), b.minRate))
 		return n, b.slow
 	}
 	return n, err
 }
 
 // deadlineBody cuts a request body off unless it has all come by
-// deadline; once it has (or failed), the connection has no read deadline
+// deadline (ERATELIMITED); once it has, the connection has no read deadline
 // again, so the answer may take its time.
 type deadlineBody struct {
 	io.ReadCloser
 	rc       *http.ResponseController
 	deadline time.Time
+	within   time.Duration // the time a body was given, for the message
+	late     error         // once cut off, every later read fails too
 }
 
 func (b *deadlineBody) Read(p []byte) (int, error) {
+	if b.late != nil {
+		return 0, b.late
+	}
 	b.rc.SetReadDeadline(b.deadline) // best effort: not every connection supports it
 	n, err := b.ReadCloser.Read(p)
-	if err != nil {
+	if err == io.EOF {
 		b.rc.SetReadDeadline(time.Time{})
 	}
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		// The deadline stays: the server reads no more of this body (it
+		// would wait for the rest before answering) and closes the
+		// connection after the answer.
+		b.late = cutOff(fleetscope.Errorf(fleetscope.ERATELIMITED, "the request's body did not arrive within %s: cut off (a query's body is a small selection, sent at once)", b.within))
+		return n, b.late
+	}
 	return n, err
+}
+
+// cutOff returns a body's cut-off error as a Connect error carrying its
+// fleetscope code, with the error itself beneath it. Connect answers a
+// body's read error that is a Connect error as it is; any other, once the
+// failed read has canceled the connection's context (HTTP/1.1), it would
+// answer as Canceled. The Pyroscope and OTLP handlers find the fleetscope
+// error beneath.
+func cutOff(err error) error {
+	code := fleetscope.ErrorCode(err)
+	ce := connect.NewError(codes[code].connect, err)
+	ce.Meta().Set(CodeHeader, code)
+	return ce
 }

@@ -522,14 +522,14 @@ func TestPushDeadline(t *testing.T) {
 		return fake
 	}
 	e.clock.Store(&clock)
-	began := time.Now()
+	// e.push's call has a minute: its deadline is the one the push runs
+	// out of on the handler's clock, and a hang guard on the real one (a
+	// push that ran into it would answer DeadlineExceeded, not
+	// Unavailable). How long the call takes is not what is checked.
 	err := e.push(t, nil, "Bearer "+e.key, "", req)
 	m := storedRe.FindStringSubmatch(fmt.Sprint(err))
 	if connect.CodeOf(err) != connect.CodeUnavailable || !strings.Contains(err.Error(), "ran out of time") || m == nil || m[2] != fmt.Sprint(n) {
 		t.Fatalf("a push out of time: %v; want Unavailable saying how many of %d are stored and that retrying is safe", err, n)
-	}
-	if d := time.Since(began); d > 30*time.Second {
-		t.Errorf("the push answered after %v", d)
 	}
 	if got := len(e.profiles(t, "slow")); fmt.Sprint(got) != m[1] || got == 0 || got == n {
 		t.Fatalf("%d profiles stored; the error says %s (want some, not all)", got, m[1])

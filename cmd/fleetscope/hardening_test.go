@@ -315,6 +315,56 @@ func TestTricklingUploadsAreCutOff(t *testing.T) {
 	s.upload(plant(t, "--seed", "84", "--seconds", "2"), "--label", "after=trickle") // its place is free
 }
 
+// TestStalledBodiesAreCutOff: a body that stops coming is cut off as
+// rate_limited (429, the code in Fleetscope-Error-Code), an upload's after
+// FLEETSCOPE_BODY_IDLE_TIMEOUT without a byte, a query's once 10 s have
+// passed without all of it; and the answer comes while the client still
+// owes the rest: the server does not wait for it (the connection closed
+// after the answer, its descriptor free).
+func TestStalledBodiesAreCutOff(t *testing.T) {
+	s := startService(t, serviceOpts{extra: []string{"FLEETSCOPE_BODY_IDLE_TIMEOUT=1s"}})
+	addr := strings.TrimPrefix(s.url, "http://")
+	auth := "Host: x\r\nAuthorization: Bearer " + s.key + "\r\n"
+	for _, c := range []struct{ name, request, want string }{
+		{"a Pyroscope /ingest upload", "POST /ingest?name=stalled&format=folded HTTP/1.1\r\n" + auth +
+			"Transfer-Encoding: chunked\r\n\r\n6\r\nr;a 1\n\r\n", "sent nothing for 1s"},
+		{"a query", "POST /fleetscope.v1.QueryService/GetHeatmap HTTP/1.1\r\n" + auth +
+			"Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{", "did not arrive within 10s"},
+	} {
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		if _, err := io.WriteString(conn, c.request); err != nil {
+			t.Fatal(err)
+		}
+		// A hang guard, not a duration the answer is held to: the old
+		// server waited for the rest of the body before answering, forever.
+		conn.SetReadDeadline(time.Now().Add(2 * time.Minute))
+		res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			t.Fatalf("%s that stalls: no answer while the body is owed: %v", c.name, err)
+		}
+		body, _ := io.ReadAll(res.Body)
+		if res.StatusCode != http.StatusTooManyRequests || res.Header.Get(api.CodeHeader) != "rate_limited" || !strings.Contains(string(body), c.want) {
+			t.Fatalf("%s that stalls: %d %s=%q %s, want 429 rate_limited saying %q", c.name, res.StatusCode, api.CodeHeader, res.Header.Get(api.CodeHeader), body, c.want)
+		}
+	}
+	// A Connect upload stream that sends its metadata, then nothing.
+	stalled, from := s.stallUploads(s.key, 1, 0)
+	s.log.await(t, from, 2*time.Minute, func(l map[string]any) bool {
+		return l["msg"] == "request failed" && strings.Contains(fmt.Sprint(l["procedure"]), "IngestService/Upload")
+	})
+	_, err := stalled[0].CloseAndReceive()
+	if connect.CodeOf(err) != connect.CodeResourceExhausted || !strings.Contains(err.Error(), "sent nothing for 1s") {
+		t.Fatalf("a Connect upload that stalls: %v, want ResourceExhausted saying it sent nothing", err)
+	}
+	if err, ok := err.(*connect.Error); ok && err.Meta().Get(api.CodeHeader) != "rate_limited" {
+		t.Fatalf("a Connect upload that stalls: %s=%q, want rate_limited", api.CodeHeader, err.Meta().Get(api.CodeHeader))
+	}
+}
+
 // TestQueryBodiesAreSmall: a query's request body is a selection of a few
 // hundred bytes: one of more than 64 KiB is refused as too large before
 // it is read to its end.

@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -129,26 +130,42 @@ func TestPyroscopeSelfProfile(t *testing.T) {
 	s := startService(t, serviceOpts{})
 	srv := runServer(t, append(slices.Clone(s.env), "FLEETSCOPE_SELF_PROFILE_KEY="+s.key,
 		"FLEETSCOPE_SELF_PROFILE_APP=fleetscope-self", "TMPDIR="+t.TempDir()), "server", "--self-profile")
-	// Keep it busy so its CPU profiles have samples: uploads of a planted
-	// profile, through the self-profiling replica.
+	// Keep it busy so its CPU profiles have samples (a profile of an idle
+	// stretch holds none and is not stored): uploads of a planted profile
+	// through the self-profiling replica, one after another, until it logs
+	// that it stored a profile of its own (pyroscope-go uploads every 15 s).
 	path := plant(t, "--seed", "71", "--seconds", "10")
-	deadline := time.Now().Add(60 * time.Second)
-	for i := 0; ; i++ {
-		if time.Now().After(deadline) {
-			t.Fatal("no self-profile stored within 60 s (pyroscope-go uploads every 15 s)")
-		}
-		if ps := s.search("fleetscope-self"); len(ps) > 0 {
-			p := ps[0]
-			if p.GetFormat() != "pprof" || p.GetLabels()["host"] == "" || p.GetLabels()["pid"] != strconv.Itoa(srv.cmd.Process.Pid) {
-				t.Fatalf("self-profile: %v", p)
+	stop, busy := make(chan struct{}), make(chan error, 1)
+	go func() {
+		for {
+			select {
+			case <-stop:
+				busy <- nil
+				return
+			default:
 			}
-			t.Logf("self-profile stored after %d busy rounds: %d samples, labels %v", i, p.GetSamples(), p.GetLabels())
-			return
+			out, errs, code := run1(append(slices.Clone(s.env), "FLEETSCOPE_URL="+srv.url, "FLEETSCOPE_API_KEY="+s.key), "upload", "--app", "busy", path)
+			if code != 0 {
+				busy <- fmt.Errorf("upload to the self-profiling server: %s %s", out, errs)
+				return
+			}
 		}
-		out, errs, code := run1(append(slices.Clone(s.env), "FLEETSCOPE_URL="+srv.url, "FLEETSCOPE_API_KEY="+s.key), "upload", "--app", "busy", path)
-		if code != 0 {
-			t.Fatalf("upload to the self-profiling server: %s %s", out, errs)
-		}
-		time.Sleep(500 * time.Millisecond)
+	}()
+	// A hang guard, not a duration checked: four of pyroscope-go's rounds.
+	srv.log.await(t, 0, time.Minute, func(l map[string]any) bool {
+		return l["msg"] == "profile stored" && l["app"] == "fleetscope-self"
+	})
+	close(stop)
+	if err := <-busy; err != nil {
+		t.Fatal(err)
 	}
+	ps := s.search("fleetscope-self")
+	if len(ps) == 0 {
+		t.Fatal("the self-profiling replica logged its profile stored, but a search finds none")
+	}
+	p := ps[0]
+	if p.GetFormat() != "pprof" || p.GetLabels()["host"] == "" || p.GetLabels()["pid"] != strconv.Itoa(srv.cmd.Process.Pid) {
+		t.Fatalf("self-profile: %v", p)
+	}
+	t.Logf("self-profile stored: %d samples, labels %v", p.GetSamples(), p.GetLabels())
 }

@@ -21,6 +21,7 @@ package flame
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -163,12 +164,42 @@ type Layout struct {
 
 // NewLayout prepares d's stacks for flame graphs with annotations a.
 func NewLayout(d *fleetscope.Dict, a Annotate) *Layout {
+	l, _ := NewLayoutContext(context.Background(), d, a) // never done: never an error
+	return l
+}
+
+// NewLayoutContext is NewLayout stopping with ctx.Err() and no layout
+// once ctx is done: its loops (naming the frames, reading the stacks,
+// comparing them in its sorts, laying them out) look at ctx every
+// fleetscope.CheckEvery units of work. A caller that caches layouts keeps
+// only the ones returned without an error.
+func NewLayoutContext(ctx context.Context, d *fleetscope.Dict, a Annotate) (l *Layout, err error) {
+	// The sorts' comparisons cannot return an error: a done context
+	// unwinds them with a panic of its own, recovered here alone.
+	st := &stopper{ctx: ctx}
+	tick := st.tick
+	defer func() {
+		if r := recover(); r != nil {
+			s, ok := r.(stopped)
+			if !ok {
+				panic(r)
+			}
+			l, err = nil, s.err
+		}
+	}()
 	byFrame := make([]string, d.NumFrames())
 	for f := range byFrame {
+		tick(1)
 		byFrame[f] = a.Name(d.FrameAt(fleetscope.FrameID(f)))
 	}
-	l := &Layout{names: slices.Compact(slices.Sorted(slices.Values(byFrame))), rank: make([]uint32, len(byFrame))}
+	// The names sort in Go's ordered sort, much quicker than one with a
+	// comparison function: one look before and one after (a sort of a
+	// million names takes a few hundred milliseconds).
+	st.look()
+	l = &Layout{names: slices.Compact(slices.Sorted(slices.Values(byFrame))), rank: make([]uint32, len(byFrame))}
+	st.look()
 	for f, n := range byFrame {
+		tick(1)
 		i, _ := slices.BinarySearch(l.names, n)
 		l.rank[f] = uint32(i)
 	}
@@ -179,6 +210,7 @@ func NewLayout(d *fleetscope.Dict, a Annotate) *Layout {
 	total := 0
 	for i := range seqs {
 		fs := d.StackFrames(fleetscope.StackID(i))
+		tick(1 + len(fs))
 		seq := make([]uint32, len(fs))
 		for j, f := range fs {
 			seq[j] = l.rank[f]
@@ -187,7 +219,10 @@ func NewLayout(d *fleetscope.Dict, a Annotate) *Layout {
 		l.order[i] = fleetscope.StackID(i)
 		total += len(seq)
 	}
-	slices.SortFunc(l.order, func(x, y fleetscope.StackID) int { return slices.Compare(seqs[x], seqs[y]) })
+	slices.SortFunc(l.order, func(x, y fleetscope.StackID) int {
+		st.tick(1)
+		return slices.Compare(seqs[x], seqs[y])
+	})
 	l.seq = make([]uint32, 0, total)
 	l.seqOff = make([]uint32, 1, len(l.order)+1)
 	l.lcp = make([]uint32, len(l.order))
@@ -196,13 +231,41 @@ func NewLayout(d *fleetscope.Dict, a Annotate) *Layout {
 	for i, id := range l.order {
 		l.pos[id] = uint32(i)
 		cur := seqs[id]
+		tick(1 + len(cur))
 		l.lcp[i] = commonPrefix(prev, cur)
 		l.seq = append(l.seq, cur...)
 		l.seqOff = append(l.seqOff, uint32(len(l.seq)))
 		prev = cur
 	}
-	l.orderText()
-	return l
+	l.orderText(st)
+	return l, nil
+}
+
+// stopped carries a done context's error out of a layout's sorts.
+type stopped struct{ err error }
+
+// stopper looks at a layout build's context every fleetscope.CheckEvery
+// units of work (as fleetscope.Checker), and panics with stopped once it
+// is done; tick is small enough to be inlined into the sorts' comparisons.
+type stopper struct {
+	ctx  context.Context
+	work int
+}
+
+func (s *stopper) tick(n int) {
+	if s.work += n; s.work >= fleetscope.CheckEvery {
+		s.look()
+	}
+}
+
+// look is kept out of tick, so tick inlines.
+//
+//go:noinline
+func (s *stopper) look() {
+	s.work = 0
+	if err := s.ctx.Err(); err != nil {
+		panic(stopped{err})
+	}
 }
 
 // SizeBytes estimates the memory the layout holds (for caches).

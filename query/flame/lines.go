@@ -31,19 +31,23 @@ type Lines struct {
 // name begins another and goes on with a byte below ';' ("f;g" sorts after
 // "f.func1"), or a name holds ';'. Stacks of the same text (and annotations
 // that merge frames) make one line.
-func (l *Layout) orderText() {
+func (l *Layout) orderText(st *stopper) {
 	pos := make([]uint32, len(l.order))
 	for i := range pos {
 		pos[i] = uint32(i)
 	}
 	// In name order already but for those few: sorting it again is quick.
-	slices.SortStableFunc(pos, func(x, y uint32) int { return l.compareText(l.stack(x), l.stack(y)) })
+	slices.SortStableFunc(pos, func(x, y uint32) int {
+		st.tick(1)
+		return l.compareText(l.stack(x), l.stack(y))
+	})
 	l.text = pos
 	l.textOff = make([]uint32, 0, len(pos)+1)
 	l.textLCP = make([]uint32, 0, len(pos))
 	var prev []uint32
 	for i, p := range pos {
 		cur := l.stack(p)
+		st.tick(1)
 		if i > 0 && l.compareText(prev, cur) == 0 {
 			continue // the same text: the line before's
 		}
