@@ -5,7 +5,6 @@ import (
 	"io"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/fleetscope/fleetscope"
@@ -133,7 +132,7 @@ type Diff struct {
 	Dict           *fleetscope.Dict
 	A, B           *flame.Counts
 	Annotate       flame.Annotate
-	layout         func() *flame.Layout
+	layout         *flame.Layout
 }
 
 // Diff compares B with A: each side's flame graph exactly as the flame
@@ -190,11 +189,8 @@ func diffOf(ctx context.Context, a, b *FlameGraph) (*Diff, error) {
 	if err != nil {
 		return nil, err
 	}
-	var once sync.Once
-	var l *flame.Layout
-	d.layout = func() *flame.Layout {
-		once.Do(func() { l = flame.NewLayout(d.Dict, d.Annotate) })
-		return l
+	if d.layout, err = flame.NewLayoutContext(ctx, d.Dict, d.Annotate); err != nil {
+		return nil, err
 	}
 	return d, nil
 }
@@ -204,7 +200,7 @@ func diffOf(ctx context.Context, a, b *FlameGraph) (*Diff, error) {
 //
 // They are read off the merged tree of both sides (as FlameGraph.Stacks).
 func (d *Diff) Stacks() []export.DiffStack {
-	if stacks, ok := treeDiffStacks(d.layout().FlatDiff(d.A, d.B)); ok {
+	if stacks, ok := treeDiffStacks(d.layout.FlatDiff(d.A, d.B)); ok {
 		return stacks
 	}
 	return d.dictStacks()
@@ -242,7 +238,7 @@ func (d *Diff) frames(id fleetscope.StackID) []string {
 // name; with normalize, A is scaled to B's total stack by stack as
 // difffolded.pl -n scales it (export.Normalize).
 func (d *Diff) Tree(normalize bool) *flame.DiffFlat {
-	t := d.layout().FlatDiff(d.A, d.B)
+	t := d.layout.FlatDiff(d.A, d.B)
 	if normalize && d.TotalA != d.TotalB && d.TotalA != 0 {
 		normalizeTree(t, d.TotalA, d.TotalB)
 	}
@@ -352,7 +348,7 @@ func LinesGraph(event string, ls *flame.Lines) (*FlameGraph, error) {
 		counts.AddStack(d.Stack(stack), v)
 	}
 	g := &FlameGraph{Event: event, Total: counts.Total, Dict: d, Counts: counts}
-	g.layout = func() *flame.Layout { return flame.NewLayout(d, flame.Annotate{}) }
+	g.layout = flame.NewLayout(d, flame.Annotate{})
 	return g, nil
 }
 

@@ -37,7 +37,7 @@ type FlameGraph struct {
 	// Source names what the samples are of in exports' titles: the app,
 	// host and profile, or the fleet.
 	Source string
-	layout func() *flame.Layout
+	layout *flame.Layout // built with the request's context, so a request that leaves stops it
 	// timeline writes the graph's samples in time order in speedscope's
 	// format, named name (nil: the samples have no times).
 	timeline func(w io.Writer, name string) error
@@ -49,10 +49,10 @@ func (g *FlameGraph) WriteFolded(w io.Writer) error { return g.Lines().WriteFold
 
 // Lines returns the folded stacks as lines, each given by what it adds to
 // the line before (flame.Lines).
-func (g *FlameGraph) Lines() *flame.Lines { return g.layout().Lines(g.Counts) }
+func (g *FlameGraph) Lines() *flame.Lines { return g.layout.Lines(g.Counts) }
 
 // Flat returns the merged tree in pre-order.
-func (g *FlameGraph) Flat() *flame.Flat { return g.layout().Flat(g.Counts) }
+func (g *FlameGraph) Flat() *flame.Flat { return g.layout.Flat(g.Counts) }
 
 // FlameGraph returns the flame graph of exactly the samples of a profile's
 // event in the requested range, read from the stored samples of the
@@ -121,8 +121,12 @@ func (s *Service) FlameGraph(ctx context.Context, tenant int64, r FlameRequest) 
 		}
 	}
 	counts := flame.CountsOf(values)
+	l, err := s.layout(ctx, tenant, info, d, r.Annotate)
+	if err != nil {
+		return nil, err
+	}
 	g := &FlameGraph{Event: info.Events[ev].Name, Total: counts.Total, Dict: d, Counts: counts, Annotate: r.Annotate,
-		Source: profileSource(info), layout: func() *flame.Layout { return s.layout(tenant, info, d, r.Annotate) }}
+		Source: profileSource(info), layout: l}
 	if info.Timed {
 		g.timeline = func(w io.Writer, name string) error {
 			return s.profileTimeline(ctx, tenant, r, w, name) // the request's, as the export follows it

@@ -137,8 +137,12 @@ func (s *Service) FleetFlameGraph(ctx context.Context, tenant int64, sel fleetsc
 	if err != nil {
 		return nil, err
 	}
+	l, err := m.layout(ctx, o.Annotate)
+	if err != nil {
+		return nil, err
+	}
 	g := &FlameGraph{Event: f.event, Total: counts.Total, Dict: m.dict, Counts: counts, Annotate: o.Annotate,
-		Source: fleetSource(sel), layout: func() *flame.Layout { return m.layout(o.Annotate) },
+		Source: fleetSource(sel), layout: l,
 		timeline: func(w io.Writer, name string) error { return s.fleetTimeline(ctx, tenant, sel, o, w, name) }}
 	return &FleetFlameGraph{FlameGraph: g, Accounting: f.accounting(true)}, nil
 }

@@ -149,15 +149,20 @@ type mergedDict struct {
 	layouts map[flame.Annotate]*flame.Layout
 }
 
-func (m *mergedDict) layout(a flame.Annotate) *flame.Layout {
+// layout returns the dictionary's layout for a, built once; a build that
+// ctx ends is not kept (the next request builds it).
+func (m *mergedDict) layout(ctx context.Context, a flame.Annotate) (*flame.Layout, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if l, ok := m.layouts[a]; ok {
-		return l
+		return l, nil
 	}
-	l := flame.NewLayout(m.dict, a)
+	l, err := flame.NewLayoutContext(ctx, m.dict, a)
+	if err != nil {
+		return nil, err
+	}
 	m.layouts[a] = l
-	return l
+	return l, nil
 }
 
 // sizeBytes estimates the memory it holds, with a layout or two to come.

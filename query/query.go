@@ -296,11 +296,10 @@ func (s *Service) dict(ctx context.Context, tenant int64, info *fleetscope.Profi
 
 // layout returns the flame graph layout of a profile's dictionary, cached
 // (built once for the requests that meet it in flight).
-func (s *Service) layout(tenant int64, info *fleetscope.ProfileInfo, d *fleetscope.Dict, ann flame.Annotate) *flame.Layout {
-	l, _ := s.layouts.Load(context.Background(), layoutKey{profileKey{tenant, info.ID}, ann}, func() (*flame.Layout, error) {
-		return flame.NewLayout(d, ann), nil
+func (s *Service) layout(ctx context.Context, tenant int64, info *fleetscope.ProfileInfo, d *fleetscope.Dict, ann flame.Annotate) (*flame.Layout, error) {
+	return s.layouts.Load(ctx, layoutKey{profileKey{tenant, info.ID}, ann}, func() (*flame.Layout, error) {
+		return flame.NewLayoutContext(ctx, d, ann) // a build ended by ctx is not kept, and others waiting build again
 	})
-	return l
 }
 
 // warmFlame loads, in the background, what a profile's flame graphs need
@@ -319,7 +318,7 @@ func (s *Service) warmFlame(tenant int64, info *fleetscope.ProfileInfo) {
 	}
 	go func() {
 		if d, err := s.dict(context.Background(), tenant, info); err == nil {
-			s.layout(tenant, info, d, flame.Annotate{})
+			s.layout(context.Background(), tenant, info, d, flame.Annotate{})
 		}
 	}()
 }

@@ -104,10 +104,11 @@ func TestDictLoadedOnce(t *testing.T) {
 	for i := 1; i < len(errs); i++ {
 		ask(i, context.Background())
 	}
-	// The others wait for the load in flight (the load is held until
-	// released): each is a caller of the load group waiting for its call.
-	waitFor(t, "7 requests to wait for the load in flight", func() bool {
-		return goroutines("singleflight.(*Group).Do", "sync.(*WaitGroup).Wait", "query_test.TestDictLoadedOnce") == len(errs)-1
+	// Every request, the first included, waits for the one load in flight
+	// (held until released; it runs in a goroutine of its own): each is a
+	// caller of the cache's Load selecting on its result.
+	waitFor(t, "8 requests to wait for the load in flight", func() bool {
+		return goroutines("[select]", "query/cache.(*Table[...]).Load", "query_test.TestDictLoadedOnce") == len(errs)
 	})
 	cancel() // ...and goes away while it is in flight
 	close(src.release)
@@ -162,5 +163,8 @@ func TestWarmFlame(t *testing.T) {
 		if n := src.loads.Load(); n != 1 {
 			t.Fatalf("with Warm: %d dictionary loads for a heatmap and a flame graph, want 1", n)
 		}
+		// The warm-up goes on to the layout, which the flame graph may have
+		// built first: it ends before the next round counts goroutines.
+		waitFor(t, "with Warm: the warm-up to end", func() bool { return goroutines(byQuery) == before })
 	}
 }
