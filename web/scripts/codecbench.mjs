@@ -2,7 +2,7 @@
 // profile's answers (docs/architecture.md, "Wire codecs"). Run by
 // web/scripts/codecbench.sh, which writes the answers first:
 //
-//   node scripts/codecbench.mjs ANSWERS_DIR [RUNS]
+//   node scripts/codecbench.mjs ANSWERS_DIR [RUNS] [ANSWER]
 //
 // Bundles scripts/codecbench-entry.ts (esbuild, vite's) and runs it in a
 // fresh Node process per measurement, the decoders interleaved: "cold" is
@@ -19,7 +19,7 @@ import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
 
 const web = join(dirname(fileURLToPath(import.meta.url)), "..");
-const [dir, runsArg] = process.argv.slice(2);
+const [dir, runsArg, only] = process.argv.slice(2);
 if (!dir) throw new Error("usage: node scripts/codecbench.mjs ANSWERS_DIR [RUNS]");
 const runs = Number(runsArg) || 9;
 const tmp = mkdtempSync(join(tmpdir(), "codecbench-"));
@@ -53,7 +53,7 @@ const median = (xs) => {
 const ms = (x) => x.toFixed(2).padStart(8);
 
 console.log(`answer               decoder        cold ms   warm ms   (median of ${runs} processes)`);
-for (const [name, kind] of answers) {
+for (const [name, kind] of answers.filter(([name]) => !only || name === only)) {
   const vs = variants(kind);
   const got = vs.map(() => ({ first: [], warm: [] }));
   for (let r = 0; r < runs; r++)
@@ -65,7 +65,8 @@ for (const [name, kind] of answers) {
   const es = got[vs.length - 1];
   vs.forEach(([label], i) => {
     const ratio = i < vs.length - 1 ? `  protobuf-es / this: cold ${(median(es.first) / median(got[i].first)).toFixed(1)}x, warm ${(median(es.warm) / median(got[i].warm)).toFixed(1)}x` : "";
-    console.log(`${name.padEnd(20)} ${label.padEnd(12)} ${ms(median(got[i].first))}  ${ms(median(got[i].warm))}${ratio}`);
+    const js = label === "hand (wasm)" ? `; JavaScript / this: cold ${(median(got[1].first) / median(got[0].first)).toFixed(1)}x, warm ${(median(got[1].warm) / median(got[0].warm)).toFixed(1)}x` : "";
+    console.log(`${name.padEnd(20)} ${label.padEnd(12)} ${ms(median(got[i].first))}  ${ms(median(got[i].warm))}${ratio}${js}`);
   });
 }
 rmSync(tmp, { recursive: true });
