@@ -105,7 +105,7 @@ func plain(m proto.Message, names []string) bool {
 	return validNames(names) && len(m.ProtoReflect().GetUnknown()) == 0
 }
 
-// Field numbers of the messages written and read by hand (query.proto,
+// Field numbers of the messages written by hand (query.proto,
 // compare.proto).
 const (
 	flameTree   protowire.Number = 4 // GetFlameGraphResponse.tree
