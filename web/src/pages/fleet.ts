@@ -22,14 +22,11 @@
 // current entry. Answers to requests that a newer one replaced are dropped.
 
 import { compare, fleet, getFleetFlameGraph, getFleetHeatmap, problem, query, rpcAsked, type Problem } from "../api";
-import { askDiff, diffLayout, normMode, rawTotalsOf } from "../flame/diff";
+import { askDiff } from "../flame/diff";
 import type { GetDiffFlameGraphResponse } from "../gen/fleetscope/v1/compare_pb";
-import { DiffPanel } from "../panels/diffchanges";
 import { FilterPanel } from "../panels/filter";
 import { FleetComparePanel } from "../panels/fleetcompare";
 import { h, replace } from "../dom";
-import { saveExport, saveFolded } from "../download";
-import { exactSearch, findPath, pathOf } from "../flame/model";
 import { layoutOf } from "../flame/wire";
 import { formatCount, formatDuration, formatWallRange } from "../format";
 import {
@@ -72,11 +69,11 @@ import type { WireAccounting as Accounting } from "../heatmap/wire";
 import { FlameGraphFormat } from "../enums";
 import { cellsOfRange, fleetHeatmapOf, gridOf, sumCells, type Heatmap } from "../heatmap/model";
 import { FleetBar } from "../panels/fleetbar";
-import { FlamePanel, type DownloadFormat } from "../panels/flame";
+import { GraphView } from "../panels/graphview";
+import { diffMode } from "../graphstate";
 import { HeatmapPanel } from "../panels/heatmap";
 import { HostsPanel } from "../panels/hosts";
 import { TimelinePanel } from "../panels/timeline";
-import { TopPanel } from "../panels/top";
 import { navigate, setQuery } from "../router";
 import { functionRegex, Latest } from "../viewstate";
 import type { Page } from "./page";
@@ -198,7 +195,6 @@ export function fleetPage(params: URLSearchParams): Page {
   const cmpPanel = new FleetComparePanel({
     onChange: (c) => compareWith({ ...state, ...c }),
   });
-  const diffPanel = new DiffPanel();
   const liveBtn = h("button", { type: "button", class: "ghost", "data-testid": "fleet-live", "aria-pressed": "false", title: "Follow now: the window slides to the present every second" }, "Live");
   liveBtn.addEventListener("click", () => {
     record({ ...state, live: !state.live });
@@ -242,47 +238,28 @@ export function fleetPage(params: URLSearchParams): Page {
       panel.setFleetSubject(state.app, formatWallRange(r.start, r.end));
     },
   });
-  const flame = new FlamePanel({
-    search: state.search,
-    orient: state.orient,
-    onSearch: (search) => {
-      record({ ...state, search });
-      redrawFlame();
-    },
-    onOrient: (orient) => {
-      record({ ...state, orient });
-      redrawFlame();
-    },
-    onZoom: (i) => {
-      const l = flame.layout;
-      if (!l) return;
-      record({ ...state, frame: i > 0 ? pathOf(l, i) : "" });
-      flame.zoom(i, state.search, state.orient);
-      showTop();
-    },
+  const graph = new GraphView({
+    state: () => state,
+    record: (c) => record({ ...state, ...c }),
+    fetch: async (f) => (await getFleetFlameGraph(flameRequest(counted(), f), ctrl.signal)).graph,
+    filename: () => foldedFilename(state),
+    exports: true,
     link: () => location.origin + fleetPath(state),
-    onDownloadFolded: () => downloadFolded(),
-    onDownload: (format) => download(format),
-  });
-  const flameAcc = h("div", { class: "muted small flame-accounting", "data-testid": "flame-accounting" });
-  flame.el.querySelector(".panel-head")?.after(flameAcc, cmpPanel.el);
-  const top = new TopPanel({
-    onPick: (name) => {
-      const search = exactSearch(name);
-      flame.setSearch(search);
-      record({ ...state, search });
-      redrawFlame();
-    },
+    failed: (p, show) => failed(p, show),
+    reload: () => void loadFlame(),
     onFilter: (name) => change({ ...state, fn: functionRegex(name), xfn: "", frame: "" }),
   });
+  const flame = graph.flame;
+  const flameAcc = h("div", { class: "muted small flame-accounting", "data-testid": "flame-accounting" });
+  flame.el.querySelector(".panel-head")?.after(flameAcc, cmpPanel.el);
 
   const noMatch = h("section", { class: "panel no-match", "data-testid": "no-match", "aria-live": "polite", hidden: true });
   const nearestReq = new Latest();
   const title = h("h1", null);
   const back = h("a", { class: "back", href: "/" }, "← Profiles");
-  const panels = [filterBar.el, summary, noMatch, timeline.el, heatPanel.el, hosts.el, flame.el, diffPanel.el, top.el];
+  const panels = [filterBar.el, summary, noMatch, timeline.el, heatPanel.el, hosts.el, flame.el, graph.diff.el, graph.top.el];
   /** The panels of data, hidden while no profile matches. */
-  const dataPanels = [timeline.el, heatPanel.el, hosts.el, flame.el, top.el];
+  const dataPanels = [timeline.el, heatPanel.el, hosts.el, flame.el, graph.top.el];
   const body = h("div", { class: "fleet-body" }, panels);
   const el = h(
     "div",
@@ -507,32 +484,24 @@ export function fleetPage(params: URLSearchParams): Page {
         if (!current()) return;
         return showDiff(d);
       }
-      diffPanel.hide();
+      graph.diff.hide();
       cmpPanel.showMode(null);
-      const { graph, accounting } = await getFleetFlameGraph(flameRequest(counted(), FlameGraphFormat.TREE), ctrl.signal, after);
+      const res = await getFleetFlameGraph(flameRequest(counted(), FlameGraphFormat.TREE), ctrl.signal, after);
       if (!current()) return;
-      flameTotal = graph.total;
+      const accounting = res.accounting;
+      flameTotal = res.graph.total;
       flameAccounting = accounting;
-      const l = layoutOf(graph);
-      let zoom = state.frame ? findPath(l, state.frame) : 0;
-      if (zoom < 0) {
-        zoom = 0;
-        record({ ...state, frame: "" });
-      }
       const r = state.range;
       const scope = r ? formatWallRange(r.start, r.end) : `whole window, ${formatWallRange(state.from, state.to)}`;
-      flame.show(
-        l,
-        zoom,
-        state.search,
-        state.orient,
+      graph.show(
+        layoutOf(res.graph),
         scope,
         r ? `No host ran anything (that is not idle) in ${formatWallRange(r.start, r.end)}.` : "No samples of this event in the window.",
       );
       flameAcc.dataset.profiles = String(accounting.profiles);
       flameAcc.dataset.leftOut = leftOutData(accounting);
       flameAcc.textContent = `merged from ${accountingWords(accounting)}`;
-      showTop();
+      graph.showTop();
       showSelection();
       showSummary();
       void explainDifference(current);
@@ -540,8 +509,7 @@ export function fleetPage(params: URLSearchParams): Page {
       if (ctrl.signal.aborted || !current()) return;
       failed(problem(err), (p) => {
         flame.error(p, () => void loadFlame());
-        top.clear(); // the last graph's functions are not this selection's
-        diffPanel.hide();
+        graph.clearTables(); // the last graph's functions are not this selection's
       });
     }
   }
@@ -587,8 +555,7 @@ export function fleetPage(params: URLSearchParams): Page {
   /** showDiff draws a comparison of the range: B's shape coloured by the
    * change, and the largest changes. */
   function showDiff(d: GetDiffFlameGraphResponse) {
-    const dl = diffLayout(d.tree, d.normalized);
-    cmpPanel.showMode({ ...normMode(state.norm, d.normalized, ...rawTotalsOf(d)), normalized: d.normalized });
+    cmpPanel.showMode(diffMode(state.norm, d));
     const r = state.range ?? { start: state.from, end: state.to };
     const [a, b] =
       state.cmp === "host"
@@ -597,24 +564,11 @@ export function fleetPage(params: URLSearchParams): Page {
           ? [`${state.range ? "the same range" : "the same window"} ${shiftOf(state.shift).label}`, state.range ? "this range" : "this window"]
           : [state.la, state.lb];
     flameTotal = null; // B is part of the selection: its total is not the cells'
-    flame.show(dl.layout, 0, state.search, state.orient, `${b} against ${a}, ${formatWallRange(r.start, r.end)}`, `${b} ran nothing (that is not idle) here.`, dl.colours);
-    flame.canvas.dataset.totalA = String(d.totalA);
-    flame.canvas.dataset.totalB = String(d.totalB);
     const earlier = state.cmp === "shift" ? shiftedRange(state) : null;
     flameAcc.textContent = earlier ? `A: ${formatWallRange(earlier.start, earlier.end)} · B: ${formatWallRange(r.start, r.end)}` : "";
-    diffPanel.show(a, b, Number(d.totalA), Number(d.totalB), d.normalized, d.changesBySelf, d.changesByTotal);
-    showTop();
+    graph.showDiff(d, a, b, `${b} against ${a}, ${formatWallRange(r.start, r.end)}`, `${b} ran nothing (that is not idle) here.`);
     showSelection();
   }
-
-  async function download(format: DownloadFormat) {
-    try {
-      await saveExport(format, async (f) => (await getFleetFlameGraph(flameRequest(counted(), f), ctrl.signal)).graph, flame.layout, foldedFilename(state).replace(/\.folded$/, ""));
-    } catch (err) {
-      failed(problem(err), (p) => flame.error(p, () => void loadFlame()));
-    }
-  }
-
 
   // ---- share links ---------------------------------------------------------------
 
@@ -622,15 +576,6 @@ export function fleetPage(params: URLSearchParams): Page {
   function linkWindow(): AbsRange {
     return state.range ?? { start: state.from, end: state.to };
   }
-
-  async function downloadFolded() {
-    try {
-      await saveFolded(async (f) => (await getFleetFlameGraph(flameRequest(counted(), f), ctrl.signal)).graph, foldedFilename(state).replace(/\.folded$/, ""));
-    } catch (err) {
-      failed(problem(err), (p) => flame.error(p, () => void loadFlame()));
-    }
-  }
-
 
   // ---- a host's profile ------------------------------------------------------------
 
@@ -720,7 +665,7 @@ export function fleetPage(params: URLSearchParams): Page {
     noMatch.hidden = !on;
     for (const e of dataPanels) e.hidden = on;
     if (!on) return;
-    diffPanel.hide();
+    graph.diff.hide();
     // (a live view asks every second: the app's profiles are looked for once)
     const known = nearest?.dataset.app === state.app ? nearest : null;
     nearest = known ?? h("p", { class: "muted", "data-testid": "no-match-nearest", "data-app": state.app }, `Looking for ${state.app}'s profiles…`);
@@ -790,24 +735,6 @@ export function fleetPage(params: URLSearchParams): Page {
     if (!state.range) showSummary();
   }
 
-  function redrawFlame() {
-    flame.redraw(state.search, state.orient);
-    showTop();
-  }
-
-  function showTop() {
-    const l = flame.layout;
-    if (l) top.show(l, flame.zoomed, state.search.trim() !== "");
-  }
-
-  const onKey = (e: KeyboardEvent) => {
-    if (e.key === "/" && !(e.target instanceof HTMLInputElement || e.target instanceof HTMLTextAreaElement || e.target instanceof HTMLSelectElement)) {
-      e.preventDefault();
-      flame.focusSearch();
-    }
-  };
-  window.addEventListener("keydown", onKey);
-
   start();
   if (state.live) showLive(); // a live permalink follows now from the start
 
@@ -818,10 +745,9 @@ export function fleetPage(params: URLSearchParams): Page {
       ctrl.abort();
       window.clearInterval(liveTimer);
       heatPanel.destroy();
-      flame.destroy();
+      graph.destroy();
       timeline.destroy();
       hosts.destroy();
-      window.removeEventListener("keydown", onKey);
     },
     focus() {
       if (!state.app) (bar.el.querySelector("[data-testid=fleet-app]") as HTMLInputElement | null)?.focus();
