@@ -31,12 +31,13 @@ import { layoutOf } from "../flame/wire";
 import { formatCount, formatDuration, formatWallRange } from "../format";
 import {
   absRange,
-  ceilSecond,
-  countedWords,
-  NS,
-  timestampNanos,
+  accountingWords,
+  compared,
+  compareHost,
+  compareShift,
+  diffNames,
   eventBase,
-  floorSecond,
+  filterFunctions,
   flameRequest,
   fleetPath,
   fleetDiffSides,
@@ -45,27 +46,36 @@ import {
   heatmapRequest,
   hostProfile,
   hostsRequest,
+  leftOutData,
+  liveStatus,
+  matchesNothing,
   narrowToHost,
   profileLink,
+  profileSpan,
+  profilesWithout,
+  rangeOrWindow,
   readFleet,
   relRange,
   selectionOf,
+  selectionWords,
   shiftedRange,
-  shiftOf,
+  spanWindow,
   timelineRequest,
+  timelineZoom,
   timestampOf,
-  wholeSeconds,
+  toggleLive,
+  withCountedEvent,
+  windowCheck,
   withWindow,
   writeFleet,
   zoomBack,
   zoomIn,
   zoomOut,
-  zoomTo,
   type AbsRange,
+  type Accounting,
   type FleetState,
   type ListedProfile,
 } from "../fleetstate";
-import type { WireAccounting as Accounting } from "../heatmap/wire";
 import { FlameGraphFormat } from "../enums";
 import { cellsOfRange, fleetHeatmapOf, gridOf, sumCells, type Heatmap } from "../heatmap/model";
 import { FleetBar } from "../panels/fleetbar";
@@ -79,29 +89,6 @@ import { functionRegex, Latest } from "../viewstate";
 import type { Page } from "./page";
 import { shareLinks } from "./sharelinks";
 import { emptyState, onUnauthenticated } from "./states";
-
-/** accountingWords says what an answer counted (a live stream's batches
- * as one stream: countedWords): "3 profiles; 1 left out
- * (no per-sample times: no heatmap)", or with several reasons "3 left out
- * (2 for one reason, 1 for another)". */
-function accountingWords(a: Accounting | undefined): string {
-  if (!a) return "";
-  const left = Object.entries(a.leftOut)
-    .filter(([, n]) => n > 0)
-    .sort(([x], [y]) => (x < y ? -1 : 1));
-  const n = left.reduce((s, [, c]) => s + c, 0);
-  const why = left.length === 1 ? left[0][0] : left.map(([reason, c]) => `${formatCount(c)} ${reason}`).join("; ");
-  return `${countedWords(a, formatCount)}${n ? `; ${formatCount(n)} left out (${why})` : ""}`;
-}
-
-/** profilesWithout says "1 profile without per-sample times" or "3 profiles without …". */
-function profilesWithout(n: number): string {
-  return `${formatCount(n)} profile${n === 1 ? "" : "s"} without per-sample times`;
-}
-
-function leftOutData(a: Accounting | undefined): string {
-  return JSON.stringify(a ? Object.fromEntries(Object.entries(a.leftOut).sort(([x], [y]) => (x < y ? -1 : 1))) : {});
-}
 
 /** The fleet heatmap's left gutter: the host strip's names and totals
  * take it, so that every panel's columns are the heatmap's pixels. */
@@ -132,15 +119,13 @@ export function fleetPage(params: URLSearchParams): Page {
     onApply: (v) => change({ ...withWindow(state, v.from, v.to), app: v.app, hosts: v.hosts, labels: v.labels, event: v.event, idle: v.idle }),
     onZoomOut: () => change(zoomOut(state)),
     onZoomBack: (i) => change(zoomBack(state, i)),
-    onShift: (id) => compareWith({ ...state, cmp: id ? "shift" : "", shift: id }),
+    onShift: (id) => compareWith(compareShift(state, id)),
   });
   const summary = h("div", { class: "fleet-summary", "data-testid": "accounting", "aria-live": "polite" });
   const timeline = new TimelinePanel({
     onZoom: (r) => {
-      const start = r.start > state.from ? r.start : state.from;
-      const end = r.end < state.to ? r.end : state.to;
-      const [from, to] = [floorSecond(start), ceilSecond(end)];
-      if (from !== state.from || to !== state.to) change(zoomTo(state, from, to));
+      const next = timelineZoom(state, r);
+      if (next) change(next);
     },
   });
   let axisKey = "";
@@ -189,24 +174,25 @@ export function fleetPage(params: URLSearchParams): Page {
     onNarrow: (host) => change(narrowToHost(state, host)),
     onProfile: (host) => void openHostProfile(host),
     onAllHosts: () => change({ ...state, hosts: [] }),
-    onCompare: (host) => compareWith({ ...state, cmp: "host", chost: host, shift: "" }),
+    onCompare: (host) => compareWith(compareHost(state, host)),
   });
-  const filterBar = new FilterPanel({ onFunctions: (fn, xfn) => change({ ...state, fn, xfn, frame: "" }) });
+  const filterBar = new FilterPanel({ onFunctions: (fn, xfn) => change(filterFunctions(state, fn, xfn)) });
   const cmpPanel = new FleetComparePanel({
-    onChange: (c) => compareWith({ ...state, ...c }),
+    onChange: (c) => compareWith(compared(state, c)),
   });
   const liveBtn = h("button", { type: "button", class: "ghost", "data-testid": "fleet-live", "aria-pressed": "false", title: "Follow now: the window slides to the present every second" }, "Live");
   liveBtn.addEventListener("click", () => {
-    record({ ...state, live: !state.live });
+    record(toggleLive(state));
     showLive();
     if (state.live) tick();
   });
   let liveTimer = 0;
   /** showLive says whether the view follows now, or is paused on a range. */
   function showLive() {
+    const live = liveStatus(state);
     liveBtn.setAttribute("aria-pressed", String(state.live));
-    liveBtn.dataset.state = !state.live ? "off" : state.range ? "paused" : "following";
-    liveBtn.textContent = !state.live ? "Live" : state.range ? "Live · paused on the selection" : "Live ●";
+    liveBtn.dataset.state = live.state;
+    liveBtn.textContent = live.label;
     window.clearInterval(liveTimer);
     if (state.live) liveTimer = window.setInterval(tick, 1000);
   }
@@ -230,11 +216,11 @@ export function fleetPage(params: URLSearchParams): Page {
     title: "Make a link to this fleet view that works without an API key",
     mine: (l) => l.fleet?.app === state.app,
     request: (ttl) => {
-      const r = linkWindow();
+      const r = rangeOrWindow(state);
       return { fleet: selectionOf(counted(), r.start, r.end), ttlSeconds: BigInt(ttl) };
     },
     subject: (panel) => {
-      const r = linkWindow();
+      const r = rangeOrWindow(state);
       panel.setFleetSubject(state.app, formatWallRange(r.start, r.end));
     },
   });
@@ -247,7 +233,7 @@ export function fleetPage(params: URLSearchParams): Page {
     link: () => location.origin + fleetPath(state),
     failed: (p, show) => failed(p, show),
     reload: () => void loadFlame(),
-    onFilter: (name) => change({ ...state, fn: functionRegex(name), xfn: "", frame: "" }),
+    onFilter: (name) => change(filterFunctions(state, functionRegex(name))),
   });
   const flame = graph.flame;
   const flameAcc = h("div", { class: "muted small flame-accounting", "data-testid": "flame-accounting" });
@@ -280,7 +266,7 @@ export function fleetPage(params: URLSearchParams): Page {
 
   /** compareWith draws view next's comparison (or none) of the range. */
   function compareWith(next: FleetState) {
-    record({ ...next, frame: "" });
+    record(next);
     cmpPanel.show(state, hostNames);
     bar.setShift(state);
     void loadFlame();
@@ -296,7 +282,7 @@ export function fleetPage(params: URLSearchParams): Page {
   /** counted is the view with the event the heatmap counts named (when
    * none is chosen), so that a range's flame graph counts the same one. */
   function counted(): FleetState {
-    return state.event || !heatAccounting?.event ? state : { ...state, event: heatAccounting.event };
+    return withCountedEvent(state, heatAccounting?.event);
   }
 
   function select(r: AbsRange | null) {
@@ -556,25 +542,13 @@ export function fleetPage(params: URLSearchParams): Page {
    * change, and the largest changes. */
   function showDiff(d: GetDiffFlameGraphResponse) {
     cmpPanel.showMode(diffMode(state.norm, d));
-    const r = state.range ?? { start: state.from, end: state.to };
-    const [a, b] =
-      state.cmp === "host"
-        ? ["the rest of the fleet", state.chost]
-        : state.cmp === "shift"
-          ? [`${state.range ? "the same range" : "the same window"} ${shiftOf(state.shift).label}`, state.range ? "this range" : "this window"]
-          : [state.la, state.lb];
+    const r = rangeOrWindow(state);
+    const { a, b } = diffNames(state);
     flameTotal = null; // B is part of the selection: its total is not the cells'
     const earlier = state.cmp === "shift" ? shiftedRange(state) : null;
     flameAcc.textContent = earlier ? `A: ${formatWallRange(earlier.start, earlier.end)} · B: ${formatWallRange(r.start, r.end)}` : "";
     graph.showDiff(d, a, b, `${b} against ${a}, ${formatWallRange(r.start, r.end)}`, `${b} ran nothing (that is not idle) here.`);
     showSelection();
-  }
-
-  // ---- share links ---------------------------------------------------------------
-
-  /** linkWindow is what a new link shares: the range, or else the window. */
-  function linkWindow(): AbsRange {
-    return state.range ?? { start: state.from, end: state.to };
   }
 
   // ---- a host's profile ------------------------------------------------------------
@@ -584,7 +558,7 @@ export function fleetPage(params: URLSearchParams): Page {
    * start when several do (fleetstate's hostProfile). */
   async function openHostProfile(host: string) {
     const current = hostProfileReq.begin();
-    const r = state.range ?? { start: state.from, end: state.to };
+    const r = rangeOrWindow(state);
     hosts.showNote(`Looking for ${host}'s profile of ${formatWallRange(r.start, r.end)}…`);
     try {
       const labels = Object.fromEntries(state.labels.filter((l) => !l.not).map((l) => [l.name, l.value]));
@@ -614,19 +588,18 @@ export function fleetPage(params: URLSearchParams): Page {
     summary.dataset.event = a?.event ?? "";
     summary.dataset.leftOut = leftOutData(a);
     if (matchesNothing(a)) {
-      replace(summary, h("b", { "data-testid": "fleet-total" }, "No profiles match"), ` ${selectionWords()}.`);
+      replace(summary, h("b", { "data-testid": "fleet-total" }, "No profiles match"), ` ${selectionWords(state)}.`);
       return;
     }
+    const check = windowCheck(state, { total: heat.total, profiles: a?.profiles }, flameTotal !== null && flameAccounting ? { total: flameTotal, profiles: flameAccounting.profiles } : null);
     const whole =
-      !state.range && flameTotal !== null && flameAccounting && wholeSeconds(state)
-        ? flameAccounting.profiles === a?.profiles
-          ? heat.total === 0 && flameTotal === 0
-            ? null // 0 against 0 is no check: nothing was counted
-            : flameTotal === heat.total
-            ? h("span", { class: "agree", "data-testid": "window-check" }, " ✓ the whole window's merged flame graph totals the heatmap")
-            : h("span", { class: "disagree", role: "alert", "data-testid": "window-check" }, ` ✗ the whole window's merged flame graph totals ${formatCount(flameTotal)}`)
-          : h("span", { class: "muted", "data-testid": "window-check" }, ` · the merged flame graph also counts ${profilesWithout(flameAccounting.profiles - (a?.profiles ?? 0))} lying wholly inside the window`)
-        : null;
+      check?.kind === "agree"
+        ? h("span", { class: "agree", "data-testid": "window-check" }, " ✓ the whole window's merged flame graph totals the heatmap")
+        : check?.kind === "disagree"
+          ? h("span", { class: "disagree", role: "alert", "data-testid": "window-check" }, ` ✗ the whole window's merged flame graph totals ${formatCount(check.total)}`)
+          : check?.kind === "untimed"
+            ? h("span", { class: "muted", "data-testid": "window-check" }, ` · the merged flame graph also counts ${profilesWithout(check.profiles)} lying wholly inside the window`)
+            : null;
     replace(
       summary,
       h("b", { "data-testid": "fleet-total" }, formatCount(heat.total)),
@@ -640,24 +613,6 @@ export function fleetPage(params: URLSearchParams): Page {
     );
   }
 
-  /** matchesNothing says whether an answer counted no profile and left
-   * none out: no profile of the selection lies in the window. */
-  function matchesNothing(a: Accounting | undefined): boolean {
-    return !a || (a.profiles === 0 && Object.values(a.leftOut).every((n) => !n));
-  }
-
-  /** selectionWords says what the selection asks for: "app x, hosts a, b,
-   * labels env=prod, with function f, in <window> (1 h)". */
-  function selectionWords(): string {
-    const parts = [`app ${state.app}`];
-    if (state.hosts.length) parts.push(`host${state.hosts.length === 1 ? "" : "s"} ${state.hosts.join(", ")}`);
-    if (state.labels.length) parts.push(`labels ${state.labels.map((l) => `${l.name}${l.not ? "!=" : "="}${l.value}`).join(" ")}`);
-    if (state.fn) parts.push(`with function ${state.fn}`);
-    if (state.xfn) parts.push(`without function ${state.xfn}`);
-    if (state.event) parts.push(`event ${state.event}`);
-    return `${parts.join(", ")}, in ${formatWallRange(state.from, state.to)} (${formatDuration(Number(state.to - state.from))})`;
-  }
-
   /** showNoMatch shows (or hides) that no profile matches the selection:
    * what was asked, in place of panels of zeros, and where the app's data
    * is (its latest and first profiles, each a button to go there). */
@@ -669,17 +624,10 @@ export function fleetPage(params: URLSearchParams): Page {
     // (a live view asks every second: the app's profiles are looked for once)
     const known = nearest?.dataset.app === state.app ? nearest : null;
     nearest = known ?? h("p", { class: "muted", "data-testid": "no-match-nearest", "data-app": state.app }, `Looking for ${state.app}'s profiles…`);
-    replace(noMatch, h("h2", null, "No profiles match"), h("p", { "data-testid": "no-match-selection" }, `Nothing was recorded for ${selectionWords()}.`), nearest);
+    replace(noMatch, h("h2", null, "No profiles match"), h("p", { "data-testid": "no-match-selection" }, `Nothing was recorded for ${selectionWords(state)}.`), nearest);
     if (!known) void loadNearest();
   }
   let nearest: HTMLElement | null = null;
-
-  /** span is a listed profile's [start, end), unix nanoseconds. */
-  function span(p: ListedProfile): { start: bigint; end: bigint } {
-    const start = p.startTime ? timestampNanos(p.startTime) : 0n;
-    const end = p.endTime ? timestampNanos(p.endTime) : start;
-    return { start, end: end > start ? end : start };
-  }
 
   /** loadNearest says where app's profiles are: its latest profile's time
    * (search lists the newest first) and its first (the last page's last). */
@@ -699,23 +647,22 @@ export function fleetPage(params: URLSearchParams): Page {
       const el = nearest;
       if (!el) return;
       // the newest started page holds the latest to end; the last page the first to start
-      const last = res0.profiles.reduce<ListedProfile | undefined>((m, p) => (!m || span(p).end > span(m).end ? p : m), undefined);
-      const first = page.reduce<ListedProfile | undefined>((m, p) => (!m || span(p).start < span(m).start ? p : m), undefined);
+      const last = res0.profiles.reduce<ListedProfile | undefined>((m, p) => (!m || profileSpan(p).end > profileSpan(m).end ? p : m), undefined);
+      const first = page.reduce<ListedProfile | undefined>((m, p) => (!m || profileSpan(p).start < profileSpan(m).start ? p : m), undefined);
       if (!last) {
         replace(el, `No profile of app ${app} is stored (app names are exact; search lists the apps there are).`);
         return;
       }
       const go = (p: ListedProfile, label: string) => {
-        const s = span(p);
-        const [from, to] = [floorSecond(s.start), ceilSecond(s.end > s.start ? s.end : s.start + NS)];
+        const { from, to } = spanWindow(profileSpan(p));
         return h("button", { type: "button", class: "ghost small", "data-testid": `no-match-${label}`, "data-from": String(from), "data-to": String(to), onclick: () => change(withWindow({ ...state, zooms: [] }, from, to)) }, `Show the ${label}`);
       };
       const when = (p: ListedProfile) => {
-        const s = span(p);
+        const s = profileSpan(p);
         return `${formatWallRange(s.start, s.end)}${p.host ? ` on ${p.host}` : ""}`;
       };
-      el.setAttribute("data-first", first ? String(span(first).start) : "");
-      el.setAttribute("data-last", String(span(last).end));
+      el.setAttribute("data-first", first ? String(profileSpan(first).start) : "");
+      el.setAttribute("data-last", String(profileSpan(last).end));
       replace(
         el,
         `${app}'s latest profile: ${when(last)} `,
