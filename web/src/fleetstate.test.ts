@@ -10,6 +10,7 @@ import {
   leftOutData,
   liveStatus,
   matchesNothing,
+  nearestProfiles,
   profileSpan,
   profilesWithout,
   rangeOrWindow,
@@ -609,4 +610,14 @@ describe("the fleet view's words", () => {
     expect(spanWindow(profileSpan(p))).toEqual({ from: 10n * NS, to: 12n * NS });
     expect(spanWindow({ start: 7n * NS, end: 7n * NS })).toEqual({ from: 7n * NS, to: 8n * NS }); // at least a second
   });
+});
+
+test("nearestProfiles: the latest to end of the newest page, the first to start of the last", () => {
+  const p = (id: string, start: bigint, end: bigint) => ({ id, timed: true, startTime: timestampOf(start * NS), endTime: timestampOf(end * NS) });
+  const newest = [p("a", 50n, 60n), p("b", 40n, 70n), p("c", 55n, 58n)];
+  const oldest = [p("x", 5n, 9n), p("y", 3n, 4n), p("z", 8n, 30n)];
+  const n = nearestProfiles(newest, oldest);
+  expect([n.last?.id, n.first?.id]).toEqual(["b", "y"]);
+  expect(nearestProfiles(newest, newest).first?.id).toBe("b");
+  expect(nearestProfiles([], [])).toEqual({ last: undefined, first: undefined });
 });

@@ -857,3 +857,12 @@ export function profileSpan(p: Spanned): { start: bigint; end: bigint } {
 export function spanWindow(s: { start: bigint; end: bigint }): Window {
   return { from: floorSecond(s.start), to: ceilSecond(s.end > s.start ? s.end : s.start + NS) };
 }
+
+/** nearestProfiles says where an app's profiles are: the latest to end,
+ * of the newest page search lists (newest first), and the first to start,
+ * of the last page read (none when a page is empty). */
+export function nearestProfiles<P extends Spanned>(newest: P[], oldest: P[]): { last: P | undefined; first: P | undefined } {
+  const last = newest.reduce<P | undefined>((m, p) => (!m || profileSpan(p).end > profileSpan(m).end ? p : m), undefined);
+  const first = oldest.reduce<P | undefined>((m, p) => (!m || profileSpan(p).start < profileSpan(m).start ? p : m), undefined);
+  return { last, first };
+}

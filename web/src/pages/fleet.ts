@@ -21,14 +21,14 @@
 // re-queries; a range, zoomed frame, search or orientation replaces the
 // current entry. Answers to requests that a newer one replaced are dropped.
 
-import { compare, fleet, getFleetFlameGraph, getFleetHeatmap, problem, query, rpcAsked, type Problem } from "../api";
+import { compare, fleet, getFleetFlameGraph, getFleetHeatmap, problem, query, rpcAsked } from "../api";
 import { askDiff } from "../flame/diff";
 import type { GetDiffFlameGraphResponse } from "../gen/fleetscope/v1/compare_pb";
 import { FilterPanel } from "../panels/filter";
 import { FleetComparePanel } from "../panels/fleetcompare";
 import { h, replace } from "../dom";
 import { layoutOf } from "../flame/wire";
-import { formatCount, formatDuration, formatWallRange } from "../format";
+import { formatWallRange } from "../format";
 import {
   absRange,
   accountingWords,
@@ -51,7 +51,6 @@ import {
   matchesNothing,
   narrowToHost,
   profileLink,
-  profileSpan,
   profilesWithout,
   rangeOrWindow,
   readFleet,
@@ -59,13 +58,11 @@ import {
   selectionOf,
   selectionWords,
   shiftedRange,
-  spanWindow,
   timelineRequest,
   timelineZoom,
   timestampOf,
   toggleLive,
   withCountedEvent,
-  windowCheck,
   withWindow,
   writeFleet,
   zoomBack,
@@ -78,17 +75,19 @@ import {
 } from "../fleetstate";
 import { FlameGraphFormat } from "../enums";
 import { cellsOfRange, fleetHeatmapOf, gridOf, sumCells, type Heatmap } from "../heatmap/model";
+import { AccountingPanel } from "../panels/accounting";
 import { FleetBar } from "../panels/fleetbar";
 import { GraphView } from "../panels/graphview";
 import { diffMode } from "../graphstate";
 import { HeatmapPanel } from "../panels/heatmap";
 import { HostsPanel } from "../panels/hosts";
+import { NoMatchPanel } from "../panels/nomatch";
 import { TimelinePanel } from "../panels/timeline";
 import { navigate, setQuery } from "../router";
 import { functionRegex, Latest } from "../viewstate";
 import type { Page } from "./page";
 import { shareLinks } from "./sharelinks";
-import { emptyState, onUnauthenticated } from "./states";
+import { emptyState, failed } from "./states";
 
 /** The fleet heatmap's left gutter: the host strip's names and totals
  * take it, so that every panel's columns are the heatmap's pixels. */
@@ -121,14 +120,13 @@ export function fleetPage(params: URLSearchParams): Page {
     onZoomBack: (i) => change(zoomBack(state, i)),
     onShift: (id) => compareWith(compareShift(state, id)),
   });
-  const summary = h("div", { class: "fleet-summary", "data-testid": "accounting", "aria-live": "polite" });
+  const summary = new AccountingPanel();
   const timeline = new TimelinePanel({
     onZoom: (r) => {
       const next = timelineZoom(state, r);
       if (next) change(next);
     },
   });
-  let axisKey = "";
   const heatPanel = new HeatmapPanel({
     rows: state.rows,
     idle: state.idle,
@@ -137,9 +135,6 @@ export function fleetPage(params: URLSearchParams): Page {
     // the heatmap's pixels, the host names in its gutter.
     axisLeft: FLEET_GUTTER,
     onAxis: (a) => {
-      const key = [a.x0, a.cellW, a.visLeft, a.visRight, a.second0, a.secondsPerColumn].join();
-      if (key === axisKey) return; // (a hover or the cursor redrew it)
-      axisKey = key;
       timeline.align(a);
       hosts.align(a);
     },
@@ -231,7 +226,6 @@ export function fleetPage(params: URLSearchParams): Page {
     filename: () => foldedFilename(state),
     exports: true,
     link: () => location.origin + fleetPath(state),
-    failed: (p, show) => failed(p, show),
     reload: () => void loadFlame(),
     onFilter: (name) => change(filterFunctions(state, functionRegex(name))),
   });
@@ -239,11 +233,14 @@ export function fleetPage(params: URLSearchParams): Page {
   const flameAcc = h("div", { class: "muted small flame-accounting", "data-testid": "flame-accounting" });
   flame.el.querySelector(".panel-head")?.after(flameAcc, cmpPanel.el);
 
-  const noMatch = h("section", { class: "panel no-match", "data-testid": "no-match", "aria-live": "polite", hidden: true });
-  const nearestReq = new Latest();
+  const noMatch = new NoMatchPanel({
+    search: (req) => query.searchProfiles(req, { signal: ctrl.signal }),
+    onWindow: (from, to) => change(withWindow({ ...state, zooms: [] }, from, to)),
+    signal: ctrl.signal,
+  });
   const title = h("h1", null);
   const back = h("a", { class: "back", href: "/" }, "← Profiles");
-  const panels = [filterBar.el, summary, noMatch, timeline.el, heatPanel.el, hosts.el, flame.el, graph.diff.el, graph.top.el];
+  const panels = [filterBar.el, summary.el, noMatch.el, timeline.el, heatPanel.el, hosts.el, flame.el, graph.diff.el, graph.top.el];
   /** The panels of data, hidden while no profile matches. */
   const dataPanels = [timeline.el, heatPanel.el, hosts.el, flame.el, graph.top.el];
   const body = h("div", { class: "fleet-body" }, panels);
@@ -349,11 +346,6 @@ export function fleetPage(params: URLSearchParams): Page {
     else void Promise.race([Promise.allSettled([heatDone, flameDone]), new Promise((r) => setTimeout(r, 500))]).then(rest);
   }
 
-  function failed(p: Problem, show: (p: Problem) => void) {
-    if (p.kind === "unauthenticated") onUnauthenticated();
-    else show(p);
-  }
-
   // ---- loading ---------------------------------------------------------------------
 
   async function loadHeatmap() {
@@ -387,7 +379,7 @@ export function fleetPage(params: URLSearchParams): Page {
       if (ctrl.signal.aborted || !current()) return;
       failed(problem(err), (p) => {
         heatPanel.error(p, () => void loadHeatmap());
-        replace(summary, h("span", { class: "muted" }, p.kind === "invalid" ? p.message : ""));
+        summary.error(p.kind === "invalid" ? p.message : "");
       });
     }
   }
@@ -582,98 +574,17 @@ export function fleetPage(params: URLSearchParams): Page {
 
   function showSummary() {
     if (!heat) return;
-    const a = heatAccounting;
-    summary.dataset.total = String(heat.total);
-    summary.dataset.profiles = String(a?.profiles ?? 0);
-    summary.dataset.event = a?.event ?? "";
-    summary.dataset.leftOut = leftOutData(a);
-    if (matchesNothing(a)) {
-      replace(summary, h("b", { "data-testid": "fleet-total" }, "No profiles match"), ` ${selectionWords(state)}.`);
-      return;
-    }
-    const check = windowCheck(state, { total: heat.total, profiles: a?.profiles }, flameTotal !== null && flameAccounting ? { total: flameTotal, profiles: flameAccounting.profiles } : null);
-    const whole =
-      check?.kind === "agree"
-        ? h("span", { class: "agree", "data-testid": "window-check" }, " ✓ the whole window's merged flame graph totals the heatmap")
-        : check?.kind === "disagree"
-          ? h("span", { class: "disagree", role: "alert", "data-testid": "window-check" }, ` ✗ the whole window's merged flame graph totals ${formatCount(check.total)}`)
-          : check?.kind === "untimed"
-            ? h("span", { class: "muted", "data-testid": "window-check" }, ` · the merged flame graph also counts ${profilesWithout(check.profiles)} lying wholly inside the window`)
-            : null;
-    replace(
-      summary,
-      h("b", { "data-testid": "fleet-total" }, formatCount(heat.total)),
-      ` samples of `,
-      h("b", null, a?.event || "no event"),
-      ` in ${formatWallRange(state.from, state.to)} (${formatDuration(Number(state.to - state.from))}) from `,
-      h("span", { "data-testid": "fleet-profiles" }, accountingWords(a)),
-      hostCount !== null ? ` · ${formatCount(hostCount)} host${hostCount === 1 ? "" : "s"} with samples` : "",
-      state.hosts.length ? ` · hosts: ${state.hosts.join(", ")}` : "",
-      whole,
-    );
+    summary.show(state, heat.total, heatAccounting, hostCount, flameTotal !== null && flameAccounting ? { total: flameTotal, profiles: flameAccounting.profiles } : null);
   }
 
   /** showNoMatch shows (or hides) that no profile matches the selection:
    * what was asked, in place of panels of zeros, and where the app's data
    * is (its latest and first profiles, each a button to go there). */
   function showNoMatch(on: boolean) {
-    noMatch.hidden = !on;
+    if (on) noMatch.show(state.app, selectionWords(state));
+    else noMatch.hide();
     for (const e of dataPanels) e.hidden = on;
-    if (!on) return;
-    graph.diff.hide();
-    // (a live view asks every second: the app's profiles are looked for once)
-    const known = nearest?.dataset.app === state.app ? nearest : null;
-    nearest = known ?? h("p", { class: "muted", "data-testid": "no-match-nearest", "data-app": state.app }, `Looking for ${state.app}'s profiles…`);
-    replace(noMatch, h("h2", null, "No profiles match"), h("p", { "data-testid": "no-match-selection" }, `Nothing was recorded for ${selectionWords(state)}.`), nearest);
-    if (!known) void loadNearest();
-  }
-  let nearest: HTMLElement | null = null;
-
-  /** loadNearest says where app's profiles are: its latest profile's time
-   * (search lists the newest first) and its first (the last page's last). */
-  async function loadNearest() {
-    const current = nearestReq.begin();
-    const app = state.app;
-    try {
-      const res0 = await query.searchProfiles({ app, pageSize: 1000 }, { signal: ctrl.signal });
-      let page = res0.profiles;
-      let token = res0.nextPageToken;
-      for (let n = 0; token && n < 20; n++) {
-        const res = await query.searchProfiles({ app, pageSize: 1000, pageToken: token }, { signal: ctrl.signal });
-        if (res.profiles.length) page = res.profiles;
-        token = res.nextPageToken;
-      }
-      if (!current()) return;
-      const el = nearest;
-      if (!el) return;
-      // the newest started page holds the latest to end; the last page the first to start
-      const last = res0.profiles.reduce<ListedProfile | undefined>((m, p) => (!m || profileSpan(p).end > profileSpan(m).end ? p : m), undefined);
-      const first = page.reduce<ListedProfile | undefined>((m, p) => (!m || profileSpan(p).start < profileSpan(m).start ? p : m), undefined);
-      if (!last) {
-        replace(el, `No profile of app ${app} is stored (app names are exact; search lists the apps there are).`);
-        return;
-      }
-      const go = (p: ListedProfile, label: string) => {
-        const { from, to } = spanWindow(profileSpan(p));
-        return h("button", { type: "button", class: "ghost small", "data-testid": `no-match-${label}`, "data-from": String(from), "data-to": String(to), onclick: () => change(withWindow({ ...state, zooms: [] }, from, to)) }, `Show the ${label}`);
-      };
-      const when = (p: ListedProfile) => {
-        const s = profileSpan(p);
-        return `${formatWallRange(s.start, s.end)}${p.host ? ` on ${p.host}` : ""}`;
-      };
-      el.setAttribute("data-first", first ? String(profileSpan(first).start) : "");
-      el.setAttribute("data-last", String(profileSpan(last).end));
-      replace(
-        el,
-        `${app}'s latest profile: ${when(last)} `,
-        go(last, "latest"),
-        first && first !== last ? [`; its first: ${when(first)}${token ? " (or earlier: more than 20,000 profiles)" : ""} `, go(first, "first")] : null,
-      );
-    } catch (err) {
-      if (ctrl.signal.aborted || !current()) return;
-      const el = nearest;
-      if (el) el.textContent = `Could not look for ${app}'s profiles: ${problem(err).message}`;
-    }
+    if (on) graph.diff.hide();
   }
 
   function showSelection() {

@@ -10,7 +10,7 @@
 // user's key, ranges chosen on the heatmap) and the shared page (/s/TOKEN,
 // read-only: the range and event are the link's).
 
-import { problem, type Problem } from "../api";
+import { problem } from "../api";
 import { h, replace } from "../dom";
 import { layoutOf, type WireFlameGraph } from "../flame/wire";
 import type { GetDiffFlameGraphResponse } from "../gen/fleetscope/v1/compare_pb";
@@ -31,7 +31,7 @@ import { SeriesPanel } from "../panels/series";
 import { SpansPanel } from "../panels/spans";
 import { perf } from "../perf";
 import { chooseEvent, foldedFilename, functionRegex, Latest, wholeProfile, type Axis, type ViewState } from "../viewstate";
-import { onUnauthenticated } from "./states";
+import { failed } from "./states";
 
 /** Source is where a view's data comes from. */
 export interface Source {
@@ -114,7 +114,6 @@ export class ProfileView {
   private attached: Promise<void> = Promise.resolve();
   /** Where the heatmap's columns are (the thread view draws its strips there). */
   private axis: ColumnAxis | null = null;
-  private axisKey = "";
   /** The spans were asked for before the profile's facts came. */
   private spansWanted = false;
 
@@ -156,9 +155,6 @@ export class ProfileView {
       onDrawn: (ms) => perf.heatmapDrawn(ms),
       // the thread view's strips draw each second at the heatmap's pixels
       onAxis: (a) => {
-        const key = [a.x0, a.cellW, a.visLeft, a.visRight, a.second0, a.secondsPerColumn].join();
-        if (key === this.axisKey) return; // (a hover or the cursor redrew it)
-        this.axisKey = key;
         this.axis = a;
         this.lowerPanels?.series.align(a);
       },
@@ -192,7 +188,6 @@ export class ProfileView {
       filename: () => foldedFilename(this.profile?.app, this._view),
       exports: !opts.readOnly,
       link: () => this.src.permalink(this._view),
-      failed: (p, show) => this.failed(p, show),
       reload: () => void this.loadFlame(),
       onRendered: (ms) => perf.flameRendered(ms),
       compare: this.src.diff
@@ -346,17 +341,10 @@ export class ProfileView {
     if (this.ctrl.signal.aborted) return;
     const p = problem(err);
     if (p.kind === "notfound") this.notFound();
-    else this.failed(p, (p) => this.header.error(p, retry));
+    else failed(p, (p) => this.header.error(p, retry));
   }
 
   // ---- loading -----------------------------------------------------------------
-
-  /** failed reports a failed request: the sign-in page for a rejected key,
-   * else show(p) in the panel that asked. */
-  private failed(p: Problem, show: (p: Problem) => void) {
-    if (p.kind === "unauthenticated") onUnauthenticated();
-    else show(p);
-  }
 
   private notFound() {
     this.ctrl.abort();
@@ -377,7 +365,7 @@ export class ProfileView {
       const p = problem(err);
       if (p.kind === "invalid" && this.profile && !this.profile.timed) return; // said already
       if (p.kind === "notfound") return this.notFound();
-      this.failed(p, (p) => this.heat.error(p, () => void this.loadHeatmap()));
+      failed(p, (p) => this.heat.error(p, () => void this.loadHeatmap()));
     }
   }
 
@@ -447,7 +435,7 @@ export class ProfileView {
         });
         return;
       }
-      this.failed(p, (p) => this.flame.error(p, () => void this.loadFlame()));
+      failed(p, (p) => this.flame.error(p, () => void this.loadFlame()));
     }
   }
 
@@ -498,7 +486,7 @@ export class ProfileView {
       if (current()) this.series.show(v.axis, res);
     } catch (err) {
       if (this.ctrl.signal.aborted || !current()) return;
-      this.failed(problem(err), (p) => this.series.error(v.axis, p, () => void this.loadSeries()));
+      failed(problem(err), (p) => this.series.error(v.axis, p, () => void this.loadSeries()));
     }
   }
 

@@ -10,7 +10,8 @@
 // for the graph (a profile's range, a fleet selection) and hands it to
 // show() or showDiff().
 
-import { problem, type Problem } from "../api";
+import { problem } from "../api";
+import { failed } from "../pages/states";
 import { saveExport, saveFolded } from "../download";
 import { diffLayout } from "../flame/diff";
 import type { Layout } from "../flame/model";
@@ -38,8 +39,6 @@ export interface GraphViewOptions {
   exports: boolean;
   /** The permalink to copy. */
   link: () => string;
-  /** A failed download: the page shows it (or signs out) with show. */
-  failed: (p: Problem, show: (p: Problem) => void) => void;
   /** Asks for the graph again (a failed download's Retry). */
   reload: () => void;
   /** The flame panel's comparison switch (absent: none in the panel). */
@@ -170,7 +169,7 @@ export class GraphView {
   }
 
   private downloadFailed(err: unknown) {
-    this.opts.failed(problem(err), (p) => this.flame.error(p, this.opts.reload));
+    failed(problem(err), (p) => this.flame.error(p, this.opts.reload));
   }
 
   private onKey = (e: KeyboardEvent) => {
