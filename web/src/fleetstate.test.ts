@@ -10,6 +10,10 @@ import {
   leftOutData,
   liveStatus,
   matchesNothing,
+  liveTick,
+  flameWaitsForHeatmap,
+  emptyHeatmapWords,
+  flameWords,
   nearestProfiles,
   profileSpan,
   profilesWithout,
@@ -620,4 +624,39 @@ test("nearestProfiles: the latest to end of the newest page, the first to start 
   expect([n.last?.id, n.first?.id]).toEqual(["b", "y"]);
   expect(nearestProfiles(newest, newest).first?.id).toBe("b");
   expect(nearestProfiles([], [])).toEqual({ last: undefined, first: undefined });
+});
+
+describe("the fleet view's timing and empty states", () => {
+  const s = newFleet("api", 1795000000n * NS, 1795000060n * NS);
+  const r = { start: 1795000010n * NS, end: 1795000020n * NS };
+
+  test("a live second: nothing, refresh the range, or slide the window to now", () => {
+    expect(liveTick(s, new Date(1795000100_250))).toEqual({ kind: "none" }); // not live
+    const live = { ...s, live: true };
+    expect(liveTick({ ...live, range: r }, new Date(1795000100_250))).toEqual({ kind: "refresh" });
+    const t = liveTick(live, new Date(1795000100_250));
+    expect(t.kind).toBe("move");
+    if (t.kind !== "move") return;
+    expect([t.next.from, t.next.to]).toEqual([1795000041n * NS, 1795000101n * NS]);
+    expect(liveTick(t.next, new Date(1795000100_900))).toEqual({ kind: "none" }); // the same second
+  });
+
+  test("a flame graph waits for the heatmap's event only when it could count another", () => {
+    expect(flameWaitsForHeatmap(s)).toBe(false); // the whole window: the same event
+    expect(flameWaitsForHeatmap({ ...s, range: r })).toBe(true);
+    expect(flameWaitsForHeatmap({ ...s, cmp: "host", chost: "a" })).toBe(true);
+    expect(flameWaitsForHeatmap({ ...s, range: r, event: "cycles" })).toBe(false); // named
+  });
+
+  test("why a heatmap is empty", () => {
+    expect(emptyHeatmapWords(s, 0)).toMatch(/^No profile of this selection/);
+    expect(emptyHeatmapWords({ ...s, idle: true }, 2)).toBe("No samples of this event in the window.");
+    expect(emptyHeatmapWords(s, 2)).toMatch(/Include idle/);
+  });
+
+  test("what a merged flame graph covers", () => {
+    expect(flameWords(s).scope).toMatch(/^whole window, /);
+    expect(flameWords(s).empty).toBe("No samples of this event in the window.");
+    expect(flameWords({ ...s, range: r }).empty).toMatch(/^No host ran anything \(that is not idle\) in /);
+  });
 });

@@ -866,3 +866,40 @@ export function nearestProfiles<P extends Spanned>(newest: P[], oldest: P[]): { 
   const first = oldest.reduce<P | undefined>((m, p) => (!m || profileSpan(p).start < profileSpan(m).start ? p : m), undefined);
   return { last, first };
 }
+
+/** liveTick is what a second of a live view s does at now: nothing (not
+ * live, or the window already ends at now), refresh (a range is selected:
+ * its heatmap and flame graph count what arrived, the window kept), or
+ * move to next (the window slid to end at now). */
+export function liveTick(s: FleetState, now: Date): { kind: "none" } | { kind: "refresh" } | { kind: "move"; next: FleetState } {
+  if (!s.live) return { kind: "none" };
+  if (s.range) return { kind: "refresh" };
+  const next = follow(s, now);
+  return next === s ? { kind: "none" } : { kind: "move", next };
+}
+
+/** flameWaitsForHeatmap says whether view s's flame graph is asked for
+ * after the heatmap has answered. With no event named, the server counts
+ * the one most samples of the selection have: over the whole window, the
+ * heatmap's. A range's flame graph, and a comparison's two sides (each
+ * side's own most common event could be another), ask for the heatmap's
+ * by name, so they wait. */
+export function flameWaitsForHeatmap(s: FleetState): boolean {
+  return !s.event && (s.range !== null || s.cmp !== "");
+}
+
+/** emptyHeatmapWords says why view s's heatmap has no samples, given how
+ * many profiles it counted. */
+export function emptyHeatmapWords(s: FleetState, profiles: number): string {
+  if (!profiles) return "No profile of this selection with per-sample times has samples in the window.";
+  return s.idle ? "No samples of this event in the window." : "No samples of this event in the window that are not idle. Tick “Include idle” to see idle ones.";
+}
+
+/** flameWords says what view s's merged flame graph covers (scope) and
+ * what to say when it has no samples (empty). */
+export function flameWords(s: FleetState): { scope: string; empty: string } {
+  const r = s.range;
+  return r
+    ? { scope: formatWallRange(r.start, r.end), empty: `No host ran anything (that is not idle) in ${formatWallRange(r.start, r.end)}.` }
+    : { scope: `whole window, ${formatWallRange(s.from, s.to)}`, empty: "No samples of this event in the window." };
+}

@@ -20,6 +20,10 @@
 // (window, hosts, labels, event, idle, rows) is a new history entry and
 // re-queries; a range, zoomed frame, search or orientation replaces the
 // current entry. Answers to requests that a newer one replaced are dropped.
+// The rules for changing the state, and the words said of the answers, are
+// fleetstate.ts's pure functions; this page asks for the answers and hands
+// them to the panels. The flame graph, top functions and largest changes
+// are panels/graphview.ts, as on the profile page.
 
 import { compare, fleet, getFleetFlameGraph, getFleetHeatmap, problem, query, rpcAsked } from "../api";
 import { askDiff } from "../flame/diff";
@@ -36,17 +40,20 @@ import {
   compareHost,
   compareShift,
   diffNames,
+  emptyHeatmapWords,
   eventBase,
   filterFunctions,
   flameRequest,
   fleetPath,
   fleetDiffSides,
-  follow,
+  flameWaitsForHeatmap,
+  flameWords,
   foldedFilename,
   heatmapRequest,
   hostProfile,
   hostsRequest,
   leftOutData,
+  liveTick,
   liveStatus,
   matchesNothing,
   narrowToHost,
@@ -194,17 +201,16 @@ export function fleetPage(params: URLSearchParams): Page {
   /** tick moves a live view to now: the whole view without a range; with
    * one, only the range's flame graph (and heatmap), the window kept. */
   function tick() {
-    if (!state.live || ctrl.signal.aborted) return;
-    if (state.range) {
+    if (ctrl.signal.aborted) return;
+    const t = liveTick(state, new Date());
+    if (t.kind === "refresh") {
       void loadHeatmap();
       void loadFlame();
-      return;
+    } else if (t.kind === "move") {
+      state = t.next;
+      setQuery(writeFleet(state));
+      start();
     }
-    const next = follow(state, new Date());
-    if (next === state) return;
-    state = next;
-    setQuery(writeFleet(state));
-    start();
   }
   const { button: shareBtn, panel: shared } = shareLinks({
     signal: ctrl.signal,
@@ -326,13 +332,8 @@ export function fleetPage(params: URLSearchParams): Page {
     explain = undefined;
     flame.loading(); // the graph on screen is of the old selection
     const heatDone = loadHeatmap();
-    // With no event named, the server counts the one most samples of the
-    // selection have: over the whole window, the heatmap's. A range's flame
-    // graph, and a comparison's two sides (each side's own most common
-    // event could be another), ask for the heatmap's by name, so they wait.
     // (Asked at once, a flame graph is drawn after the heatmap: the heatmap first.)
-    const flameDone =
-      state.event || (!state.range && !state.cmp) ? loadFlame(heatDone) : heatDone.finally(() => !ctrl.signal.aborted && loadFlame());
+    const flameDone = !flameWaitsForHeatmap(state) ? loadFlame(heatDone) : heatDone.finally(() => !ctrl.signal.aborted && loadFlame());
     hosts.loading();
     timeline.loading();
     const gen = ++starts;
@@ -357,11 +358,7 @@ export function fleetPage(params: URLSearchParams): Page {
       heat = fleetHeatmapOf(res);
       heatAccounting = res.accounting;
       bar.setCounted(res.accounting?.event ?? "");
-      const none = !res.accounting?.profiles
-        ? "No profile of this selection with per-sample times has samples in the window."
-        : state.idle
-          ? "No samples of this event in the window."
-          : "No samples of this event in the window that are not idle. Tick “Include idle” to see idle ones.";
+      const none = emptyHeatmapWords(state, res.accounting?.profiles ?? 0);
       if (matchesNothing(res.accounting)) {
         showNoMatch(true);
         showSummary();
@@ -469,13 +466,8 @@ export function fleetPage(params: URLSearchParams): Page {
       const accounting = res.accounting;
       flameTotal = res.graph.total;
       flameAccounting = accounting;
-      const r = state.range;
-      const scope = r ? formatWallRange(r.start, r.end) : `whole window, ${formatWallRange(state.from, state.to)}`;
-      graph.show(
-        layoutOf(res.graph),
-        scope,
-        r ? `No host ran anything (that is not idle) in ${formatWallRange(r.start, r.end)}.` : "No samples of this event in the window.",
-      );
+      const words = flameWords(state);
+      graph.show(layoutOf(res.graph), words.scope, words.empty);
       flameAcc.dataset.profiles = String(accounting.profiles);
       flameAcc.dataset.leftOut = leftOutData(accounting);
       flameAcc.textContent = `merged from ${accountingWords(accounting)}`;

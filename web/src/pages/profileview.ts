@@ -4,7 +4,9 @@
 // (src/viewstate.ts) and the requests it implies. A panel reports what the
 // user did; the view records it in the state and the URL, asks the source
 // for what it needs, and hands the answers to the panels. Answers to
-// requests that a newer one has replaced are dropped.
+// requests that a newer one has replaced are dropped. The flame graph,
+// top functions and largest changes are panels/graphview.ts, as on the
+// fleet page.
 //
 // Two pages use it: the profile page (/p/ID, the owner's API with the
 // user's key, ranges chosen on the heatmap) and the shared page (/s/TOKEN,
