@@ -1,6 +1,29 @@
 import { create } from "@bufbuild/protobuf";
-import { expect, test } from "vitest";
+import { describe, expect, test } from "vitest";
 import {
+  accountingWords,
+  compared,
+  compareHost,
+  compareShift,
+  diffNames,
+  filterFunctions,
+  leftOutData,
+  liveStatus,
+  matchesNothing,
+  liveTick,
+  flameWaitsForHeatmap,
+  emptyHeatmapWords,
+  flameWords,
+  nearestProfiles,
+  profileSpan,
+  profilesWithout,
+  rangeOrWindow,
+  selectionWords,
+  spanWindow,
+  timelineZoom,
+  toggleLive,
+  windowCheck,
+  withCountedEvent,
   follow,
   fleetDiffSides,
   absRange,
@@ -478,4 +501,162 @@ test("what an answer counted: a live stream's batches are one stream", () => {
   expect(countedWords({ profiles: 1200, liveSegments: 0, liveStreams: 0 }, (n) => n.toLocaleString("en-US"))).toBe("1,200 profiles");
   // an answer from an older server (no live fields) counts profiles
   expect(countedWords({ profiles: 4, liveSegments: 0, liveStreams: 0 })).toBe("4 profiles");
+});
+
+// ---- the fleet view's changes and words ---------------------------------------------
+
+describe("the fleet view's changes", () => {
+  const s = newFleet("api", 100n * NS, 160n * NS);
+  const r = { start: 110n * NS + 5n, end: 120n * NS };
+
+  test("rangeOrWindow: the range, else the window", () => {
+    expect(rangeOrWindow(s)).toEqual({ start: 100n * NS, end: 160n * NS });
+    expect(rangeOrWindow({ ...s, range: r })).toBe(r);
+  });
+
+  test("withCountedEvent names the heatmap's event only when none is chosen", () => {
+    expect(withCountedEvent(s, "cycles").event).toBe("cycles");
+    expect(withCountedEvent(s, undefined)).toBe(s);
+    expect(withCountedEvent(s, "")).toBe(s);
+    const chosen = { ...s, event: "cpu-clock" };
+    expect(withCountedEvent(chosen, "cycles")).toBe(chosen);
+  });
+
+  test("a drag on the timeline zooms to its whole seconds, inside the window", () => {
+    const z = timelineZoom(s, r)!;
+    expect([z.from, z.to]).toEqual([110n * NS, 120n * NS]);
+    expect(z.zooms).toEqual([{ from: 100n * NS, to: 160n * NS }]);
+    const wide = timelineZoom(s, { start: 50n * NS, end: 130n * NS + 1n })!;
+    expect([wide.from, wide.to]).toEqual([100n * NS, 131n * NS]);
+    expect(timelineZoom(s, { start: 0n, end: 999n * NS })).toBeNull(); // the window already
+  });
+
+  test("a comparison drops the zoomed frame", () => {
+    const z = { ...s, frame: "main;f", shift: "1d", cmp: "shift" as const };
+    expect(compareHost(z, "h1")).toMatchObject({ cmp: "host", chost: "h1", shift: "", frame: "" });
+    expect(compareShift(z, "1w")).toMatchObject({ cmp: "shift", shift: "1w", frame: "" });
+    expect(compareShift(z, "")).toMatchObject({ cmp: "", shift: "", frame: "" });
+    expect(compared(z, { cmp: "labels", la: "env=a", lb: "env=b" })).toMatchObject({ cmp: "labels", la: "env=a", lb: "env=b", frame: "" });
+  });
+
+  test("a comparison's sides are named", () => {
+    expect(diffNames({ ...s, cmp: "host", chost: "h1" })).toEqual({ a: "the rest of the fleet", b: "h1" });
+    expect(diffNames({ ...s, cmp: "shift", shift: "1d" })).toEqual({ a: "the same window a day earlier", b: "this window" });
+    expect(diffNames({ ...s, cmp: "shift", shift: "1w", range: r })).toEqual({ a: "the same range a week earlier", b: "this range" });
+    expect(diffNames({ ...s, cmp: "labels", la: "env=a", lb: "env=b" })).toEqual({ a: "env=a", b: "env=b" });
+  });
+
+  test("a function filter counts everything again from the root", () => {
+    expect(filterFunctions({ ...s, frame: "a;b", xfn: "x" }, "f")).toMatchObject({ fn: "f", xfn: "", frame: "" });
+    expect(filterFunctions(s, "", "g")).toMatchObject({ fn: "", xfn: "g" });
+  });
+
+  test("live: off, following now, or paused on a range", () => {
+    expect(liveStatus(s)).toEqual({ state: "off", label: "Live" });
+    const live = toggleLive(s);
+    expect(live.live).toBe(true);
+    expect(liveStatus(live).state).toBe("following");
+    expect(liveStatus({ ...live, range: r }).state).toBe("paused");
+    expect(toggleLive(live).live).toBe(false);
+  });
+});
+
+describe("the fleet view's words", () => {
+  const acc = (profiles: number, leftOut: Record<string, number> = {}) => ({ event: "cycles", profiles, leftOut, liveSegments: 0, liveStreams: 0 });
+
+  test("accounting: what was counted and what was left out, by reason", () => {
+    expect(accountingWords(undefined)).toBe("");
+    expect(accountingWords(acc(3))).toBe("3 profiles");
+    expect(accountingWords(acc(1, { "no per-sample times": 1 }))).toBe("1 profile; 1 left out (no per-sample times)");
+    expect(accountingWords(acc(1200, { b: 2, a: 1, c: 0 }))).toBe("1,200 profiles; 3 left out (1 a; 2 b)");
+    expect(profilesWithout(1)).toBe("1 profile without per-sample times");
+    expect(profilesWithout(2)).toBe("2 profiles without per-sample times");
+  });
+
+  test("left out as data, reasons in order", () => {
+    expect(leftOutData(undefined)).toBe("{}");
+    expect(leftOutData(acc(0, { z: 1, a: 2 }))).toBe('{"a":2,"z":1}');
+  });
+
+  test("nothing matches: no profile counted and none left out", () => {
+    expect(matchesNothing(undefined)).toBe(true);
+    expect(matchesNothing(acc(0))).toBe(true);
+    expect(matchesNothing(acc(0, { x: 0 }))).toBe(true);
+    expect(matchesNothing(acc(0, { x: 1 }))).toBe(false);
+    expect(matchesNothing(acc(1))).toBe(false);
+  });
+
+  test("what the selection asks for", () => {
+    const s = { ...newFleet("api", 0n, 3600n * NS), hosts: ["a", "b"], labels: [{ name: "env", value: "prod", not: false }, { name: "dc", value: "x", not: true }], fn: "f", xfn: "g", event: "cycles" };
+    const w = selectionWords(s);
+    expect(w.startsWith("app api, hosts a, b, labels env=prod dc!=x, with function f, without function g, event cycles, in ")).toBe(true);
+    expect(w.endsWith(")")).toBe(true);
+    expect(selectionWords({ ...s, hosts: ["a"], labels: [], fn: "", xfn: "", event: "" })).toMatch(/^app api, host a, in /);
+  });
+
+  test("the whole window's graph checked against the heatmap", () => {
+    const s = newFleet("api", 100n * NS, 160n * NS);
+    expect(windowCheck(s, { total: 5, profiles: 2 }, { total: 5, profiles: 2 })).toEqual({ kind: "agree" });
+    expect(windowCheck(s, { total: 5, profiles: 2 }, { total: 6, profiles: 2 })).toEqual({ kind: "disagree", total: 6 });
+    expect(windowCheck(s, { total: 5, profiles: 2 }, { total: 9, profiles: 3 })).toEqual({ kind: "untimed", profiles: 1 });
+    expect(windowCheck(s, { total: 0, profiles: 1 }, { total: 0, profiles: 1 })).toBeNull(); // 0 against 0
+    expect(windowCheck(s, { total: 5, profiles: 2 }, null)).toBeNull(); // no graph yet
+    expect(windowCheck({ ...s, range: { start: 110n * NS, end: 120n * NS } }, { total: 5, profiles: 2 }, { total: 5, profiles: 2 })).toBeNull();
+    expect(windowCheck({ ...s, to: 160n * NS + 1n }, { total: 5, profiles: 2 }, { total: 5, profiles: 2 })).toBeNull(); // not whole seconds
+    expect(windowCheck(s, { total: 5, profiles: undefined }, { total: 5, profiles: 2 })).toEqual({ kind: "untimed", profiles: 2 });
+  });
+
+  test("a listed profile's span and the window that shows it", () => {
+    const p = { timed: true, startTime: timestampOf(10n * NS + 5n), endTime: timestampOf(12n * NS) };
+    expect(profileSpan(p)).toEqual({ start: 10n * NS + 5n, end: 12n * NS });
+    expect(profileSpan({ timed: false })).toEqual({ start: 0n, end: 0n });
+    expect(profileSpan({ timed: true, startTime: timestampOf(5n * NS), endTime: timestampOf(4n * NS) })).toEqual({ start: 5n * NS, end: 5n * NS });
+    expect(spanWindow(profileSpan(p))).toEqual({ from: 10n * NS, to: 12n * NS });
+    expect(spanWindow({ start: 7n * NS, end: 7n * NS })).toEqual({ from: 7n * NS, to: 8n * NS }); // at least a second
+  });
+});
+
+test("nearestProfiles: the latest to end of the newest page, the first to start of the last", () => {
+  const p = (id: string, start: bigint, end: bigint) => ({ id, timed: true, startTime: timestampOf(start * NS), endTime: timestampOf(end * NS) });
+  const newest = [p("a", 50n, 60n), p("b", 40n, 70n), p("c", 55n, 58n)];
+  const oldest = [p("x", 5n, 9n), p("y", 3n, 4n), p("z", 8n, 30n)];
+  const n = nearestProfiles(newest, oldest);
+  expect([n.last?.id, n.first?.id]).toEqual(["b", "y"]);
+  expect(nearestProfiles(newest, newest).first?.id).toBe("b");
+  expect(nearestProfiles([], [])).toEqual({ last: undefined, first: undefined });
+});
+
+describe("the fleet view's timing and empty states", () => {
+  const s = newFleet("api", 1795000000n * NS, 1795000060n * NS);
+  const r = { start: 1795000010n * NS, end: 1795000020n * NS };
+
+  test("a live second: nothing, refresh the range, or slide the window to now", () => {
+    expect(liveTick(s, new Date(1795000100_250))).toEqual({ kind: "none" }); // not live
+    const live = { ...s, live: true };
+    expect(liveTick({ ...live, range: r }, new Date(1795000100_250))).toEqual({ kind: "refresh" });
+    const t = liveTick(live, new Date(1795000100_250));
+    expect(t.kind).toBe("move");
+    if (t.kind !== "move") return;
+    expect([t.next.from, t.next.to]).toEqual([1795000041n * NS, 1795000101n * NS]);
+    expect(liveTick(t.next, new Date(1795000100_900))).toEqual({ kind: "none" }); // the same second
+  });
+
+  test("a flame graph waits for the heatmap's event only when it could count another", () => {
+    expect(flameWaitsForHeatmap(s)).toBe(false); // the whole window: the same event
+    expect(flameWaitsForHeatmap({ ...s, range: r })).toBe(true);
+    expect(flameWaitsForHeatmap({ ...s, cmp: "host", chost: "a" })).toBe(true);
+    expect(flameWaitsForHeatmap({ ...s, range: r, event: "cycles" })).toBe(false); // named
+  });
+
+  test("why a heatmap is empty", () => {
+    expect(emptyHeatmapWords(s, 0)).toMatch(/^No profile of this selection/);
+    expect(emptyHeatmapWords({ ...s, idle: true }, 2)).toBe("No samples of this event in the window.");
+    expect(emptyHeatmapWords(s, 2)).toMatch(/Include idle/);
+  });
+
+  test("what a merged flame graph covers", () => {
+    expect(flameWords(s).scope).toMatch(/^whole window, /);
+    expect(flameWords(s).empty).toBe("No samples of this event in the window.");
+    expect(flameWords({ ...s, range: r }).empty).toMatch(/^No host ran anything \(that is not idle\) in /);
+  });
 });

@@ -35,6 +35,8 @@ import type { Orientation } from "./flame/view";
 import type { FleetSelectionSchema, GetFleetFlameGraphRequestSchema, GetFleetHeatmapRequestSchema, GetFleetHostsRequestSchema, GetFleetTimelineRequestSchema } from "./gen/fleetscope/v1/fleet_pb";
 import type { FlameGraphFormat } from "./gen/fleetscope/v1/query_pb";
 import type { Range } from "./heatmap/model";
+import type { WireAccounting } from "./heatmap/wire";
+import { formatCount, formatDuration, formatWallRange } from "./format";
 import { DEFAULT_ROWS, defaultView, MAX_ROWS, writeView, type ViewState } from "./viewstate";
 
 export const NS = 1_000_000_000n;
@@ -712,4 +714,192 @@ export function profileLink(p: ListedProfile, s: FleetState, fleetEvent: string)
   };
   const q = writeView(v).toString();
   return `/p/${encodeURIComponent(p.id)}${q ? `?${q}` : ""}`;
+}
+
+// ---- the fleet view's changes and words ---------------------------------------------
+// What pages/fleet.ts does with a user's action, and what it says of the
+// answers, as rules on the state.
+
+/** rangeOrWindow is what view s shows: its range, or else its window. */
+export function rangeOrWindow(s: FleetState): AbsRange {
+  return s.range ?? { start: s.from, end: s.to };
+}
+
+/** withCountedEvent is view s with the event the heatmap counts named (when none
+ * is chosen), so that a range's flame graph counts the same one. */
+export function withCountedEvent(s: FleetState, heatEvent: string | undefined): FleetState {
+  return s.event || !heatEvent ? s : { ...s, event: heatEvent };
+}
+
+/** timelineZoom is the view zoomed to the whole seconds of r (a drag
+ * across the timeline), clamped to the window; null when that is the
+ * window already. */
+export function timelineZoom(s: FleetState, r: AbsRange): FleetState | null {
+  const start = r.start > s.from ? r.start : s.from;
+  const end = r.end < s.to ? r.end : s.to;
+  const [from, to] = [floorSecond(start), ceilSecond(end)];
+  return from !== s.from || to !== s.to ? zoomTo(s, from, to) : null;
+}
+
+/** compared is view s comparing as c says (the zoomed frame is dropped:
+ * a comparison is another graph). */
+export function compared(s: FleetState, c: Partial<Pick<FleetState, "cmp" | "chost" | "shift" | "la" | "lb" | "norm">>): FleetState {
+  return { ...s, ...c, frame: "" };
+}
+
+/** compareHost compares host against the rest of the fleet. */
+export function compareHost(s: FleetState, host: string): FleetState {
+  return compared(s, { cmp: "host", chost: host, shift: "" });
+}
+
+/** compareShift compares with the same range earlier (a SHIFTS id; "" for
+ * no comparison). */
+export function compareShift(s: FleetState, id: string): FleetState {
+  return compared(s, { cmp: id ? "shift" : "", shift: id });
+}
+
+/** diffNames names a comparison's sides: a (the baseline) and b. */
+export function diffNames(s: FleetState): { a: string; b: string } {
+  if (s.cmp === "host") return { a: "the rest of the fleet", b: s.chost };
+  if (s.cmp === "shift") return { a: `${s.range ? "the same range" : "the same window"} ${shiftOf(s.shift).label}`, b: s.range ? "this range" : "this window" };
+  return { a: s.la, b: s.lb };
+}
+
+/** filterFunctions keeps the samples with function fn (a top functions'
+ * "Heatmap"), or as the filter bar says. */
+export function filterFunctions(s: FleetState, fn: string, xfn = ""): FleetState {
+  return { ...s, fn, xfn, frame: "" };
+}
+
+/** toggleLive starts or stops following now. */
+export function toggleLive(s: FleetState): FleetState {
+  return { ...s, live: !s.live };
+}
+
+/** liveStatus says whether view s follows now, is paused on a range (a
+ * live view with a range selected), or is off; label is its button's. */
+export function liveStatus(s: FleetState): { state: "off" | "paused" | "following"; label: string } {
+  if (!s.live) return { state: "off", label: "Live" };
+  return s.range ? { state: "paused", label: "Live · paused on the selection" } : { state: "following", label: "Live ●" };
+}
+
+/** What an answer counted (the Accounting message, as decoded). */
+export type Accounting = Pick<WireAccounting, "event" | "profiles" | "leftOut" | "liveSegments" | "liveStreams">;
+
+/** accountingWords says what an answer counted (a live stream's batches
+ * as one stream: countedWords): "3 profiles; 1 left out
+ * (no per-sample times: no heatmap)", or with several reasons "3 left out
+ * (2 for one reason, 1 for another)". */
+export function accountingWords(a: Accounting | undefined): string {
+  if (!a) return "";
+  const left = Object.entries(a.leftOut)
+    .filter(([, n]) => n > 0)
+    .sort(([x], [y]) => (x < y ? -1 : 1));
+  const n = left.reduce((s, [, c]) => s + c, 0);
+  const why = left.length === 1 ? left[0][0] : left.map(([reason, c]) => `${formatCount(c)} ${reason}`).join("; ");
+  return `${countedWords(a, formatCount)}${n ? `; ${formatCount(n)} left out (${why})` : ""}`;
+}
+
+/** profilesWithout says "1 profile without per-sample times" or "3 profiles without …". */
+export function profilesWithout(n: number): string {
+  return `${formatCount(n)} profile${n === 1 ? "" : "s"} without per-sample times`;
+}
+
+/** leftOutData is the accounting's left-out counts by reason, as JSON with
+ * the reasons in order (the data-left-out attribute). */
+export function leftOutData(a: Accounting | undefined): string {
+  return JSON.stringify(a ? Object.fromEntries(Object.entries(a.leftOut).sort(([x], [y]) => (x < y ? -1 : 1))) : {});
+}
+
+/** matchesNothing says whether an answer counted no profile and left
+ * none out: no profile of the selection lies in the window. */
+export function matchesNothing(a: Accounting | undefined): boolean {
+  return !a || (a.profiles === 0 && Object.values(a.leftOut).every((n) => !n));
+}
+
+/** selectionWords says what view s asks for: "app x, hosts a, b,
+ * labels env=prod, with function f, in <window> (1 h)". */
+export function selectionWords(s: FleetState): string {
+  const parts = [`app ${s.app}`];
+  if (s.hosts.length) parts.push(`host${s.hosts.length === 1 ? "" : "s"} ${s.hosts.join(", ")}`);
+  if (s.labels.length) parts.push(`labels ${s.labels.map((l) => `${l.name}${l.not ? "!=" : "="}${l.value}`).join(" ")}`);
+  if (s.fn) parts.push(`with function ${s.fn}`);
+  if (s.xfn) parts.push(`without function ${s.xfn}`);
+  if (s.event) parts.push(`event ${s.event}`);
+  return `${parts.join(", ")}, in ${formatWallRange(s.from, s.to)} (${formatDuration(Number(s.to - s.from))})`;
+}
+
+/** windowCheck compares the whole window's merged flame graph with the
+ * heatmap (view s without a range, a window of whole seconds): they agree,
+ * or disagree (the graph's total), or the graph also counts profiles
+ * without per-sample times (how many); null when there is nothing to
+ * check (a range, no graph yet, 0 against 0). */
+export function windowCheck(
+  s: FleetState,
+  heat: { total: number; profiles: number | undefined },
+  flame: { total: number; profiles: number } | null,
+): { kind: "agree" } | { kind: "disagree"; total: number } | { kind: "untimed"; profiles: number } | null {
+  if (s.range || !flame || !wholeSeconds(s)) return null;
+  if (flame.profiles !== heat.profiles) return { kind: "untimed", profiles: flame.profiles - (heat.profiles ?? 0) };
+  if (heat.total === 0 && flame.total === 0) return null; // nothing was counted
+  return flame.total === heat.total ? { kind: "agree" } : { kind: "disagree", total: flame.total };
+}
+
+/** profileSpan is a listed profile's [start, end), unix nanoseconds (end
+ * not before start). */
+export function profileSpan(p: Spanned): { start: bigint; end: bigint } {
+  const start = p.startTime ? timestampNanos(p.startTime) : 0n;
+  const end = p.endTime ? timestampNanos(p.endTime) : start;
+  return { start, end: end > start ? end : start };
+}
+
+/** spanWindow is the window of whole seconds that shows span s (at least a second). */
+export function spanWindow(s: { start: bigint; end: bigint }): Window {
+  return { from: floorSecond(s.start), to: ceilSecond(s.end > s.start ? s.end : s.start + NS) };
+}
+
+/** nearestProfiles says where an app's profiles are: the latest to end,
+ * of the newest page search lists (newest first), and the first to start,
+ * of the last page read (none when a page is empty). */
+export function nearestProfiles<P extends Spanned>(newest: P[], oldest: P[]): { last: P | undefined; first: P | undefined } {
+  const last = newest.reduce<P | undefined>((m, p) => (!m || profileSpan(p).end > profileSpan(m).end ? p : m), undefined);
+  const first = oldest.reduce<P | undefined>((m, p) => (!m || profileSpan(p).start < profileSpan(m).start ? p : m), undefined);
+  return { last, first };
+}
+
+/** liveTick is what a second of a live view s does at now: nothing (not
+ * live, or the window already ends at now), refresh (a range is selected:
+ * its heatmap and flame graph count what arrived, the window kept), or
+ * move to next (the window slid to end at now). */
+export function liveTick(s: FleetState, now: Date): { kind: "none" } | { kind: "refresh" } | { kind: "move"; next: FleetState } {
+  if (!s.live) return { kind: "none" };
+  if (s.range) return { kind: "refresh" };
+  const next = follow(s, now);
+  return next === s ? { kind: "none" } : { kind: "move", next };
+}
+
+/** flameWaitsForHeatmap says whether view s's flame graph is asked for
+ * after the heatmap has answered. With no event named, the server counts
+ * the one most samples of the selection have: over the whole window, the
+ * heatmap's. A range's flame graph, and a comparison's two sides (each
+ * side's own most common event could be another), ask for the heatmap's
+ * by name, so they wait. */
+export function flameWaitsForHeatmap(s: FleetState): boolean {
+  return !s.event && (s.range !== null || s.cmp !== "");
+}
+
+/** emptyHeatmapWords says why view s's heatmap has no samples, given how
+ * many profiles it counted. */
+export function emptyHeatmapWords(s: FleetState, profiles: number): string {
+  if (!profiles) return "No profile of this selection with per-sample times has samples in the window.";
+  return s.idle ? "No samples of this event in the window." : "No samples of this event in the window that are not idle. Tick “Include idle” to see idle ones.";
+}
+
+/** flameWords says what view s's merged flame graph covers (scope) and
+ * what to say when it has no samples (empty). */
+export function flameWords(s: FleetState): { scope: string; empty: string } {
+  const r = s.range;
+  return r
+    ? { scope: formatWallRange(r.start, r.end), empty: `No host ran anything (that is not idle) in ${formatWallRange(r.start, r.end)}.` }
+    : { scope: `whole window, ${formatWallRange(s.from, s.to)}`, empty: "No samples of this event in the window." };
 }

@@ -20,91 +20,81 @@
 // (window, hosts, labels, event, idle, rows) is a new history entry and
 // re-queries; a range, zoomed frame, search or orientation replaces the
 // current entry. Answers to requests that a newer one replaced are dropped.
+// The rules for changing the state, and the words said of the answers, are
+// fleetstate.ts's pure functions; this page asks for the answers and hands
+// them to the panels. The flame graph, top functions and largest changes
+// are panels/graphview.ts, as on the profile page.
 
-import { compare, fleet, getFleetFlameGraph, getFleetHeatmap, problem, query, rpcAsked, type Problem } from "../api";
-import { askDiff, diffLayout, normMode, rawTotalsOf } from "../flame/diff";
+import { compare, fleet, getFleetFlameGraph, getFleetHeatmap, problem, query, rpcAsked } from "../api";
+import { askDiff } from "../flame/diff";
 import type { GetDiffFlameGraphResponse } from "../gen/fleetscope/v1/compare_pb";
-import { DiffPanel } from "../panels/diffchanges";
 import { FilterPanel } from "../panels/filter";
 import { FleetComparePanel } from "../panels/fleetcompare";
 import { h, replace } from "../dom";
-import { saveExport, saveFolded } from "../download";
-import { exactSearch, findPath, pathOf } from "../flame/model";
 import { layoutOf } from "../flame/wire";
-import { formatCount, formatDuration, formatWallRange } from "../format";
+import { formatWallRange } from "../format";
 import {
   absRange,
-  ceilSecond,
-  countedWords,
-  NS,
-  timestampNanos,
+  accountingWords,
+  compared,
+  compareHost,
+  compareShift,
+  diffNames,
+  emptyHeatmapWords,
   eventBase,
-  floorSecond,
+  filterFunctions,
   flameRequest,
   fleetPath,
   fleetDiffSides,
-  follow,
+  flameWaitsForHeatmap,
+  flameWords,
   foldedFilename,
   heatmapRequest,
   hostProfile,
   hostsRequest,
+  leftOutData,
+  liveTick,
+  liveStatus,
+  matchesNothing,
   narrowToHost,
   profileLink,
+  profilesWithout,
+  rangeOrWindow,
   readFleet,
   relRange,
   selectionOf,
+  selectionWords,
   shiftedRange,
-  shiftOf,
   timelineRequest,
+  timelineZoom,
   timestampOf,
-  wholeSeconds,
+  toggleLive,
+  withCountedEvent,
   withWindow,
   writeFleet,
   zoomBack,
   zoomIn,
   zoomOut,
-  zoomTo,
   type AbsRange,
+  type Accounting,
   type FleetState,
   type ListedProfile,
 } from "../fleetstate";
-import type { WireAccounting as Accounting } from "../heatmap/wire";
 import { FlameGraphFormat } from "../enums";
 import { cellsOfRange, fleetHeatmapOf, gridOf, sumCells, type Heatmap } from "../heatmap/model";
+import { AccountingPanel } from "../panels/accounting";
 import { FleetBar } from "../panels/fleetbar";
-import { FlamePanel, type DownloadFormat } from "../panels/flame";
+import { GraphView } from "../panels/graphview";
+import { diffMode } from "../graphstate";
 import { HeatmapPanel } from "../panels/heatmap";
 import { HostsPanel } from "../panels/hosts";
+import { NoMatchPanel } from "../panels/nomatch";
 import { TimelinePanel } from "../panels/timeline";
-import { TopPanel } from "../panels/top";
 import { navigate, setQuery } from "../router";
 import { functionRegex, Latest } from "../viewstate";
 import type { Page } from "./page";
 import { shareLinks } from "./sharelinks";
-import { emptyState, onUnauthenticated } from "./states";
-
-/** accountingWords says what an answer counted (a live stream's batches
- * as one stream: countedWords): "3 profiles; 1 left out
- * (no per-sample times: no heatmap)", or with several reasons "3 left out
- * (2 for one reason, 1 for another)". */
-function accountingWords(a: Accounting | undefined): string {
-  if (!a) return "";
-  const left = Object.entries(a.leftOut)
-    .filter(([, n]) => n > 0)
-    .sort(([x], [y]) => (x < y ? -1 : 1));
-  const n = left.reduce((s, [, c]) => s + c, 0);
-  const why = left.length === 1 ? left[0][0] : left.map(([reason, c]) => `${formatCount(c)} ${reason}`).join("; ");
-  return `${countedWords(a, formatCount)}${n ? `; ${formatCount(n)} left out (${why})` : ""}`;
-}
-
-/** profilesWithout says "1 profile without per-sample times" or "3 profiles without …". */
-function profilesWithout(n: number): string {
-  return `${formatCount(n)} profile${n === 1 ? "" : "s"} without per-sample times`;
-}
-
-function leftOutData(a: Accounting | undefined): string {
-  return JSON.stringify(a ? Object.fromEntries(Object.entries(a.leftOut).sort(([x], [y]) => (x < y ? -1 : 1))) : {});
-}
+import { emptyState, failed } from "./states";
 
 /** The fleet heatmap's left gutter: the host strip's names and totals
  * take it, so that every panel's columns are the heatmap's pixels. */
@@ -135,18 +125,15 @@ export function fleetPage(params: URLSearchParams): Page {
     onApply: (v) => change({ ...withWindow(state, v.from, v.to), app: v.app, hosts: v.hosts, labels: v.labels, event: v.event, idle: v.idle }),
     onZoomOut: () => change(zoomOut(state)),
     onZoomBack: (i) => change(zoomBack(state, i)),
-    onShift: (id) => compareWith({ ...state, cmp: id ? "shift" : "", shift: id }),
+    onShift: (id) => compareWith(compareShift(state, id)),
   });
-  const summary = h("div", { class: "fleet-summary", "data-testid": "accounting", "aria-live": "polite" });
+  const summary = new AccountingPanel();
   const timeline = new TimelinePanel({
     onZoom: (r) => {
-      const start = r.start > state.from ? r.start : state.from;
-      const end = r.end < state.to ? r.end : state.to;
-      const [from, to] = [floorSecond(start), ceilSecond(end)];
-      if (from !== state.from || to !== state.to) change(zoomTo(state, from, to));
+      const next = timelineZoom(state, r);
+      if (next) change(next);
     },
   });
-  let axisKey = "";
   const heatPanel = new HeatmapPanel({
     rows: state.rows,
     idle: state.idle,
@@ -155,9 +142,6 @@ export function fleetPage(params: URLSearchParams): Page {
     // the heatmap's pixels, the host names in its gutter.
     axisLeft: FLEET_GUTTER,
     onAxis: (a) => {
-      const key = [a.x0, a.cellW, a.visLeft, a.visRight, a.second0, a.secondsPerColumn].join();
-      if (key === axisKey) return; // (a hover or the cursor redrew it)
-      axisKey = key;
       timeline.align(a);
       hosts.align(a);
     },
@@ -192,97 +176,79 @@ export function fleetPage(params: URLSearchParams): Page {
     onNarrow: (host) => change(narrowToHost(state, host)),
     onProfile: (host) => void openHostProfile(host),
     onAllHosts: () => change({ ...state, hosts: [] }),
-    onCompare: (host) => compareWith({ ...state, cmp: "host", chost: host, shift: "" }),
+    onCompare: (host) => compareWith(compareHost(state, host)),
   });
-  const filterBar = new FilterPanel({ onFunctions: (fn, xfn) => change({ ...state, fn, xfn, frame: "" }) });
+  const filterBar = new FilterPanel({ onFunctions: (fn, xfn) => change(filterFunctions(state, fn, xfn)) });
   const cmpPanel = new FleetComparePanel({
-    onChange: (c) => compareWith({ ...state, ...c }),
+    onChange: (c) => compareWith(compared(state, c)),
   });
-  const diffPanel = new DiffPanel();
   const liveBtn = h("button", { type: "button", class: "ghost", "data-testid": "fleet-live", "aria-pressed": "false", title: "Follow now: the window slides to the present every second" }, "Live");
   liveBtn.addEventListener("click", () => {
-    record({ ...state, live: !state.live });
+    record(toggleLive(state));
     showLive();
     if (state.live) tick();
   });
   let liveTimer = 0;
   /** showLive says whether the view follows now, or is paused on a range. */
   function showLive() {
+    const live = liveStatus(state);
     liveBtn.setAttribute("aria-pressed", String(state.live));
-    liveBtn.dataset.state = !state.live ? "off" : state.range ? "paused" : "following";
-    liveBtn.textContent = !state.live ? "Live" : state.range ? "Live · paused on the selection" : "Live ●";
+    liveBtn.dataset.state = live.state;
+    liveBtn.textContent = live.label;
     window.clearInterval(liveTimer);
     if (state.live) liveTimer = window.setInterval(tick, 1000);
   }
   /** tick moves a live view to now: the whole view without a range; with
    * one, only the range's flame graph (and heatmap), the window kept. */
   function tick() {
-    if (!state.live || ctrl.signal.aborted) return;
-    if (state.range) {
+    if (ctrl.signal.aborted) return;
+    const t = liveTick(state, new Date());
+    if (t.kind === "refresh") {
       void loadHeatmap();
       void loadFlame();
-      return;
+    } else if (t.kind === "move") {
+      state = t.next;
+      setQuery(writeFleet(state));
+      start();
     }
-    const next = follow(state, new Date());
-    if (next === state) return;
-    state = next;
-    setQuery(writeFleet(state));
-    start();
   }
   const { button: shareBtn, panel: shared } = shareLinks({
     signal: ctrl.signal,
     title: "Make a link to this fleet view that works without an API key",
     mine: (l) => l.fleet?.app === state.app,
     request: (ttl) => {
-      const r = linkWindow();
+      const r = rangeOrWindow(state);
       return { fleet: selectionOf(counted(), r.start, r.end), ttlSeconds: BigInt(ttl) };
     },
     subject: (panel) => {
-      const r = linkWindow();
+      const r = rangeOrWindow(state);
       panel.setFleetSubject(state.app, formatWallRange(r.start, r.end));
     },
   });
-  const flame = new FlamePanel({
-    search: state.search,
-    orient: state.orient,
-    onSearch: (search) => {
-      record({ ...state, search });
-      redrawFlame();
-    },
-    onOrient: (orient) => {
-      record({ ...state, orient });
-      redrawFlame();
-    },
-    onZoom: (i) => {
-      const l = flame.layout;
-      if (!l) return;
-      record({ ...state, frame: i > 0 ? pathOf(l, i) : "" });
-      flame.zoom(i, state.search, state.orient);
-      showTop();
-    },
+  const graph = new GraphView({
+    state: () => state,
+    record: (c) => record({ ...state, ...c }),
+    fetch: async (f) => (await getFleetFlameGraph(flameRequest(counted(), f), ctrl.signal)).graph,
+    filename: () => foldedFilename(state),
+    exports: true,
     link: () => location.origin + fleetPath(state),
-    onDownloadFolded: () => downloadFolded(),
-    onDownload: (format) => download(format),
+    reload: () => void loadFlame(),
+    onFilter: (name) => change(filterFunctions(state, functionRegex(name))),
   });
+  const flame = graph.flame;
   const flameAcc = h("div", { class: "muted small flame-accounting", "data-testid": "flame-accounting" });
   flame.el.querySelector(".panel-head")?.after(flameAcc, cmpPanel.el);
-  const top = new TopPanel({
-    onPick: (name) => {
-      const search = exactSearch(name);
-      flame.setSearch(search);
-      record({ ...state, search });
-      redrawFlame();
-    },
-    onFilter: (name) => change({ ...state, fn: functionRegex(name), xfn: "", frame: "" }),
-  });
 
-  const noMatch = h("section", { class: "panel no-match", "data-testid": "no-match", "aria-live": "polite", hidden: true });
-  const nearestReq = new Latest();
+  const noMatch = new NoMatchPanel({
+    search: (req) => query.searchProfiles(req, { signal: ctrl.signal }),
+    onWindow: (from, to) => change(withWindow({ ...state, zooms: [] }, from, to)),
+    signal: ctrl.signal,
+  });
   const title = h("h1", null);
   const back = h("a", { class: "back", href: "/" }, "← Profiles");
-  const panels = [filterBar.el, summary, noMatch, timeline.el, heatPanel.el, hosts.el, flame.el, diffPanel.el, top.el];
+  const panels = [filterBar.el, summary.el, noMatch.el, timeline.el, heatPanel.el, hosts.el, flame.el, graph.diff.el, graph.top.el];
   /** The panels of data, hidden while no profile matches. */
-  const dataPanels = [timeline.el, heatPanel.el, hosts.el, flame.el, top.el];
+  const dataPanels = [timeline.el, heatPanel.el, hosts.el, flame.el, graph.top.el];
   const body = h("div", { class: "fleet-body" }, panels);
   const el = h(
     "div",
@@ -303,7 +269,7 @@ export function fleetPage(params: URLSearchParams): Page {
 
   /** compareWith draws view next's comparison (or none) of the range. */
   function compareWith(next: FleetState) {
-    record({ ...next, frame: "" });
+    record(next);
     cmpPanel.show(state, hostNames);
     bar.setShift(state);
     void loadFlame();
@@ -319,7 +285,7 @@ export function fleetPage(params: URLSearchParams): Page {
   /** counted is the view with the event the heatmap counts named (when
    * none is chosen), so that a range's flame graph counts the same one. */
   function counted(): FleetState {
-    return state.event || !heatAccounting?.event ? state : { ...state, event: heatAccounting.event };
+    return withCountedEvent(state, heatAccounting?.event);
   }
 
   function select(r: AbsRange | null) {
@@ -366,13 +332,8 @@ export function fleetPage(params: URLSearchParams): Page {
     explain = undefined;
     flame.loading(); // the graph on screen is of the old selection
     const heatDone = loadHeatmap();
-    // With no event named, the server counts the one most samples of the
-    // selection have: over the whole window, the heatmap's. A range's flame
-    // graph, and a comparison's two sides (each side's own most common
-    // event could be another), ask for the heatmap's by name, so they wait.
     // (Asked at once, a flame graph is drawn after the heatmap: the heatmap first.)
-    const flameDone =
-      state.event || (!state.range && !state.cmp) ? loadFlame(heatDone) : heatDone.finally(() => !ctrl.signal.aborted && loadFlame());
+    const flameDone = !flameWaitsForHeatmap(state) ? loadFlame(heatDone) : heatDone.finally(() => !ctrl.signal.aborted && loadFlame());
     hosts.loading();
     timeline.loading();
     const gen = ++starts;
@@ -386,11 +347,6 @@ export function fleetPage(params: URLSearchParams): Page {
     else void Promise.race([Promise.allSettled([heatDone, flameDone]), new Promise((r) => setTimeout(r, 500))]).then(rest);
   }
 
-  function failed(p: Problem, show: (p: Problem) => void) {
-    if (p.kind === "unauthenticated") onUnauthenticated();
-    else show(p);
-  }
-
   // ---- loading ---------------------------------------------------------------------
 
   async function loadHeatmap() {
@@ -402,11 +358,7 @@ export function fleetPage(params: URLSearchParams): Page {
       heat = fleetHeatmapOf(res);
       heatAccounting = res.accounting;
       bar.setCounted(res.accounting?.event ?? "");
-      const none = !res.accounting?.profiles
-        ? "No profile of this selection with per-sample times has samples in the window."
-        : state.idle
-          ? "No samples of this event in the window."
-          : "No samples of this event in the window that are not idle. Tick “Include idle” to see idle ones.";
+      const none = emptyHeatmapWords(state, res.accounting?.profiles ?? 0);
       if (matchesNothing(res.accounting)) {
         showNoMatch(true);
         showSummary();
@@ -424,7 +376,7 @@ export function fleetPage(params: URLSearchParams): Page {
       if (ctrl.signal.aborted || !current()) return;
       failed(problem(err), (p) => {
         heatPanel.error(p, () => void loadHeatmap());
-        replace(summary, h("span", { class: "muted" }, p.kind === "invalid" ? p.message : ""));
+        summary.error(p.kind === "invalid" ? p.message : "");
       });
     }
   }
@@ -507,32 +459,19 @@ export function fleetPage(params: URLSearchParams): Page {
         if (!current()) return;
         return showDiff(d);
       }
-      diffPanel.hide();
+      graph.diff.hide();
       cmpPanel.showMode(null);
-      const { graph, accounting } = await getFleetFlameGraph(flameRequest(counted(), FlameGraphFormat.TREE), ctrl.signal, after);
+      const res = await getFleetFlameGraph(flameRequest(counted(), FlameGraphFormat.TREE), ctrl.signal, after);
       if (!current()) return;
-      flameTotal = graph.total;
+      const accounting = res.accounting;
+      flameTotal = res.graph.total;
       flameAccounting = accounting;
-      const l = layoutOf(graph);
-      let zoom = state.frame ? findPath(l, state.frame) : 0;
-      if (zoom < 0) {
-        zoom = 0;
-        record({ ...state, frame: "" });
-      }
-      const r = state.range;
-      const scope = r ? formatWallRange(r.start, r.end) : `whole window, ${formatWallRange(state.from, state.to)}`;
-      flame.show(
-        l,
-        zoom,
-        state.search,
-        state.orient,
-        scope,
-        r ? `No host ran anything (that is not idle) in ${formatWallRange(r.start, r.end)}.` : "No samples of this event in the window.",
-      );
+      const words = flameWords(state);
+      graph.show(layoutOf(res.graph), words.scope, words.empty);
       flameAcc.dataset.profiles = String(accounting.profiles);
       flameAcc.dataset.leftOut = leftOutData(accounting);
       flameAcc.textContent = `merged from ${accountingWords(accounting)}`;
-      showTop();
+      graph.showTop();
       showSelection();
       showSummary();
       void explainDifference(current);
@@ -540,8 +479,7 @@ export function fleetPage(params: URLSearchParams): Page {
       if (ctrl.signal.aborted || !current()) return;
       failed(problem(err), (p) => {
         flame.error(p, () => void loadFlame());
-        top.clear(); // the last graph's functions are not this selection's
-        diffPanel.hide();
+        graph.clearTables(); // the last graph's functions are not this selection's
       });
     }
   }
@@ -587,50 +525,15 @@ export function fleetPage(params: URLSearchParams): Page {
   /** showDiff draws a comparison of the range: B's shape coloured by the
    * change, and the largest changes. */
   function showDiff(d: GetDiffFlameGraphResponse) {
-    const dl = diffLayout(d.tree, d.normalized);
-    cmpPanel.showMode({ ...normMode(state.norm, d.normalized, ...rawTotalsOf(d)), normalized: d.normalized });
-    const r = state.range ?? { start: state.from, end: state.to };
-    const [a, b] =
-      state.cmp === "host"
-        ? ["the rest of the fleet", state.chost]
-        : state.cmp === "shift"
-          ? [`${state.range ? "the same range" : "the same window"} ${shiftOf(state.shift).label}`, state.range ? "this range" : "this window"]
-          : [state.la, state.lb];
+    cmpPanel.showMode(diffMode(state.norm, d));
+    const r = rangeOrWindow(state);
+    const { a, b } = diffNames(state);
     flameTotal = null; // B is part of the selection: its total is not the cells'
-    flame.show(dl.layout, 0, state.search, state.orient, `${b} against ${a}, ${formatWallRange(r.start, r.end)}`, `${b} ran nothing (that is not idle) here.`, dl.colours);
-    flame.canvas.dataset.totalA = String(d.totalA);
-    flame.canvas.dataset.totalB = String(d.totalB);
     const earlier = state.cmp === "shift" ? shiftedRange(state) : null;
     flameAcc.textContent = earlier ? `A: ${formatWallRange(earlier.start, earlier.end)} · B: ${formatWallRange(r.start, r.end)}` : "";
-    diffPanel.show(a, b, Number(d.totalA), Number(d.totalB), d.normalized, d.changesBySelf, d.changesByTotal);
-    showTop();
+    graph.showDiff(d, a, b, `${b} against ${a}, ${formatWallRange(r.start, r.end)}`, `${b} ran nothing (that is not idle) here.`);
     showSelection();
   }
-
-  async function download(format: DownloadFormat) {
-    try {
-      await saveExport(format, async (f) => (await getFleetFlameGraph(flameRequest(counted(), f), ctrl.signal)).graph, flame.layout, foldedFilename(state).replace(/\.folded$/, ""));
-    } catch (err) {
-      failed(problem(err), (p) => flame.error(p, () => void loadFlame()));
-    }
-  }
-
-
-  // ---- share links ---------------------------------------------------------------
-
-  /** linkWindow is what a new link shares: the range, or else the window. */
-  function linkWindow(): AbsRange {
-    return state.range ?? { start: state.from, end: state.to };
-  }
-
-  async function downloadFolded() {
-    try {
-      await saveFolded(async (f) => (await getFleetFlameGraph(flameRequest(counted(), f), ctrl.signal)).graph, foldedFilename(state).replace(/\.folded$/, ""));
-    } catch (err) {
-      failed(problem(err), (p) => flame.error(p, () => void loadFlame()));
-    }
-  }
-
 
   // ---- a host's profile ------------------------------------------------------------
 
@@ -639,7 +542,7 @@ export function fleetPage(params: URLSearchParams): Page {
    * start when several do (fleetstate's hostProfile). */
   async function openHostProfile(host: string) {
     const current = hostProfileReq.begin();
-    const r = state.range ?? { start: state.from, end: state.to };
+    const r = rangeOrWindow(state);
     hosts.showNote(`Looking for ${host}'s profile of ${formatWallRange(r.start, r.end)}…`);
     try {
       const labels = Object.fromEntries(state.labels.filter((l) => !l.not).map((l) => [l.name, l.value]));
@@ -663,125 +566,17 @@ export function fleetPage(params: URLSearchParams): Page {
 
   function showSummary() {
     if (!heat) return;
-    const a = heatAccounting;
-    summary.dataset.total = String(heat.total);
-    summary.dataset.profiles = String(a?.profiles ?? 0);
-    summary.dataset.event = a?.event ?? "";
-    summary.dataset.leftOut = leftOutData(a);
-    if (matchesNothing(a)) {
-      replace(summary, h("b", { "data-testid": "fleet-total" }, "No profiles match"), ` ${selectionWords()}.`);
-      return;
-    }
-    const whole =
-      !state.range && flameTotal !== null && flameAccounting && wholeSeconds(state)
-        ? flameAccounting.profiles === a?.profiles
-          ? heat.total === 0 && flameTotal === 0
-            ? null // 0 against 0 is no check: nothing was counted
-            : flameTotal === heat.total
-            ? h("span", { class: "agree", "data-testid": "window-check" }, " ✓ the whole window's merged flame graph totals the heatmap")
-            : h("span", { class: "disagree", role: "alert", "data-testid": "window-check" }, ` ✗ the whole window's merged flame graph totals ${formatCount(flameTotal)}`)
-          : h("span", { class: "muted", "data-testid": "window-check" }, ` · the merged flame graph also counts ${profilesWithout(flameAccounting.profiles - (a?.profiles ?? 0))} lying wholly inside the window`)
-        : null;
-    replace(
-      summary,
-      h("b", { "data-testid": "fleet-total" }, formatCount(heat.total)),
-      ` samples of `,
-      h("b", null, a?.event || "no event"),
-      ` in ${formatWallRange(state.from, state.to)} (${formatDuration(Number(state.to - state.from))}) from `,
-      h("span", { "data-testid": "fleet-profiles" }, accountingWords(a)),
-      hostCount !== null ? ` · ${formatCount(hostCount)} host${hostCount === 1 ? "" : "s"} with samples` : "",
-      state.hosts.length ? ` · hosts: ${state.hosts.join(", ")}` : "",
-      whole,
-    );
-  }
-
-  /** matchesNothing says whether an answer counted no profile and left
-   * none out: no profile of the selection lies in the window. */
-  function matchesNothing(a: Accounting | undefined): boolean {
-    return !a || (a.profiles === 0 && Object.values(a.leftOut).every((n) => !n));
-  }
-
-  /** selectionWords says what the selection asks for: "app x, hosts a, b,
-   * labels env=prod, with function f, in <window> (1 h)". */
-  function selectionWords(): string {
-    const parts = [`app ${state.app}`];
-    if (state.hosts.length) parts.push(`host${state.hosts.length === 1 ? "" : "s"} ${state.hosts.join(", ")}`);
-    if (state.labels.length) parts.push(`labels ${state.labels.map((l) => `${l.name}${l.not ? "!=" : "="}${l.value}`).join(" ")}`);
-    if (state.fn) parts.push(`with function ${state.fn}`);
-    if (state.xfn) parts.push(`without function ${state.xfn}`);
-    if (state.event) parts.push(`event ${state.event}`);
-    return `${parts.join(", ")}, in ${formatWallRange(state.from, state.to)} (${formatDuration(Number(state.to - state.from))})`;
+    summary.show(state, heat.total, heatAccounting, hostCount, flameTotal !== null && flameAccounting ? { total: flameTotal, profiles: flameAccounting.profiles } : null);
   }
 
   /** showNoMatch shows (or hides) that no profile matches the selection:
    * what was asked, in place of panels of zeros, and where the app's data
    * is (its latest and first profiles, each a button to go there). */
   function showNoMatch(on: boolean) {
-    noMatch.hidden = !on;
+    if (on) noMatch.show(state.app, selectionWords(state));
+    else noMatch.hide();
     for (const e of dataPanels) e.hidden = on;
-    if (!on) return;
-    diffPanel.hide();
-    // (a live view asks every second: the app's profiles are looked for once)
-    const known = nearest?.dataset.app === state.app ? nearest : null;
-    nearest = known ?? h("p", { class: "muted", "data-testid": "no-match-nearest", "data-app": state.app }, `Looking for ${state.app}'s profiles…`);
-    replace(noMatch, h("h2", null, "No profiles match"), h("p", { "data-testid": "no-match-selection" }, `Nothing was recorded for ${selectionWords()}.`), nearest);
-    if (!known) void loadNearest();
-  }
-  let nearest: HTMLElement | null = null;
-
-  /** span is a listed profile's [start, end), unix nanoseconds. */
-  function span(p: ListedProfile): { start: bigint; end: bigint } {
-    const start = p.startTime ? timestampNanos(p.startTime) : 0n;
-    const end = p.endTime ? timestampNanos(p.endTime) : start;
-    return { start, end: end > start ? end : start };
-  }
-
-  /** loadNearest says where app's profiles are: its latest profile's time
-   * (search lists the newest first) and its first (the last page's last). */
-  async function loadNearest() {
-    const current = nearestReq.begin();
-    const app = state.app;
-    try {
-      const res0 = await query.searchProfiles({ app, pageSize: 1000 }, { signal: ctrl.signal });
-      let page = res0.profiles;
-      let token = res0.nextPageToken;
-      for (let n = 0; token && n < 20; n++) {
-        const res = await query.searchProfiles({ app, pageSize: 1000, pageToken: token }, { signal: ctrl.signal });
-        if (res.profiles.length) page = res.profiles;
-        token = res.nextPageToken;
-      }
-      if (!current()) return;
-      const el = nearest;
-      if (!el) return;
-      // the newest started page holds the latest to end; the last page the first to start
-      const last = res0.profiles.reduce<ListedProfile | undefined>((m, p) => (!m || span(p).end > span(m).end ? p : m), undefined);
-      const first = page.reduce<ListedProfile | undefined>((m, p) => (!m || span(p).start < span(m).start ? p : m), undefined);
-      if (!last) {
-        replace(el, `No profile of app ${app} is stored (app names are exact; search lists the apps there are).`);
-        return;
-      }
-      const go = (p: ListedProfile, label: string) => {
-        const s = span(p);
-        const [from, to] = [floorSecond(s.start), ceilSecond(s.end > s.start ? s.end : s.start + NS)];
-        return h("button", { type: "button", class: "ghost small", "data-testid": `no-match-${label}`, "data-from": String(from), "data-to": String(to), onclick: () => change(withWindow({ ...state, zooms: [] }, from, to)) }, `Show the ${label}`);
-      };
-      const when = (p: ListedProfile) => {
-        const s = span(p);
-        return `${formatWallRange(s.start, s.end)}${p.host ? ` on ${p.host}` : ""}`;
-      };
-      el.setAttribute("data-first", first ? String(span(first).start) : "");
-      el.setAttribute("data-last", String(span(last).end));
-      replace(
-        el,
-        `${app}'s latest profile: ${when(last)} `,
-        go(last, "latest"),
-        first && first !== last ? [`; its first: ${when(first)}${token ? " (or earlier: more than 20,000 profiles)" : ""} `, go(first, "first")] : null,
-      );
-    } catch (err) {
-      if (ctrl.signal.aborted || !current()) return;
-      const el = nearest;
-      if (el) el.textContent = `Could not look for ${app}'s profiles: ${problem(err).message}`;
-    }
+    if (on) graph.diff.hide();
   }
 
   function showSelection() {
@@ -789,24 +584,6 @@ export function fleetPage(params: URLSearchParams): Page {
     heatPanel.showSelection(state.range ? relRange(state.range, heat.startSecond) : null, flameTotal, explain);
     if (!state.range) showSummary();
   }
-
-  function redrawFlame() {
-    flame.redraw(state.search, state.orient);
-    showTop();
-  }
-
-  function showTop() {
-    const l = flame.layout;
-    if (l) top.show(l, flame.zoomed, state.search.trim() !== "");
-  }
-
-  const onKey = (e: KeyboardEvent) => {
-    if (e.key === "/" && !(e.target instanceof HTMLInputElement || e.target instanceof HTMLTextAreaElement || e.target instanceof HTMLSelectElement)) {
-      e.preventDefault();
-      flame.focusSearch();
-    }
-  };
-  window.addEventListener("keydown", onKey);
 
   start();
   if (state.live) showLive(); // a live permalink follows now from the start
@@ -818,10 +595,9 @@ export function fleetPage(params: URLSearchParams): Page {
       ctrl.abort();
       window.clearInterval(liveTimer);
       heatPanel.destroy();
-      flame.destroy();
+      graph.destroy();
       timeline.destroy();
       hosts.destroy();
-      window.removeEventListener("keydown", onKey);
     },
     focus() {
       if (!state.app) (bar.el.querySelector("[data-testid=fleet-app]") as HTMLInputElement | null)?.focus();

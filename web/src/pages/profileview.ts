@@ -4,17 +4,16 @@
 // (src/viewstate.ts) and the requests it implies. A panel reports what the
 // user did; the view records it in the state and the URL, asks the source
 // for what it needs, and hands the answers to the panels. Answers to
-// requests that a newer one has replaced are dropped.
+// requests that a newer one has replaced are dropped. The flame graph,
+// top functions and largest changes are panels/graphview.ts, as on the
+// fleet page.
 //
 // Two pages use it: the profile page (/p/ID, the owner's API with the
 // user's key, ranges chosen on the heatmap) and the shared page (/s/TOKEN,
 // read-only: the range and event are the link's).
 
-import { problem, type Problem } from "../api";
+import { problem } from "../api";
 import { h, replace } from "../dom";
-import { diffLayout, normMode, rawTotalsOf } from "../flame/diff";
-import { saveExport, saveFolded } from "../download";
-import { exactSearch, findPath, pathOf } from "../flame/model";
 import { layoutOf, type WireFlameGraph } from "../flame/wire";
 import type { GetDiffFlameGraphResponse } from "../gen/fleetscope/v1/compare_pb";
 import { FlameGraphFormat } from "../enums";
@@ -22,19 +21,19 @@ import { formatTimeRange } from "../format";
 import type { GetHeatmapSeriesResponse, GetSpansResponse } from "../gen/fleetscope/v1/query_pb";
 import type { Profile } from "../gen/fleetscope/v1/profile_pb";
 import type { Heatmap } from "../heatmap/model";
-import { DiffPanel } from "../panels/diffchanges";
+import { diffMode } from "../graphstate";
 import { FilterPanel } from "../panels/filter";
-import { FlamePanel, type DownloadFormat } from "../panels/flame";
+import type { FlamePanel } from "../panels/flame";
+import { GraphView } from "../panels/graphview";
 import { HeaderPanel } from "../panels/header";
 import type { ColumnAxis } from "../heatmap/view";
 import { HeatmapPanel } from "../panels/heatmap";
 import { SandwichPanel } from "../panels/sandwich";
 import { SeriesPanel } from "../panels/series";
 import { SpansPanel } from "../panels/spans";
-import { TopPanel } from "../panels/top";
 import { perf } from "../perf";
 import { chooseEvent, foldedFilename, functionRegex, Latest, wholeProfile, type Axis, type ViewState } from "../viewstate";
-import { onUnauthenticated } from "./states";
+import { failed } from "./states";
 
 /** Source is where a view's data comes from. */
 export interface Source {
@@ -74,12 +73,10 @@ export interface ProfileViewOptions {
 
 /** The panels under the heatmap. */
 interface LowerPanels {
-  flame: FlamePanel;
-  top: TopPanel;
+  graph: GraphView;
   series: SeriesPanel;
   sandwich: SandwichPanel;
   spans: SpansPanel;
-  diffPanel: DiffPanel;
 }
 
 /** hasProbes says whether a profile's events hold an entry/return probe
@@ -119,7 +116,6 @@ export class ProfileView {
   private attached: Promise<void> = Promise.resolve();
   /** Where the heatmap's columns are (the thread view draws its strips there). */
   private axis: ColumnAxis | null = null;
-  private axisKey = "";
   /** The spans were asked for before the profile's facts came. */
   private spansWanted = false;
 
@@ -161,9 +157,6 @@ export class ProfileView {
       onDrawn: (ms) => perf.heatmapDrawn(ms),
       // the thread view's strips draw each second at the heatmap's pixels
       onAxis: (a) => {
-        const key = [a.x0, a.cellW, a.visLeft, a.visRight, a.second0, a.secondsPerColumn].join();
-        if (key === this.axisKey) return; // (a hover or the cursor redrew it)
-        this.axisKey = key;
         this.axis = a;
         this.lowerPanels?.series.align(a);
       },
@@ -183,7 +176,6 @@ export class ProfileView {
     this.filter?.show(v);
     this.heat.showBaseline(v.cmp === "base" ? v.base : null);
     this.el = h("div", { class: "page profile-page" }, this.header.el, opts.extras ?? [], this.filter?.el ?? null, this.heat.el);
-    window.addEventListener("keydown", this.onKey);
   }
 
   /** lower makes the panels under the heatmap, once, showing the view as
@@ -191,22 +183,14 @@ export class ProfileView {
   private lower(): LowerPanels {
     if (this.lowerPanels) return this.lowerPanels;
     const opts = this.opts;
-    const v = this._view;
-    const flame = new FlamePanel({
-      search: v.search,
-      orient: v.orient,
-      onSearch: (search) => {
-        this.update({ ...this._view, search });
-        this.redrawFlame();
-      },
-      onOrient: (orient) => {
-        this.update({ ...this._view, orient });
-        this.redrawFlame();
-      },
-      onZoom: (i) => this.zoomTo(i),
+    const graph = new GraphView({
+      state: () => this._view,
+      record: (change) => this.update({ ...this._view, ...change }),
+      fetch: (f) => this.src.flame(this._view, f, this.ctrl.signal),
+      filename: () => foldedFilename(this.profile?.app, this._view),
+      exports: !opts.readOnly,
       link: () => this.src.permalink(this._view),
-      onDownloadFolded: () => this.downloadFolded(),
-      onDownload: opts.readOnly ? undefined : (format) => this.download(format),
+      reload: () => void this.loadFlame(),
       onRendered: (ms) => perf.flameRendered(ms),
       compare: this.src.diff
         ? {
@@ -225,14 +209,6 @@ export class ProfileView {
             },
           }
         : undefined,
-    });
-    const top = new TopPanel({
-      onPick: (name) => {
-        const search = exactSearch(name);
-        flame.setSearch(search);
-        this.update({ ...this._view, search });
-        this.redrawFlame();
-      },
       onFilter: this.owner ? (name) => this.setFunctions(functionRegex(name), "") : undefined,
       onSandwich: (name) => {
         this.update({ ...this._view, sw: name });
@@ -257,8 +233,8 @@ export class ProfileView {
         void this.loadFlame();
       },
     });
-    this.flameLoading(flame);
-    this.lowerPanels = { flame, top, series, sandwich, spans: spansPanel, diffPanel: new DiffPanel() };
+    this.flameLoading(graph.flame);
+    this.lowerPanels = { graph, series, sandwich, spans: spansPanel };
     return this.lowerPanels;
   }
 
@@ -270,11 +246,11 @@ export class ProfileView {
     flame.loading();
   }
 
-  private get flame(): FlamePanel {
-    return this.lower().flame;
+  private get graph(): GraphView {
+    return this.lower().graph;
   }
-  private get top(): TopPanel {
-    return this.lower().top;
+  private get flame(): FlamePanel {
+    return this.lower().graph.flame;
   }
   private get series(): SeriesPanel {
     return this.lower().series;
@@ -284,9 +260,6 @@ export class ProfileView {
   }
   private get spans(): SpansPanel {
     return this.lower().spans;
-  }
-  private get diffPanel(): DiffPanel {
-    return this.lower().diffPanel;
   }
 
   get view(): ViewState {
@@ -304,7 +277,7 @@ export class ProfileView {
     if (this.ctrl.signal.aborted || this.belowAttached) return;
     this.belowAttached = true;
     const l = this.lower();
-    this.el.append(l.series.el, l.spans.el, l.flame.el, l.diffPanel.el, l.sandwich.el, l.top.el);
+    this.el.append(l.series.el, l.spans.el, l.graph.flame.el, l.graph.diff.el, l.sandwich.el, l.graph.top.el);
   }
 
   /** start asks for the heatmap, the flame graph, the thread view and the
@@ -349,9 +322,8 @@ export class ProfileView {
   destroy() {
     this.ctrl.abort();
     this.heat.destroy();
-    this.lowerPanels?.flame.destroy();
+    this.lowerPanels?.graph.destroy();
     this.lowerPanels?.sandwich.destroy();
-    window.removeEventListener("keydown", this.onKey);
   }
 
   /** setProfile shows the profile's facts and events. */
@@ -371,17 +343,10 @@ export class ProfileView {
     if (this.ctrl.signal.aborted) return;
     const p = problem(err);
     if (p.kind === "notfound") this.notFound();
-    else this.failed(p, (p) => this.header.error(p, retry));
+    else failed(p, (p) => this.header.error(p, retry));
   }
 
   // ---- loading -----------------------------------------------------------------
-
-  /** failed reports a failed request: the sign-in page for a rejected key,
-   * else show(p) in the panel that asked. */
-  private failed(p: Problem, show: (p: Problem) => void) {
-    if (p.kind === "unauthenticated") onUnauthenticated();
-    else show(p);
-  }
 
   private notFound() {
     this.ctrl.abort();
@@ -402,7 +367,7 @@ export class ProfileView {
       const p = problem(err);
       if (p.kind === "invalid" && this.profile && !this.profile.timed) return; // said already
       if (p.kind === "notfound") return this.notFound();
-      this.failed(p, (p) => this.heat.error(p, () => void this.loadHeatmap()));
+      failed(p, (p) => this.heat.error(p, () => void this.loadHeatmap()));
     }
   }
 
@@ -410,7 +375,7 @@ export class ProfileView {
     const current = this.flameReq.begin();
     this.flameTotal = null;
     const v0 = this._view;
-    if (this.lowerPanels) this.flameLoading(this.lowerPanels.flame); // (panels made later show it when made)
+    if (this.lowerPanels) this.flameLoading(this.lowerPanels.graph.flame); // (panels made later show it when made)
     this.showSelection();
     const t0 = performance.now();
     try {
@@ -422,8 +387,8 @@ export class ProfileView {
         this.attachBelow();
         return this.showDiff(d);
       }
-      this.lowerPanels?.diffPanel.hide();
-      this.lowerPanels?.flame.showNormMode(null);
+      this.lowerPanels?.graph.diff.hide();
+      this.lowerPanels?.graph.flame.showNormMode(null);
       const res = await this.src.flame(this._view, FlameGraphFormat.TREE, this.ctrl.signal);
       if (!current()) return;
       const t1 = performance.now();
@@ -435,18 +400,10 @@ export class ProfileView {
       const t2 = performance.now();
       this.flameTotal = Number(res.total);
       const v = this._view;
-      let zoom = v.frame ? findPath(l, v.frame) : 0;
-      if (zoom < 0) {
-        zoom = 0;
-        this.update({ ...v, frame: "" });
-      }
       const r = v.range;
       const firstGraph = !this.flame.layout; // no tables under it yet, so none stale
-      this.flame.show(
+      this.graph.show(
         l,
-        zoom,
-        v.search,
-        v.orient,
         r ? formatTimeRange(r) : "whole profile",
         !r
           ? "This profile has no samples for this event."
@@ -463,7 +420,7 @@ export class ProfileView {
         await nextFrame();
         if (!current()) return;
       }
-      this.showTop();
+      this.graph.showTop();
       this.showSandwich();
     } catch (err) {
       if (this.ctrl.signal.aborted || !current()) return;
@@ -471,8 +428,7 @@ export class ProfileView {
       if (p.kind === "notfound") return this.notFound();
       this.attachBelow(); // the error shows in the flame panel
       // what was counted from the last graph is not this view's
-      this.top.clear();
-      this.diffPanel.hide();
+      this.graph.clearTables();
       this.sandwich.hide();
       if (p.kind === "invalid" && this._view.range && !this.opts.readOnly && !this._view.fn && !this._view.xfn) {
         this.flame.badRange(p, () => {
@@ -481,7 +437,7 @@ export class ProfileView {
         });
         return;
       }
-      this.failed(p, (p) => this.flame.error(p, () => void this.loadFlame()));
+      failed(p, (p) => this.flame.error(p, () => void this.loadFlame()));
     }
   }
 
@@ -489,18 +445,13 @@ export class ProfileView {
    * the largest changes. */
   private showDiff(d: GetDiffFlameGraphResponse) {
     const v = this._view;
-    const dl = diffLayout(d.tree, d.normalized);
-    this.flame.showNormMode({ ...normMode(v.norm, d.normalized, ...rawTotalsOf(d)), normalized: d.normalized });
+    this.flame.showNormMode(diffMode(v.norm, d));
     const r = v.range;
     const where = r ? formatTimeRange(r) : "the whole profile";
     const sel = v.cmp === "spans" ? `the requests slower than p95, ${where}` : where;
     const base = v.cmp === "rest" ? "the rest of the profile" : v.cmp === "spans" ? "the requests not slower than p95" : v.base ? formatTimeRange(v.base) : "";
     this.flameTotal = Number(d.totalB);
-    this.flame.show(dl.layout, 0, v.search, v.orient, `${sel} against ${base}`, `Nothing ran (that is not idle) in ${sel}.`, dl.colours);
-    this.flame.canvas.dataset.totalA = String(d.totalA);
-    this.flame.canvas.dataset.totalB = String(d.totalB);
-    this.diffPanel.show(base, sel, Number(d.totalA), Number(d.totalB), d.normalized, d.changesBySelf, d.changesByTotal);
-    this.showTop();
+    this.graph.showDiff(d, base, sel, `${sel} against ${base}`, `Nothing ran (that is not idle) in ${sel}.`);
     this.showSandwich();
     this.showSelection();
   }
@@ -537,7 +488,7 @@ export class ProfileView {
       if (current()) this.series.show(v.axis, res);
     } catch (err) {
       if (this.ctrl.signal.aborted || !current()) return;
-      this.failed(problem(err), (p) => this.series.error(v.axis, p, () => void this.loadSeries()));
+      failed(problem(err), (p) => this.series.error(v.axis, p, () => void this.loadSeries()));
     }
   }
 
@@ -573,25 +524,6 @@ export class ProfileView {
     this.sandwich.show(l, this._view.sw);
   }
 
-  private async download(format: DownloadFormat) {
-    const base = foldedFilename(this.profile?.app, this._view).replace(/\.folded$/, "");
-    try {
-      await saveExport(format, (f) => this.src.flame(this._view, f, this.ctrl.signal), this.flame.layout, base);
-    } catch (err) {
-      this.failed(problem(err), (p) => this.flame.error(p, () => void this.loadFlame()));
-    }
-  }
-
-  private async downloadFolded() {
-    const base = foldedFilename(this.profile?.app, this._view).replace(/\.folded$/, "");
-    try {
-      await saveFolded((f) => this.src.flame(this._view, f, this.ctrl.signal), base);
-    } catch (err) {
-      this.failed(problem(err), (p) => this.flame.error(p, () => void this.loadFlame()));
-    }
-  }
-
-
   // ---- changes -------------------------------------------------------------------
 
   /** update records a new view in the URL (without drawing anything). */
@@ -607,32 +539,7 @@ export class ProfileView {
     void this.loadFlame();
   }
 
-  private zoomTo(i: number) {
-    const l = this.flame.layout;
-    if (!l) return;
-    this.update({ ...this._view, frame: i > 0 ? pathOf(l, i) : "" });
-    this.flame.zoom(i, this._view.search, this._view.orient);
-    this.showTop();
-  }
-
-  private redrawFlame() {
-    this.flame.redraw(this._view.search, this._view.orient);
-    this.showTop();
-  }
-
-  private showTop() {
-    const l = this.flame.layout;
-    if (l) this.top.show(l, this.flame.zoomed, this._view.search.trim() !== "");
-  }
-
   private showSelection() {
     this.heat.showSelection(this._view.range, this.flameTotal);
   }
-
-  private onKey = (e: KeyboardEvent) => {
-    if (e.key === "/" && !(e.target instanceof HTMLInputElement || e.target instanceof HTMLTextAreaElement || e.target instanceof HTMLSelectElement)) {
-      e.preventDefault();
-      this.flame.focusSearch();
-    }
-  };
 }

@@ -16,6 +16,13 @@ export function onUnauthenticated() {
   unauthenticatedHandler("The server did not accept your API key (it may have been revoked). Sign in again.");
 }
 
+/** failed reports a failed request: the sign-in page for a rejected key,
+ * else show(p) in the panel that asked. */
+export function failed(p: Problem, show: (p: Problem) => void) {
+  if (p.kind === "unauthenticated") onUnauthenticated();
+  else show(p);
+}
+
 const TITLES: Record<Problem["kind"], string> = {
   unauthenticated: "Not signed in",
   forbidden: "Not allowed",

@@ -50,7 +50,9 @@ export interface HeatmapPanelOptions {
   selectionActions?: (r: Range) => Node[];
   /** The heatmap's left gutter (CSS px; default 64). */
   axisLeft?: number;
-  /** Where the columns are after each drawing (panels sharing the time axis). */
+  /** Where the columns are, after a drawing that moved them (panels
+   * sharing the time axis); not after a redraw that left them in place (a
+   * hover, the cursor). */
   onAxis?: (a: ColumnAxis) => void;
 }
 
@@ -70,7 +72,23 @@ export class HeatmapPanel {
   constructor(opts: HeatmapPanelOptions) {
     this.opts = opts;
     this.hint = h("span", { class: "muted small", "data-testid": "heatmap-hint" }, this.hintFor(1));
-    this.view = new HeatmapView({ onSelect: opts.onSelect, onDrawn: opts.onDrawn, readOnly: opts.readOnly, wallClock: opts.wallClock, axisLeft: opts.axisLeft, onAxis: opts.onAxis });
+    let axisKey = "";
+    const onAxis = opts.onAxis;
+    this.view = new HeatmapView({
+      onSelect: opts.onSelect,
+      onDrawn: opts.onDrawn,
+      readOnly: opts.readOnly,
+      wallClock: opts.wallClock,
+      axisLeft: opts.axisLeft,
+      onAxis: onAxis
+        ? (a) => {
+            const key = [a.x0, a.cellW, a.visLeft, a.visRight, a.second0, a.secondsPerColumn].join();
+            if (key === axisKey) return; // (a hover or the cursor redrew it)
+            axisKey = key;
+            onAxis(a);
+          }
+        : undefined,
+    });
     const rowsSel = h(
       "select",
       { "data-testid": "rows", "aria-label": "Rows per second" },
