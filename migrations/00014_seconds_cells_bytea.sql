@@ -46,6 +46,9 @@ BEGIN
         EXIT WHEN c < 128;
       END LOOP;
     END IF;
+    IF v > 2147483647 THEN -- a cell's 32 bits, as they were stored
+      v := v - 4294967296;
+    END IF;
     fixed := fixed || int4send(v::int);
   END LOOP;
   RETURN fixed;

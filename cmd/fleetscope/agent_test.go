@@ -696,10 +696,12 @@ func TestAgentClockFallback(t *testing.T) {
 			t.Fatalf("%s: %d profiles", c.name, len(ps))
 		}
 		// The recording's samples are taken after before and before the
-		// agent exited; StartTime is the first one's second.
+		// agent exited; StartTime is the start of the first one's second
+		// on the recording's clock, placed in wall-clock time: up to a
+		// second before that sample when the clock is not the wall's.
 		p := ps[0]
 		first := p.GetStartTime().AsTime()
-		if first.Before(before.Truncate(time.Second)) || first.After(after) {
+		if first.Before(before.Add(-time.Second)) || first.After(after) {
 			t.Fatalf("%s: placed at %s (%s), recording ran within [%s, %s]", c.name, first, p.GetTimeSource(), before, after)
 		}
 		t.Logf("%s: time source %s, start second %s, recording started %s", c.name, p.GetTimeSource(),

@@ -9,7 +9,8 @@ import (
 // AppendCells appends a row's heatmap cells as the index stores them:
 // nothing when every cell is zero, else a bitmap of the cells that are not
 // (bit i of byte i/8 for cell i) followed by each such cell's count as a
-// uvarint, in row order. A second of ~47 samples over 50 cells takes about
+// uvarint, in row order (a cell's 32 bits as they are: a sum that wrapped
+// comes back as it was stored). A second of ~47 samples over 50 cells takes about
 // 40 bytes instead of 200 as fixed int32s, and an idle column none.
 //
 // Rows written before this encoding hold the cells as len(cells) big-endian
@@ -64,10 +65,10 @@ func ReadCells(dst []int32, b []byte) error {
 			continue
 		}
 		v, k := binary.Uvarint(rest)
-		if k <= 0 || v == 0 || v > math.MaxInt32 {
+		if k <= 0 || v == 0 || v > math.MaxUint32 {
 			return fmt.Errorf("heatmap cells: cell %d is not a count", i)
 		}
-		dst[i], rest = int32(v), rest[k:]
+		dst[i], rest = int32(uint32(v)), rest[k:]
 	}
 	for i := len(dst); i < 8*mapLen; i++ { // bits past the last cell
 		if b[i/8]&(1<<(i%8)) != 0 {

@@ -40,10 +40,14 @@ func TestCellsRoundTrip(t *testing.T) {
 	check(make([]int32, Rows))
 	for range 5000 {
 		cells := make([]int32, Rows)
-		density, top := rng.Float64(), []int32{1, 3, 200, 1 << 20, 1<<31 - 1}[rng.IntN(5)]
+		density, top := rng.Float64(), []int32{1, 3, 200, 1 << 20, 1<<31 - 1, -1}[rng.IntN(6)]
 		for i := range cells {
 			if rng.Float64() < density {
-				cells[i] = 1 + rng.Int32N(top)
+				if top < 0 { // weights summed past int32 wrap: every bit pattern round-trips
+					cells[i] = int32(rng.Uint32() | 1)
+				} else {
+					cells[i] = 1 + rng.Int32N(top)
+				}
 			}
 		}
 		check(cells)
@@ -79,7 +83,7 @@ func TestCellsRefuseDamage(t *testing.T) {
 		{1, 0, 0, 0, 0, 0, 0, 0},      // a set bit with a zero count
 		{0, 0, 0, 0, 0, 0, 0x04, 1},   // bit 50 set: past the last cell
 		{1},                           // shorter than the bitmap
-		{1, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0x0f}, // past MaxInt32
+		{1, 0, 0, 0, 0, 0, 0, 0x80, 0x80, 0x80, 0x80, 0x10}, // past 32 bits
 	} {
 		if err := ReadCells(dst, b); err == nil {
 			t.Errorf("% x: read as %v", b, dst)

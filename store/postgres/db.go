@@ -239,6 +239,13 @@ func (db *DB) readTenant(ctx context.Context, tenant int64, scan func(pgx.Rows) 
 			}
 			return err
 		})
+		if err != nil && ctx.Err() != nil {
+			// The caller left or ran out of time, and pgx closed the
+			// connection under the read: its context's error, not the
+			// database's (a cached load shared with others is then loaded
+			// again for them, not failed).
+			return ctx.Err()
+		}
 		if err != nil && scanned && connectionLost(err) {
 			return fleetscope.Errorf(fleetscope.EUNAVAILABLE, "database connection lost while reading, retry later")
 		}

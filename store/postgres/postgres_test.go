@@ -774,3 +774,29 @@ func TestRowsBothWays(t *testing.T) {
 		}
 	}
 }
+
+// TestReadCanceledIsTheCallers: a read whose context ends while its rows
+// arrive answers the context's error, not "connection lost" (pgx closes
+// the connection under a canceled read), so a load shared with other
+// callers is loaded again for them rather than failed.
+func TestReadCanceledIsTheCallers(t *testing.T) {
+	db := newDB(t)
+	acme, _ := db.CreateTenant(context.Background(), "acme", false)
+	var b strings.Builder
+	for i := range 20000 {
+		fmt.Fprintf(&b, "app 1 [000] %d.%06d: 1 cpu-clock:\n\t1 f%d (/bin/app)\n\n", 1795000000+i, 250000, i%3)
+	}
+	p, _ := store(t, db, acme, "app", b.String())
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	rows := 0
+	err := db.FleetSeconds(ctx, acme, []index.SecondsRange{{ProfileID: p.ID, Event: 0, From: 0, To: 20000}}, func(int, *index.Second) error {
+		if rows++; rows == 1 {
+			cancel()
+		}
+		return nil
+	})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("a read canceled after %d of 20,000 rows: %v, want context.Canceled", rows, err)
+	}
+}
