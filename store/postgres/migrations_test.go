@@ -27,14 +27,7 @@ import (
 func TestFleetCellsMigration(t *testing.T) {
 	ctx := context.Background()
 	pool, sqldb, p, db := migratedTo(t, 7, "fleet_seconds")
-	cells := make([]int32, index.Rows)
-	idle := make([]int32, index.Rows)
-	for i := range cells {
-		cells[i] = int32(i * 1000)
-		idle[i] = int32(i % 3)
-	}
-	cells[index.Rows-1] = 1<<31 - 1    // the largest count: every byte of it set
-	cells[2], cells[3] = 4, 0x00000400 // a count that reads as an element's length word, and one that has it inside
+	cells, idle := arrayCells()
 	exec(t, sqldb, `INSERT INTO tenants (name) VALUES ('acme')`)
 	exec(t, sqldb, `INSERT INTO fleet_seconds (tenant_id, app, event, second, profile_id, host, day, samples, idle, cells, idle_cells)
 		SELECT id, 'shop', 'cpu', 1795000000, '6f1f4bbe-3bb4-4b0c-9a44-6c8d3c1e2a10', 'h1', '2026-11-28', 3, 1, $1, $2 FROM tenants`, cells, idle)
@@ -55,18 +48,33 @@ func TestFleetCellsMigration(t *testing.T) {
 	if _, err := p.DownTo(ctx, 7); err != nil {
 		t.Fatal(err)
 	}
-	var back, idleBack []int32
-	c, err := pool.Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Release()
-	if err := c.QueryRow(ctx, `SELECT cells, idle_cells FROM fleet_seconds`).Scan(&back, &idleBack); err != nil {
-		t.Fatal(err)
-	}
+	back, idleBack := arraysOf(t, pool, `SELECT cells, idle_cells FROM fleet_seconds`)
 	if !slices.Equal(back, cells) || !slices.Equal(idleBack, idle) {
 		t.Fatalf("after migrating down: %v and %v, want %v and %v", back, idleBack, cells, idle)
 	}
+}
+
+// arrayCells are a row's cells and idle cells as the migration tests
+// store them in int[] columns: counts with every byte set, one that reads
+// as an element's length word and one that has it inside.
+func arrayCells() (cells, idle []int32) {
+	cells, idle = make([]int32, index.Rows), make([]int32, index.Rows)
+	for i := range cells {
+		cells[i] = int32(i * 1000)
+		idle[i] = int32(i % 3)
+	}
+	cells[index.Rows-1] = 1<<31 - 1    // the largest count: every byte of it set
+	cells[2], cells[3] = 4, 0x00000400 // a count that reads as an element's length word, and one that has it inside
+	return cells, idle
+}
+
+// arraysOf reads the two int[] columns of the one row query selects.
+func arraysOf(t *testing.T, pool *pgxpool.Pool, query string, args ...any) (cells, idle []int32) {
+	t.Helper()
+	if err := pool.QueryRow(context.Background(), query, args...).Scan(&cells, &idle); err != nil {
+		t.Fatal(err)
+	}
+	return cells, idle
 }
 
 // migratedTo makes a database migrated up to version, with its tables
@@ -178,14 +186,7 @@ func poolOf(t *testing.T, db *postgres.DB) *pgxpool.Pool {
 func TestSecondsCellsMigration(t *testing.T) {
 	ctx := context.Background()
 	pool, sqldb, p, db := migratedTo(t, 13, "seconds")
-	cells := make([]int32, index.Rows)
-	idle := make([]int32, index.Rows)
-	for i := range cells {
-		cells[i] = int32(i * 1000)
-		idle[i] = int32(i % 3)
-	}
-	cells[index.Rows-1] = 1<<31 - 1
-	cells[2], cells[3] = 4, 0x00000400
+	cells, idle := arrayCells()
 	const id = "6f1f4bbe-3bb4-4b0c-9a44-6c8d3c1e2a10"
 	exec(t, sqldb, `INSERT INTO tenants (name) VALUES ('acme')`)
 	exec(t, sqldb, `INSERT INTO seconds (tenant_id, profile_id, event, second, day, samples, cells, idle_cells, offsets, stacks)
@@ -216,21 +217,11 @@ func TestSecondsCellsMigration(t *testing.T) {
 	if _, err := p.DownTo(ctx, 13); err != nil {
 		t.Fatal(err)
 	}
-	var back, idleBack []int32
-	c, err := pool.Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Release()
-	if err := c.QueryRow(ctx, `SELECT cells, idle_cells FROM seconds WHERE profile_id = $1`, id).Scan(&back, &idleBack); err != nil {
-		t.Fatal(err)
-	}
+	back, idleBack := arraysOf(t, pool, `SELECT cells, idle_cells FROM seconds WHERE profile_id = $1`, id)
 	if !slices.Equal(back, cells) || !slices.Equal(idleBack, idle) {
 		t.Fatalf("after migrating down: %v and %v, want %v and %v", back, idleBack, cells, idle)
 	}
-	if err := c.QueryRow(ctx, `SELECT cells, idle_cells FROM seconds WHERE profile_id = $1`, newID).Scan(&back, &idleBack); err != nil {
-		t.Fatal(err)
-	}
+	back, idleBack = arraysOf(t, pool, `SELECT cells, idle_cells FROM seconds WHERE profile_id = $1`, newID)
 	if !slices.Equal(back, want) || !slices.Equal(idleBack, make([]int32, index.Rows)) {
 		t.Fatalf("a compact row after migrating down: %v and %v, want %v and zeros", back, idleBack, want)
 	}
