@@ -10,11 +10,12 @@ import (
 // nothing when every cell is zero, else a bitmap of the cells that are not
 // (bit i of byte i/8 for cell i) followed by each such cell's count as a
 // uvarint, in row order (a cell's 32 bits as they are: a sum that wrapped
-// comes back as it was stored). A second of ~47 samples over 50 cells takes about
-// 40 bytes instead of 200 as fixed int32s, and an idle column none.
+// comes back as it was stored). A second of ~47 samples over 50 cells
+// takes about 40 bytes instead of 200 as fixed int32s, and an idle column
+// none.
 //
 // Rows written before this encoding hold the cells as len(cells) big-endian
-// int32s (migration 00008), which ReadCells still reads. An encoding that
+// int32s (migrations 00008 and 00014), which ReadCells still reads. An encoding that
 // happens to have that length gets a zero byte appended, so the two can
 // never be confused.
 func AppendCells(b []byte, cells []int32) []byte {
