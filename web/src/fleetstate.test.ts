@@ -1,6 +1,19 @@
 import { create } from "@bufbuild/protobuf";
 import { describe, expect, test } from "vitest";
 import {
+  diffNeedsHosts,
+  diffWords,
+  eventNames,
+  eventsSearch,
+  flameDiffersFromCells,
+  fleetDiffRequest,
+  heatmapHint,
+  hostProfilesSearch,
+  rangeCellSum,
+  rangeTimelineRequest,
+  shownRange,
+  startColumn,
+  untimedWords,
   accountingWords,
   compared,
   compareHost,
@@ -75,6 +88,7 @@ import {
 } from "./fleetstate";
 import { FleetSelectionSchema } from "./gen/fleetscope/v1/fleet_pb";
 import { FlameGraphFormat } from "./gen/fleetscope/v1/query_pb";
+import { formatWallRange } from "./format";
 import { cellsOfRange, rangeOfCells, type Grid } from "./heatmap/model";
 import { readView } from "./viewstate";
 
@@ -658,5 +672,99 @@ describe("the fleet view's timing and empty states", () => {
     expect(flameWords(s).scope).toMatch(/^whole window, /);
     expect(flameWords(s).empty).toBe("No samples of this event in the window.");
     expect(flameWords({ ...s, range: r }).empty).toMatch(/^No host ran anything \(that is not idle\) in /);
+  });
+});
+
+describe("the fleet view's requests for its answers", () => {
+  const s = { ...newFleet("api", 1795000000n * NS, 1795000060n * NS), labels: [{ name: "env", value: "prod", not: false }, { name: "dc", value: "x", not: true }] };
+  const r = { start: 1795000010n * NS, end: 1795000020n * NS + 5n };
+
+  test("a host against the rest needs the hosts first, only when the strip has not listed them", () => {
+    const host = { ...s, cmp: "host" as const, chost: "a" };
+    expect(diffNeedsHosts(host, [])).toBe(true);
+    expect(diffNeedsHosts(host, ["a", "b"])).toBe(false);
+    expect(diffNeedsHosts({ ...s, cmp: "labels", la: "v=1", lb: "v=2" }, [])).toBe(false);
+    expect(diffNeedsHosts(s, [])).toBe(false);
+  });
+
+  test("a comparison's request: both sides as fleets, the tree and the 20 largest changes", () => {
+    const sides = fleetDiffSides({ ...s, cmp: "host", chost: "a" }, ["a", "b"])!;
+    const req = fleetDiffRequest(sides, true);
+    expect(req).toEqual({ a: { side: { case: "fleet", value: sides.a } }, b: { side: { case: "fleet", value: sides.b } }, normalize: true, format: FlameGraphFormat.TREE, top: 20 });
+    expect(fleetDiffRequest(sides, false).normalize).toBe(false);
+  });
+
+  test("a range's timeline in one column counts its timed profiles", () => {
+    const req = rangeTimelineRequest(s, r);
+    expect(req.selection).toEqual(selectionOf(s, r.start, r.end));
+    expect(req.minSecondsPerColumn).toBe(BigInt(31 * 24 * 3600)); // longer than any window: one column
+  });
+
+  test("the events offered: the window's profiles, by base name, once each, sorted", () => {
+    expect(eventsSearch(s)).toEqual({ app: "api", since: timestampOf(s.from), until: timestampOf(s.to), pageSize: 200 });
+    expect(eventNames([{ events: [{ name: "cycles:u" }, { name: "cpu-clock:pppH" }] }, { events: [{ name: "cpu-clock" }] }, { events: [] }])).toEqual(["cpu-clock", "cycles"]);
+    expect(eventNames([])).toEqual([]);
+  });
+
+  test("a host's profiles at the range: its k=v labels asked of the server (k!=v is applied after)", () => {
+    expect(hostProfilesSearch(s, "web-1", r)).toEqual({ app: "api", host: "web-1", labels: { env: "prod" }, since: timestampOf(r.start), until: timestampOf(r.end), pageSize: 100 });
+  });
+});
+
+describe("the fleet view's answers, checked and said", () => {
+  const s = newFleet("api", 1795000000n * NS, 1795000004n * NS);
+  // 4 one-second columns of 10 rows (100 ms cells), the samples from column 2
+  const cols = [new Array(10).fill(0), new Array(10).fill(0), [1, 2, 3, 4, 5, 6, 7, 8, 9, 10], new Array(10).fill(1)];
+  const heat = { event: "cpu-clock", startSecond: 1795000000, secondsPerColumn: 1, firstColumn: 0, rows: 10, columns: cols, maxCount: 10, total: 65 };
+  const cells = { start: 1795000002_200_000_000n, end: 1795000002_500_000_000n }; // rows 2..4 of column 2
+
+  test("the range on the heatmap, relative to its start second", () => {
+    expect(shownRange(s, 1795000000)).toBeNull();
+    expect(shownRange({ ...s, range: cells }, 1795000000)).toEqual({ start: 2_200_000_000, end: 2_500_000_000 });
+  });
+
+  test("a long window's heatmap scrolls to where its samples start, unless a range is shown", () => {
+    expect(startColumn(s, heat)).toBe(2);
+    expect(startColumn({ ...s, range: cells }, heat)).toBeNull();
+    expect(startColumn(s, { columns: [[1], [0]] })).toBeNull(); // from the first column
+    expect(startColumn(s, { columns: [[0], [0]] })).toBeNull(); // no samples
+  });
+
+  test("the selected cells' sum, when the range is exactly cells", () => {
+    expect(rangeCellSum(heat, cells)).toBe(3 + 4 + 5);
+    expect(rangeCellSum(heat, { start: 1795000002_900_000_000n, end: 1795000003_200_000_000n })).toBe(10 + 1 + 1); // across columns
+    expect(rangeCellSum(heat, { start: cells.start + 1n, end: cells.end })).toBeNull(); // not on a cell's edge
+    expect(rangeCellSum(heat, { start: 1795000010n * NS, end: 1795000011n * NS })).toBeNull(); // outside
+  });
+
+  test("a range's flame graph differs from its cells only when they are exactly cells and the totals differ", () => {
+    expect(flameDiffersFromCells({ ...s, range: cells }, heat, 12)).toBe(false);
+    expect(flameDiffersFromCells({ ...s, range: cells }, heat, 15)).toBe(true);
+    expect(flameDiffersFromCells(s, heat, 99)).toBe(false); // no range: the whole window's check is windowCheck
+    expect(flameDiffersFromCells({ ...s, range: { start: cells.start + 1n, end: cells.end } }, heat, 99)).toBe(false);
+  });
+
+  test("a difference explained by profiles without per-sample times", () => {
+    expect(untimedWords(3, 2)).toBe("it also counts 1 profile without per-sample times lying wholly inside the range (they have no heatmap)");
+    expect(untimedWords(5, 2)).toMatch(/^it also counts 3 profiles without per-sample times/);
+    expect(untimedWords(2, 2)).toBeUndefined();
+    expect(untimedWords(1, 2)).toBeUndefined();
+  });
+
+  test("the heatmap's hint: one-second columns, or long ones selected whole", () => {
+    expect(heatmapHint(1)).toMatch(/^each column is one second of wall-clock time/);
+    expect(heatmapHint(120)).toMatch(/^each column is 120 seconds \(a long window\)/);
+  });
+
+  test("a comparison's words: its sides, what it covers, and a shifted one's two ranges", () => {
+    const host = diffWords({ ...s, cmp: "host", chost: "web-2" });
+    expect([host.a, host.b, host.sides]).toEqual(["the rest of the fleet", "web-2", ""]);
+    expect(host.scope).toMatch(/^web-2 against the rest of the fleet, /);
+    expect(host.empty).toBe("web-2 ran nothing (that is not idle) here.");
+    const shift = { ...s, cmp: "shift" as const, shift: "1d", range: cells };
+    const shifted = diffWords(shift);
+    expect([shifted.a, shifted.b]).toEqual(["the same range a day earlier", "this range"]);
+    const earlier = shiftedRange(shift)!;
+    expect(shifted.sides).toBe(`A: ${formatWallRange(earlier.start, earlier.end)} · B: ${formatWallRange(cells.start, cells.end)}`);
   });
 });

@@ -32,9 +32,11 @@
 
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { Orientation } from "./flame/view";
+import { FlameGraphFormat } from "./enums";
+import type { GetDiffFlameGraphRequestSchema } from "./gen/fleetscope/v1/compare_pb";
 import type { FleetSelectionSchema, GetFleetFlameGraphRequestSchema, GetFleetHeatmapRequestSchema, GetFleetHostsRequestSchema, GetFleetTimelineRequestSchema } from "./gen/fleetscope/v1/fleet_pb";
-import type { FlameGraphFormat } from "./gen/fleetscope/v1/query_pb";
-import type { Range } from "./heatmap/model";
+import type { SearchProfilesRequestSchema } from "./gen/fleetscope/v1/query_pb";
+import { cellsOfRange, gridOf, sumCells, type Heatmap, type Range } from "./heatmap/model";
 import type { WireAccounting } from "./heatmap/wire";
 import { formatCount, formatDuration, formatWallRange } from "./format";
 import { DEFAULT_ROWS, defaultView, MAX_ROWS, writeView, type ViewState } from "./viewstate";
@@ -522,15 +524,15 @@ export function shiftedRange(s: FleetState): AbsRange | null {
   return r.start - d < 0n ? null : { start: r.start - d, end: r.end - d };
 }
 
+/** FleetDiffSides are a comparison's two fleet selections: a, the baseline, and b. */
+export type FleetDiffSides = { a: MessageInitShape<typeof FleetSelectionSchema>; b: MessageInitShape<typeof FleetSelectionSchema> };
+
 /** fleetDiffSides are the two fleet selections of view s's comparison
  * over its range (or window): A, the baseline (the rest of the fleet's
  * hosts, label condition la, or the same range a day or a week earlier),
  * and B (the host, lb, or the range itself). hosts are the selection's
  * hosts (the host strip's). null when there is nothing to compare. */
-export function fleetDiffSides(
-  s: FleetState,
-  hosts: string[],
-): { a: MessageInitShape<typeof FleetSelectionSchema>; b: MessageInitShape<typeof FleetSelectionSchema> } | null {
+export function fleetDiffSides(s: FleetState, hosts: string[]): FleetDiffSides | null {
   const r = s.range ?? { start: s.from, end: s.to };
   if (s.cmp === "host") {
     const rest = hosts.filter((x) => x !== s.chost);
@@ -551,6 +553,19 @@ export function fleetDiffSides(
   return null;
 }
 
+/** diffNeedsHosts says whether view s's comparison needs the selection's
+ * hosts asked for first: a host against the rest of the fleet, when the
+ * host strip (hosts) has not answered yet. */
+export function diffNeedsHosts(s: FleetState, hosts: string[]): boolean {
+  return s.cmp === "host" && hosts.length === 0;
+}
+
+/** fleetDiffRequest asks for the differential flame graph of sides
+ * (fleetDiffSides), normalized or not, with its 20 largest changes. */
+export function fleetDiffRequest(sides: FleetDiffSides, normalize: boolean): MessageInitShape<typeof GetDiffFlameGraphRequestSchema> {
+  return { a: { side: { case: "fleet", value: sides.a } }, b: { side: { case: "fleet", value: sides.b } }, normalize, format: FlameGraphFormat.TREE, top: 20 };
+}
+
 export function heatmapRequest(s: FleetState): MessageInitShape<typeof GetFleetHeatmapRequestSchema> {
   return { selection: selectionOf(s), rows: s.rows };
 }
@@ -561,6 +576,25 @@ export function hostsRequest(s: FleetState): MessageInitShape<typeof GetFleetHos
 
 export function timelineRequest(s: FleetState): MessageInitShape<typeof GetFleetTimelineRequestSchema> {
   return { selection: selectionOf(s) };
+}
+
+/** rangeTimelineRequest is range r's timeline in one column: its
+ * accounting counts the profiles with per-sample times in r. */
+export function rangeTimelineRequest(s: FleetState, r: AbsRange): MessageInitShape<typeof GetFleetTimelineRequestSchema> {
+  return { selection: selectionOf(s, r.start, r.end), minSecondsPerColumn: BigInt(MAX_WINDOW_SECONDS) };
+}
+
+/** eventsSearch lists the app's profiles in view s's window (the events
+ * they have are offered in the selection bar). */
+export function eventsSearch(s: FleetState): MessageInitShape<typeof SearchProfilesRequestSchema> {
+  return { app: s.app, since: timestampOf(s.from), until: timestampOf(s.to), pageSize: 200 };
+}
+
+/** hostProfilesSearch lists host's profiles overlapping r under view s's
+ * label conditions k=v (the server cannot apply k!=v: hostProfile does). */
+export function hostProfilesSearch(s: FleetState, host: string, r: AbsRange): MessageInitShape<typeof SearchProfilesRequestSchema> {
+  const labels = Object.fromEntries(s.labels.filter((l) => !l.not).map((l) => [l.name, l.value]));
+  return { app: s.app, host, labels, since: timestampOf(r.start), until: timestampOf(r.end), pageSize: 100 };
 }
 
 /** flameRequest is the merged flame graph of the selected range, or of the
@@ -686,6 +720,12 @@ export function eventBase(name: string): string {
   return i > 0 && /^[A-Za-z]+$/.test(name.slice(i + 1)) ? name.slice(0, i) : name;
 }
 
+/** eventNames are the events of listed profiles by their base names,
+ * once each, sorted. */
+export function eventNames(ps: { events: { name: string }[] }[]): string[] {
+  return [...new Set(ps.flatMap((p) => p.events.map((e) => eventBase(e.name))))].sort();
+}
+
 /** profileRange is range r on profile p's own clock (relative to its start
  * second, whose absolute time is p.startTime), clamped to start at 0. */
 export function profileRange(p: Spanned, r: AbsRange): Range | null {
@@ -717,7 +757,7 @@ export function profileLink(p: ListedProfile, s: FleetState, fleetEvent: string)
 }
 
 // ---- the fleet view's changes and words ---------------------------------------------
-// What pages/fleet.ts does with a user's action, and what it says of the
+// What pages/fleetview.ts does with a user's action, and what it says of the
 // answers, as rules on the state.
 
 /** rangeOrWindow is what view s shows: its range, or else its window. */
@@ -902,4 +942,72 @@ export function flameWords(s: FleetState): { scope: string; empty: string } {
   return r
     ? { scope: formatWallRange(r.start, r.end), empty: `No host ran anything (that is not idle) in ${formatWallRange(r.start, r.end)}.` }
     : { scope: `whole window, ${formatWallRange(s.from, s.to)}`, empty: "No samples of this event in the window." };
+}
+
+/** heatmapHint says what the fleet heatmap's cells are, at spc seconds a
+ * column. */
+export function heatmapHint(spc: number): string {
+  return spc === 1
+    ? "each column is one second of wall-clock time, each cell a slice of it, summed over every host. Drag across cells for the merged flame graph of that range."
+    : `each column is ${spc} seconds (a long window), each cell the same slice of each of them summed over every host, so a selection takes whole columns; “Zoom to selection” re-queries at finer columns.`;
+}
+
+/** diffWords says what view s's comparison shows: its sides' names (a,
+ * the baseline, and b), what the graph covers (scope), what to say when
+ * b has no samples (empty), and the two ranges of a time-shifted one
+ * (sides; "" for the others, whose sides share the range). */
+export function diffWords(s: FleetState): { a: string; b: string; scope: string; empty: string; sides: string } {
+  const r = rangeOrWindow(s);
+  const { a, b } = diffNames(s);
+  const earlier = s.cmp === "shift" ? shiftedRange(s) : null;
+  return {
+    a,
+    b,
+    scope: `${b} against ${a}, ${formatWallRange(r.start, r.end)}`,
+    empty: `${b} ran nothing (that is not idle) here.`,
+    sides: earlier ? `A: ${formatWallRange(earlier.start, earlier.end)} · B: ${formatWallRange(r.start, r.end)}` : "",
+  };
+}
+
+// ---- the fleet view's answers -------------------------------------------------------
+
+/** shownRange is view s's range on a heatmap starting at startSecond (null: none). */
+export function shownRange(s: FleetState, startSecond: number): Range | null {
+  return s.range ? relRange(s.range, startSecond) : null;
+}
+
+/** startColumn is the column to scroll view s's heatmap to: where a long
+ * window's samples start; null when there is none to scroll to (a range
+ * is selected and shown, or the samples start in the first column, or
+ * there are none). */
+export function startColumn(s: FleetState, heat: Pick<Heatmap, "columns">): number | null {
+  if (s.range) return null;
+  const col = heat.columns.findIndex((c) => c.some((n) => n > 0));
+  return col > 0 ? col : null;
+}
+
+/** rangeCellSum is the sum of the cells of heat that range r selects, when
+ * r is exactly cells (null otherwise: no sum is claimed). */
+export function rangeCellSum(heat: Heatmap, r: AbsRange): number | null {
+  const span = cellsOfRange(relRange(r, heat.startSecond), gridOf(heat));
+  return span && span.aligned ? sumCells(heat, span.first, span.last) : null;
+}
+
+/** flameDiffersFromCells says whether view s's range's merged flame graph,
+ * totalling flameTotal, counts other than the heatmap's cells it selects
+ * (false without a range, or when the range is not exactly cells). */
+export function flameDiffersFromCells(s: FleetState, heat: Heatmap, flameTotal: number): boolean {
+  if (!s.range) return false;
+  const cells = rangeCellSum(heat, s.range);
+  return cells !== null && cells !== flameTotal;
+}
+
+/** untimedWords explains a range's merged flame graph of flameProfiles
+ * profiles totalling more than its cells: those of its profiles that have
+ * no per-sample times (the range's timed profiles are timedProfiles) lie
+ * wholly inside the range, and enter flame graphs but no heatmap.
+ * undefined when there are none. */
+export function untimedWords(flameProfiles: number, timedProfiles: number): string | undefined {
+  const untimed = flameProfiles - timedProfiles;
+  return untimed > 0 ? `it also counts ${profilesWithout(untimed)} lying wholly inside the range (they have no heatmap)` : undefined;
 }

@@ -1,7 +1,8 @@
 // The state of a page's flame graph section (panels/graphview.ts), shared
 // by the profile view (viewstate.ts) and the fleet view (fleetstate.ts):
-// the search, the orientation and the zoomed frame, and the rules for
-// changing them. Pure, unit-tested.
+// the search, the orientation, the zoomed frame and a comparison's
+// normalization, and the rules for changing them and for what is said of
+// a comparison. Pure, unit-tested.
 
 import { normMode, rawTotalsOf } from "./flame/diff";
 import { exactSearch, findPath, pathOf, type Layout } from "./flame/model";
@@ -14,6 +15,10 @@ export interface GraphState {
   orient: Orientation;
   /** The zoomed frame's path ("" for the root). */
   frame: string;
+  /** A comparison's baseline scaled to the other side's total (true), raw
+   * counts (false), or automatic (null: scaled when the totals differ
+   * more than twofold). */
+  norm: boolean | null;
 }
 
 /** zoomOf is the node of layout l that frame names (0, the root, for "")
@@ -42,11 +47,15 @@ export function downloadBase(folded: string): string {
   return folded.replace(/\.folded$/, "");
 }
 
+/** DiffMode is what is said of the mode a comparison was drawn in. */
+export interface DiffMode {
+  mode: string;
+  text: string;
+  normalized: boolean;
+}
+
 /** diffMode says which mode a comparison was drawn in (norm: the one
  * chosen, null for automatic) and whether it is normalized. */
-export function diffMode(
-  norm: boolean | null,
-  d: { normalized: boolean; totalA: bigint | number; totalB: bigint | number },
-): { mode: string; text: string; normalized: boolean } {
+export function diffMode(norm: boolean | null, d: { normalized: boolean; totalA: bigint | number; totalB: bigint | number }): DiffMode {
   return { ...normMode(norm, d.normalized, ...rawTotalsOf(d)), normalized: d.normalized };
 }

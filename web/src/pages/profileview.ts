@@ -5,14 +5,14 @@
 // user did; the view records it in the state and the URL, asks the source
 // for what it needs, and hands the answers to the panels. Answers to
 // requests that a newer one has replaced are dropped. The flame graph,
-// top functions and largest changes are panels/graphview.ts, as on the
-// fleet page.
+// top functions and largest changes, and the requests for the graph, are
+// panels/graphview.ts, as on the fleet view (pages/fleetview.ts).
 //
 // Two pages use it: the profile page (/p/ID, the owner's API with the
 // user's key, ranges chosen on the heatmap) and the shared page (/s/TOKEN,
 // read-only: the range and event are the link's).
 
-import { problem } from "../api";
+import { problem, type Problem } from "../api";
 import { h, replace } from "../dom";
 import { layoutOf, type WireFlameGraph } from "../flame/wire";
 import type { GetDiffFlameGraphResponse } from "../gen/fleetscope/v1/compare_pb";
@@ -21,7 +21,6 @@ import { formatTimeRange } from "../format";
 import type { GetHeatmapSeriesResponse, GetSpansResponse } from "../gen/fleetscope/v1/query_pb";
 import type { Profile } from "../gen/fleetscope/v1/profile_pb";
 import type { Heatmap } from "../heatmap/model";
-import { diffMode } from "../graphstate";
 import { FilterPanel } from "../panels/filter";
 import type { FlamePanel } from "../panels/flame";
 import { GraphView } from "../panels/graphview";
@@ -71,9 +70,9 @@ export interface ProfileViewOptions {
   onChange?: (v: ViewState) => void;
 }
 
-/** The panels under the heatmap. */
+/** The panels under the heatmap (the graph's are the GraphView's). */
 interface LowerPanels {
-  graph: GraphView;
+  flame: FlamePanel;
   series: SeriesPanel;
   sandwich: SandwichPanel;
   spans: SpansPanel;
@@ -97,12 +96,15 @@ export class ProfileView {
   private flameTotal: number | null = null; // the shown flame graph's total, once it has arrived
   private readonly ctrl = new AbortController();
   private readonly heatReq = new Latest();
-  private readonly flameReq = new Latest();
   private readonly src: Source;
   private readonly opts: ProfileViewOptions;
   private readonly header: HeaderPanel;
   private readonly heat: HeatmapPanel;
   private readonly filter: FilterPanel | null;
+  /** The flame graph, top functions and largest changes, and the
+   * requests for the graph; its panels are made with the others under
+   * the heatmap (lower). */
+  private readonly graph: GraphView;
   /** Whether this is the owner's API: filters and the thread view. */
   private readonly owner: boolean;
   private readonly seriesReq = new Latest();
@@ -175,17 +177,17 @@ export class ProfileView {
       : null;
     this.filter?.show(v);
     this.heat.showBaseline(v.cmp === "base" ? v.base : null);
+    this.graph = this.graphView();
     this.el = h("div", { class: "page profile-page" }, this.header.el, opts.extras ?? [], this.filter?.el ?? null, this.heat.el);
   }
 
-  /** lower makes the panels under the heatmap, once, showing the view as
-   * it is: a flame graph on its way, its comparison. */
-  private lower(): LowerPanels {
-    if (this.lowerPanels) return this.lowerPanels;
+  /** graphView is the view's flame graph section (its panels are made by lower). */
+  private graphView(): GraphView {
     const opts = this.opts;
-    const graph = new GraphView({
+    return new GraphView({
       state: () => this._view,
       record: (change) => this.update({ ...this._view, ...change }),
+      signal: this.ctrl.signal,
       fetch: (f) => this.src.flame(this._view, f, this.ctrl.signal),
       filename: () => foldedFilename(this.profile?.app, this._view),
       exports: !opts.readOnly,
@@ -215,6 +217,13 @@ export class ProfileView {
         this.showSandwich();
       },
     });
+  }
+
+  /** lower makes the panels under the heatmap, once, showing the view as
+   * it is: a flame graph on its way, its comparison. */
+  private lower(): LowerPanels {
+    if (this.lowerPanels) return this.lowerPanels;
+    const flame = this.graph.flame;
     const series = new SeriesPanel({ onPick: (axis, key) => this.pickSeries(axis, key) });
     series.align(this.axis);
     const sandwich = new SandwichPanel({
@@ -233,24 +242,21 @@ export class ProfileView {
         void this.loadFlame();
       },
     });
-    this.flameLoading(graph.flame);
-    this.lowerPanels = { graph, series, sandwich, spans: spansPanel };
+    this.lowerPanels = { flame, series, sandwich, spans: spansPanel };
+    this.flameLoading();
     return this.lowerPanels;
   }
 
-  /** flameLoading shows in flame that the view's graph is on its way, with
-   * the comparison it asks for. */
-  private flameLoading(flame: FlamePanel) {
+  /** flameLoading shows in the flame panel that the view's graph is on its
+   * way, with the comparison it asks for. */
+  private flameLoading() {
     const v = this._view;
-    flame.setCompare(v.cmp, v.base ? formatTimeRange(v.base) : null, v.norm);
-    flame.loading();
+    this.flame.setCompare(v.cmp, v.base ? formatTimeRange(v.base) : null, v.norm);
+    this.flame.loading();
   }
 
-  private get graph(): GraphView {
-    return this.lower().graph;
-  }
   private get flame(): FlamePanel {
-    return this.lower().graph.flame;
+    return this.lower().flame;
   }
   private get series(): SeriesPanel {
     return this.lower().series;
@@ -277,7 +283,7 @@ export class ProfileView {
     if (this.ctrl.signal.aborted || this.belowAttached) return;
     this.belowAttached = true;
     const l = this.lower();
-    this.el.append(l.series.el, l.spans.el, l.graph.flame.el, l.graph.diff.el, l.sandwich.el, l.graph.top.el);
+    this.el.append(l.series.el, l.spans.el, l.flame.el, this.graph.diff.el, l.sandwich.el, this.graph.top.el);
   }
 
   /** start asks for the heatmap, the flame graph, the thread view and the
@@ -322,7 +328,7 @@ export class ProfileView {
   destroy() {
     this.ctrl.abort();
     this.heat.destroy();
-    this.lowerPanels?.graph.destroy();
+    this.graph.destroy();
     this.lowerPanels?.sandwich.destroy();
   }
 
@@ -371,81 +377,91 @@ export class ProfileView {
     }
   }
 
-  private async loadFlame() {
-    const current = this.flameReq.begin();
+  /** loadFlame asks for the view's flame graph, or its comparison
+   * (GraphView's load: an answer a newer request replaced is dropped),
+   * drawn once the panels under the heatmap have joined the page. */
+  private loadFlame(): Promise<void> {
     this.flameTotal = null;
     const v0 = this._view;
-    if (this.lowerPanels) this.flameLoading(this.lowerPanels.graph.flame); // (panels made later show it when made)
+    if (this.lowerPanels) this.flameLoading(); // (panels made later show it when made)
     this.showSelection();
     const t0 = performance.now();
-    try {
-      const d = this.src.diff ? await this.src.diff(v0, this.ctrl.signal) : null;
-      if (!current()) return;
-      if (d) {
+    const diff = this.src.diff;
+    return this.graph.load({
+      diff: diff ? () => diff(v0, this.ctrl.signal) : undefined,
+      graph: () => this.src.flame(this._view, FlameGraphFormat.TREE, this.ctrl.signal),
+      drawDiff: async (d, current) => {
         await this.attached;
         if (!current()) return;
         this.attachBelow();
-        return this.showDiff(d);
-      }
-      this.lowerPanels?.graph.diff.hide();
-      this.lowerPanels?.graph.flame.showNormMode(null);
-      const res = await this.src.flame(this._view, FlameGraphFormat.TREE, this.ctrl.signal);
+        this.showDiff(d);
+      },
+      draw: (res, current) => this.drawFlame(res, t0, current),
+      failed: (p) => this.flameFailed(p),
+    });
+  }
+
+  /** drawFlame draws flame graph res, asked for at t0, once the panels
+   * under the heatmap have joined the page (the heatmap's frame, when it
+   * came first), then its top functions and sandwich. */
+  private async drawFlame(res: WireFlameGraph, t0: number, current: () => boolean) {
+    const t1 = performance.now();
+    await this.attached; // (the heatmap's frame, when it came first)
+    if (!current()) return;
+    this.attachBelow();
+    const tl = performance.now();
+    const l = layoutOf(res);
+    const t2 = performance.now();
+    this.flameTotal = Number(res.total);
+    const v = this._view;
+    const r = v.range;
+    const firstGraph = !this.flame.layout; // no tables under it yet, so none stale
+    this.graph.show(
+      l,
+      r ? formatTimeRange(r) : "whole profile",
+      !r
+        ? "This profile has no samples for this event."
+        : this.opts.readOnly
+          ? `Nothing ran (that is not idle) in ${formatTimeRange(r)}.${v.idle ? "" : " Tick “Include idle” to see idle samples."}`
+          : `Nothing ran (that is not idle) in ${formatTimeRange(r)}. Choose other cells in the heatmap${v.idle ? "" : ", or include idle samples"}.`,
+    );
+    perf.flameLoaded({ nodes: l.n, fetchMs: t1 - t0, wasm: res.layout != null, decodeMs: t2 - tl, renderMs: Number(this.flame.canvas.dataset.renderMs), askedAtMs: t0, drawnAtMs: performance.now() });
+    this.showSelection();
+    if (firstGraph) {
+      // The page's first graph goes out in its own frame; the tables
+      // under it (the top functions of a whole profile's 141k nodes
+      // take 15-50 ms here) come in the next.
+      await nextFrame();
       if (!current()) return;
-      const t1 = performance.now();
-      await this.attached; // (the heatmap's frame, when it came first)
-      if (!current()) return;
-      this.attachBelow();
-      const tl = performance.now();
-      const l = layoutOf(res);
-      const t2 = performance.now();
-      this.flameTotal = Number(res.total);
-      const v = this._view;
-      const r = v.range;
-      const firstGraph = !this.flame.layout; // no tables under it yet, so none stale
-      this.graph.show(
-        l,
-        r ? formatTimeRange(r) : "whole profile",
-        !r
-          ? "This profile has no samples for this event."
-          : this.opts.readOnly
-            ? `Nothing ran (that is not idle) in ${formatTimeRange(r)}.${v.idle ? "" : " Tick “Include idle” to see idle samples."}`
-            : `Nothing ran (that is not idle) in ${formatTimeRange(r)}. Choose other cells in the heatmap${v.idle ? "" : ", or include idle samples"}.`,
-      );
-      perf.flameLoaded({ nodes: l.n, fetchMs: t1 - t0, wasm: res.layout != null, decodeMs: t2 - tl, renderMs: Number(this.flame.canvas.dataset.renderMs), askedAtMs: t0, drawnAtMs: performance.now() });
-      this.showSelection();
-      if (firstGraph) {
-        // The page's first graph goes out in its own frame; the tables
-        // under it (the top functions of a whole profile's 141k nodes
-        // take 15-50 ms here) come in the next.
-        await nextFrame();
-        if (!current()) return;
-      }
-      this.graph.showTop();
-      this.showSandwich();
-    } catch (err) {
-      if (this.ctrl.signal.aborted || !current()) return;
-      const p = problem(err);
-      if (p.kind === "notfound") return this.notFound();
-      this.attachBelow(); // the error shows in the flame panel
-      // what was counted from the last graph is not this view's
-      this.graph.clearTables();
-      this.sandwich.hide();
-      if (p.kind === "invalid" && this._view.range && !this.opts.readOnly && !this._view.fn && !this._view.xfn) {
-        this.flame.badRange(p, () => {
-          this.heat.clearSelection();
-          this.selectWhole();
-        });
-        return;
-      }
-      failed(p, (p) => this.flame.error(p, () => void this.loadFlame()));
     }
+    this.graph.showTop();
+    this.showSandwich();
+  }
+
+  /** flameFailed shows a failed flame graph request the profile view's
+   * own way, when it has one: the profile not found, or a range the
+   * server refused (offering the whole profile). Otherwise the flame panel
+   * shows it (GraphView's load). */
+  private flameFailed(p: Problem): boolean {
+    if (p.kind === "notfound") {
+      this.notFound();
+      return true;
+    }
+    this.attachBelow(); // the error shows in the flame panel
+    this.sandwich.hide(); // what was counted from the last graph is not this view's
+    if (p.kind !== "invalid" || !this._view.range || this.opts.readOnly || this._view.fn || this._view.xfn) return false;
+    this.graph.clearTables();
+    this.flame.badRange(p, () => {
+      this.heat.clearSelection();
+      this.selectWhole();
+    });
+    return true;
   }
 
   /** showDiff draws a comparison: B's shape coloured by the change, and
    * the largest changes. */
   private showDiff(d: GetDiffFlameGraphResponse) {
     const v = this._view;
-    this.flame.showNormMode(diffMode(v.norm, d));
     const r = v.range;
     const where = r ? formatTimeRange(r) : "the whole profile";
     const sel = v.cmp === "spans" ? `the requests slower than p95, ${where}` : where;
