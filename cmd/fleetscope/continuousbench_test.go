@@ -115,6 +115,8 @@ func BenchmarkContinuousFleet(b *testing.B) {
 		return
 	}
 	took := time.Since(t0)
+	peak := newRSSPhases(b, pid)
+	peak.phase("ingest")
 	profiles := continuousHosts * minutes
 	samples := int64(len(r.leaf)) * int64(profiles)
 	fmt.Printf("%-52s %8.1f profiles/s, %.0f samples/s  (%d profiles, %d samples, %.0f s; target >= 100 profiles/s)\n",
@@ -135,6 +137,7 @@ func BenchmarkContinuousFleet(b *testing.B) {
 	measure := func(what, target string, n int, call func() error) {
 		p50n(b, what, target, n, call)
 		profileQuery(b, profDir, debugAddr, what, call)
+		peak.phase(what)
 	}
 	day := float64(minutes * 60)
 	mid := float64(hours/2) * 3600
@@ -159,7 +162,7 @@ func BenchmarkContinuousFleet(b *testing.B) {
 	measure(fmt.Sprintf("host strip, %d h", hours), "target <= 100 ms", long, post("GetFleetHosts", &fsv1.GetFleetHostsRequest{Selection: sel(0, day)}))
 	measure(fmt.Sprintf("timeline, %d h", hours), "target <= 100 ms", long, post("GetFleetTimeline", &fsv1.GetFleetTimelineRequest{Selection: sel(0, day)}))
 	measure("timeline, 7 days", "target <= 200 ms", long, post("GetFleetTimeline", &fsv1.GetFleetTimelineRequest{Selection: sel(-3*86400, 4*86400)}))
-	fmt.Printf("%-52s %8d MB peak RSS (target <= 512 MB)\n", "server, over the run", procStatusKB(b, pid, "VmHWM:")/1024)
+	fmt.Printf("%-52s %8d MB peak RSS (target <= 512 MB; %s)\n", "server, over the run", peak.max/1024, peak.by())
 
 	hostHours := float64(continuousHosts * hours)
 	var rows int64
@@ -179,6 +182,29 @@ func BenchmarkContinuousFleet(b *testing.B) {
 	fmt.Printf("%-52s %8.2f MB per host-hour in rows (%s), %.2f MB on disk with indexes and the dictionary (target <= 2 MB)\n",
 		"Postgres bytes", float64(rows)/1e6/hostHours, strings.Join(parts, ", "), float64(disk)/1e6/hostHours)
 }
+
+// rssPhases is a process's peak resident set by phase: phase reads the
+// peak since the last one (VmHWM) and resets it (clear_refs 5).
+type rssPhases struct {
+	b      *testing.B
+	pid    int
+	max    int // kB, over every phase
+	phases []string
+}
+
+func newRSSPhases(b *testing.B, pid int) *rssPhases { return &rssPhases{b: b, pid: pid} }
+
+func (p *rssPhases) phase(name string) {
+	kb := procStatusKB(p.b, p.pid, "VmHWM:")
+	p.max = max(p.max, kb)
+	p.phases = append(p.phases, fmt.Sprintf("%s %d", name, kb/1024))
+	if err := os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", p.pid), []byte("5"), 0); err != nil {
+		p.b.Logf("peak RSS by phase: %v", err)
+	}
+}
+
+// by names each phase's peak, in MB.
+func (p *rssPhases) by() string { return "by phase: " + strings.Join(p.phases, ", ") }
 
 // p50n prints the median of n-1 calls after one that warms the caches
 // (and, for a merged flame graph, counts and stores the window's stack

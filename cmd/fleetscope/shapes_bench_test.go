@@ -7,7 +7,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -73,7 +72,7 @@ func BenchmarkShapes(b *testing.B) {
 			b.Fatal(err)
 		}
 		fmt.Printf("%-44s %8d MB peak server RSS (upload %.1f s, then its whole flame graph and a 1000-row heatmap; %d MB text; target <= 512 MB)\n",
-			c.name, peakRSS(b, s)/1024, took.Seconds(), st.Size()/1e6)
+			c.name, procStatusKB(b, s.proc.Process.Pid, "VmHWM:")/1024, took.Seconds(), st.Size()/1e6)
 	}
 
 	// Open files with 400 clients connected and silent (slowloris).
@@ -94,21 +93,6 @@ func BenchmarkShapes(b *testing.B) {
 	for _, c := range conns {
 		c.Close()
 	}
-}
-
-// peakRSS is the server's peak resident memory, in kB.
-func peakRSS(b *testing.B, s *service) int {
-	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.proc.Process.Pid))
-	if err != nil {
-		b.Fatal(err)
-	}
-	for _, line := range strings.Split(string(status), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kb, _ := strconv.Atoi(strings.Fields(v)[0])
-			return kb
-		}
-	}
-	return 0
 }
 
 // openFiles counts the server's open file descriptors.

@@ -93,7 +93,7 @@ func Defaults() Config {
 		MaxStacks:           250_000,
 		MaxDepth:            4096,
 		BodyIdleTimeout:     "30s",
-		CacheBytes:          256 << 20,
+		CacheBytes:          192 << 20,
 		MaxLiveStreams:      ingest.DefaultMaxLiveStreams,
 		LiveIdleTimeout:     ingest.DefaultLiveIdleTimeout.String(),
 		CompactInterval:     "1m",
