@@ -92,7 +92,7 @@ func decode(data []byte) (*msg, error) {
 	m := &msg{data: data}
 	e := entries(data)
 	m.ids, m.nodes = make([]uint32, 0, e), make([]node, 0, e)
-	m.index.limit = uint32(min(2*int64(e)+maxSlack, math.MaxUint32))
+	m.index.limit, m.index.hint = uint32(min(2*int64(e)+maxSlack, math.MaxUint32)), e
 	b := data
 	for len(b) > 0 {
 		at := len(data) - len(b)
@@ -257,6 +257,7 @@ const maxSlack = 1 << 16
 type index struct {
 	dense  []int32 // by id: entry+1, 0 if none
 	limit  uint32
+	hint   int // the count of nodes: dense's first size if ids stay under it
 	sparse map[uint32]int32
 }
 
@@ -280,8 +281,11 @@ func (x *index) put(id uint32, i int32) {
 		x.sparse[id] = i
 		return
 	}
-	if id >= uint32(len(x.dense)) {
-		n := min(max(int(id)+1, 2*len(x.dense), 1024), int(x.limit))
+	if id >= uint32(len(x.dense)) { // to the count of nodes, then to limit
+		n := int(x.limit)
+		if len(x.dense) == 0 && int(id) < x.hint {
+			n = x.hint
+		}
 		x.dense = append(x.dense, make([]int32, n-len(x.dense))...)
 	}
 	x.dense[id] = i + 1

@@ -4,6 +4,14 @@
 // does (an explicit node stack, parent links, or the children tree) and its
 // time from start_time and the running sum of time_deltas. It owns parsing
 // only: no storage, no detection of other formats.
+//
+// It decodes the protobuf by hand (decode.go), not with the generated
+// types: a host-minute's ~10^4 nodes were most of an upload's parse as
+// generated messages (docs/architecture.md, "Wire codecs"). The decoder
+// accepts and refuses exactly what proto.Unmarshal of the generated
+// nflxprofile/v1 Profile does, and reads the same values from it; its
+// tests and fuzz target check that against proto.Unmarshal, which they
+// keep as the reference.
 package nflx
 
 import (
@@ -236,13 +244,13 @@ func (b *builder) internFrames(samples []uint32) {
 	}
 	for i, u := range used {
 		if u {
-			b.nodeFrame(nil, int32(i))
+			b.nodeFrame(int32(i))
 		}
 	}
 }
 
-// nodeFrame appends slot i's frame to frames, once interned.
-func (b *builder) nodeFrame(frames []fleetscope.FrameID, i int32) []fleetscope.FrameID {
+// nodeFrame is slot i's frame (noFrame: none), interned the first time.
+func (b *builder) nodeFrame(i int32) fleetscope.FrameID {
 	f := b.frameOf[i]
 	if f == unset {
 		var ok bool
@@ -251,10 +259,7 @@ func (b *builder) nodeFrame(frames []fleetscope.FrameID, i int32) []fleetscope.F
 		}
 		b.frameOf[i] = f
 	}
-	if f == noFrame {
-		return frames
-	}
-	return append(frames, f)
+	return f
 }
 
 func newBuilder(m *msg, d *fleetscope.Dict) *builder {
@@ -407,7 +412,9 @@ func (b *builder) stackOf(id uint32) (fleetscope.StackID, *node, error) {
 			if n > len(b.m.nodes) {
 				return 0, nil, fmt.Errorf("node %d: its parent links form a cycle", id)
 			}
-			frames = b.nodeFrame(frames, cur)
+			if f := b.nodeFrame(cur); f != noFrame {
+				frames = append(frames, f)
+			}
 			p := b.parent[cur]
 			if p == root {
 				break
