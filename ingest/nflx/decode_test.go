@@ -444,6 +444,7 @@ func TestDecodeWire(t *testing.T) {
 		{"known fields of other wire types are unknown", slices.Concat(base, uv(1, 5), uv(6, 1), tagged(3, protowire.Fixed32Type, []byte{1, 0, 0, 0}), tagged(5, protowire.Fixed64Type, fixed64(1)), uv(8, 3), tagged(13, protowire.BytesType, lenp(varint(1))), entry(uv(1, 1), value(uv(1, 3), str(5, "x"), uv(10, 1), str(8, "x"), tagged(3, protowire.Fixed64Type, fixed64(2)), uv(11, 4)))), true},
 		{"sparse node ids", slices.Concat(head, tagged(3, protowire.BytesType, lenp(varint(1<<30), varint(0), varint(1<<30))), deltas, entry(uv(1, 0), value(str(1, "root"), uv(3, 1<<30))), entry(uv(1, 1<<30), value(str(1, "far")))), true},
 		{"sparse ids with parents", slices.Concat(head, tagged(3, protowire.BytesType, lenp(varint(1<<31), varint(7), varint(1<<31))), deltas, tagged(8, protowire.BytesType, lenp(str(1, "has_parent"), str(2, "true"))), entry(uv(1, 7), value(str(1, "root"))), entry(uv(1, 1<<31), value(str(1, "far"), uv(5, 7)))), true},
+		{"strings that are not UTF-8 (proto2 does not check)", slices.Concat(base, tagged(8, protowire.BytesType, lenp(str(1, "k\xff"), str(2, "\xc3"))), str(6, "t\x80"), entry(uv(1, 1), value(str(1, "m\xffain"), str(4, "\xfe")))), true},
 		{"field number 0", slices.Concat(base, []byte{0x00, 0x01}), false},
 		{"field number above 2^29-1", slices.Concat(base, protowire.AppendVarint(nil, uint64(protowire.MaxValidNumber+1)<<3), []byte{1}), false},
 		{"field number above 2^29-1 in a node", slices.Concat(base, entry(uv(1, 1), value(protowire.AppendVarint(nil, uint64(1<<30)<<3), []byte{1}))), false},
@@ -496,5 +497,31 @@ func TestDecodeError(t *testing.T) {
 	const want = "nflxprofile: not a valid Profile message: field 5 (nodes) at byte 2: field 2 (value): field 10 (stack): field 1 (function_name): unexpected EOF"
 	if !strings.Contains(err.Error(), want) {
 		t.Errorf("err = %q, want %q", err, want)
+	}
+}
+
+// TestDecodeDeepGroups: unknown groups nested past protobuf's recursion
+// limit are refused as proto.Unmarshal refuses them; less deep ones are
+// skipped.
+func TestDecodeDeepGroups(t *testing.T) {
+	nested := func(depth int) []byte {
+		var b []byte
+		for range depth {
+			b = protowire.AppendTag(b, 99, protowire.StartGroupType)
+		}
+		for range depth {
+			b = protowire.AppendTag(b, 99, protowire.EndGroupType)
+		}
+		return b
+	}
+	base := slices.Concat(uv(3, 0), entry(uv(1, 0), value(str(1, "root"))))
+	for _, depth := range []int{100, 2 * protowire.DefaultRecursionLimit} {
+		for _, data := range [][]byte{slices.Concat(base, nested(depth)), slices.Concat(base, entry(uv(1, 1), value(nested(depth))))} {
+			_, err := decode(data)
+			if (err == nil) != (depth == 100) {
+				t.Errorf("depth %d: err %v", depth, err)
+			}
+			agree(t, data, math.MaxInt)
+		}
 	}
 }
