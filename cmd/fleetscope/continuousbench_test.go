@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -241,4 +243,30 @@ func BenchmarkParseContinuousMinute(b *testing.B) {
 	}
 	b.ReportMetric(float64(len(data)), "gzipped-bytes")
 	b.ReportMetric(float64(len(r.nodes)), "nodes")
+}
+
+// BenchmarkUploadContinuousMinute is the CPU an upload of one such
+// host-minute costs the server before the database: the bytes spooled to
+// a file and hashed (SHA-256) as they are read, as ingest.Service.Ingest
+// does, then parsed and indexed (ingest.ParseIndex). Against
+// BenchmarkParseContinuousMinute it shows what the index and the spool add.
+func BenchmarkUploadContinuousMinute(b *testing.B) {
+	r := loadReplay(b).thin(continuousEvery)
+	data := r.profile(b, 3, 1)
+	spool, err := os.CreateTemp(b.TempDir(), "spool-*")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer spool.Close()
+	b.ResetTimer()
+	for range b.N {
+		if _, err := spool.Seek(0, io.SeekStart); err != nil {
+			b.Fatal(err)
+		}
+		h := sha256.New()
+		if _, err := ingest.ParseIndex(io.TeeReader(bytes.NewReader(data), io.MultiWriter(spool, h)), "", 1<<30, ingest.DefaultShape); err != nil {
+			b.Fatal(err)
+		}
+		h.Sum(nil)
+	}
 }

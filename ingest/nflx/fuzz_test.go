@@ -1,8 +1,10 @@
 package nflx
 
 import (
+	"slices"
 	"testing"
 
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
 	nflxv1 "github.com/fleetscope/fleetscope/api/gen/nflxprofile/v1"
@@ -10,7 +12,9 @@ import (
 )
 
 // FuzzParse: no input makes Detect or Parse panic; Parse either fails with
-// EINVALID or delivers consistent samples.
+// EINVALID or delivers consistent samples; and the hand decoder agrees with
+// proto.Unmarshal (refDecode) on every input: both refuse it, or both
+// decode the same message and Parse gives the same profile and samples.
 func FuzzParse(f *testing.F) {
 	// The small corpus file only: a new input is minimised before it
 	// counts, slowly for large ones.
@@ -24,5 +28,9 @@ func FuzzParse(f *testing.F) {
 		},
 	})
 	f.Add(small)
-	f.Fuzz(func(t *testing.T, data []byte) { fstest.FuzzOnce(t, Detect, Parse, data) })
+	f.Add(slices.Concat(small, entry(uv(1, 2), value(str(1, "x"), tagged(10, protowire.BytesType, lenp(str(1, "f")))), uv(1, 3)), tagged(8, protowire.BytesType, lenp(str(1, "has_node_stack"), str(2, "true")))))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		fstest.FuzzOnce(t, Detect, Parse, data)
+		agree(t, data, 1<<16)
+	})
 }

@@ -4,22 +4,27 @@
 // does (an explicit node stack, parent links, or the children tree) and its
 // time from start_time and the running sum of time_deltas. It owns parsing
 // only: no storage, no detection of other formats.
+//
+// It decodes the protobuf by hand (decode.go), not with the generated
+// types: a host-minute's ~10^4 nodes were most of an upload's parse as
+// generated messages (docs/architecture.md, "Wire codecs"). The decoder
+// accepts and refuses exactly what proto.Unmarshal of the generated
+// nflxprofile/v1 Profile does, and reads the same values from it; its
+// tests and fuzz target check that against proto.Unmarshal, which they
+// keep as the reference.
 package nflx
 
 import (
+	"bytes"
 	"fmt"
 	"io"
-	"maps"
 	"math"
 	"slices"
 	"strconv"
-	"strings"
 
 	"google.golang.org/protobuf/encoding/protowire"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/fleetscope/fleetscope"
-	nflxv1 "github.com/fleetscope/fleetscope/api/gen/nflxprofile/v1"
 	"github.com/fleetscope/fleetscope/ingest/internal/batch"
 	"github.com/fleetscope/fleetscope/ingest/internal/wire"
 )
@@ -50,27 +55,33 @@ const Event = "cpu"
 // nflxprofile, a profile without samples, samples of unknown nodes, cyclic
 // parent links and per-sample arrays of the wrong length.
 func Parse(r io.Reader, sink func(*fleetscope.Profile, []fleetscope.Sample) error) (*fleetscope.Profile, error) {
+	return parse(r, decode, sink)
+}
+
+// parse is Parse with the decoder as a parameter: its tests parse with
+// proto.Unmarshal too.
+func parse(r io.Reader, dec func([]byte) (*msg, error), sink func(*fleetscope.Profile, []fleetscope.Sample) error) (*fleetscope.Profile, error) {
 	p := batch.NewProfile("nflxprofile")
 	data, err := io.ReadAll(r)
 	if err != nil {
 		return p, err
 	}
-	var m nflxv1.Profile
-	if err := proto.Unmarshal(data, &m); err != nil {
+	m, err := dec(data)
+	if err != nil {
 		return p, fleetscope.Errorf(fleetscope.EINVALID, "nflxprofile: not a valid Profile message: %v", err)
 	}
-	describe(p, &m)
-	n := len(m.Samples)
+	describe(p, m)
+	n := len(m.samples)
 	if n == 0 {
 		return p, fleetscope.Errorf(fleetscope.EEMPTY, "nflxprofile: no samples (field 3, samples, is empty)")
 	}
-	timed := len(m.TimeDeltas) > 0
+	timed := len(m.timeDeltas) > 0
 	switch {
-	case timed && len(m.TimeDeltas) != n:
-		return p, fleetscope.Errorf(fleetscope.EINVALID, "nflxprofile: %d time_deltas for %d samples: they must pair up", len(m.TimeDeltas), n)
+	case timed && len(m.timeDeltas) != n:
+		return p, fleetscope.Errorf(fleetscope.EINVALID, "nflxprofile: %d time_deltas for %d samples: they must pair up", len(m.timeDeltas), n)
 	case !timed:
 		p.Warnings = append(p.Warnings, "no time_deltas: the samples have no times (a flame graph works, a heatmap does not)")
-	case m.StartTime == nil:
+	case !m.hasStart:
 		p.Warnings = append(p.Warnings, "no start_time (a required field): sample times count from 0")
 	}
 	perSample := func(name string, l int) bool {
@@ -79,24 +90,24 @@ func Parse(r io.Reader, sink func(*fleetscope.Profile, []fleetscope.Sample) erro
 		}
 		return l == n
 	}
-	hasCPU := perSample("samples_cpu", len(m.SamplesCpu))
-	hasPID := perSample("samples_pid", len(m.SamplesPid))
-	hasTID := perSample("samples_tid", len(m.SamplesTid))
-	hasValue := perSample("samples_value", len(m.SamplesValue))
+	hasCPU := perSample("samples_cpu", len(m.samplesCPU))
+	hasPID := perSample("samples_pid", len(m.samplesPID))
+	hasTID := perSample("samples_tid", len(m.samplesTID))
+	hasValue := perSample("samples_value", len(m.samplesValue))
 
-	b := newBuilder(&m, p.Dict)
-	b.internFrames(m.Samples)
+	b := newBuilder(m, p.Dict)
+	b.internFrames(m.samples)
 	ev := p.Dict.Event(Event)
 	w := batch.New(p, sink)
-	now := m.GetStartTime()
-	for i, id := range m.Samples {
+	now := m.startTime
+	for i, id := range m.samples {
 		st, node, err := b.stackOf(id)
 		if err != nil {
 			return p, fleetscope.Errorf(fleetscope.EINVALID, "nflxprofile samples[%d]: %s", i, err.Error())
 		}
 		s := fleetscope.Sample{TimeNanos: fleetscope.NoTime, Period: 1, Stack: st, CPU: -1, PID: -1, TID: -1, Event: ev}
 		if timed {
-			now += m.TimeDeltas[i] // summed as nflxprofile sums them
+			now += m.timeDeltas[i] // summed as nflxprofile sums them
 			ns, ok := nanos(now)
 			if !ok {
 				return p, fleetscope.Errorf(fleetscope.EINVALID, "nflxprofile time_deltas[%d]: the time %v s is out of range", i, now)
@@ -104,17 +115,17 @@ func Parse(r io.Reader, sink func(*fleetscope.Profile, []fleetscope.Sample) erro
 			s.TimeNanos = ns
 		}
 		if hasValue {
-			s.Period = m.SamplesValue[i]
+			s.Period = m.samplesValue[i]
 		}
-		s.CPU, s.PID, s.TID = id32(node.Cpu), id32(node.Pid), id32(node.Tid)
+		s.CPU, s.PID, s.TID = id32(node.has&withCPU, node.cpu), id32(node.has&withPID, node.pid), id32(node.has&withTID, node.tid)
 		if hasCPU {
-			s.CPU = clamp(m.SamplesCpu[i])
+			s.CPU = clamp(m.samplesCPU[i])
 		}
 		if hasPID {
-			s.PID = clamp(m.SamplesPid[i])
+			s.PID = clamp(m.samplesPID[i])
 		}
 		if hasTID {
-			s.TID = clamp(m.SamplesTid[i])
+			s.TID = clamp(m.samplesTID[i])
 		}
 		if err := w.Add(s); err != nil {
 			return p, err
@@ -123,24 +134,24 @@ func Parse(r io.Reader, sink func(*fleetscope.Profile, []fleetscope.Sample) erro
 	return p, w.Flush()
 }
 
-func describe(p *fleetscope.Profile, m *nflxv1.Profile) {
-	if m.StartTime != nil {
-		p.Meta["start_time"] = strconv.FormatFloat(m.GetStartTime(), 'f', -1, 64)
+func describe(p *fleetscope.Profile, m *msg) {
+	if m.hasStart {
+		p.Meta["start_time"] = strconv.FormatFloat(m.startTime, 'f', -1, 64)
 	}
-	if m.EndTime != nil {
-		p.Meta["end_time"] = strconv.FormatFloat(m.GetEndTime(), 'f', -1, 64)
+	if m.hasEnd {
+		p.Meta["end_time"] = strconv.FormatFloat(m.endTime, 'f', -1, 64)
 	}
-	if m.Title != nil {
-		p.Meta["title"] = m.GetTitle()
+	if m.hasTitle {
+		p.Meta["title"] = string(m.title)
 	}
-	if m.Description != nil {
-		p.Meta["description"] = m.GetDescription()
+	if m.hasDescription {
+		p.Meta["description"] = string(m.description)
 	}
-	if m.IdleSampleCount != nil {
-		p.Meta["idle_sample_count"] = strconv.FormatUint(uint64(m.GetIdleSampleCount()), 10)
+	if m.hasIdle {
+		p.Meta["idle_sample_count"] = strconv.FormatUint(uint64(m.idleSampleCount), 10)
 	}
-	for _, k := range slices.Sorted(maps.Keys(m.Params)) {
-		p.Meta["params."+k] = m.Params[k]
+	for k, v := range m.params {
+		p.Meta["params."+k] = v
 	}
 }
 
@@ -154,11 +165,12 @@ func nanos(sec float64) (int64, bool) {
 	return int64(whole)*1e9 + int64(math.Round((sec-whole)*1e9)), true
 }
 
-func id32(v *uint32) int32 {
-	if v == nil {
+// id32 is a node's pid, tid or cpu v, if has says it is there.
+func id32(has uint8, v uint32) int32 {
+	if has == 0 {
 		return -1
 	}
-	return clamp(*v)
+	return clamp(v)
 }
 
 func clamp(v uint32) int32 {
@@ -176,14 +188,13 @@ const (
 )
 
 // builder turns sampled nodes into stacks. Nodes are numbered densely
-// (slots) and their parent links, frames and stacks kept in arrays, so a
-// walk from a leaf to the root costs no map lookups: a minute of a busy
-// host is ~10^6 steps.
+// (their slots: the order of msg.nodes) and their parent links, frames and
+// stacks kept in arrays, so a walk from a leaf to the root costs no map
+// lookups: a minute of a busy host is ~10^6 steps.
 type builder struct {
-	m    *nflxv1.Profile
+	m    *msg
 	d    *fleetscope.Dict
 	mode int
-	slots
 	// parent is each slot's parent slot: root (the walk ends after it) or
 	// orphan (the walk fails there); not used in modeNodeStack.
 	parent []int32
@@ -192,9 +203,9 @@ type builder struct {
 	// so a frame is interned once per node, not once per stack.
 	frameOf []fleetscope.FrameID
 	frames  []fleetscope.FrameID
-	// names and libs are each slot's function name and libtype, read in
-	// slot order (not used in modeNodeStack).
-	names, libs []string
+	// seen holds the frames interned so far by name, for each kind, so
+	// that a name is made a string once per frame, not once per node.
+	seen [fleetscope.KindJIT + 1]map[string]fleetscope.FrameID
 }
 
 const (
@@ -203,66 +214,28 @@ const (
 )
 
 const (
-	noFrame  = ^fleetscope.FrameID(0)
-	unset    = noFrame - 1
-	noStack  = ^fleetscope.StackID(0)
-	maxSlack = 1 << 16
+	noFrame = ^fleetscope.FrameID(0)
+	unset   = noFrame - 1
+	noStack = ^fleetscope.StackID(0)
 )
 
-// slots numbers the nodes 0..n-1: by their ids when those are dense (the
-// converters write 0..n-1), else in the map's order.
-type slots struct {
-	direct bool
-	of     map[uint32]int32 // id -> slot when not direct
-	node   []*nflxv1.Profile_Node
-}
-
-func newSlots(nodes map[uint32]*nflxv1.Profile_Node) slots {
-	top := uint32(0)
-	for id := range nodes {
-		top = max(top, id)
-	}
-	if int64(top) < 2*int64(len(nodes))+maxSlack {
-		s := slots{direct: true, node: make([]*nflxv1.Profile_Node, int(top)+1)}
-		for id, n := range nodes {
-			s.node[id] = n
-		}
-		return s
-	}
-	s := slots{of: make(map[uint32]int32, len(nodes)), node: make([]*nflxv1.Profile_Node, 0, len(nodes))}
-	for id, n := range nodes {
-		s.of[id] = int32(len(s.node))
-		s.node = append(s.node, n)
-	}
-	return s
-}
-
 // slot returns node id's slot, if it is in nodes.
-func (s *slots) slot(id uint32) (int32, bool) {
-	if s.direct {
-		if int64(id) < int64(len(s.node)) && s.node[id] != nil {
-			return int32(id), true
-		}
-		return 0, false
-	}
-	i, ok := s.of[id]
-	return i, ok
-}
+func (b *builder) slot(id uint32) (int32, bool) { return b.m.index.get(id) }
 
 // internFrames interns the frames of every node on the way from a sampled
 // node to the root, in slot order: nodes are read in the order they were
-// decoded (a converter writes them by id), not in the samples' order,
-// which met each node's name first in a cache miss (a sixth of parsing a
+// decoded, as they lie in memory, not in the samples' order, which met
+// each node's name first in a cache miss (a sixth of parsing a
 // host-minute). Only sampled nodes and their ancestors are interned, as
 // the walks would. Node-stack profiles intern as they go.
 func (b *builder) internFrames(samples []uint32) {
 	if b.mode == modeNodeStack {
 		return
 	}
-	used := make([]bool, len(b.node))
+	used := make([]bool, len(b.m.nodes))
 	for _, id := range samples {
 		i, ok := b.slot(id)
-		for n := 0; ok && !used[i] && n <= len(b.node); n++ { // n: a cycle ends the walk (stackOf reports it)
+		for n := 0; ok && !used[i] && n <= len(used); n++ { // n: a cycle ends the walk (stackOf reports it)
 			used[i] = true
 			if i = b.parent[i]; i < 0 {
 				break
@@ -271,66 +244,59 @@ func (b *builder) internFrames(samples []uint32) {
 	}
 	for i, u := range used {
 		if u {
-			b.nodeFrame(nil, int32(i))
+			b.nodeFrame(int32(i))
 		}
 	}
 }
 
-// nodeFrame appends slot i's frame to frames, once interned.
-func (b *builder) nodeFrame(frames []fleetscope.FrameID, i int32) []fleetscope.FrameID {
+// nodeFrame is slot i's frame (noFrame: none), interned the first time.
+func (b *builder) nodeFrame(i int32) fleetscope.FrameID {
 	f := b.frameOf[i]
 	if f == unset {
-		f = noFrame
-		if one := b.frame(nil, b.names[i], b.libs[i]); len(one) == 1 {
-			f = one[0]
+		var ok bool
+		if f, ok = b.frameID(b.m.str(b.m.nodes[i].name), b.m.str(b.m.nodes[i].libtype)); !ok {
+			f = noFrame
 		}
 		b.frameOf[i] = f
 	}
-	if f == noFrame {
-		return frames
-	}
-	return append(frames, f)
+	return f
 }
 
-func newBuilder(m *nflxv1.Profile, d *fleetscope.Dict) *builder {
-	b := &builder{m: m, d: d, slots: newSlots(m.Nodes)}
-	n := len(b.node)
+func newBuilder(m *msg, d *fleetscope.Dict) *builder {
+	b := &builder{m: m, d: d}
+	n := len(m.nodes)
 	b.stack, b.frameOf = make([]fleetscope.StackID, n), make([]fleetscope.FrameID, n)
 	for i := range n {
 		b.stack[i], b.frameOf[i] = noStack, unset
 	}
-	param := func(k string) (bool, bool) { v, ok := m.Params[k]; return v == "true", ok }
+	param := func(k string) (bool, bool) { v, ok := m.params[k]; return v == "true", ok }
 	nodeStack, ok1 := param("has_node_stack")
-	hasParent, ok2 := param("has_parent")
+	parents, ok2 := param("has_parent")
 	if !ok1 && !ok2 { // no say in the params: look at the nodes
-		for _, n := range m.Nodes {
-			nodeStack = nodeStack || len(n.Stack) > 0
-			hasParent = hasParent || n.Parent != nil
+		for i := range m.nodes {
+			nodeStack = nodeStack || m.nodes[i].stack.n > 0
+			parents = parents || m.nodes[i].has&withParent != 0
 		}
 	}
 	switch {
 	case nodeStack:
 		b.mode = modeNodeStack
 		return b
-	case hasParent:
+	case parents:
 		b.mode = modeParent
 	default:
 		b.mode = modeChildren
 	}
-	// One pass over the nodes, in slot order, reads each node's name and
-	// parent: met first in the samples' order, each node was a cache miss
-	// (a sixth of parsing a host-minute).
-	b.parent, b.names, b.libs = make([]int32, n), make([]string, n), make([]string, n)
-	for i, node := range b.node {
-		b.names[i], b.libs[i] = node.GetFunctionName(), node.GetLibtype()
+	// One pass over the nodes, in slot order, links each to its parent.
+	b.parent = make([]int32, n)
+	for i := range m.nodes {
 		b.parent[i] = orphan
 		if b.mode == modeParent {
 			b.parent[i] = root
-			if pid := node.GetParent(); pid != 0 {
-				if b.parent[i] = orphan; node != nil {
-					if p, ok := b.slot(pid); ok {
-						b.parent[i] = p
-					}
+			if pid := m.nodes[i].parent; pid != 0 {
+				b.parent[i] = orphan
+				if p, ok := b.slot(pid); ok {
+					b.parent[i] = p
 				}
 			}
 		}
@@ -346,7 +312,8 @@ func newBuilder(m *nflxv1.Profile, d *fleetscope.Dict) *builder {
 		for len(queue) > 0 {
 			i := queue[0]
 			queue = queue[1:]
-			for _, c := range b.node[i].GetChildren() {
+			c := m.nodes[i].children
+			for _, c := range m.children[c.off : c.off+c.n] {
 				if j, ok := b.slot(c); ok && b.parent[j] == orphan && j != top {
 					b.parent[j] = i
 					queue = append(queue, j)
@@ -357,8 +324,8 @@ func newBuilder(m *nflxv1.Profile, d *fleetscope.Dict) *builder {
 	return b
 }
 
-func kind(libtype string) fleetscope.FrameKind {
-	switch libtype {
+func kind(libtype []byte) fleetscope.FrameKind {
+	switch string(libtype) {
 	case "kernel":
 		return fleetscope.KindKernel
 	case "jit":
@@ -369,63 +336,92 @@ func kind(libtype string) fleetscope.FrameKind {
 
 // frame appends a frame to frames unless nflxprofile's Node.js view skips
 // it (ArgumentsAdaptorTrampoline).
-func (b *builder) frame(frames []fleetscope.FrameID, name, libtype string) []fleetscope.FrameID {
-	if strings.Contains(name, "ArgumentsAdaptorTrampoline") {
-		return frames
+func (b *builder) frame(frames []fleetscope.FrameID, name, libtype []byte) []fleetscope.FrameID {
+	if f, ok := b.frameID(name, libtype); ok {
+		return append(frames, f)
 	}
-	return append(frames, b.d.Frame(fleetscope.Frame{Name: strings.TrimSpace(tidyV8(name)), Kind: kind(libtype)}))
+	return frames
 }
+
+// frameID interns a frame, unless nflxprofile's Node.js view skips it
+// (ArgumentsAdaptorTrampoline).
+func (b *builder) frameID(name, libtype []byte) (fleetscope.FrameID, bool) {
+	if bytes.Contains(name, argumentsAdaptor) {
+		return 0, false
+	}
+	name = bytes.TrimSpace(tidyV8(name))
+	k := kind(libtype)
+	if f, ok := b.seen[k][string(name)]; ok {
+		return f, true
+	}
+	s := string(name)
+	f := b.d.Frame(fleetscope.Frame{Name: s, Kind: k})
+	if b.seen[k] == nil {
+		b.seen[k] = map[string]fleetscope.FrameID{}
+	}
+	b.seen[k][s] = f
+	return f, true
+}
+
+var argumentsAdaptor = []byte("ArgumentsAdaptorTrampoline")
 
 // tidyV8 turns a V8 perf map name ("LazyCompile:*name file:line",
 // "InterpretedFunction:name file:line") into the function name, as
 // nflxprofile's Node.js flame graph view does; other names are kept.
-func tidyV8(name string) string {
-	rest, ok := strings.CutPrefix(name, "LazyCompile:")
+func tidyV8(name []byte) []byte {
+	rest, ok := bytes.CutPrefix(name, lazyCompile)
 	if !ok {
-		if rest, ok = strings.CutPrefix(name, "InterpretedFunction:"); !ok {
+		if rest, ok = bytes.CutPrefix(name, interpretedFunction); !ok {
 			return name
 		}
 	}
-	rest = strings.TrimPrefix(rest, "*")
-	if fn, file, ok := strings.Cut(rest, " "); ok && file != "" {
+	rest = bytes.TrimPrefix(rest, star)
+	if fn, file, ok := bytes.Cut(rest, space); ok && len(file) > 0 {
 		rest = fn
 	}
-	if rest == "" {
-		return "(anonymous)"
+	if len(rest) == 0 {
+		return anonymous
 	}
 	return rest
 }
 
+var (
+	lazyCompile, interpretedFunction = []byte("LazyCompile:"), []byte("InterpretedFunction:")
+	star, space, anonymous           = []byte("*"), []byte(" "), []byte("(anonymous)")
+)
+
 // stack returns the stack of a sample of node id, and the node.
-func (b *builder) stackOf(id uint32) (fleetscope.StackID, *nflxv1.Profile_Node, error) {
+func (b *builder) stackOf(id uint32) (fleetscope.StackID, *node, error) {
 	i, ok := b.slot(id)
 	if !ok {
 		return 0, nil, fmt.Errorf("node %d is not in nodes", id)
 	}
-	node := b.node[i]
+	node := &b.m.nodes[i]
 	if st := b.stack[i]; st != noStack {
 		return st, node, nil
 	}
 	frames := b.frames[:0]
 	switch b.mode {
 	case modeNodeStack:
-		frames = b.frame(frames, node.GetFunctionName(), node.GetLibtype())
-		for _, f := range node.Stack {
-			frames = b.frame(frames, f.GetFunctionName(), f.GetLibtype())
+		frames = b.frame(frames, b.m.str(node.name), b.m.str(node.libtype))
+		for _, f := range b.m.frames[node.stack.off : node.stack.off+node.stack.n] {
+			frames = b.frame(frames, b.m.str(f.name), b.m.str(f.libtype))
 		}
 	default:
 		for cur, n := i, 0; ; n++ {
-			if n > len(b.node) {
+			if n > len(b.m.nodes) {
 				return 0, nil, fmt.Errorf("node %d: its parent links form a cycle", id)
 			}
-			frames = b.nodeFrame(frames, cur)
+			if f := b.nodeFrame(cur); f != noFrame {
+				frames = append(frames, f)
+			}
 			p := b.parent[cur]
 			if p == root {
 				break
 			}
 			if p == orphan {
 				if b.mode == modeParent {
-					return 0, nil, fmt.Errorf("node %d: parent %d is not in nodes", b.idOf(cur), b.node[cur].GetParent())
+					return 0, nil, fmt.Errorf("node %d: parent %d is not in nodes", b.m.ids[cur], b.m.nodes[cur].parent)
 				}
 				return 0, nil, fmt.Errorf("node %d is not in the tree under node 0 (no parent links in this profile)", id)
 			}
@@ -437,19 +433,6 @@ func (b *builder) stackOf(id uint32) (fleetscope.StackID, *nflxv1.Profile_Node, 
 	st := b.d.Stack(frames)
 	b.stack[i] = st
 	return st, node, nil
-}
-
-// idOf is slot i's node id (for messages).
-func (s *slots) idOf(i int32) uint32 {
-	if s.direct {
-		return uint32(i)
-	}
-	for id, j := range s.of {
-		if j == i {
-			return id
-		}
-	}
-	return 0
 }
 
 // Detect says how sure it is that head is an nflxprofile: protobuf whose

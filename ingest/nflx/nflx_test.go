@@ -207,3 +207,31 @@ func TestErrors(t *testing.T) {
 		t.Errorf("text: err = %v", err)
 	}
 }
+
+// TestSameNameOtherKind: frames of one name and another libtype stay
+// apart, each with its kind.
+func TestSameNameOtherKind(t *testing.T) {
+	m := &nflxv1.Profile{
+		StartTime: proto.Float64(1), Samples: []uint32{1, 2, 3, 2}, TimeDeltas: []float64{1, 1, 1, 1},
+		Params: map[string]string{"has_parent": "true"},
+		Nodes: map[uint32]*nflxv1.Profile_Node{
+			1: {FunctionName: proto.String("f"), Libtype: proto.String("kernel")},
+			2: {FunctionName: proto.String("f")},
+			3: {FunctionName: proto.String(" f"), Libtype: proto.String("jit"), Parent: proto.Uint32(2)},
+		},
+	}
+	data, _ := proto.Marshal(m)
+	p, all := fstest.Parse(t, Parse, data)
+	var got []string
+	for _, s := range all {
+		var fs []string
+		for _, f := range p.Dict.StackFrames(s.Stack) {
+			fs = append(fs, fmt.Sprintf("%s/%d", p.Dict.FrameAt(f).Name, p.Dict.FrameAt(f).Kind))
+		}
+		got = append(got, strings.Join(fs, ";"))
+	}
+	want := fmt.Sprintf("f/%d|f/0|f/0;f/%d|f/0", fleetscope.KindKernel, fleetscope.KindJIT)
+	if strings.Join(got, "|") != want || p.Dict.NumFrames() != 3 {
+		t.Errorf("stacks %q (%d frames), want %q (3 frames)", strings.Join(got, "|"), p.Dict.NumFrames(), want)
+	}
+}
