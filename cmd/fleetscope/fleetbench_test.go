@@ -27,6 +27,7 @@ import (
 	nflxv1 "github.com/fleetscope/fleetscope/api/gen/nflxprofile/v1"
 	"github.com/fleetscope/fleetscope/ingest"
 	"github.com/fleetscope/fleetscope/ingest/corpus"
+	"github.com/fleetscope/fleetscope/ingest/nflx/nflxtest"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -64,40 +65,9 @@ func loadReplay(b testing.TB) *replay {
 	if err != nil {
 		b.Fatal(err)
 	}
-	d := p.Dict
-	r := &replay{nodes: map[uint32]*nflxv1.Profile_Node{}}
-	type edge struct {
-		parent uint32
-		frame  fleetscope.FrameID
-	}
-	children := map[edge]uint32{}
-	leafOf := make([]uint32, d.NumStacks())
-	for st := range d.NumStacks() {
-		parent := uint32(0)
-		for _, fr := range d.StackFrames(fleetscope.StackID(st)) {
-			e := edge{parent, fr}
-			id, ok := children[e]
-			if !ok {
-				id = uint32(len(r.nodes) + 1)
-				children[e] = id
-				frame := d.FrameAt(fr)
-				libtype := ""
-				switch {
-				case frame.Kind&fleetscope.KindKernel != 0:
-					libtype = "kernel"
-				case frame.Kind&fleetscope.KindJIT != 0:
-					libtype = "jit"
-				}
-				n := &nflxv1.Profile_Node{FunctionName: proto.String(frame.Name), Libtype: proto.String(libtype)}
-				if parent != 0 {
-					n.Parent = proto.Uint32(parent)
-				}
-				r.nodes[id] = n
-			}
-			parent = id
-		}
-		leafOf[st] = parent
-	}
+	r := &replay{}
+	var leafOf []uint32
+	r.nodes, leafOf = nflxtest.Tree(p.Dict)
 	sort.SliceStable(samples, func(i, j int) bool { return samples[i].TimeNanos < samples[j].TimeNanos })
 	t0 := samples[0].TimeNanos
 	for _, s := range samples {

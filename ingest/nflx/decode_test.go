@@ -23,6 +23,7 @@ import (
 	nflxv1 "github.com/fleetscope/fleetscope/api/gen/nflxprofile/v1"
 	"github.com/fleetscope/fleetscope/ingest/corpus"
 	"github.com/fleetscope/fleetscope/ingest/internal/fstest"
+	"github.com/fleetscope/fleetscope/ingest/nflx/nflxtest"
 	"github.com/fleetscope/fleetscope/ingest/perf"
 )
 
@@ -291,38 +292,7 @@ func continuousMinute(t testing.TB) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := p.Dict
-	type edge struct {
-		parent uint32
-		frame  fleetscope.FrameID
-	}
-	tree := map[edge]uint32{}
-	all2 := map[uint32]*nflxv1.Profile_Node{}
-	leafOf := make([]uint32, d.NumStacks())
-	for st := range d.NumStacks() {
-		parent := uint32(0)
-		for _, fr := range d.StackFrames(fleetscope.StackID(st)) {
-			id, ok := tree[edge{parent, fr}]
-			if !ok {
-				id = uint32(len(all2) + 1)
-				tree[edge{parent, fr}] = id
-				frame, libtype := d.FrameAt(fr), ""
-				switch {
-				case frame.Kind&fleetscope.KindKernel != 0:
-					libtype = "kernel"
-				case frame.Kind&fleetscope.KindJIT != 0:
-					libtype = "jit"
-				}
-				n := &nflxv1.Profile_Node{FunctionName: proto.String(frame.Name), Libtype: proto.String(libtype)}
-				if parent != 0 {
-					n.Parent = proto.Uint32(parent)
-				}
-				all2[id] = n
-			}
-			parent = id
-		}
-		leafOf[st] = parent
-	}
+	all2, leafOf := nflxtest.Tree(p.Dict)
 	sort.SliceStable(all, func(i, j int) bool { return all[i].TimeNanos < all[j].TimeNanos })
 	type sample struct {
 		leaf uint32
