@@ -67,6 +67,7 @@ func selectionProto(s *fleetscope.FleetSelection) *fsv1.FleetSelection {
 func accountingProto(a query.Accounting) *fsv1.Accounting {
 	out := &fsv1.Accounting{Event: a.Event, Profiles: int32(a.Profiles), LeftOut: map[string]int32{},
 		ServedSeconds: int32(min(a.Served.Seconds, math.MaxInt32)), ServedMinutes: int32(min(a.Served.Minutes, math.MaxInt32)),
+		ServedTens:    int32(min(a.Served.Tens, math.MaxInt32)),
 		ServedBuckets: int32(min(a.Served.Buckets, math.MaxInt32)), CountedBuckets: int32(min(a.Served.BucketsCounted, math.MaxInt32)),
 		LiveSegments: int32(a.LiveSegments), LiveStreams: int32(a.LiveStreams)}
 	for k, v := range a.LeftOut {

@@ -240,69 +240,87 @@ func TestCompactBuckets(t *testing.T) {
 // TestColumnTotalsAreExact: host strips and timelines summed by host and
 // column in Postgres (ColumnTotals), and heatmaps of profiles counted
 // there, equal the same answers summed in Go from each profile's rows and
-// the profiles listed (the memory store), column for column, over
-// random windows, column widths (seconds, and whole minutes), hosts and
-// idle; the minute rows serve the wide columns.
+// the profiles listed (the memory store), and the same answers read from
+// the per-second rows alone (NoRollups), column for column and cell for
+// cell, over random windows of minutes to 6 hours, column widths (seconds,
+// whole tens of seconds, whole minutes), hosts and idle; the 10-s and
+// minute rows serve the wide columns.
 func TestColumnTotalsAreExact(t *testing.T) {
 	bf := plantBucketFleet(t)
 	ctx := context.Background()
 	pg, mem := query.New(bf.db, query.Options{}), query.New(bf.mem, query.Options{})
+	ref := query.New(bf.db, query.Options{NoRollups: true})
 	rng := rand.New(rand.NewPCG(7, 11))
-	minutes := 0
-	for try := range 20 {
+	minutes, tens := 0, 0
+	for try := range 24 {
 		from := fleetBase + rng.Int64N(3000e9) - 300e9
 		to := from + 600e9 + rng.Int64N(9000e9)
 		sel := fleetscope.FleetSelection{App: "shop", From: from, To: to, IncludeIdle: try%2 == 0}
 		if try%3 == 2 {
 			sel.Hosts = []string{"h2", "h3"}
 		}
-		minSPC := []int64{1, 30, 60, 120, 7}[try%5]
-		want, err := mem.FleetTimeline(ctx, 0, sel, minSPC)
-		if err != nil {
-			t.Fatal(err)
+		minSPC := []int64{1, 30, 60, 120, 7, 20, 25, 0}[try%8]
+		if minSPC == 0 { // 6 hours: 22-s columns widened to 30 s
+			sel.From = fleetBase - rng.Int64N(9000e9)
+			sel.To = sel.From + 6*3600e9
 		}
-		got, err := pg.FleetTimeline(ctx, bf.tenant, sel, minSPC)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got.StartSecond != want.StartSecond || got.SecondsPerColumn != want.SecondsPerColumn || !slices.Equal(got.Totals, want.Totals) || got.Profiles != want.Profiles {
-			t.Fatalf("window %d (%d-s columns): timeline %d columns totalling %d, want %d totalling %d", try, want.SecondsPerColumn, len(got.Totals), sum(got.Totals), len(want.Totals), sum(want.Totals))
-		}
-		if sum(want.Totals) == 0 {
-			t.Fatalf("window %d: an empty timeline proves nothing", try)
-		}
-		minutes += got.Served.Minutes
-		gm, err := pg.FleetHeatmap(ctx, bf.tenant, sel, 50, minSPC)
-		if err != nil {
-			t.Fatal(err)
-		}
-		wm, err := mem.FleetHeatmap(ctx, 0, sel, 50, minSPC)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if gm.StartSecond != wm.StartSecond || gm.SecondsPerColumn != wm.SecondsPerColumn || !reflect.DeepEqual(gm.Columns, wm.Columns) ||
-			gm.Accounting.Event != wm.Accounting.Event || gm.Accounting.Profiles != wm.Accounting.Profiles || !maps.Equal(gm.LeftOut, wm.LeftOut) {
-			t.Fatalf("window %d: the heatmap (%d profiles, event %q) differs from the per-profile one (%d, %q)", try, gm.Accounting.Profiles, gm.Accounting.Event, wm.Accounting.Profiles, wm.Accounting.Event)
-		}
-		gh, err := pg.FleetHosts(ctx, bf.tenant, sel, minSPC)
-		if err != nil {
-			t.Fatal(err)
-		}
-		wh, err := mem.FleetHosts(ctx, 0, sel, minSPC)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(gh.Hosts) != len(wh.Hosts) {
-			t.Fatalf("window %d: %d hosts, want %d", try, len(gh.Hosts), len(wh.Hosts))
-		}
-		for i := range wh.Hosts {
-			if g, w := gh.Hosts[i], wh.Hosts[i]; g.Host != w.Host || g.Total != w.Total || !slices.Equal(g.Columns, w.Columns) {
-				t.Fatalf("window %d, host %s: total %d, want %s %d", try, g.Host, g.Total, w.Host, w.Total)
+		for _, other := range []struct {
+			name string
+			q    *query.Service
+			t    int64
+		}{{"the per-profile one", mem, 0}, {"the one from the seconds alone", ref, bf.tenant}} {
+			want, err := other.q.FleetTimeline(ctx, other.t, sel, minSPC)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := pg.FleetTimeline(ctx, bf.tenant, sel, minSPC)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.StartSecond != want.StartSecond || got.SecondsPerColumn != want.SecondsPerColumn || !slices.Equal(got.Totals, want.Totals) || got.Profiles != want.Profiles {
+				t.Fatalf("window %d (%d-s columns): timeline %d columns totalling %d, want %s: %d totalling %d", try, want.SecondsPerColumn, len(got.Totals), sum(got.Totals), other.name, len(want.Totals), sum(want.Totals))
+			}
+			if sum(want.Totals) == 0 {
+				t.Fatalf("window %d: an empty timeline proves nothing", try)
+			}
+			if other.q == mem {
+				minutes, tens = minutes+got.Served.Minutes, tens+got.Served.Tens
+			}
+			gm, err := pg.FleetHeatmap(ctx, bf.tenant, sel, 50, minSPC)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wm, err := other.q.FleetHeatmap(ctx, other.t, sel, 50, minSPC)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if gm.StartSecond != wm.StartSecond || gm.SecondsPerColumn != wm.SecondsPerColumn || !reflect.DeepEqual(gm.Columns, wm.Columns) ||
+				gm.Accounting.Event != wm.Accounting.Event || gm.Accounting.Profiles != wm.Accounting.Profiles || !maps.Equal(gm.LeftOut, wm.LeftOut) {
+				t.Fatalf("window %d: the heatmap (%d profiles, event %q) differs from %s (%d, %q)", try, gm.Accounting.Profiles, gm.Accounting.Event, other.name, wm.Accounting.Profiles, wm.Accounting.Event)
+			}
+			if spc := gm.SecondsPerColumn; spc%10 == 0 && gm.Served.Tens+gm.Served.Minutes == 0 || other.q == ref && wm.Served.Tens+wm.Served.Minutes != 0 {
+				t.Fatalf("window %d: %d-s columns served by %+v, and from the seconds alone by %+v", try, spc, gm.Served, wm.Served)
+			}
+			gh, err := pg.FleetHosts(ctx, bf.tenant, sel, minSPC)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wh, err := other.q.FleetHosts(ctx, other.t, sel, minSPC)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(gh.Hosts) != len(wh.Hosts) {
+				t.Fatalf("window %d: %d hosts, want %d", try, len(gh.Hosts), len(wh.Hosts))
+			}
+			for i := range wh.Hosts {
+				if g, w := gh.Hosts[i], wh.Hosts[i]; g.Host != w.Host || g.Total != w.Total || !slices.Equal(g.Columns, w.Columns) {
+					t.Fatalf("window %d, host %s: total %d, want %s %d (%s)", try, g.Host, g.Total, w.Host, w.Total, other.name)
+				}
 			}
 		}
 	}
-	if minutes == 0 {
-		t.Fatal("no window was served by minute rows")
+	if minutes == 0 || tens == 0 {
+		t.Fatalf("windows served by %d minute rows and %d 10-s rows: want both", minutes, tens)
 	}
 }
 

@@ -7,9 +7,9 @@ package query
 //   - resolve (fleet_resolve.go): the selection's profiles, timed and
 //     untimed, and its event;
 //   - totals (fleet_totals.go): heatmap, host strip and timeline from the
-//     stored cells and totals, per unix second, or per minute where the
-//     columns are whole minutes (fleet_rollup.go: the grid, and which rows
-//     serve it);
+//     stored cells and totals, per unix second, or per ten seconds and
+//     per minute where the columns are whole tens of seconds or minutes
+//     (fleet_rollup.go: the grid, and which rows serve it);
 //   - samples (fleet_samples.go): the stored samples decoded, where stored
 //     sums cannot answer (filters, row counts the cells do not divide);
 //   - parts (fleet_parts.go): each profile's share of a window, and the

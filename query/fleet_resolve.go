@@ -18,7 +18,7 @@ type fleet struct {
 	first, end int64
 	// totals are the stored totals of the app's profiles in [first, end),
 	// every event's, when choosing the event read them (nil otherwise),
-	// by the minute where the reader allowed (see storedRows); served
+	// from the rollups where the reader allowed (see storedRows); served
 	// says what was read.
 	totals []index.FleetRow
 	served Served
@@ -35,7 +35,7 @@ func (s *Service) resolve(ctx context.Context, tenant int64, sel fleetscope.Flee
 		return nil, err
 	}
 	if f.event == "" {
-		if err := s.chooseEvent(ctx, tenant, f, true, f.first, f.end); err != nil {
+		if err := s.chooseEvent(ctx, tenant, f, index.Minutes, f.first, f.end); err != nil {
 			return nil, err
 		}
 	}
@@ -72,16 +72,17 @@ func (f *fleet) onlyEvent() (string, bool) {
 // chooseEvent sets the default event of a selection that names none: the
 // one its profiles all have, if so, else from its stored totals (kept: the
 // host strip and the timeline read them next;
-// with minutes, the minutes wholly inside [wholeFrom, wholeTo) as minute
-// rows: see storedRows).
-func (s *Service) chooseEvent(ctx context.Context, tenant int64, f *fleet, minutes bool, wholeFrom, wholeTo int64) error {
+// for columns of spc seconds, the rollup slots wholly inside
+// [wholeFrom, wholeTo) from the rollups: see storedRows; any whole
+// minutes will do for an answer without columns).
+func (s *Service) chooseEvent(ctx context.Context, tenant int64, f *fleet, spc int64, wholeFrom, wholeTo int64) error {
 	if e, ok := f.onlyEvent(); ok {
 		f.event = e // what its stored totals would choose: no need to read them
 		return nil
 	}
 	if f.numTimed() > 0 {
 		var err error
-		if f.totals, f.served, err = s.storedRows(ctx, tenant, f, "", f.first, f.end, wholeFrom, wholeTo, minutes, false); err != nil {
+		if f.totals, f.served, err = s.storedRows(ctx, tenant, f, "", f.first, f.end, wholeFrom, wholeTo, spc, false); err != nil {
 			return err
 		}
 	}

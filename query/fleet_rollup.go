@@ -10,16 +10,25 @@ import (
 
 // Rollups. A fleet's heatmap, host strip, timeline and series read the
 // cells stored in absolute time: per profile and unix second
-// (fleet_seconds), and summed per profile and unix minute (fleet_minutes).
-// When a column is whole minutes (columns of half a minute or more are
-// widened to whole minutes: a window of about 8.3 hours and more at 1,000
-// columns), the minutes wholly inside
-// the part of the window counted whole come from the minute rows, a row per
-// profile-minute instead of sixty, and only the seconds at its edges from
-// the second rows: the sum is the same, cell for cell.
+// (fleet_seconds), and summed per profile and ten unix seconds
+// (fleet_tens) and per profile and unix minute (fleet_minutes). Columns of
+// 5 s or more are widened to whole tens of seconds, and columns of half a
+// minute or more to whole minutes (at 1,000 columns: windows of more than
+// 4,000 s, about 1.1 hours, and more than 29,000 s, about 8 hours). Then the minutes wholly inside the part
+// of the window counted whole come from the minute rows, a row per
+// profile-minute instead of sixty, the whole tens of seconds in the rest
+// from the 10-s rows, and only the seconds at its edges from the second
+// rows: the sum is the same, cell for cell.
 
-// minuteColumnsFrom is the narrowest column widened to whole minutes.
-const minuteColumnsFrom = 30
+// Columns this wide or wider are widened to whole rollup slots: to tens of
+// seconds from tenColumnsFrom, to minutes from minuteColumnsFrom.
+const (
+	tenColumnsFrom    = 5
+	minuteColumnsFrom = 30
+)
+
+// rollupWidths are the widths of the stored rollups, widest first.
+var rollupWidths = []int64{index.Minutes, index.Tens}
 
 // floorTo rounds t down to a multiple of n (t may be negative).
 func floorTo(t, n int64) int64 {
@@ -32,68 +41,104 @@ func floorTo(t, n int64) int64 {
 
 // grid is a fleet's columns over the seconds [first, end): at least minSPC
 // seconds a column, more if the window needs it. Columns of half a minute
-// or more are widened to whole minutes, aligned in unix time (start a
-// multiple of the column width), so that the minute rows serve them (a
-// 9-hour window: 540 columns of a minute read about 30 times fewer rows
-// than 982 columns of 33 s); narrower ones start at first.
+// or more are widened to whole minutes, and columns of 5 to 29 seconds to
+// whole tens of seconds, aligned in unix time (start a multiple of the
+// column width), so that the rollups serve them (a 9-hour window: 540
+// columns of a minute read about 30 times fewer rows than 982 columns of
+// 33 s; a 6-hour window: 720 columns of 30 s read about 9 times fewer
+// than 982 columns of 22 s); narrower ones start at first.
 func (f *fleet) grid(minSPC int64) (start, spc int64, columns int) {
 	spc = max(fleetscope.SecondsPerColumn(f.end-f.first), minSPC, 1)
 	start = f.first
-	if spc >= minuteColumnsFrom {
-		spc = (spc + 59) / 60 * 60
+	var w int64
+	switch {
+	case spc >= minuteColumnsFrom:
+		w = index.Minutes
+	case spc >= tenColumnsFrom:
+		w = index.Tens
+	}
+	if w > 0 {
+		spc = (spc + w - 1) / w * w
 		start = floorTo(f.first, spc)
 	}
 	return start, spc, int((f.end - start + spc - 1) / spc)
 }
 
-// Served says which stored rows an answer read: seconds, and minutes;
-// stack buckets read (Buckets) and counted from the seconds because none
-// was stored for the profiles selected (BucketsCounted; fleet_buckets.go).
+// Served says which stored rows an answer read: seconds, tens of seconds
+// and minutes; stack buckets read (Buckets) and counted from the seconds
+// because none was stored for the profiles selected (BucketsCounted;
+// fleet_buckets.go).
 type Served struct {
-	Seconds, Minutes        int
+	Seconds, Tens, Minutes  int
 	Buckets, BucketsCounted int
+}
+
+// add counts n rows read of width seconds (1: the seconds).
+func (s *Served) add(width int64, n int) {
+	switch width {
+	case index.Minutes:
+		s.Minutes += n
+	case index.Tens:
+		s.Tens += n
+	default:
+		s.Seconds += n
+	}
+}
+
+// span is the unix seconds [from, to) read from the rows of width seconds
+// (1: the seconds; else a rollup, from and to multiples of width).
+type span struct{ width, from, to int64 }
+
+// spans cuts the seconds [from, to) into what each kind of row reads for
+// columns of spc seconds: the slots of the widest rollup that divides spc
+// wholly inside both [from, to) and [wholeFrom, wholeTo), if any, then the
+// rest on either side the same way with the narrower ones, and the
+// seconds left at the edges. Without rollups (Options.NoRollups), the
+// seconds alone.
+func (s *Service) spans(from, to, wholeFrom, wholeTo, spc int64) []span {
+	if from >= to {
+		return nil
+	}
+	if !s.noRollups {
+		for _, w := range rollupWidths {
+			if spc%w != 0 {
+				continue
+			}
+			a, b := -floorTo(-max(from, wholeFrom), w), floorTo(min(to, wholeTo), w)
+			if a < b {
+				out := append(s.spans(from, a, wholeFrom, wholeTo, spc), span{w, a, b})
+				return append(out, s.spans(b, to, wholeFrom, wholeTo, spc)...)
+			}
+		}
+	}
+	return []span{{1, from, to}}
 }
 
 // storedRows reads the stored rows of the fleet's app for the unix seconds
 // [from, to): with cells, of event only (base name; "" every event), else
-// every event's totals. With minutes, the minutes wholly inside both
-// [from, to) and [wholeFrom, wholeTo) come from the minute rows (each row's
-// Second its minute's first), the rest from the second rows.
-func (s *Service) storedRows(ctx context.Context, tenant int64, f *fleet, event string, from, to, wholeFrom, wholeTo int64, minutes, withCells bool) ([]index.FleetRow, Served, error) {
-	seconds := func(from, to int64) ([]index.FleetRow, error) {
-		if from >= to {
-			return nil, nil
+// every event's totals. For columns of spc seconds, the rollup slots
+// wholly inside both [from, to) and [wholeFrom, wholeTo) come from the
+// rollups (each row's Second its slot's first; spans), the rest from the
+// second rows.
+func (s *Service) storedRows(ctx context.Context, tenant int64, f *fleet, event string, from, to, wholeFrom, wholeTo, spc int64, withCells bool) ([]index.FleetRow, Served, error) {
+	var out []index.FleetRow
+	var served Served
+	for _, sp := range s.spans(from, to, wholeFrom, wholeTo, spc) {
+		var rows []index.FleetRow
+		var err error
+		switch {
+		case sp.width != 1:
+			rows, err = s.src.FleetRollup(ctx, tenant, f.sel.App, event, sp.width, sp.from, sp.to, withCells)
+		case withCells:
+			rows, err = s.src.FleetCells(ctx, tenant, f.sel.App, event, sp.from, sp.to)
+		default:
+			rows, err = s.src.FleetTotals(ctx, tenant, f.sel.App, sp.from, sp.to)
 		}
-		if withCells {
-			return s.src.FleetCells(ctx, tenant, f.sel.App, event, from, to)
+		if err != nil {
+			return nil, Served{}, err
 		}
-		return s.src.FleetTotals(ctx, tenant, f.sel.App, from, to)
+		served.add(sp.width, len(rows))
+		out = append(out, rows...)
 	}
-	m0, m1, byMinute := minuteSpan(from, to, wholeFrom, wholeTo, minutes)
-	if !byMinute {
-		rows, err := seconds(from, to)
-		return rows, Served{Seconds: len(rows)}, err
-	}
-	rows, err := seconds(from, m0)
-	if err != nil {
-		return nil, Served{}, err
-	}
-	mins, err := s.src.FleetMinutes(ctx, tenant, f.sel.App, event, m0, m1, withCells)
-	if err != nil {
-		return nil, Served{}, err
-	}
-	tail, err := seconds(m1, to)
-	if err != nil {
-		return nil, Served{}, err
-	}
-	served := Served{Seconds: len(rows) + len(tail), Minutes: len(mins)}
-	return append(append(rows, mins...), tail...), served, nil
-}
-
-// minuteSpan is the minutes [m0, m1) (unix seconds, multiples of 60) of
-// the seconds [from, to) read from the minute rows: those wholly inside
-// both it and [wholeFrom, wholeTo), when minutes allows and there are any.
-func minuteSpan(from, to, wholeFrom, wholeTo int64, minutes bool) (m0, m1 int64, ok bool) {
-	m0, m1 = -floorTo(-max(from, wholeFrom), 60), floorTo(min(to, wholeTo), 60)
-	return m0, m1, minutes && m0 < m1
+	return out, served, nil
 }

@@ -269,8 +269,8 @@ func TestFleetFilters(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h.SecondsPerColumn != 8 || len(h.Columns) != 900 || h.Total != total(all) {
-		t.Fatalf("2-h window: %d columns of %d s, total %d; want 900 of 8 s, total %d", len(h.Columns), h.SecondsPerColumn, h.Total, total(all))
+	if h.SecondsPerColumn != 10 || len(h.Columns) != 720 || h.Total != total(all) || h.Served.Tens == 0 {
+		t.Fatalf("2-h window: %d columns of %d s, total %d, served %+v; want 720 of 10 s (8 s widened to whole tens), total %d, from 10-s rows", len(h.Columns), h.SecondsPerColumn, h.Total, h.Served, total(all))
 	}
 	tl, err := q.FleetTimeline(ctx, 0, long, 0)
 	if err != nil {

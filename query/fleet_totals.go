@@ -43,7 +43,6 @@ func (s *Service) FleetHeatmap(ctx context.Context, tenant int64, sel fleetscope
 		return nil, err
 	}
 	start, spc, columns := f.grid(minSPC)
-	minutes := spc%60 == 0
 	var cells []index.FleetRow
 	if f.event == "" {
 		if e, ok := f.onlyEvent(); ok {
@@ -53,14 +52,14 @@ func (s *Service) FleetHeatmap(ctx context.Context, tenant int64, sel fleetscope
 	if stored {
 		// With no event named, every event's cells, and the default event
 		// chosen from them: one read, not two.
-		if cells, f.served, err = s.storedRows(ctx, tenant, f, f.event, f.first, f.end, f.first, f.end, minutes, true); err != nil {
+		if cells, f.served, err = s.storedRows(ctx, tenant, f, f.event, f.first, f.end, f.first, f.end, spc, true); err != nil {
 			return nil, err
 		}
 		if f.event == "" {
 			f.event = f.busiestEvent(cells)
 		}
 	} else if f.event == "" {
-		if err := s.chooseEvent(ctx, tenant, f, minutes, f.first, f.end); err != nil {
+		if err := s.chooseEvent(ctx, tenant, f, spc, f.first, f.end); err != nil {
 			return nil, err
 		}
 	}
@@ -189,10 +188,10 @@ type ColumnTotals interface {
 	FleetCounts(ctx context.Context, tenant int64, app string, hosts []string, from, to int64) (fleetscope.FleetCounts, error)
 	// FleetColumnTotals returns the stored totals of app's event (base
 	// name) on any of hosts (none: all) summed by host and column of spc
-	// seconds from start: of the unix seconds [from, to), or with
-	// byMinute of the minutes starting in [from, to); and how many stored
-	// rows the sums hold.
-	FleetColumnTotals(ctx context.Context, tenant int64, app, event string, hosts []string, byMinute bool, from, to, start, spc int64) ([]index.ColumnTotal, int, error)
+	// seconds from start: of the unix seconds [from, to) (width 1), or of
+	// the slots of width seconds starting in [from, to) (a rollup:
+	// index.Tens, index.Minutes); and how many stored rows the sums hold.
+	FleetColumnTotals(ctx context.Context, tenant int64, app, event string, hosts []string, width, from, to, start, spc int64) ([]index.ColumnTotal, int, error)
 }
 
 // fleetColumns resolves a selection, lays out its columns and sums its
@@ -215,60 +214,44 @@ func (s *Service) fleetColumns(ctx context.Context, tenant int64, sel fleetscope
 		return nil, 0, 0, 0, nil, err
 	}
 	start, spc, columns = f.grid(minSPC)
-	minutes := spc%60 == 0
 	if f.event == "" {
-		if err := s.chooseEvent(ctx, tenant, f, minutes, f.first, f.end); err != nil {
+		if err := s.chooseEvent(ctx, tenant, f, spc, f.first, f.end); err != nil {
 			return nil, 0, 0, 0, nil, err
 		}
 	}
 	if f.event == "" || f.numTimed() == 0 {
 		return f, start, spc, columns, nil, nil
 	}
-	read := func(byMinute bool, from, to int64) ([]index.ColumnTotal, int, error) {
-		if from >= to {
-			return nil, 0, nil
-		}
-		return ct.FleetColumnTotals(ctx, tenant, sel.App, f.event, sel.Hosts, byMinute, from, to, start, spc)
-	}
-	m0, m1, byMinute := minuteSpan(f.first, f.end, f.first, f.end, minutes)
-	if !byMinute {
-		totals, n, err := read(false, f.first, f.end)
-		f.served = Served{Seconds: n}
-		return f, start, spc, columns, totals, err
-	}
 	var served Served
-	for _, part := range []struct {
-		byMinute bool
-		from, to int64
-		n        *int
-	}{{false, f.first, m0, &served.Seconds}, {true, m0, m1, &served.Minutes}, {false, m1, f.end, &served.Seconds}} {
-		t, n, err := read(part.byMinute, part.from, part.to)
+	for _, sp := range s.spans(f.first, f.end, f.first, f.end, spc) {
+		t, n, err := ct.FleetColumnTotals(ctx, tenant, sel.App, f.event, sel.Hosts, sp.width, sp.from, sp.to, start, spc)
 		if err != nil {
 			return nil, 0, 0, 0, nil, err
 		}
-		totals, *part.n = append(totals, t...), *part.n+n
+		totals = append(totals, t...)
+		served.add(sp.width, n)
 	}
 	f.served = served
 	return f, start, spc, columns, totals, nil
 }
 
 // fleetTotals resolves a selection, lays out its columns and reads its
-// event's stored totals: by the minute where the columns are whole
-// minutes, except, with exactEdges, a minute holding the window's partial
-// first or last second (the caller counts those from the samples).
+// event's stored totals: by the minute and by ten seconds where the
+// columns are whole minutes or tens of seconds (storedRows), except, with
+// exactEdges, a slot holding the window's partial first or last second
+// (the caller counts those from the samples).
 func (s *Service) fleetTotals(ctx context.Context, tenant int64, sel fleetscope.FleetSelection, minSPC int64, exactEdges bool) (f *fleet, start, spc int64, columns int, rows []index.FleetRow, err error) {
 	if f, err = s.selectProfiles(ctx, tenant, sel); err != nil {
 		return nil, 0, 0, 0, nil, err
 	}
 	start, spc, columns = f.grid(minSPC)
-	minutes := spc%60 == 0
 	wholeFrom, wholeTo := f.first, f.end
 	if exactEdges {
 		wholeFrom, wholeTo = -fleetscope.FloorSecond(-sel.From), fleetscope.FloorSecond(sel.To)
 	}
 	if f.filter.m != nil {
 		if f.event == "" {
-			if err := s.chooseEvent(ctx, tenant, f, minutes, wholeFrom, wholeTo); err != nil {
+			if err := s.chooseEvent(ctx, tenant, f, spc, wholeFrom, wholeTo); err != nil {
 				return nil, 0, 0, 0, nil, err
 			}
 		}
@@ -276,13 +259,13 @@ func (s *Service) fleetTotals(ctx context.Context, tenant int64, sel fleetscope.
 		return f, start, spc, columns, rows, err
 	}
 	if f.event == "" {
-		if err := s.chooseEvent(ctx, tenant, f, minutes, wholeFrom, wholeTo); err != nil {
+		if err := s.chooseEvent(ctx, tenant, f, spc, wholeFrom, wholeTo); err != nil {
 			return nil, 0, 0, 0, nil, err
 		}
 	}
 	all := f.totals
 	if all == nil && f.event != "" {
-		if all, f.served, err = s.storedRows(ctx, tenant, f, f.event, f.first, f.end, wholeFrom, wholeTo, minutes, false); err != nil {
+		if all, f.served, err = s.storedRows(ctx, tenant, f, f.event, f.first, f.end, wholeFrom, wholeTo, spc, false); err != nil {
 			return nil, 0, 0, 0, nil, err
 		}
 	}

@@ -93,10 +93,11 @@ type Fleet interface {
 	// FleetTotals returns the sample counts (no cells) of app's profiles,
 	// every event, in the unix seconds [from, to).
 	FleetTotals(ctx context.Context, tenant int64, app string, from, to int64) ([]index.FleetRow, error)
-	// FleetMinutes returns what FleetCells (withCells) or FleetTotals
-	// return, summed by the unix minute (each row's Second its minute's
-	// first), for the minutes starting in [from, to) (multiples of 60).
-	FleetMinutes(ctx context.Context, tenant int64, app, event string, from, to int64, withCells bool) ([]index.FleetRow, error)
+	// FleetRollup returns what FleetCells (withCells) or FleetTotals
+	// return, summed by unix slots of width seconds (index.Tens,
+	// index.Minutes; each row's Second its slot's first), for the slots
+	// starting in [from, to) (multiples of width).
+	FleetRollup(ctx context.Context, tenant int64, app, event string, width, from, to int64, withCells bool) ([]index.FleetRow, error)
 	// ProfileStacks returns a profile's stack list as tenant dictionary
 	// keys (index.Keyer), in the order its samples refer to them.
 	ProfileStacks(ctx context.Context, tenant int64, id string) ([]int64, error)
@@ -141,6 +142,11 @@ type Options struct {
 	// rows, never from stored stack buckets (fleet_buckets.go): the
 	// reference the tests compare buckets with.
 	NoStackBuckets bool
+	// NoRollups reads every fleet heatmap, host strip, timeline and
+	// series from the per-second rows, never from the 10-s and minute
+	// rollups (fleet_rollup.go), on the same columns: the reference the
+	// tests compare the rollups with.
+	NoRollups bool
 }
 
 // Service answers queries from a Source. It is safe for concurrent use and
@@ -149,6 +155,7 @@ type Service struct {
 	src       Source
 	warm      bool
 	noBuckets bool
+	noRollups bool
 	// cache holds every table below in one byte budget and one recency
 	// order: whichever kind of entry is in use gets the memory.
 	cache    *cache.Cache
@@ -213,6 +220,7 @@ func New(src Source, o Options) *Service {
 		src:       src,
 		warm:      o.Warm,
 		noBuckets: o.NoStackBuckets,
+		noRollups: o.NoRollups,
 		cache:     c,
 		profiles: cache.NewTable(c, "profiles", func(_ profileKey, p *fleetscope.ProfileInfo) int64 {
 			return 1024 + int64(len(p.Labels)+len(p.Meta)+len(p.Events))*64

@@ -15,8 +15,9 @@ import (
 )
 
 // TestFleetRollupsAreExact: over a fleet recording for hours, windows of
-// columns of a minute or more are answered from the minute rows (the
-// accounting says how many) and seconds at their edges, and every answer
+// columns of a minute or more are answered from the minute rows, and of
+// whole tens of seconds from the 10-s rows (the accounting says how many),
+// and seconds at their edges, and every answer
 // equals the hosts' samples counted from the perf text: the heatmap cell
 // for cell, the host strip and the timeline column for column, and the
 // series with its partial first and last seconds counted exactly.
@@ -48,7 +49,7 @@ func TestFleetRollupsAreExact(t *testing.T) {
 	}
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(3, 9))
-	minutes := 0
+	minutes, tens := 0, 0
 	for try := range 30 {
 		from := fleetBase + rng.Int64N(3000e9) - 200e9 // not on a second, most of the time
 		to := from + 3600e9 + rng.Int64N(5000e9)
@@ -80,9 +81,15 @@ func TestFleetRollupsAreExact(t *testing.T) {
 		if spc >= 60 && (spc%60 != 0 || start%spc != 0 || start > first || start+spc <= first) {
 			t.Fatalf("window %d: columns of %d s from %d: want whole minutes, aligned, the first holding second %d", try, spc, start, first)
 		}
-		minutes += h.Served.Minutes
+		if spc >= 5 && (spc%10 != 0 || start%spc != 0 || start > first || start+spc <= first) {
+			t.Fatalf("window %d: columns of %d s from %d: want whole tens of seconds, aligned, the first holding second %d", try, spc, start, first)
+		}
+		minutes, tens = minutes+h.Served.Minutes, tens+h.Served.Tens
 		if spc%60 == 0 && end-first > 3*60 && h.Served.Minutes == 0 {
 			t.Fatalf("window %d: %d-s columns over %d s served by %+v: want minute rows", try, spc, end-first, h.Served)
+		}
+		if spc%10 == 0 && spc%60 != 0 && h.Served.Tens == 0 {
+			t.Fatalf("window %d: %d-s columns over %d s served by %+v: want 10-s rows", try, spc, end-first, h.Served)
 		}
 		want := map[[2]int64]int64{} // (column, row)
 		for k, n := range cells {
@@ -137,8 +144,8 @@ func TestFleetRollupsAreExact(t *testing.T) {
 			}
 		}
 	}
-	if minutes == 0 {
-		t.Fatal("no window was served by minute rows")
+	if minutes == 0 || tens == 0 {
+		t.Fatalf("windows served by %d minute rows and %d 10-s rows: want both", minutes, tens)
 	}
-	t.Logf("30 windows, %d minute rows read", minutes)
+	t.Logf("30 windows, %d minute rows and %d 10-s rows read", minutes, tens)
 }

@@ -169,7 +169,7 @@ func BenchmarkContinuousFleet(b *testing.B) {
 	hostHours := float64(continuousHosts * hours)
 	var rows int64
 	var parts []string
-	for _, table := range []string{"seconds", "fleet_seconds", "fleet_minutes", "fleet_stack_buckets", "profile_stacks", "profiles"} {
+	for _, table := range []string{"seconds", "fleet_seconds", "fleet_tens", "fleet_minutes", "fleet_stack_buckets", "profile_stacks", "profiles"} {
 		var n int64
 		s.sql(func(c *pgx.Conn) error {
 			return c.QueryRow(ctx, `SELECT coalesce(sum(pg_column_size(t.*)), 0) FROM `+table+` t`).Scan(&n)

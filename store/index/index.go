@@ -688,23 +688,31 @@ func (s *Second) Walk(period uint64, fn func(offset, stack, thread, period uint6
 	return nil
 }
 
-// Minutes sums a profile's wall seconds by unix minute (the floor of each
-// second to a multiple of 60), per event: each row's Second is its
-// minute's first. Rows come sorted by event, then minute.
-func Minutes(secs []WallSecond) []WallSecond {
+// Rollup widths: the stored rollups of a profile's wall seconds
+// (fleet_tens, fleet_minutes), in seconds.
+const (
+	Tens    = 10
+	Minutes = 60
+)
+
+// Rollup sums a profile's wall seconds by unix slots of width seconds (the
+// floor of each second to a multiple of width, below 0 too), per event:
+// each row's Second is its slot's first. Rows come sorted by event, then
+// slot.
+func Rollup(secs []WallSecond, width int64) []WallSecond {
 	type key struct {
-		event  string
-		minute int64
+		event string
+		slot  int64
 	}
 	at := map[key]int{}
 	var out []WallSecond
 	for _, s := range secs {
-		k := key{s.Event, s.Second - ((s.Second%60)+60)%60}
+		k := key{s.Event, s.Second - ((s.Second%width)+width)%width}
 		i, ok := at[k]
 		if !ok {
 			i = len(out)
 			at[k] = i
-			out = append(out, WallSecond{Event: k.event, Second: k.minute, Cells: make([]int32, len(s.Cells)), IdleCells: make([]int32, len(s.IdleCells))})
+			out = append(out, WallSecond{Event: k.event, Second: k.slot, Cells: make([]int32, len(s.Cells)), IdleCells: make([]int32, len(s.IdleCells))})
 		}
 		m := &out[i]
 		m.Samples += s.Samples

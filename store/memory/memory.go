@@ -46,7 +46,7 @@ type profile struct {
 	fleetReady bool
 	keys       []int64
 	wall       []index.WallSecond
-	minutes    []index.WallSecond // wall summed by the minute
+	rollups    map[int64][]index.WallSecond // wall summed by index.Tens and index.Minutes
 }
 
 // New returns an empty store.
@@ -232,7 +232,11 @@ func (s *Store) fleet() error {
 		if err != nil {
 			return err
 		}
-		p.wall, p.minutes, p.keys, p.fleetReady = wall, index.Minutes(wall), index.StackKeys(p.dict), true
+		p.rollups = map[int64][]index.WallSecond{}
+		for _, w := range []int64{index.Tens, index.Minutes} {
+			p.rollups[w] = index.Rollup(wall, w)
+		}
+		p.wall, p.keys, p.fleetReady = wall, index.StackKeys(p.dict), true
 		for i, k := range p.keys {
 			if _, ok := s.stacks[k]; !ok {
 				s.stacks[k] = stackRef{p, fleetscope.StackID(i)}
@@ -242,9 +246,12 @@ func (s *Store) fleet() error {
 	return nil
 }
 
-// fleetRows returns the wall seconds (or with minutes, the minutes) of
-// app's profiles in [from, to) for which keep is true.
-func (s *Store) fleetRows(app string, minutes bool, from, to int64, keep func(*index.WallSecond) bool) ([]index.FleetRow, error) {
+// fleetRows returns the wall seconds (width 1), or their rollup of width
+// seconds, of app's profiles in [from, to) for which keep is true.
+func (s *Store) fleetRows(app string, width, from, to int64, keep func(*index.WallSecond) bool) ([]index.FleetRow, error) {
+	if width != 1 && width != index.Tens && width != index.Minutes {
+		return nil, fmt.Errorf("no rollup of %d seconds", width)
+	}
 	if err := s.fleet(); err != nil {
 		return nil, err
 	}
@@ -257,8 +264,8 @@ func (s *Store) fleetRows(app string, minutes bool, from, to int64, keep func(*i
 			continue
 		}
 		rows := p.wall
-		if minutes {
-			rows = p.minutes
+		if width != 1 {
+			rows = p.rollups[width]
 		}
 		for i := range rows {
 			if w := &rows[i]; w.Second >= from && w.Second < to && keep(w) {
@@ -272,19 +279,20 @@ func (s *Store) fleetRows(app string, minutes bool, from, to int64, keep func(*i
 // FleetCells returns the cells of app's profiles for one event (base name;
 // "" for every event) in the unix seconds [from, to).
 func (s *Store) FleetCells(_ context.Context, _ int64, app, event string, from, to int64) ([]index.FleetRow, error) {
-	return s.fleetRows(app, false, from, to, func(w *index.WallSecond) bool { return event == "" || w.Event == event })
+	return s.fleetRows(app, 1, from, to, func(w *index.WallSecond) bool { return event == "" || w.Event == event })
 }
 
-// FleetMinutes returns the cells by the minute of app's profiles for one
-// event ("" for every event) for the minutes starting in [from, to).
-func (s *Store) FleetMinutes(_ context.Context, _ int64, app, event string, from, to int64, _ bool) ([]index.FleetRow, error) {
-	return s.fleetRows(app, true, from, to, func(w *index.WallSecond) bool { return event == "" || w.Event == event })
+// FleetRollup returns the cells of app's profiles for one event ("" for
+// every event) summed by the unix slots of width seconds (index.Tens,
+// index.Minutes) starting in [from, to).
+func (s *Store) FleetRollup(_ context.Context, _ int64, app, event string, width, from, to int64, _ bool) ([]index.FleetRow, error) {
+	return s.fleetRows(app, width, from, to, func(w *index.WallSecond) bool { return event == "" || w.Event == event })
 }
 
 // FleetTotals returns the samples of app's profiles, every event, in the
 // unix seconds [from, to).
 func (s *Store) FleetTotals(_ context.Context, _ int64, app string, from, to int64) ([]index.FleetRow, error) {
-	return s.fleetRows(app, false, from, to, func(*index.WallSecond) bool { return true })
+	return s.fleetRows(app, 1, from, to, func(*index.WallSecond) bool { return true })
 }
 
 // ProfileStacks returns a profile's stack keys by stack id.

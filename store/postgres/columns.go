@@ -14,14 +14,18 @@ import (
 // FleetColumnTotals returns the stored totals of app's event (base name)
 // on any of hosts (none: all), summed in the database by host and column
 // of spc seconds from start: of the unix seconds [from, to) from
-// fleet_seconds, or with byMinute of the minutes starting in [from, to)
-// from fleet_minutes; and how many stored rows the sums hold. A day of
-// ten hosts' one-minute profiles is 28,800 minute rows summed into at
-// most 7,200.
-func (db *DB) FleetColumnTotals(ctx context.Context, tenant int64, app, event string, hosts []string, byMinute bool, from, to, start, spc int64) ([]index.ColumnTotal, int, error) {
+// fleet_seconds (width 1), or of the slots of width seconds starting in
+// [from, to) from their rollup (fleet_tens, fleet_minutes); and how many
+// stored rows the sums hold. A day of ten hosts' one-minute profiles is
+// 28,800 minute rows summed into at most 7,200.
+func (db *DB) FleetColumnTotals(ctx context.Context, tenant int64, app, event string, hosts []string, width, from, to, start, spc int64) ([]index.ColumnTotal, int, error) {
 	table, at := "fleet_seconds", "second"
-	if byMinute {
-		table, at = "fleet_minutes", "minute"
+	if width != 1 {
+		r, err := rollupOf(width)
+		if err != nil {
+			return nil, 0, err
+		}
+		table, at = r.table, r.at
 	}
 	args := []any{tenant, app, event, from, to, start, spc}
 	q := `SELECT host, (` + at + ` - $6) / $7, sum(samples)::bigint, sum(idle)::bigint, count(*) FROM ` + table + `

@@ -27,12 +27,39 @@ func writeFleet(ctx context.Context, tx pgx.Tx, tenant int64, id uuid.UUID, day 
 	if err := insertFleetRows(ctx, tx, "fleet_seconds", "second", fixed, secs); err != nil {
 		return err
 	}
-	// The same cells by the minute, from the rows just written.
-	return insertFleetRows(ctx, tx, "fleet_minutes", "minute", fixed, index.Minutes(secs))
+	// The same cells by ten seconds and by the minute, from the rows just
+	// written.
+	for _, r := range rollups {
+		if err := insertFleetRows(ctx, tx, r.table, r.at, fixed, index.Rollup(secs, r.width)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
-// insertFleetRows inserts a profile's rows into fleet_seconds or
-// fleet_minutes (at: the column of their time).
+// rollup is a table of a profile's cells summed by unix slots of width
+// seconds: at is the column of a slot's first second.
+type rollup struct {
+	width     int64
+	table, at string
+}
+
+// rollups are the stored rollups of fleet_seconds, narrowest first
+// (migrations 00015 and 00011).
+var rollups = []rollup{{index.Tens, "fleet_tens", "ten"}, {index.Minutes, "fleet_minutes", "minute"}}
+
+// rollupOf is the rollup table of width seconds.
+func rollupOf(width int64) (rollup, error) {
+	for _, r := range rollups {
+		if r.width == width {
+			return r, nil
+		}
+	}
+	return rollup{}, fmt.Errorf("no rollup of %d seconds", width)
+}
+
+// insertFleetRows inserts a profile's rows into fleet_seconds or a rollup
+// table (at: the column of their time).
 func insertFleetRows(ctx context.Context, tx pgx.Tx, table, at string, fixed []any, rows []index.WallSecond) error {
 	n := len(rows)
 	events, times, samples, idle, cells, idleCells := make([]string, n), make([]int64, n), make([]int32, n), make([]int32, n), make([][]byte, n), make([][]byte, n)
@@ -45,8 +72,10 @@ func insertFleetRows(ctx context.Context, tx pgx.Tx, table, at string, fixed []a
 		[]any{events, times, samples, idle, cells, idleCells}, n)
 }
 
-// fleetTables are the tables of a profile's cells in absolute time.
-var fleetTables = []string{"fleet_seconds", "fleet_minutes"}
+// fleetTables are the tables of a profile's cells in absolute time: by the
+// second and its rollups. Deleting a profile, changing its app or host and
+// deleting a tenant treat them all alike, in one transaction.
+var fleetTables = []string{"fleet_seconds", "fleet_tens", "fleet_minutes"}
 
 // FleetProfiles returns the tenant's profiles of app that overlap the
 // window [from, to) (unix ns), on any of hosts (none: all) and with every
@@ -212,13 +241,17 @@ func (db *DB) fleetRows(ctx context.Context, tenant int64, table, at, app, event
 	return out, translate(err, "fleet")
 }
 
-// FleetMinutes returns the stored cells by the minute (fleet_minutes) of
-// the tenant's profiles of app and event (base name; "" for every event)
-// for the unix minutes starting in [from, to) (unix seconds, multiples of
-// 60): each row's Second is its minute's first. Without cells, only the
-// totals.
-func (db *DB) FleetMinutes(ctx context.Context, tenant int64, app, event string, from, to int64, withCells bool) ([]index.FleetRow, error) {
-	return db.fleetRows(ctx, tenant, "fleet_minutes", "minute", app, event, from, to, withCells)
+// FleetRollup returns the stored cells summed by unix slots of width
+// seconds (index.Tens: fleet_tens; index.Minutes: fleet_minutes) of the
+// tenant's profiles of app and event (base name; "" for every event), for
+// the slots starting in [from, to) (unix seconds, multiples of width):
+// each row's Second is its slot's first. Without cells, only the totals.
+func (db *DB) FleetRollup(ctx context.Context, tenant int64, app, event string, width, from, to int64, withCells bool) ([]index.FleetRow, error) {
+	r, err := rollupOf(width)
+	if err != nil {
+		return nil, err
+	}
+	return db.fleetRows(ctx, tenant, r.table, r.at, app, event, from, to, withCells)
 }
 
 // FleetTotals returns, per event (base name), the samples (non-idle, and

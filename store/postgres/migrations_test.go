@@ -1,8 +1,10 @@
 package postgres_test
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
+	"encoding/binary"
 	"fmt"
 	"slices"
 	"strings"
@@ -140,7 +142,7 @@ func TestFleetMinutesMigration(t *testing.T) {
 	}
 	store(t, db, acme, "shop", b.String())
 	store(t, db, acme, "shop", epochPerf("cs", "1795000059.999999", "1795000060.000000"))
-	written, err := db.FleetMinutes(ctx, acme, "shop", "", 1794999960, 1795000200, true)
+	written, err := db.FleetRollup(ctx, acme, "shop", "", index.Minutes, 1794999960, 1795000200, true)
 	if err != nil || len(written) == 0 {
 		t.Fatalf("%v %v", written, err)
 	}
@@ -159,13 +161,115 @@ func TestFleetMinutesMigration(t *testing.T) {
 	if err := db.Distribute(ctx); err != nil {
 		t.Fatal(err)
 	}
-	built, err := db.FleetMinutes(ctx, acme, "shop", "", 1794999960, 1795000200, true)
+	built, err := db.FleetRollup(ctx, acme, "shop", "", index.Minutes, 1794999960, 1795000200, true)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if rowsText(sortRows(built)) != rowsText(sortRows(written)) {
 		t.Fatalf("the migration built:\n%s\nwant what ingest wrote:\n%s", rowsText(built), rowsText(written))
 	}
+}
+
+// TestFleetTensMigration: migration 15 builds the tens of seconds of
+// profiles stored before it from their seconds, byte for byte what ingest
+// now writes; from seconds in the compact encoding and in the fixed one
+// of rows converted by migration 8, with sums that wrap as int32 (counts
+// with every byte set). On Citus the other tables are distributed when it
+// runs, as a deployment's are.
+func TestFleetTensMigration(t *testing.T) {
+	ctx := context.Background()
+	db := newDB(t)
+	acme, _ := db.CreateTenant(ctx, "acme", false)
+	var b strings.Builder
+	for i := range 500 {
+		fmt.Fprintf(&b, "app 1 [000] %d.%06d: 1 cpu-clock:\n\t1 f%d (/bin/app)\n\n", 1795000000+i/7, (i*7919)%1000000, i%5)
+	}
+	store(t, db, acme, "shop", b.String())
+	store(t, db, acme, "shop", epochPerf("cs", "1795000009.999999", "1795000010.000000", "1795000059.999999", "1795000060.000000"))
+	written, err := db.FleetRollup(ctx, acme, "shop", "", index.Tens, 1794999960, 1795000200, true)
+	if err != nil || len(written) < 10 {
+		t.Fatalf("%v %v", written, err)
+	}
+	pool := poolOf(t, db)
+	bytesOf := func() string {
+		t.Helper()
+		rows, err := pool.Query(ctx, `SELECT profile_id::text, event, ten, host, day::text, samples, idle, encode(cells, 'hex'), encode(idle_cells, 'hex')
+			FROM fleet_tens ORDER BY 1, 2, 3`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		var out strings.Builder
+		for rows.Next() {
+			vals, err := rows.Values()
+			if err != nil {
+				t.Fatal(err)
+			}
+			fmt.Fprintln(&out, vals...)
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		return out.String()
+	}
+	writtenBytes := bytesOf()
+
+	sqldb := stdlib.OpenDBFromPool(pool)
+	defer sqldb.Close()
+	p, err := goose.NewProvider(goose.DialectPostgres, sqldb, migrations.FS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.DownTo(ctx, 14); err != nil {
+		t.Fatal(err)
+	}
+	// A profile whose seconds 21 (fixed encoding) and 27 (compact) of the
+	// same ten seconds sum past the int32 range.
+	cells, idle := arrayCells()
+	const id = "6f1f4bbe-3bb4-4b0c-9a44-6c8d3c1e2a10"
+	insert := `INSERT INTO fleet_seconds (tenant_id, app, event, second, profile_id, host, day, samples, idle, cells, idle_cells)
+		VALUES ($1, 'shop', 'cpu', $2, '` + id + `', 'h9', '2026-11-28', 2147483000, 7, $3, $4)`
+	exec(t, sqldb, insert, acme, 1795000021, fixedCells(cells), fixedCells(idle))
+	exec(t, sqldb, insert, acme, 1795000027, index.AppendCells(nil, cells), index.AppendCells(nil, idle))
+	if _, err := p.UpTo(ctx, 15); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Distribute(ctx); err != nil {
+		t.Fatal(err)
+	}
+	built, err := db.FleetRollup(ctx, acme, "shop", "", index.Tens, 1794999960, 1795000200, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sec := index.WallSecond{Event: "cpu", Samples: 2147483000, Idle: 7, Cells: cells, IdleCells: idle}
+	other := sec
+	sec.Second, other.Second = 1795000021, 1795000027
+	w := index.FleetRow{ProfileID: id, Host: "h9", WallSecond: index.Rollup([]index.WallSecond{sec, other}, index.Tens)[0]}
+	want := append(slices.Clone(written), w)
+	if rowsText(sortRows(built)) != rowsText(sortRows(want)) {
+		t.Fatalf("the migration built:\n%s\nwant what ingest wrote:\n%s", rowsText(built), rowsText(want))
+	}
+	var samples int32
+	var c, ic []byte
+	if err := pool.QueryRow(ctx, `SELECT samples, cells, idle_cells FROM fleet_tens WHERE profile_id = $1`, id).Scan(&samples, &c, &ic); err != nil {
+		t.Fatal(err)
+	}
+	if samples != w.Samples || !bytes.Equal(c, index.AppendCells(nil, w.Cells)) || !bytes.Equal(ic, index.AppendCells(nil, w.IdleCells)) {
+		t.Fatalf("the wrapped sums: %d samples, cells %x, idle %x; want %d, %x, %x", samples, c, ic, w.Samples, index.AppendCells(nil, w.Cells), index.AppendCells(nil, w.IdleCells))
+	}
+	exec(t, sqldb, `DELETE FROM fleet_tens WHERE profile_id = $1`, id)
+	if got := bytesOf(); got != writtenBytes {
+		t.Fatalf("the migration wrote:\n%s\nwant the bytes ingest wrote:\n%s", got, writtenBytes)
+	}
+}
+
+// fixedCells is cells in the fixed encoding: a big-endian int32 each.
+func fixedCells(cells []int32) []byte {
+	var b []byte
+	for _, c := range cells {
+		b = binary.BigEndian.AppendUint32(b, uint32(c))
+	}
+	return b
 }
 
 // poolOf is a pool on db's database.
@@ -206,6 +310,13 @@ func TestSecondsCellsMigration(t *testing.T) {
 		t.Fatalf("after migrating up: %+v, want cells %v and idle cells %v", rows, cells, idle)
 	}
 
+	// The tables of later migrations, which ingest writes too.
+	if _, err := p.Up(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Distribute(ctx); err != nil {
+		t.Fatal(err)
+	}
 	stored, _ := store(t, db, tenant, "shop", "app 1 [000] 1795000000.100000: 1 cpu-clock:\n\t1 f (/bin/app)\n\n")
 	newID := stored.ID
 	var n int

@@ -14,9 +14,10 @@ import (
 	"github.com/fleetscope/fleetscope/store/postgres"
 )
 
-// minutesBySeconds sums the stored seconds of [from, to) by minute, per
-// profile and event: the reference fleet_minutes must equal.
-func minutesBySeconds(t *testing.T, db *postgres.DB, tenant int64, app string, from, to int64) []index.FleetRow {
+// rollupBySeconds sums the stored seconds of [from, to) by unix slots of
+// width seconds, per profile and event: the reference fleet_tens and
+// fleet_minutes must equal.
+func rollupBySeconds(t *testing.T, db *postgres.DB, tenant int64, app string, width, from, to int64) []index.FleetRow {
 	t.Helper()
 	secs, err := db.FleetCells(context.Background(), tenant, app, "", from, to)
 	if err != nil {
@@ -30,7 +31,7 @@ func minutesBySeconds(t *testing.T, db *postgres.DB, tenant int64, app string, f
 	}
 	var out []index.FleetRow
 	for id, ws := range byProfile {
-		for _, m := range index.Minutes(ws) {
+		for _, m := range index.Rollup(ws, width) {
 			out = append(out, index.FleetRow{ProfileID: id, Host: host[id], WallSecond: m})
 		}
 	}
@@ -56,7 +57,14 @@ func rowsText(rows []index.FleetRow) string {
 // cells by the second summed, for profiles that cross minutes and carry two
 // events, in any window of whole minutes; they follow the profile when its
 // app or host changes and go when it is deleted, in the same transaction.
-func TestFleetMinutes(t *testing.T) {
+func TestFleetMinutes(t *testing.T) { testRollup(t, index.Minutes) }
+
+// TestFleetTens: the same of a profile's cells by ten seconds
+// (fleet_tens), in any window of whole tens of seconds.
+func TestFleetTens(t *testing.T) { testRollup(t, index.Tens) }
+
+// testRollup checks the rollup of width seconds (TestFleetMinutes).
+func testRollup(t *testing.T, width int64) {
 	ctx := context.Background()
 	db := newDB(t)
 	acme, _ := db.CreateTenant(ctx, "acme", false)
@@ -75,20 +83,20 @@ func TestFleetMinutes(t *testing.T) {
 	}
 	check := func(app string, from, to int64) {
 		t.Helper()
-		got, err := db.FleetMinutes(ctx, acme, app, "", from, to, true)
+		got, err := db.FleetRollup(ctx, acme, app, "", width, from, to, true)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if want := minutesBySeconds(t, db, acme, app, from, to); rowsText(sortRows(got)) != rowsText(want) {
-			t.Fatalf("minutes of %s in [%d, %d):\n%s\nwant the seconds summed:\n%s", app, from, to, rowsText(got), rowsText(want))
+		if want := rollupBySeconds(t, db, acme, app, width, from, to); rowsText(sortRows(got)) != rowsText(want) {
+			t.Fatalf("%d-s rows of %s in [%d, %d):\n%s\nwant the seconds summed:\n%s", width, app, from, to, rowsText(got), rowsText(want))
 		}
 	}
-	check("shop", 1794999900, 1795000500) // every minute
+	check("shop", 1794999900, 1795000500) // every slot
 	for range 20 {
-		from := (1794999900 + rng.Int64N(600)) / 60 * 60
-		check("shop", from, from+60*(1+rng.Int64N(5)))
+		from := (1794999900 + rng.Int64N(600)) / width * width
+		check("shop", from, from+width*(1+rng.Int64N(5)))
 	}
-	totals, err := db.FleetMinutes(ctx, acme, "shop", "cs", 1794999900, 1795000500, false)
+	totals, err := db.FleetRollup(ctx, acme, "shop", "cs", width, 1794999900, 1795000500, false)
 	if err != nil || len(totals) == 0 || totals[0].Cells != nil || totals[0].Event != "cs" {
 		t.Fatalf("totals of cs: %v %v, want rows of that event without cells", err, totals)
 	}
@@ -99,20 +107,20 @@ func TestFleetMinutes(t *testing.T) {
 	}
 	check("moved", 1794999900, 1795000500)
 	check("shop", 1794999900, 1795000500)
-	if rows, _ := db.FleetMinutes(ctx, acme, "moved", "", 1794999900, 1795000500, false); len(rows) == 0 {
-		t.Fatal("the moved profile has no minutes under its new app")
+	if rows, _ := db.FleetRollup(ctx, acme, "moved", "", width, 1794999900, 1795000500, false); len(rows) == 0 {
+		t.Fatal("the moved profile has no rollup rows under its new app")
 	}
 	if _, err := db.DeleteProfile(ctx, acme, ids[1], "test"); err != nil {
 		t.Fatal(err)
 	}
 	check("shop", 1794999900, 1795000500)
-	rows, err := db.FleetMinutes(ctx, acme, "shop", "", 1794999900, 1795000500, false)
+	rows, err := db.FleetRollup(ctx, acme, "shop", "", width, 1794999900, 1795000500, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, r := range rows {
 		if r.ProfileID == ids[1] {
-			t.Fatalf("a deleted profile's minute is left: %+v", r)
+			t.Fatalf("a deleted profile's %d-s row is left: %+v", width, r)
 		}
 	}
 }

@@ -93,8 +93,8 @@ func (db *DB) BlobInUse(ctx context.Context, key string) (bool, error) {
 // InsertProfile writes a parsed profile's index in one transaction: the
 // profile row, new frames and stacks of the tenant dictionary, the
 // profile's stack list, its per-second rows and its cells in absolute time
-// (fleet_seconds, and by the minute fleet_minutes). If the tenant already has a
-// profile with the same bytes, nothing is written and that profile is
+// (fleet_seconds, and by ten seconds and by the minute fleet_tens and
+// fleet_minutes). If the tenant already has a profile with the same bytes, nothing is written and that profile is
 // returned with created = false. p.ID is assigned. beforeCommit, if set, runs
 // last inside the transaction: its error rolls everything back (ingest waits
 // there for the raw file to be durable).
@@ -212,10 +212,9 @@ func (db *DB) DeleteProfile(ctx context.Context, tenant int64, id, actor string)
 }
 
 // UpdateProfile changes a profile's app, host and labels in one
-// transaction: the profile row, its cells in absolute time (fleet_seconds
-// and fleet_minutes carry app and host, so fleet queries by the new ones
-// find it) and an
-// audit entry (profile.update, with the values before and after of what
+// transaction: the profile row, its cells in absolute time (fleet_seconds,
+// fleet_tens and fleet_minutes carry app and host, so fleet queries by the
+// new ones find it) and an audit entry (profile.update, with the values before and after of what
 // changed). A change to nothing new writes nothing. Returns ENOTFOUND if
 // the tenant has no such profile, EINVALID if u is not a valid change.
 func (db *DB) UpdateProfile(ctx context.Context, tenant int64, id string, u fleetscope.ProfileUpdate, actor string) (*fleetscope.ProfileInfo, error) {

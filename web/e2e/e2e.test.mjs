@@ -1241,7 +1241,7 @@ describe("dashboard", () => {
     assert.equal((await hostStrip(page)).length, 3);
   });
 
-  test("fleet: labels (k!=v); a 2-hour window around the fleet (8-s columns); zoom to a selection re-queries at 1 s, and backs out", async () => {
+  test("fleet: labels (k!=v); an hour around the fleet (4-s columns); zoom to a selection re-queries at 1 s, and backs out", async () => {
     const fleet = fleetHosts();
     const prod = fleet.filter((h) => h.host !== "fleet-c");
     const { first } = wallSpan(fleet);
@@ -1254,9 +1254,9 @@ describe("dashboard", () => {
     assert.deepEqual((await hostStrip(page)).map((h) => h.host).sort(), ["fleet-a", "fleet-b"]);
     assert.equal((await accounting(page)).profiles, 2);
 
-    // Two hours around the fleet's first second, typed in the pickers (the browser runs in UTC).
+    // An hour around the fleet's first second (columns of 5 s or more would be whole tens of seconds), typed in the pickers (the browser runs in UTC).
     const at = (sec) => new Date(sec * 1000).toISOString().slice(0, 19);
-    const [wFrom, wTo] = [first - 3600, first + 3600];
+    const [wFrom, wTo] = [first - 1800, first + 1800];
     await page.getByTestId("fleet-from").fill(at(wFrom));
     await page.getByTestId("fleet-to").fill(at(wTo));
     await page.getByTestId("fleet-apply").click();
@@ -1264,67 +1264,67 @@ describe("dashboard", () => {
     assert.equal(query(page).get("from"), String(wFrom));
     await fleetReady(page);
     d = await heatmapData(page);
-    assert.deepEqual([d.secondsPerColumn, d.cols, d.startSecond], [8, 900, wFrom], "7,200 s: 8 s a column, 900 columns");
-    const want8 = wallColumns(prod, wFrom, 900, 50, 8);
-    assert.deepEqual(d.cells, want8, "8-s columns: each cell sums its slice of 8 seconds");
-    assert.match(await page.getByTestId("heatmap-hint").textContent(), /each column is 8 seconds.*Zoom to selection/);
+    assert.deepEqual([d.secondsPerColumn, d.cols, d.startSecond], [4, 900, wFrom], "3,600 s: 4 s a column, 900 columns");
+    const want4 = wallColumns(prod, wFrom, 900, 50, 4);
+    assert.deepEqual(d.cells, want4, "4-s columns: each cell sums its slice of 4 seconds");
+    assert.match(await page.getByTestId("heatmap-hint").textContent(), /each column is 4 seconds.*Zoom to selection/);
     // The GC stripe's range stayed (it lies in the window); not whole columns, so no cell sum is claimed.
     await page.getByTestId("not-aligned").waitFor();
     await page.getByTestId("clear-selection").click();
     await page.waitForFunction(() => !new URL(location.href).searchParams.has("start"));
-    assert.ok((await checkHeatmapPixels(page, want8)) > 0);
-    // A drag across columns 450-452 (the fleet's first 24 s) selects their whole seconds.
-    const col0 = (first - wFrom) / 8;
+    assert.ok((await checkHeatmapPixels(page, want4)) > 0);
+    // A drag across columns 450-452 (the fleet's first 12 s) selects their whole seconds.
+    const col0 = (first - wFrom) / 4;
     await drag(page, [col0, 10], [col0 + 2, 40]);
-    await page.waitForFunction((e) => new URL(location.href).searchParams.get("end") === e, String(first + 24));
+    await page.waitForFunction((e) => new URL(location.href).searchParams.get("end") === e, String(first + 12));
     assert.equal(query(page).get("start"), String(first));
-    const in24 = wallCount(prod, first * 1e6, (first + 24) * 1e6);
-    assert.equal((await heatmapData(page)).selectedCount, in24);
-    assert.equal(in24, sumCells(want8, 50, col0 * 50, (col0 + 3) * 50 - 1));
-    assert.equal(Number((await flameState(page)).total), in24);
+    const in12 = wallCount(prod, first * 1e6, (first + 12) * 1e6);
+    assert.equal((await heatmapData(page)).selectedCount, in12);
+    assert.equal(in12, sumCells(want4, 50, col0 * 50, (col0 + 3) * 50 - 1));
+    assert.equal(Number((await flameState(page)).total), in12);
     assert.equal(await page.getByTestId("zoom-trail").isHidden(), true, "no zoom yet");
     await screenshot(page, "fleet-2h");
 
-    // Zoom to the selection: its 24 seconds at one second a column, the range still selected;
-    // the 2-hour window goes on the zoom stack (in the URL).
+    // Zoom to the selection: its 12 seconds at one second a column, the range still selected;
+    // the hour goes on the zoom stack (in the URL).
     await page.getByTestId("zoom-in").click();
-    await page.waitForFunction((to) => new URL(location.href).searchParams.get("to") === to, String(first + 24));
+    await page.waitForFunction((to) => new URL(location.href).searchParams.get("to") === to, String(first + 12));
     await fleetReady(page);
     d = await heatmapData(page);
-    assert.deepEqual([d.secondsPerColumn, d.cols, d.startSecond], [1, 24, first]);
-    assert.deepEqual(d.cells, wallColumns(prod, first, 24));
-    assert.deepEqual([d.selectionStart, d.selectionEnd, d.selectedCount], ["0", "24", in24]);
-    assert.equal(Number((await flameState(page)).total), in24);
+    assert.deepEqual([d.secondsPerColumn, d.cols, d.startSecond], [1, 12, first]);
+    assert.deepEqual(d.cells, wallColumns(prod, first, 12));
+    assert.deepEqual([d.selectionStart, d.selectionEnd, d.selectedCount], ["0", "12", in12]);
+    assert.equal(Number((await flameState(page)).total), in12);
     assert.deepEqual(query(page).getAll("zoom"), [`${wFrom}-${wTo}`]);
     const crumbs = async () => page.getByTestId("zoom-back").evaluateAll((bs) => bs.map((b) => [b.dataset.from, b.dataset.to]));
     assert.deepEqual(await crumbs(), [[String(wFrom), String(wTo)]]);
     await screenshot(page, "fleet-zoomed");
 
-    // Back out through the trail: the 2-hour window again, 8-s columns, the range still selected.
+    // Back out through the trail: the hour again, 4-s columns, the range still selected.
     await page.getByTestId("zoom-back").click();
     await page.waitForFunction((to) => new URL(location.href).searchParams.get("to") === to, String(wTo));
-    assert.deepEqual([query(page).get("from"), query(page).getAll("zoom"), query(page).get("start"), query(page).get("end")], [String(wFrom), [], String(first), String(first + 24)]);
+    assert.deepEqual([query(page).get("from"), query(page).getAll("zoom"), query(page).get("start"), query(page).get("end")], [String(wFrom), [], String(first), String(first + 12)]);
     await fleetReady(page);
     d = await heatmapData(page);
-    assert.deepEqual([d.secondsPerColumn, d.cols], [8, 900]);
-    assert.deepEqual(d.cells, want8);
-    assert.equal(d.selectedCount, in24);
+    assert.deepEqual([d.secondsPerColumn, d.cols], [4, 900]);
+    assert.deepEqual(d.cells, want4);
+    assert.equal(d.selectedCount, in12);
     assert.equal(await page.getByTestId("zoom-trail").isHidden(), true);
 
     // History: back to the zoomed view; "Zoom out ×2" widens it about its middle and keeps the stack.
     await page.goBack();
-    await page.waitForFunction((to) => new URL(location.href).searchParams.get("to") === to, String(first + 24));
+    await page.waitForFunction((to) => new URL(location.href).searchParams.get("to") === to, String(first + 12));
     await fleetReady(page);
     await page.getByTestId("zoom-out").click();
-    await page.waitForFunction((from) => new URL(location.href).searchParams.get("from") === from, String(first - 12));
-    assert.deepEqual([query(page).get("to"), query(page).getAll("zoom")], [String(first + 36), [`${wFrom}-${wTo}`]]);
+    await page.waitForFunction((from) => new URL(location.href).searchParams.get("from") === from, String(first - 6));
+    assert.deepEqual([query(page).get("to"), query(page).getAll("zoom")], [String(first + 18), [`${wFrom}-${wTo}`]]);
     await fleetReady(page);
-    assert.deepEqual((await heatmapData(page)).cells, wallColumns(prod, first - 12, 48));
+    assert.deepEqual((await heatmapData(page)).cells, wallColumns(prod, first - 6, 24));
     // Back to the zoomed window (a history entry per window).
     await page.goBack();
-    await page.waitForFunction((to) => new URL(location.href).searchParams.get("to") === to, String(first + 24));
+    await page.waitForFunction((to) => new URL(location.href).searchParams.get("to") === to, String(first + 12));
     await fleetReady(page);
-    assert.equal((await heatmapData(page)).selectedCount, in24);
+    assert.equal((await heatmapData(page)).selectedCount, in12);
   });
 
   test("fleet: a permalink opens the same view in a fresh browser, signed in or after signing in", async () => {
@@ -1349,7 +1349,7 @@ describe("dashboard", () => {
     const before = await view(page);
     assert.equal(before.labels, "env!=canary");
     const { first } = wallSpan(fleetHosts());
-    assert.deepEqual(before.zoomedFrom, [[String(first - 3600), String(first + 3600)]], "zoomed in from the 2-hour window");
+    assert.deepEqual(before.zoomedFrom, [[String(first - 1800), String(first + 1800)]], "zoomed in from the hour");
     assert.ok(Number(before.flame.matched) > 0, "drain_stacks matched");
 
     const signedIn = await newContext();
@@ -1373,12 +1373,12 @@ describe("dashboard", () => {
       const again = await view(q);
       delete again.flame.renderMs;
       assert.deepEqual(again, before);
-      // The restored zoom stack backs out to the 2-hour window's 8-s columns.
+      // The restored zoom stack backs out to the hour's 4-s columns.
       await q.getByTestId("zoom-back").click();
-      await q.waitForFunction((from) => new URL(location.href).searchParams.get("from") === from, String(first - 3600));
+      await q.waitForFunction((from) => new URL(location.href).searchParams.get("from") === from, String(first - 1800));
       await fleetReady(q);
       const out = await heatmapData(q);
-      assert.deepEqual([out.secondsPerColumn, out.cols, out.startSecond], [8, 900, first - 3600]);
+      assert.deepEqual([out.secondsPerColumn, out.cols, out.startSecond], [4, 900, first - 1800]);
       assert.equal(out.selectedCount, before.heatmap.selectedCount);
     } finally {
       await signedIn.close();

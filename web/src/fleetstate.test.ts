@@ -314,15 +314,20 @@ test("columns: the server's rule, and column times", () => {
   expect(columnsOf(S(1795000001), S(1795000001 + 7 * 86400))).toEqual({ startSecond: 1794999360, secondsPerColumn: 660, columns: 918 });
   expect(columnsOf(S(0), S(60), 60)).toEqual({ startSecond: 0, secondsPerColumn: 60, columns: 1 });
   expect(columnsOf(S(0), S(60), 10)).toEqual({ startSecond: 0, secondsPerColumn: 10, columns: 6 });
-  // half a minute or more: widened to whole minutes (9 h: 33 s, then 60 s; 6 h: 22 s, kept)
+  // half a minute or more: widened to whole minutes (9 h: 33 s, then 60 s);
+  // 5 to 29 s: to whole tens of seconds (6 h: 22 s, then 30 s; 2 h: 8 s, then 10 s)
   expect(columnsOf(S(0), S(9 * 3600))).toEqual({ startSecond: 0, secondsPerColumn: 60, columns: 540 });
-  expect(columnsOf(S(0), S(6 * 3600))).toEqual({ startSecond: 0, secondsPerColumn: 22, columns: 982 });
+  expect(columnsOf(S(0), S(6 * 3600))).toEqual({ startSecond: 0, secondsPerColumn: 30, columns: 720 });
+  expect(columnsOf(S(0), S(2 * 3600))).toEqual({ startSecond: 0, secondsPerColumn: 10, columns: 720 });
   expect(columnsOf(S(0), S(600), 30)).toEqual({ startSecond: 0, secondsPerColumn: 60, columns: 10 });
-  expect(columnsOf(S(0), S(600), 29)).toEqual({ startSecond: 0, secondsPerColumn: 29, columns: 21 });
-  for (const n of [1, 999, 1000, 1001, 1999, 2000, 2001, 3600, 86400, 31 * 86400]) {
+  expect(columnsOf(S(0), S(600), 29)).toEqual({ startSecond: 0, secondsPerColumn: 30, columns: 20 });
+  expect(columnsOf(S(0), S(600), 5)).toEqual({ startSecond: 0, secondsPerColumn: 10, columns: 60 });
+  expect(columnsOf(S(0), S(600), 4)).toEqual({ startSecond: 0, secondsPerColumn: 4, columns: 150 });
+  expect(columnsOf(S(1795000007), S(1795000007 + 6 * 3600))).toEqual({ startSecond: 1794999990, secondsPerColumn: 30, columns: 721 });
+  for (const n of [1, 999, 1000, 1001, 1999, 2000, 2001, 3600, 4001, 7200, 6 * 3600, 29001, 86400, 31 * 86400]) {
     const c = columnsOf(S(1795000000), S(1795000000 + n));
     expect(c.columns).toBeLessThanOrEqual(1000);
-    const lead = 1795000000 - c.startSecond; // before the window, when columns are aligned minutes
+    const lead = 1795000000 - c.startSecond; // before the window, when columns are aligned
     expect(lead).toBeGreaterThanOrEqual(0);
     expect(lead).toBeLessThan(c.secondsPerColumn);
     expect(c.columns * c.secondsPerColumn).toBeGreaterThanOrEqual(n + lead);
@@ -379,24 +384,24 @@ test("zoom out doubles the window about its middle, up to 31 days; ranges outsid
 });
 
 test("the zoom stack: zooming in pushes the window, backing out pops it; other windows keep the entries that hold them", () => {
-  // a 2-hour window: 8-s columns
+  // a 2-hour window: 8-s columns, widened to 10 s
   const outer = { from: S(1794996400), to: S(1795003600) };
   const s = newFleet("a", outer.from, outer.to);
-  expect(columnsOf(s.from, s.to).secondsPerColumn).toBe(8);
-  // select columns 450..452 (24 s from 1795000000) and zoom: 1-s columns, the stack holds the 2 hours
-  const cols = columnsRange(columnsOf(s.from, s.to), 450, 452);
-  expect(cols).toEqual({ start: S(1795000000), end: S(1795000024) });
+  expect(columnsOf(s.from, s.to).secondsPerColumn).toBe(10);
+  // select columns 360..362 (30 s from 1795000000) and zoom: 1-s columns, the stack holds the 2 hours
+  const cols = columnsRange(columnsOf(s.from, s.to), 360, 362);
+  expect(cols).toEqual({ start: S(1795000000), end: S(1795000030) });
   const z1 = zoomIn({ ...s, range: cols }, cols);
-  expect([z1.from, z1.to, z1.zooms, z1.range]).toEqual([S(1795000000), S(1795000024), [outer], cols]);
+  expect([z1.from, z1.to, z1.zooms, z1.range]).toEqual([S(1795000000), S(1795000030), [outer], cols]);
   expect(columnsOf(z1.from, z1.to).secondsPerColumn).toBe(1);
   expect(readFleet(writeFleet(z1), NOW).state).toEqual(z1); // in the permalink
   // a second zoom, on a GC stripe
   const gc = { start: 1795000002_400_000_000n, end: 1795000002_480_000_000n };
   const z2 = zoomIn({ ...z1, range: gc }, gc);
-  expect([z2.from, z2.to, z2.zooms]).toEqual([S(1795000002), S(1795000003), [outer, { from: S(1795000000), to: S(1795000024) }]]);
+  expect([z2.from, z2.to, z2.zooms]).toEqual([S(1795000002), S(1795000003), [outer, { from: S(1795000000), to: S(1795000030) }]]);
   // back out one step, then to the outermost: the range stays selected
   const b1 = zoomBack(z2);
-  expect([b1.from, b1.to, b1.zooms, b1.range]).toEqual([S(1795000000), S(1795000024), [outer], gc]);
+  expect([b1.from, b1.to, b1.zooms, b1.range]).toEqual([S(1795000000), S(1795000030), [outer], gc]);
   const b0 = zoomBack(z2, 0);
   expect([b0.from, b0.to, b0.zooms, b0.range]).toEqual([outer.from, outer.to, [], gc]);
   expect(zoomBack(b0)).toBe(b0); // nothing to back out to
@@ -404,11 +409,11 @@ test("the zoom stack: zooming in pushes the window, backing out pops it; other w
   expect(zoomTo(z1, z1.from, z1.to).zooms).toEqual([outer]);
   // a window elsewhere (a preset, typed times) drops the entries that do not hold it
   expect(withWindow(z2, S(1795000001), S(1795000020)).zooms).toEqual(z2.zooms);
-  expect(withWindow(z2, S(1795000010), S(1795000030)).zooms).toEqual([outer]);
+  expect(withWindow(z2, S(1795000010), S(1795000040)).zooms).toEqual([outer]);
   expect(withWindow(z2, S(1795428001 - 900), S(1795428001)).zooms).toEqual([]);
   // zoom out ×2 keeps those that still hold the wider window
   const o = zoomOut(z1);
-  expect([o.from, o.to, o.zooms]).toEqual([S(1794999988), S(1795000036), [outer]]);
+  expect([o.from, o.to, o.zooms]).toEqual([S(1794999985), S(1795000045), [outer]]);
 });
 
 test("requests: the selection, and the flame graph of the range or the window", () => {

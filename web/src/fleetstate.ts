@@ -451,17 +451,19 @@ export interface Columns {
  * whole seconds the window touches, [floor(from), floor(to − 1 ns) + 1);
  * one second a column up to 1,000 seconds, else the fewest whole seconds
  * that keep the columns at or under 1,000; at least minSecondsPerColumn;
- * a column of half a minute or more is whole minutes (rounded up), and column 0
- * starts at a multiple of its length (so columns are read from the stored
- * minutes). */
+ * a column of half a minute or more is whole minutes (rounded up), one of 5
+ * to 29 s whole tens of seconds (rounded up), and then column 0 starts at a
+ * multiple of its length (so columns are read from the stored minutes and
+ * tens of seconds). */
 export function columnsOf(from: bigint, to: bigint, minSecondsPerColumn = 1): Columns {
   const first = Number(from / NS);
   const end = Number((to - 1n) / NS + 1n);
   const n = end - first;
   let spc = Math.max(n <= MAX_COLUMNS ? 1 : Math.ceil(n / MAX_COLUMNS), minSecondsPerColumn, 1);
   let start = first;
-  if (spc >= 30) {
-    spc = Math.ceil(spc / 60) * 60;
+  const width = spc >= 30 ? 60 : spc >= 5 ? 10 : 0;
+  if (width > 0) {
+    spc = Math.ceil(spc / width) * width;
     start = Math.floor(first / spc) * spc;
   }
   return { startSecond: start, secondsPerColumn: spc, columns: Math.ceil((end - start) / spc) };

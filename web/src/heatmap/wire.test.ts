@@ -56,6 +56,7 @@ test("a fleet heatmap and its accounting: what protobuf-es encodes, numbers for 
     leftOut: { "no per-sample times: no heatmap": 2, "ünïcødé ✓": 1 },
     servedSeconds: 240,
     servedMinutes: 3,
+    servedTens: 11,
     liveSegments: 17,
     liveStreams: 2,
   };
@@ -68,7 +69,7 @@ test("a fleet heatmap and its accounting: what protobuf-es encodes, numbers for 
   expect(fleetHeatmapOf(got)).toEqual(fleetHeatmapOf(msg));
   // absent accounting and defaults
   const empty = decodeFleetHeatmap(toBinary(GetFleetHeatmapResponseSchema, create(GetFleetHeatmapResponseSchema, {})));
-  expect(empty.accounting).toEqual({ event: "", profiles: 0, leftOut: {}, servedSeconds: 0, servedMinutes: 0, liveSegments: 0, liveStreams: 0 });
+  expect(empty.accounting).toEqual({ event: "", profiles: 0, leftOut: {}, servedSeconds: 0, servedMinutes: 0, servedTens: 0, liveSegments: 0, liveStreams: 0 });
   // an Accounting alone (a fleet flame graph's)
   expect(decodeAccounting(toBinary(AccountingSchema, create(AccountingSchema, accounting)))).toEqual(accounting);
 });

@@ -96,16 +96,17 @@ export interface WireAccounting {
   leftOut: Record<string, number>;
   servedSeconds: number;
   servedMinutes: number;
+  servedTens: number;
   liveSegments: number;
   liveStreams: number;
 }
 
 /** decodeAccounting reads an Accounting: 1 event, 2 profiles, 3 left_out
  * (map<string, int32>: entries of 1 key, 2 value), 4 served_seconds,
- * 5 served_minutes, 6 live_segments, 7 live_streams. */
+ * 5 served_minutes, 6 live_segments, 7 live_streams, 10 served_tens. */
 export function decodeAccounting(buf: Uint8Array, s = 0, e = buf.length): WireAccounting {
   const r = new Reader(buf, s, e);
-  const out: WireAccounting = { event: "", profiles: 0, leftOut: {}, servedSeconds: 0, servedMinutes: 0, liveSegments: 0, liveStreams: 0 };
+  const out: WireAccounting = { event: "", profiles: 0, leftOut: {}, servedSeconds: 0, servedMinutes: 0, servedTens: 0, liveSegments: 0, liveStreams: 0 };
   while (r.pos < e) {
     const tag = r.varint();
     const field = Math.floor(tag / 8);
@@ -128,6 +129,7 @@ export function decodeAccounting(buf: Uint8Array, s = 0, e = buf.length): WireAc
     else if (field === 5 && wire === 0) out.servedMinutes = r.int64();
     else if (field === 6 && wire === 0) out.liveSegments = r.int64();
     else if (field === 7 && wire === 0) out.liveStreams = r.int64();
+    else if (field === 10 && wire === 0) out.servedTens = r.int64();
     else r.skip(wire);
   }
   return out;

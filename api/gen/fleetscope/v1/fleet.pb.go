@@ -202,11 +202,15 @@ type Accounting struct {
 	// Profiles of the selection left out, by reason.
 	LeftOut map[string]int32 `protobuf:"bytes,3,rep,name=left_out,json=leftOut,proto3" json:"left_out,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
 	// The stored rows that served the answer: cells per profile and second,
-	// and per profile and minute (columns of half a minute or more are whole
-	// minutes from those; the window's edges from seconds). Zero for
-	// answers counted from the samples (flame graphs, function filters).
+	// per profile and minute (columns of half a minute or more are whole
+	// minutes from those), and per profile and ten seconds (served_tens:
+	// columns of 5 to 29 s are whole tens of seconds from those, and so are
+	// whole-minute columns between the window's whole minutes and its
+	// edges); the window's edges from seconds. Zero for answers counted
+	// from the samples (flame graphs, function filters).
 	ServedSeconds int32 `protobuf:"varint,4,opt,name=served_seconds,json=servedSeconds,proto3" json:"served_seconds,omitempty"`
 	ServedMinutes int32 `protobuf:"varint,5,opt,name=served_minutes,json=servedMinutes,proto3" json:"served_minutes,omitempty"`
+	ServedTens    int32 `protobuf:"varint,10,opt,name=served_tens,json=servedTens,proto3" json:"served_tens,omitempty"`
 	// Of profiles, the segments of live streams (a profile a batch,
 	// labelled live=STREAM and live_seq=N) and the distinct streams they
 	// belong to: a stream being recorded is one stream, not a profile a
@@ -286,6 +290,13 @@ func (x *Accounting) GetServedSeconds() int32 {
 func (x *Accounting) GetServedMinutes() int32 {
 	if x != nil {
 		return x.ServedMinutes
+	}
+	return 0
+}
+
+func (x *Accounting) GetServedTens() int32 {
+	if x != nil {
+		return x.ServedTens
 	}
 	return 0
 }
@@ -933,14 +944,17 @@ const file_fleetscope_v1_fleet_proto_rawDesc = "" +
 	"\fLabelMatcher\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value\x12\x1b\n" +
-	"\tnot_equal\x18\x03 \x01(\bR\bnotEqual\"\xa3\x03\n" +
+	"\tnot_equal\x18\x03 \x01(\bR\bnotEqual\"\xc4\x03\n" +
 	"\n" +
 	"Accounting\x12\x14\n" +
 	"\x05event\x18\x01 \x01(\tR\x05event\x12\x1a\n" +
 	"\bprofiles\x18\x02 \x01(\x05R\bprofiles\x12A\n" +
 	"\bleft_out\x18\x03 \x03(\v2&.fleetscope.v1.Accounting.LeftOutEntryR\aleftOut\x12%\n" +
 	"\x0eserved_seconds\x18\x04 \x01(\x05R\rservedSeconds\x12%\n" +
-	"\x0eserved_minutes\x18\x05 \x01(\x05R\rservedMinutes\x12#\n" +
+	"\x0eserved_minutes\x18\x05 \x01(\x05R\rservedMinutes\x12\x1f\n" +
+	"\vserved_tens\x18\n" +
+	" \x01(\x05R\n" +
+	"servedTens\x12#\n" +
 	"\rlive_segments\x18\x06 \x01(\x05R\fliveSegments\x12!\n" +
 	"\flive_streams\x18\a \x01(\x05R\vliveStreams\x12%\n" +
 	"\x0eserved_buckets\x18\b \x01(\x05R\rservedBuckets\x12'\n" +
