@@ -44,7 +44,7 @@ func (protoCodec) MarshalAppend(dst []byte, m any) ([]byte, error) {
 			return appendWrapped(dst, m, &m.FlameGraph)
 		}
 	case *fsv1.GetDiffFlameGraphResponse:
-		if t := m.GetTree(); t != nil && plain(t, t.GetNames()) {
+		if t := m.GetTree(); t != nil && known(m) && plain(t, t.GetNames()) {
 			return appendDiffProto(dst, m)
 		}
 	}
@@ -91,18 +91,22 @@ func (protoCodec) Unmarshal(b []byte, m any) error {
 
 // fastFlame reports whether a flame graph answer takes the fast path: it
 // has a tree or lines, their names are valid UTF-8 (proto.Marshal refuses
-// others: let it say so), and they hold no fields unknown here (a message
-// read from elsewhere: proto.Marshal keeps them).
+// others: let it say so), and neither they nor the answer hold fields
+// unknown here (a message read from elsewhere: proto.Marshal keeps them,
+// the answer's after its last field).
 func fastFlame(m *fsv1.GetFlameGraphResponse) bool {
 	t, ls := m.GetTree(), m.GetLines()
-	return (t != nil || ls != nil) && (t == nil || plain(t, t.GetNames())) && (ls == nil || plain(ls, ls.GetNames()))
+	return (t != nil || ls != nil) && known(m) && (t == nil || plain(t, t.GetNames())) && (ls == nil || plain(ls, ls.GetNames()))
 }
+
+// known reports whether m (not nil) holds no fields unknown here.
+func known(m proto.Message) bool { return len(m.ProtoReflect().GetUnknown()) == 0 }
 
 // plain reports whether a tree or lines message (m, with its names) can be
 // written by hand: its names are valid UTF-8 and it holds no unknown
 // fields.
 func plain(m proto.Message, names []string) bool {
-	return validNames(names) && len(m.ProtoReflect().GetUnknown()) == 0
+	return validNames(names) && known(m)
 }
 
 // Field numbers of the messages written by hand (query.proto,

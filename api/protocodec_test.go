@@ -223,6 +223,7 @@ func FuzzProtoCodecWrite(f *testing.F) {
 			func() proto.Message { return new(fsv1.GetFlameGraphResponse) },
 			func() proto.Message { return new(fsv1.GetSharedFlameGraphResponse) },
 			func() proto.Message { return new(fsv1.GetFleetFlameGraphResponse) },
+			func() proto.Message { return new(fsv1.GetDiffFlameGraphResponse) },
 		} {
 			want, got := m(), m()
 			werr := proto.Unmarshal(b, want)
