@@ -93,12 +93,7 @@ func migratedTo(t *testing.T, version int64, table string) (*pgxpool.Pool, *sql.
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	sqldb := stdlib.OpenDBFromPool(pool)
-	t.Cleanup(func() { sqldb.Close() })
-	p, err := goose.NewProvider(goose.DialectPostgres, sqldb, migrations.FS)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, sqldb := migrator(t, pool)
 	if _, err := p.UpTo(ctx, version); err != nil {
 		t.Fatal(err)
 	}
@@ -146,12 +141,7 @@ func TestFleetMinutesMigration(t *testing.T) {
 	if err != nil || len(written) == 0 {
 		t.Fatalf("%v %v", written, err)
 	}
-	sqldb := stdlib.OpenDBFromPool(poolOf(t, db))
-	defer sqldb.Close()
-	p, err := goose.NewProvider(goose.DialectPostgres, sqldb, migrations.FS)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, _ := migrator(t, poolOf(t, db))
 	if _, err := p.DownTo(ctx, 10); err != nil {
 		t.Fatal(err)
 	}
@@ -214,12 +204,7 @@ func TestFleetTensMigration(t *testing.T) {
 	}
 	writtenBytes := bytesOf()
 
-	sqldb := stdlib.OpenDBFromPool(pool)
-	defer sqldb.Close()
-	p, err := goose.NewProvider(goose.DialectPostgres, sqldb, migrations.FS)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, sqldb := migrator(t, pool)
 	if _, err := p.DownTo(ctx, 14); err != nil {
 		t.Fatal(err)
 	}
@@ -261,6 +246,19 @@ func TestFleetTensMigration(t *testing.T) {
 	if got := bytesOf(); got != writtenBytes {
 		t.Fatalf("the migration wrote:\n%s\nwant the bytes ingest wrote:\n%s", got, writtenBytes)
 	}
+}
+
+// migrator is goose's provider of the migrations over pool, and the
+// database/sql handle it runs them on (closed when the test ends).
+func migrator(t *testing.T, pool *pgxpool.Pool) (*goose.Provider, *sql.DB) {
+	t.Helper()
+	sqldb := stdlib.OpenDBFromPool(pool)
+	t.Cleanup(func() { sqldb.Close() })
+	p, err := goose.NewProvider(goose.DialectPostgres, sqldb, migrations.FS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, sqldb
 }
 
 // fixedCells is cells in the fixed encoding: a big-endian int32 each.

@@ -9,11 +9,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/stdlib"
-	"github.com/pressly/goose/v3"
 
 	"github.com/fleetscope/fleetscope"
-	"github.com/fleetscope/fleetscope/migrations"
 	"github.com/fleetscope/fleetscope/store/postgres"
 )
 
@@ -329,12 +326,7 @@ func TestDictionaryReclaimMigration(t *testing.T) {
 	kept, _ := store(t, db, acme, "api", sample)
 	store(t, db, other, "api", sample)
 	keep := folded(t, db, acme, kept)
-	sqldb := stdlib.OpenDBFromPool(poolOf(t, db))
-	defer sqldb.Close()
-	p, err := goose.NewProvider(goose.DialectPostgres, sqldb, migrations.FS)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, _ := migrator(t, poolOf(t, db))
 	if _, err := p.DownTo(ctx, 11); err != nil {
 		t.Fatal(err)
 	}
