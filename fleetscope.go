@@ -55,6 +55,9 @@ type ProfileInfo struct {
 	BlobKey        string
 	Meta           map[string]string
 	CreatedAt      time.Time
+	// Cold: the profile's per-sample rows were moved out of the index
+	// (the tenant's sample tier); its samples are read from its raw file.
+	Cold bool
 }
 
 // EventInfo describes one event of a stored profile.
@@ -99,7 +102,11 @@ func (p Principal) Can(scope string) bool {
 // Limits are a tenant's quotas; zero means none of its own (the server's
 // limits still apply).
 type Limits struct {
-	RetentionDays  int
+	RetentionDays int
+	// SampleDays is how long the per-sample rows stay in the index; past
+	// it a profile's samples are read from its raw file (Cold). Read by
+	// the sweeper, not on the request path (Principal.Limits leaves it 0).
+	SampleDays     int
 	MaxUploadBytes int64
 	MaxRawBytes    int64
 	MaxStoredBytes int64

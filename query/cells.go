@@ -53,7 +53,7 @@ func (s *Service) stackCells(ctx context.Context, tenant int64, info *fleetscope
 // countStackCells sums a profile event's stored samples by (stack, thread,
 // cell).
 func (s *Service) countStackCells(ctx context.Context, tenant int64, info *fleetscope.ProfileInfo, ev int, d *fleetscope.Dict) (*stackCells, error) {
-	secs, err := s.src.Seconds(ctx, tenant, info.ID, ev, 0, -1)
+	secs, err := s.storedSeconds(ctx, tenant, info, ev, 0, -1)
 	if err != nil {
 		return nil, err
 	}

@@ -92,7 +92,7 @@ func (s *Service) FlameGraph(ctx context.Context, tenant int64, r FlameRequest) 
 			return nil, err
 		}
 	default:
-		secs, err := s.rangeSeconds(ctx, tenant, info.ID, ev, from, to)
+		secs, err := s.rangeSeconds(ctx, tenant, info, ev, from, to)
 		if err != nil {
 			return nil, err
 		}

@@ -42,13 +42,49 @@ func (s *Service) countParts(ctx context.Context, tenant int64, parts []*part, r
 		})
 	}
 	n := 0
-	err := s.src.FleetSeconds(ctx, tenant, reqs, func(i int, sec *index.Second) error {
+	send := func(i int, sec *index.Second) error {
 		if n++; n%secondsPerCheck == 0 && ctx.Err() != nil {
 			return ctx.Err()
 		}
 		rows[owner[i]%workers] <- rowOf{i, sec}
 		return nil
-	})
+	}
+	// The ranges of profiles in the index are read in one go; those of
+	// cold profiles (cold.go) from their raw files.
+	warm, cold := reqs, []int(nil)
+	var warmOf []int // warm's index in reqs, when some are cold
+	for i := range reqs {
+		if parts[owner[i]].p.Cold {
+			cold = append(cold, i)
+		}
+	}
+	if cold != nil {
+		warm = nil
+		for i, r := range reqs {
+			if !parts[owner[i]].p.Cold {
+				warm, warmOf = append(warm, r), append(warmOf, i)
+			}
+		}
+	}
+	var err error
+	if len(warm) > 0 {
+		err = s.src.FleetSeconds(ctx, tenant, warm, func(j int, sec *index.Second) error {
+			if warmOf != nil {
+				j = warmOf[j]
+			}
+			return send(j, sec)
+		})
+	}
+	for _, i := range cold {
+		if err != nil {
+			break
+		}
+		var secs []index.Second
+		secs, err = s.storedSeconds(ctx, tenant, parts[owner[i]].p, reqs[i].Event, reqs[i].From, reqs[i].To)
+		for j := 0; j < len(secs) && err == nil; j++ {
+			err = send(i, &secs[j])
+		}
+	}
 	for _, c := range rows {
 		close(c)
 	}

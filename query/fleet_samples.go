@@ -58,7 +58,7 @@ func (s *Service) fleetSamples(ctx context.Context, tenant int64, f *fleet, from
 			}
 		}
 		for _, ev := range evs {
-			secs, err := s.src.Seconds(ctx, tenant, p.ID, ev, lo, hi)
+			secs, err := s.storedSeconds(ctx, tenant, p, ev, lo, hi)
 			if err != nil {
 				return err
 			}

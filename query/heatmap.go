@@ -50,7 +50,7 @@ func (s *Service) countHeatmap(ctx context.Context, tenant int64, r HeatmapReque
 	perColumn := fleetscope.SecondsPerColumn(seconds)
 	h := heatmap.New(info.Events[ev].Name, info.StartSecond, perColumn, int((seconds+perColumn-1)/perColumn), rows)
 	if rows == index.Rows && f.m == nil {
-		secs, err := s.src.Cells(ctx, tenant, info.ID, ev)
+		secs, err := s.storedCells(ctx, tenant, info, ev)
 		if err != nil {
 			return nil, err
 		}
@@ -130,7 +130,7 @@ func (s *Service) countCells(ctx context.Context, tenant int64, info *fleetscope
 			keep[i] = keep[i] && !d.Idle(fleetscope.StackID(i))
 		}
 	}
-	secs, err := s.src.Seconds(ctx, tenant, info.ID, ev, 0, -1)
+	secs, err := s.storedSeconds(ctx, tenant, info, ev, 0, -1)
 	if err != nil {
 		return err
 	}

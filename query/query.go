@@ -19,6 +19,9 @@
 //     through StackBuckets where the Source has them, used only for the
 //     profiles they counted, and compacted ahead of queries
 //     (CompactBuckets);
+//   - the samples of profiles past their tenant's sample tier, whose
+//     rows left the index: read from their raw files, parsed again
+//     through Options.Reindex, and cached like rows (cold.go);
 //   - the caches (tables of one byte budget and one recency order,
 //     loaded once for the requests that meet a load in flight), and the
 //     rules that turn a request into reads: event resolution, the seconds a range needs, the
@@ -147,6 +150,10 @@ type Options struct {
 	// rollups (fleet_rollup.go), on the same columns: the reference the
 	// tests compare the rollups with.
 	NoRollups bool
+	// Reindex parses a stored profile's raw file again
+	// (ingest.Service.Reindex): the samples of profiles the sample tier
+	// moved out of the index (cold.go). Nil: none can be read.
+	Reindex func(ctx context.Context, p *fleetscope.ProfileInfo) (*index.Index, error)
 }
 
 // Service answers queries from a Source. It is safe for concurrent use and
@@ -156,6 +163,7 @@ type Service struct {
 	warm      bool
 	noBuckets bool
 	noRollups bool
+	reindex   func(ctx context.Context, p *fleetscope.ProfileInfo) (*index.Index, error)
 	// cache holds every table below in one byte budget and one recency
 	// order: whichever kind of entry is in use gets the memory.
 	cache    *cache.Cache
@@ -171,8 +179,9 @@ type Service struct {
 	// the stacks of sets of profiles (a fleet dictionary's, in order)
 	stackSets *cache.Table[setKey, *stackSet]
 	threads   *cache.Table[profileKey, []fleetscope.Thread]
-	seconds   *cache.Table[secondsKey, []index.Second] // rows of ranges asked for
-	keeps     *cache.Table[keepKey, []bool]            // stacks a function filter keeps
+	seconds   *cache.Table[secondsKey, []index.Second]   // rows of ranges asked for
+	cold      *cache.Table[profileKey, [][]index.Second] // cold profiles' rows by event (cold.go)
+	keeps     *cache.Table[keepKey, []bool]              // stacks a function filter keeps
 	inverted  *cache.Table[*fleetscope.Dict, *fleetscope.FrameIndex]
 	spanSets  *cache.Table[spanKey, *spans.Set]
 	// what filtered heatmaps count, per profile event
@@ -221,6 +230,7 @@ func New(src Source, o Options) *Service {
 		warm:      o.Warm,
 		noBuckets: o.NoStackBuckets,
 		noRollups: o.NoRollups,
+		reindex:   o.Reindex,
 		cache:     c,
 		profiles: cache.NewTable(c, "profiles", func(_ profileKey, p *fleetscope.ProfileInfo) int64 {
 			return 1024 + int64(len(p.Labels)+len(p.Meta)+len(p.Events))*64
@@ -235,6 +245,7 @@ func New(src Source, o Options) *Service {
 		dense:      cache.NewTable(c, "numberings", func(_ int64, d *denseIDs) int64 { return d.sizeBytes() }),
 		threads:    cache.NewTable(c, "threads", func(_ profileKey, t []fleetscope.Thread) int64 { return 64 + 12*int64(len(t)) }),
 		seconds:    cache.NewTable(c, "seconds", func(_ secondsKey, rows []index.Second) int64 { return index.SecondsBytes(rows) }),
+		cold:       cache.NewTable(c, "cold", coldBytes),
 		keeps:      cache.NewTable(c, "keeps", func(k keepKey, v []bool) int64 { return 64 + int64(len(k.filter)+len(v)) }),
 		inverted:   cache.NewTable(c, "inverted", func(_ *fleetscope.Dict, x *fleetscope.FrameIndex) int64 { return x.SizeBytes() }),
 		spanSets:   cache.NewTable(c, "spans", func(_ spanKey, v *spans.Set) int64 { return 64 + 48*int64(len(v.Spans)) }),
@@ -380,12 +391,15 @@ func weight(p *fleetscope.ProfileInfo, s *fleetscope.Sample) int64 {
 // range was asked for before: a range shown in the dashboard is asked for
 // by its flame graph, its tables and its downloads, and a profile's rows
 // never change once stored. The rows are shared: read them only.
-func (s *Service) rangeSeconds(ctx context.Context, tenant int64, id string, ev int, from, to int64) ([]index.Second, error) {
+func (s *Service) rangeSeconds(ctx context.Context, tenant int64, info *fleetscope.ProfileInfo, ev int, from, to int64) ([]index.Second, error) {
 	if from > to {
 		from, to = 0, -1
 	}
-	return s.seconds.Load(ctx, secondsKey{profileKey{tenant, id}, ev, from, to}, func() ([]index.Second, error) {
-		return s.src.Seconds(ctx, tenant, id, ev, from, to)
+	if info.Cold { // all its rows are cached already
+		return s.storedSeconds(ctx, tenant, info, ev, from, to)
+	}
+	return s.seconds.Load(ctx, secondsKey{profileKey{tenant, info.ID}, ev, from, to}, func() ([]index.Second, error) {
+		return s.src.Seconds(ctx, tenant, info.ID, ev, from, to)
 	})
 }
 
@@ -400,7 +414,7 @@ func (s *Service) samples(ctx context.Context, tenant int64, info *fleetscope.Pr
 	if err != nil {
 		return err
 	}
-	secs, err := s.rangeSeconds(ctx, tenant, info.ID, ev, from, to)
+	secs, err := s.rangeSeconds(ctx, tenant, info, ev, from, to)
 	if err != nil {
 		return err
 	}

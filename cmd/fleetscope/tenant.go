@@ -38,10 +38,10 @@ func tenantCmd() *cobra.Command {
 					return err
 				}
 				tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "NAME\tCREATED\tDISABLED\tRETENTION_DAYS\tMAX_UPLOAD\tMAX_RAW\tMAX_STORED\tRATE\tMAX_STACKS\tMAX_DEPTH")
+				fmt.Fprintln(tw, "NAME\tCREATED\tDISABLED\tRETENTION_DAYS\tSAMPLE_DAYS\tMAX_UPLOAD\tMAX_RAW\tMAX_STORED\tRATE\tMAX_STACKS\tMAX_DEPTH")
 				for _, t := range ts {
-					fmt.Fprintf(tw, "%s\t%s\t%v\t%d\t%d\t%d\t%d\t%d\t%d\t%d\n", t.Name, t.CreatedAt.Format(time.DateOnly), t.Disabled,
-						t.RetentionDays, t.MaxUploadBytes, t.MaxRawBytes, t.MaxStoredBytes, t.RatePerSecond, t.MaxStacks, t.MaxDepth)
+					fmt.Fprintf(tw, "%s\t%s\t%v\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\n", t.Name, t.CreatedAt.Format(time.DateOnly), t.Disabled,
+						t.RetentionDays, t.SampleDays, t.MaxUploadBytes, t.MaxRawBytes, t.MaxStoredBytes, t.RatePerSecond, t.MaxStacks, t.MaxDepth)
 				}
 				return tw.Flush()
 			})
@@ -59,7 +59,7 @@ func tenantCmd() *cobra.Command {
 	}
 	var l fleetscope.Limits
 	limits := &cobra.Command{
-		Use:   "set-limits NAME [--retention-days N] [--max-upload-bytes N] [--max-raw-bytes N] [--max-stored-bytes N] [--rate N] [--max-stacks N] [--max-depth N]",
+		Use:   "set-limits NAME [--retention-days N] [--sample-days N] [--max-upload-bytes N] [--max-raw-bytes N] [--max-stored-bytes N] [--rate N] [--max-stacks N] [--max-depth N]",
 		Short: "Set a tenant's quotas and retention (0: none of its own)",
 		Args:  args(1, 1),
 		RunE: func(c *cobra.Command, a []string) error {
@@ -68,6 +68,7 @@ func tenantCmd() *cobra.Command {
 	}
 	lf := limits.Flags()
 	lf.IntVar(&l.RetentionDays, "retention-days", 0, "delete profiles older than this many days")
+	lf.IntVar(&l.SampleDays, "sample-days", 0, "keep per-sample rows in Postgres this many days; older profiles' samples are read from their raw files")
 	lf.Int64Var(&l.MaxUploadBytes, "max-upload-bytes", 0, "largest upload as sent")
 	lf.Int64Var(&l.MaxRawBytes, "max-raw-bytes", 0, "largest upload once decompressed")
 	lf.Int64Var(&l.MaxStoredBytes, "max-stored-bytes", 0, "total bytes kept: raw files and dictionary rows")

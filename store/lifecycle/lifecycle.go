@@ -1,8 +1,11 @@
 // Package lifecycle ends what ingest began: it deletes profiles and tenants
 // from the index and the blob store together (the index first, in one
 // transaction, then the raw files no profile still uses), reclaims the
-// dictionary rows no profile uses any more, runs retention, and checks that
-// the two stores agree. It parses nothing and answers no queries.
+// dictionary rows no profile uses any more, runs retention and the sample
+// tier (tier.go: a profile's per-sample rows leave the index once its raw
+// file is checked to give them back), and checks that the two stores
+// agree. It parses nothing itself (Reindex is ingest's) and answers no
+// queries.
 package lifecycle
 
 import (
@@ -15,6 +18,7 @@ import (
 
 	"github.com/fleetscope/fleetscope"
 	"github.com/fleetscope/fleetscope/store/blob"
+	"github.com/fleetscope/fleetscope/store/index"
 )
 
 // Index is what lifecycle needs of the index (store/postgres implements it).
@@ -50,6 +54,11 @@ type Service struct {
 	// asked (a request, a live stream, retention): the server forgets what
 	// its caches hold of it (query.Service.Forget).
 	Forget func(tenant int64, id string)
+	// Tier and Reindex, if both set, run the sample tier (MoveSamples):
+	// Reindex parses a stored profile's raw file again
+	// (ingest.Service.Reindex).
+	Tier    Tier
+	Reindex func(ctx context.Context, p *fleetscope.ProfileInfo) (*index.Index, error)
 
 	once    sync.Once
 	deleted chan struct{} // a profile was deleted (see Deleted)
@@ -104,8 +113,9 @@ func (s *Service) Delete(ctx context.Context, tenant int64, id, actor string) er
 	return nil
 }
 
-// Sweep deletes the profiles past their tenant's retention at now, then
-// the dictionary rows no profile uses any more (Reclaim: those of these
+// Sweep deletes the profiles past their tenant's retention at now, moves
+// those past their sample tier out of it (MoveSamples), then deletes the
+// dictionary rows no profile uses any more (Reclaim: those of these
 // deletions and of any before), and the daily partitions of per-second rows
 // that every tenant's retention has passed. It returns how many profiles
 // it deleted.
@@ -126,7 +136,12 @@ func (s *Service) Sweep(ctx context.Context, now time.Time) (int, error) {
 			break
 		}
 	}
+	moved, tierErr := s.MoveSamples(ctx, now) // a failure holds up nothing else
+	if moved != (Moved{}) && s.Log != nil {
+		s.Log.Info("sample tier", "moved", moved.Moved, "kept", moved.Kept, "rows_deleted", moved.Dropped)
+	}
 	_, reclaimErr := s.Reclaim(ctx) // a failure does not hold up the partitions
+	reclaimErr = errors.Join(tierErr, reclaimErr)
 	longest, ok, err := s.DB.LongestRetention(ctx)
 	if err != nil || !ok {
 		return n, errors.Join(reclaimErr, err)

@@ -12,7 +12,8 @@ import (
 )
 
 // CheckConsistency reports profiles whose index is incomplete: no stack
-// list, or stored samples that do not add up to the profile's count. (A
+// list, or stored samples that do not add up to the profile's count (but
+// for profiles whose rows the sample tier deleted). (A
 // transaction writes all of it or none, so this should never find any.)
 func (db *DB) CheckConsistency(ctx context.Context) ([]string, error) {
 	rows, err := db.pool.Query(ctx, `
@@ -21,7 +22,7 @@ func (db *DB) CheckConsistency(ctx context.Context) ([]string, error) {
 		LEFT JOIN (SELECT tenant_id, profile_id, sum(samples) AS n FROM seconds GROUP BY 1, 2) s
 		  ON s.tenant_id = p.tenant_id AND s.profile_id = p.id
 		LEFT JOIN profile_stacks ps ON ps.tenant_id = p.tenant_id AND ps.profile_id = p.id
-		WHERE coalesce(s.n, 0) <> p.samples OR ps.profile_id IS NULL`)
+		WHERE coalesce(s.n, 0) <> p.samples AND p.samples_tier <> 2 OR ps.profile_id IS NULL`)
 	if err != nil {
 		return nil, err
 	}
@@ -101,4 +102,63 @@ func (db *DB) LongestRetention(ctx context.Context) (time.Duration, bool, error)
 	var days int
 	err := db.pool.QueryRow(ctx, `SELECT coalesce(bool_or(retention_days IS NULL), true), coalesce(max(retention_days), 0) FROM tenants`).Scan(&forever, &days)
 	return time.Duration(days) * 24 * time.Hour, !forever, err
+}
+
+// SamplesDue lists up to limit profiles, oldest first, that the sample
+// tier has work for at now: still in it past their tenant's sample_days
+// (moved false), or moved out of it before cutoff with their rows still
+// stored (moved true).
+func (db *DB) SamplesDue(ctx context.Context, now, cutoff time.Time, moved bool, limit int) ([]fleetscope.ProfileRef, error) {
+	q := `SELECT p.tenant_id, p.id::text FROM profiles p JOIN tenants t ON t.id = p.tenant_id
+		WHERE t.sample_days IS NOT NULL AND p.samples_tier = 0 AND p.created_at < $1::timestamptz - t.sample_days * interval '1 day'
+		ORDER BY p.created_at LIMIT $2`
+	at := now
+	if moved {
+		q = `SELECT tenant_id, id::text FROM profiles WHERE samples_tier = 1 AND samples_moved_at < $1 ORDER BY samples_moved_at LIMIT $2`
+		at = cutoff
+	}
+	rows, err := db.pool.Query(ctx, q, at, limit)
+	if err != nil {
+		return nil, translate(err, "sample tier")
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowToStructByPos[fleetscope.ProfileRef])
+	return out, translate(err, "sample tier")
+}
+
+// MoveSamples takes a profile out of the sample tier at now: from then on
+// its samples are read from its raw file (or, kept, from its rows, which
+// then stay). Its rows stay until DropMovedSamples. A profile already
+// moved is left as it is.
+func (db *DB) MoveSamples(ctx context.Context, tenant int64, id string, now time.Time, kept bool) error {
+	u, err := parseID(id)
+	if err != nil {
+		return err
+	}
+	tier := 1
+	if kept {
+		tier = 3
+	}
+	err = db.inTenant(ctx, tenant, func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, `UPDATE profiles SET samples_tier = $3, samples_moved_at = $4 WHERE tenant_id = $1 AND id = $2 AND samples_tier = 0`, tenant, u, tier, now)
+		return err
+	})
+	return translate(err, "profile "+id)
+}
+
+// DropMovedSamples deletes the rows of a profile whose samples are read
+// from its raw file (MoveSamples), in one transaction with its state.
+func (db *DB) DropMovedSamples(ctx context.Context, tenant int64, id string) error {
+	u, err := parseID(id)
+	if err != nil {
+		return err
+	}
+	err = db.inTenant(ctx, tenant, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `UPDATE profiles SET samples_tier = 2 WHERE tenant_id = $1 AND id = $2 AND samples_tier = 1`, tenant, u)
+		if err != nil || tag.RowsAffected() == 0 {
+			return err
+		}
+		_, err = tx.Exec(ctx, `DELETE FROM seconds WHERE tenant_id = $1 AND profile_id = $2`, tenant, u)
+		return err
+	})
+	return translate(err, "profile "+id)
 }

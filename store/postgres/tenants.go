@@ -48,11 +48,11 @@ func (db *DB) TenantID(ctx context.Context, name string) (int64, error) {
 
 const tenantColumns = `id, name, created_at, disabled_at IS NOT NULL, coalesce(retention_days, 0),
 	coalesce(max_upload_bytes, 0), coalesce(max_raw_bytes, 0), coalesce(max_stored_bytes, 0), coalesce(rate_per_second, 0),
-	coalesce(max_stacks, 0), coalesce(max_depth, 0)`
+	coalesce(max_stacks, 0), coalesce(max_depth, 0), coalesce(sample_days, 0)`
 
 func scanTenant(row pgx.Row) (fleetscope.Tenant, error) {
 	var t fleetscope.Tenant
-	err := row.Scan(&t.ID, &t.Name, &t.CreatedAt, &t.Disabled, &t.RetentionDays, &t.MaxUploadBytes, &t.MaxRawBytes, &t.MaxStoredBytes, &t.RatePerSecond, &t.MaxStacks, &t.MaxDepth)
+	err := row.Scan(&t.ID, &t.Name, &t.CreatedAt, &t.Disabled, &t.RetentionDays, &t.MaxUploadBytes, &t.MaxRawBytes, &t.MaxStoredBytes, &t.RatePerSecond, &t.MaxStacks, &t.MaxDepth, &t.SampleDays)
 	return t, err
 }
 
@@ -96,9 +96,9 @@ func (db *DB) SetTenantLimits(ctx context.Context, name string, l fleetscope.Lim
 		return v
 	}
 	tag, err := db.pool.Exec(ctx, `UPDATE tenants SET retention_days = $2, max_upload_bytes = $3, max_raw_bytes = $4,
-		max_stored_bytes = $5, rate_per_second = $6, max_stacks = $7, max_depth = $8 WHERE name = $1`,
+		max_stored_bytes = $5, rate_per_second = $6, max_stacks = $7, max_depth = $8, sample_days = $9 WHERE name = $1`,
 		name, null(int64(l.RetentionDays)), null(l.MaxUploadBytes), null(l.MaxRawBytes), null(l.MaxStoredBytes), null(int64(l.RatePerSecond)),
-		null(int64(l.MaxStacks)), null(int64(l.MaxDepth)))
+		null(int64(l.MaxStacks)), null(int64(l.MaxDepth)), null(int64(l.SampleDays)))
 	if err == nil && tag.RowsAffected() == 0 {
 		return fleetscope.Errorf(fleetscope.ENOTFOUND, "tenant %q not found", name)
 	}

@@ -277,8 +277,8 @@ func TestFleetWindowUsesTheTimeIndex(t *testing.T) {
 }
 
 // TestSpanClassMigration: profiles stored before migration 10 get their
-// span class when it adds the column, and a window finds them through it;
-// migrating down drops it. On Citus (make test-citus) the tables are
+// span class when it adds the column, and a window finds them through it
+// (once migrated to the latest); migrating down drops it. On Citus (make test-citus) the tables are
 // distributed first, as a deployment's were before this migration.
 func TestSpanClassMigration(t *testing.T) {
 	ctx := context.Background()
@@ -319,6 +319,9 @@ func TestSpanClassMigration(t *testing.T) {
 	}
 	if want := []int{0, 0, 1, 3, 9, 11}; !slices.Equal(classes, want) {
 		t.Fatalf("span classes after migrating up: %v, want %v", classes, want)
+	}
+	if _, err := p.Up(ctx); err != nil { // the store reads the latest schema
+		t.Fatal(err)
 	}
 	ps, err := db.FleetProfiles(ctx, tenant, "shop", nil, nil, end*1e9, end*1e9+20e6, 100)
 	if err != nil || len(ps) != len(durations) {

@@ -120,10 +120,12 @@ func newServer(ctx context.Context, cfg Config, log *slog.Logger, ln net.Listene
 		TempDir: spool, Shape: ingest.Shape{MaxStacks: int(cfg.MaxStacks), MaxDepth: int(cfg.MaxDepth),
 			MaxFrames: ingest.DefaultShape.MaxFrames, MaxEvents: ingest.DefaultShape.MaxEvents,
 			MaxDistinctFrames: ingest.DefaultShape.MaxDistinctFrames, MaxNameBytes: ingest.DefaultShape.MaxNameBytes}}
-	q := query.New(db, query.Options{CacheBytes: cfg.CacheBytes, Warm: true})
+	// Profiles past their tenant's sample tier are read from their raw
+	// files, parsed again by ingest (query/cold.go, store/lifecycle/tier.go).
+	q := query.New(db, query.Options{CacheBytes: cfg.CacheBytes, Warm: true, Reindex: ing.Reindex})
 	// Every deletion (asked for, by a live stream, by retention) goes
 	// through lc, which has q forget the profile.
-	lc := &lifecycle.Service{DB: db, Blobs: blobs, Log: log, Forget: q.Forget}
+	lc := &lifecycle.Service{DB: db, Blobs: blobs, Log: log, Forget: q.Forget, Tier: db, Reindex: ing.Reindex}
 	compact := &compactor{q: q, log: log}
 	ing.Stored = compact.stored
 	auth := api.NewAuth(db)

@@ -1,0 +1,186 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"connectrpc.com/connect"
+	"github.com/jackc/pgx/v5"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	fsv1 "github.com/fleetscope/fleetscope/api/gen/fleetscope/v1"
+	"github.com/fleetscope/fleetscope/ingest/corpus"
+)
+
+// TestSampleTier: profiles past their tenant's sample tier leave it (their
+// per-sample rows are deleted from Postgres) only once their raw file is
+// checked to give the rows back, and every answer stays what it was: each
+// profile's heatmaps, range flame graphs, thread series and timeline, and
+// fleet heatmaps and merged flame graphs over cold and warm profiles
+// together, before the move, after it (rows still there, the server told
+// to forget) and once the rows are deleted. A profile whose raw file does
+// not give its rows back keeps them.
+func TestSampleTier(t *testing.T) {
+	s := startService(t, serviceOpts{s3: true, extra: []string{"FLEETSCOPE_SWEEP_INTERVAL=100ms"}})
+	ctx := context.Background()
+
+	ids := map[string]string{}
+	for i, h := range []string{"h1", "h2", "h3"} {
+		ids[h] = s.upload(plant(t, "--seed", fmt.Sprint(81+i), "--seconds", fmt.Sprint(8-2*i), "--epoch"), "--host", h)
+	}
+	ing, _ := s.clients()
+	boot, _ := os.ReadFile(plant(t, "--seed", "84", "--seconds", "5"))
+	res, err := ing.UploadFile(ctx, connect.NewRequest(&fsv1.UploadFileRequest{Data: boot, Metadata: &fsv1.UploadMetadata{App: "test", Host: "h4",
+		Anchor: &fsv1.ClockAnchor{ClockNanos: 51234e9, WallTime: timestamppb.New(time.Unix(1795000001, 987654321))}}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids["h4"] = res.Msg.GetProfile().GetId()
+	ids["bench"] = s.upload(gzipFile(t, firstSeconds(t, corpus.Path(t, "bench/perf-mixed-60s.txt.gz"), 3)), "--app", "misc")
+	ids["2events"] = s.upload(corpus.Path(t, "corpus/perf/recorded-perf-realtime-2events.txt"), "--app", "misc")
+	ids["nflx"] = s.upload(corpus.Path(t, "corpus/nflxprofile/node20-phases.nflxprofile"), "--app", "misc")
+	ids["pprof"] = s.upload(corpus.Path(t, "corpus/pprof/go-sha-sort.cpu.pprof"), "--app", "misc")
+	ids["cpuprofile"] = s.upload(corpus.Path(t, "corpus/cpuprofile/node20-phases.cpuprofile"), "--app", "misc")
+	// A profile whose raw file no longer gives back its rows (here: other
+	// bytes put in its place) must keep them.
+	ids["tampered"] = s.upload(plant(t, "--seed", "85", "--seconds", "4", "--epoch"), "--host", "h5")
+	other, _ := os.ReadFile(plant(t, "--seed", "86", "--seconds", "4", "--epoch"))
+	var key string
+	if err := s.sql(func(c *pgx.Conn) error {
+		return c.QueryRow(ctx, `SELECT blob_key FROM profiles WHERE id = $1`, ids["tampered"]).Scan(&key)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.blobs.Put(ctx, key, bytes.NewReader(other), int64(len(other))); err != nil {
+		t.Fatal(err)
+	}
+
+	answers := func() map[string]string {
+		t.Helper()
+		out := map[string]string{}
+		ask := func(args ...string) { out[strings.Join(args, " ")] = s.mustCLI(args...) }
+		// Some profiles have no timestamps: the error is an answer too.
+		tell := func(args ...string) string { o, e, code := s.cli(args...); return fmt.Sprintf("%d %s%s", code, o, e) }
+		for name, id := range ids {
+			for _, args := range [][]string{
+				{"heatmap", "--json"},
+				{"heatmap", "--json", "--rows", "7"},
+				{"heatmap", "--json", "--function", "a|java"},
+				{"heatmap", "--by", "thread", "--json"},
+				{"flamegraph"},
+				{"flamegraph", "--start", "2.4", "--end", "2.48"},
+				{"flamegraph", "--start", "1", "--end", "3", "--period", "--include-idle"},
+				{"flamegraph", "--format", "speedscope"},
+			} {
+				out[name+": "+strings.Join(args, " ")] = tell(append(args, "--profile", id)...)
+			}
+		}
+		window := []string{"--app", "test", "--from", "1795000000", "--to", "1795000010"}
+		ask(append([]string{"heatmap", "--json"}, window...)...)
+		ask(append([]string{"heatmap", "--json", "--rows", "7"}, window...)...)
+		ask(append([]string{"heatmap", "--json", "--function", "a"}, window...)...)
+		ask(append([]string{"flamegraph"}, window...)...)
+		ask("flamegraph", "--app", "test", "--from", "1795000002.4", "--to", "1795000003.48")
+		ask("flamegraph", "--app", "test", "--host", "h1", "--host", "h4", "--from", "1795000001.5", "--to", "1795000004", "--function", "a")
+		return out
+	}
+	same := func(when string, got, want map[string]string) {
+		t.Helper()
+		for q, w := range want {
+			if got[q] != w {
+				t.Fatalf("%s: %s answers differently:\n got %.400q\nwant %.400q", when, q, got[q], w)
+			}
+		}
+	}
+	tiers := func() map[string]int {
+		t.Helper()
+		out := map[string]int{}
+		for name, id := range ids {
+			var tier int
+			if err := s.sql(func(c *pgx.Conn) error {
+				return c.QueryRow(ctx, `SELECT samples_tier FROM profiles WHERE id = $1`, id).Scan(&tier)
+			}); err != nil {
+				t.Fatal(err)
+			}
+			out[name] = tier
+		}
+		return out
+	}
+	rows := func(name string) int {
+		t.Helper()
+		var n int
+		if err := s.sql(func(c *pgx.Conn) error {
+			return c.QueryRow(ctx, `SELECT count(*) FROM seconds WHERE profile_id = $1`, ids[name]).Scan(&n)
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	exec := func(q string, args ...any) {
+		t.Helper()
+		if err := s.sql(func(c *pgx.Conn) error { _, err := c.Exec(ctx, q, args...); return err }); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	want := answers()
+	before := map[string]int{}
+	for name := range ids {
+		if before[name] = rows(name); before[name] == 0 {
+			t.Fatalf("%s: no rows stored", name)
+		}
+	}
+
+	// The tier is 1 day; every profile but h2 was stored 2 days ago.
+	s.admin("tenant", "set-limits", "acme", "--sample-days", "1")
+	_, from, _ := s.log.find(0, func(map[string]any) bool { return false })
+	exec(`UPDATE profiles SET created_at = now() - interval '2 days' WHERE id <> $1`, ids["h2"])
+	line, _ := s.log.await(t, from, time.Minute, msg("sample tier"))
+	if line["moved"] != float64(len(ids)-2) || line["kept"] != float64(1) {
+		t.Fatalf("the sweep logged %v: want %d moved, 1 kept", line, len(ids)-2)
+	}
+	for name, tier := range tiers() {
+		want := map[string]int{"h2": 0, "tampered": 3}[name]
+		if name != "h2" && name != "tampered" {
+			want = 1
+		}
+		if tier != want {
+			t.Errorf("%s: samples_tier %d, want %d", name, tier, want)
+		}
+		if n := rows(name); n != before[name] {
+			t.Errorf("%s: %d rows within the grace, want %d", name, n, before[name])
+		}
+	}
+	same("moved, read from the raw files", answers(), want)
+
+	// Past the grace the moved profiles' rows go; the others' stay.
+	_, from, _ = s.log.find(0, func(map[string]any) bool { return false })
+	exec(`UPDATE profiles SET samples_moved_at = now() - interval '1 hour' WHERE samples_moved_at IS NOT NULL`)
+	line, _ = s.log.await(t, from, time.Minute, msg("sample tier"))
+	if line["rows_deleted"] != float64(len(ids)-2) {
+		t.Fatalf("the sweep logged %v: want %d profiles' rows deleted", line, len(ids)-2)
+	}
+	for name, tier := range tiers() {
+		n := rows(name)
+		switch name {
+		case "h2", "tampered":
+			if n != before[name] || tier != map[string]int{"h2": 0, "tampered": 3}[name] {
+				t.Errorf("%s: tier %d with %d rows, want them all (%d) kept", name, tier, n, before[name])
+			}
+		default:
+			if n != 0 || tier != 2 {
+				t.Errorf("%s: tier %d with %d rows, want 2 and none", name, tier, n)
+			}
+		}
+	}
+	s.flushCaches()
+	same("rows deleted", answers(), want)
+	if out, errOut, code := run1(s.env, "check"); code != 0 {
+		t.Fatalf("check after the move: exit %d\n%s%s", code, out, errOut)
+	}
+}

@@ -1,0 +1,78 @@
+package query
+
+import (
+	"context"
+	"sort"
+	"time"
+
+	"github.com/fleetscope/fleetscope"
+	"github.com/fleetscope/fleetscope/store/index"
+)
+
+// storedSeconds reads event ev's rows of a profile for its relative
+// seconds [from, to] (from > to: all): from the index, or, for a profile
+// the sample tier moved out of it (Cold), from its raw file parsed again,
+// which gives back the same rows (the sweeper checked it before the move).
+func (s *Service) storedSeconds(ctx context.Context, tenant int64, info *fleetscope.ProfileInfo, ev int, from, to int64) ([]index.Second, error) {
+	if !info.Cold {
+		return s.src.Seconds(ctx, tenant, info.ID, ev, from, to)
+	}
+	byEvent, err := s.coldRows(ctx, tenant, info)
+	if err != nil {
+		return nil, err
+	}
+	if ev < 0 || ev >= len(byEvent) {
+		return nil, nil
+	}
+	secs := byEvent[ev]
+	if from > to {
+		return secs, nil
+	}
+	lo := sort.Search(len(secs), func(i int) bool { return secs[i].Second >= from })
+	hi := sort.Search(len(secs), func(i int) bool { return secs[i].Second > to })
+	return secs[lo:hi], nil
+}
+
+// storedCells reads event ev's rows for their heatmap cells (Cells), from
+// the index or the raw file as storedSeconds does.
+func (s *Service) storedCells(ctx context.Context, tenant int64, info *fleetscope.ProfileInfo, ev int) ([]index.Second, error) {
+	if !info.Cold {
+		return s.src.Cells(ctx, tenant, info.ID, ev)
+	}
+	return s.storedSeconds(ctx, tenant, info, ev, 0, -1)
+}
+
+// coldRows returns a cold profile's rows by event, parsed from its raw
+// file once and cached like any other rows. One parse serves every
+// request that meets it in flight; it goes on if the request that began it
+// goes away, for a minute at most.
+func (s *Service) coldRows(ctx context.Context, tenant int64, info *fleetscope.ProfileInfo) ([][]index.Second, error) {
+	if s.reindex == nil {
+		return nil, fleetscope.Errorf(fleetscope.EINTERNAL, "profile %s: its samples are kept only in its raw file, which this server cannot read", info.ID)
+	}
+	return s.cold.Load(ctx, profileKey{tenant, info.ID}, func() ([][]index.Second, error) {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		defer cancel()
+		ix, err := s.reindex(ctx, info)
+		if err != nil {
+			return nil, err
+		}
+		if len(ix.Events) != len(info.Events) {
+			return nil, fleetscope.Errorf(fleetscope.EINTERNAL, "profile %s: its raw file gives %d events, %d stored", info.ID, len(ix.Events), len(info.Events))
+		}
+		byEvent := make([][]index.Second, len(ix.Events))
+		for _, sec := range ix.Seconds { // by event, then second
+			byEvent[sec.Event] = append(byEvent[sec.Event], sec)
+		}
+		return byEvent, nil
+	})
+}
+
+// coldBytes is the memory a cold profile's rows hold (for the cache).
+func coldBytes(_ profileKey, byEvent [][]index.Second) int64 {
+	var n int64
+	for _, rows := range byEvent {
+		n += index.SecondsBytes(rows)
+	}
+	return n
+}

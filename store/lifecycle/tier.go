@@ -1,0 +1,154 @@
+package lifecycle
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/fleetscope/fleetscope"
+	"github.com/fleetscope/fleetscope/store/index"
+)
+
+// Tier is what the sample tier needs of the index (store/postgres
+// implements it).
+type Tier interface {
+	// SamplesDue lists up to limit profiles due to leave the sample tier
+	// at now (moved false), or moved before cutoff with their rows still
+	// stored (moved true).
+	SamplesDue(ctx context.Context, now, cutoff time.Time, moved bool, limit int) ([]fleetscope.ProfileRef, error)
+	// MoveSamples has a profile's samples read from its raw file from now
+	// on (kept: from its rows, for good).
+	MoveSamples(ctx context.Context, tenant int64, id string, now time.Time, kept bool) error
+	// DropMovedSamples deletes the rows of a moved profile.
+	DropMovedSamples(ctx context.Context, tenant int64, id string) error
+	Profile(ctx context.Context, tenant int64, id string) (*fleetscope.ProfileInfo, error)
+	// Seconds reads an event's stored rows (from > to: all).
+	Seconds(ctx context.Context, tenant int64, id string, event int, from, to int64) ([]index.Second, error)
+}
+
+// Moved counts what MoveSamples did: profiles moved out of the tier,
+// kept in it for good, and whose rows were deleted.
+type Moved struct{ Moved, Kept, Dropped int }
+
+// MovedGrace is how long a moved profile's rows stay stored: longer than
+// any query that began before the move (and read the profile as still in
+// the tier) takes, and than a server trusts cached profile metadata.
+const MovedGrace = 15 * time.Minute
+
+// MoveSamples moves the profiles past their tenant's sample tier at now
+// out of it: for each, its raw file is parsed again (Reindex), and only
+// if that gives back exactly its stored rows, event by event and byte for
+// byte, is it marked as read from the raw file; otherwise its rows are
+// kept for good, and logged. The rows of profiles moved more than
+// MovedGrace before now are then deleted. Nothing is lost at any point: a
+// profile is read from its rows until it is marked, and its rows go only
+// after the mark (each step one transaction).
+func (s *Service) MoveSamples(ctx context.Context, now time.Time) (r Moved, err error) {
+	if s.Tier == nil || s.Reindex == nil {
+		return r, nil
+	}
+	for {
+		due, err := s.Tier.SamplesDue(ctx, now, now, false, 100)
+		if err != nil {
+			return r, err
+		}
+		for _, ref := range due {
+			differs, err := s.differs(ctx, ref)
+			if fleetscope.ErrorCode(err) == fleetscope.ENOTFOUND {
+				continue // deleted meanwhile
+			}
+			if err != nil {
+				return r, err // the blob store or the index: the next sweep tries again
+			}
+			same := differs == ""
+			if !same && s.Log != nil {
+				s.Log.Warn("sample tier: the raw file does not give back the stored rows; they are kept", "tenant", ref.Tenant, "profile", ref.ID, "why", differs)
+			}
+			if err := s.Tier.MoveSamples(ctx, ref.Tenant, ref.ID, now, !same); err != nil {
+				return r, err
+			}
+			if s.Forget != nil {
+				s.Forget(ref.Tenant, ref.ID) // its metadata now says where its samples are
+			}
+			if same {
+				r.Moved++
+			} else {
+				r.Kept++
+			}
+		}
+		if len(due) < 100 {
+			break
+		}
+	}
+	for {
+		due, err := s.Tier.SamplesDue(ctx, now, now.Add(-MovedGrace), true, 500)
+		if err != nil {
+			return r, err
+		}
+		for _, ref := range due {
+			if err := s.Tier.DropMovedSamples(ctx, ref.Tenant, ref.ID); err != nil && fleetscope.ErrorCode(err) != fleetscope.ENOTFOUND {
+				return r, err
+			}
+			r.Dropped++
+		}
+		if len(due) < 500 {
+			return r, nil
+		}
+	}
+}
+
+// differs says how a profile's raw file, parsed again, does not give back
+// exactly its stored rows ("": it does). An error is a failure to find
+// out (the blob store, the index), not an answer.
+func (s *Service) differs(ctx context.Context, ref fleetscope.ProfileRef) (string, error) {
+	p, err := s.Tier.Profile(ctx, ref.Tenant, ref.ID)
+	if err != nil {
+		return "", err
+	}
+	ix, err := s.Reindex(ctx, p)
+	var fe *fleetscope.Error
+	if errors.As(err, &fe) && fe.Code == fleetscope.EINTERNAL {
+		return err.Error(), nil // missing, or no longer parses
+	}
+	if err != nil {
+		return "", err
+	}
+	if len(ix.Events) != len(p.Events) || ix.StartSecond != p.StartSecond || ix.Timed != p.Timed || ix.TimeUnitNanos != p.TimeUnitNanos {
+		return "its events or clock differ", nil
+	}
+	byEvent := make([][]index.Second, len(ix.Events))
+	for _, sec := range ix.Seconds {
+		byEvent[sec.Event] = append(byEvent[sec.Event], sec)
+	}
+	for ev := range ix.Events {
+		if ix.Events[ev].Name != p.Events[ev].Name || ix.Events[ev].Samples != p.Events[ev].Samples {
+			return fmt.Sprintf("event %d differs", ev), nil
+		}
+		stored, err := s.Tier.Seconds(ctx, ref.Tenant, ref.ID, ev, 0, -1)
+		if err != nil {
+			return "", err
+		}
+		if err := sameRows(stored, byEvent[ev]); err != nil {
+			return fmt.Sprintf("event %d: %v", ev, err), nil
+		}
+	}
+	return "", nil
+}
+
+// sameRows compares stored rows with rows built again, field by field.
+func sameRows(stored, built []index.Second) error {
+	if len(stored) != len(built) {
+		return fmt.Errorf("%d rows stored, %d built", len(stored), len(built))
+	}
+	for i := range stored {
+		a, b := &stored[i], &built[i]
+		if a.Second != b.Second || a.Samples != b.Samples || !slices.Equal(a.Cells, b.Cells) || !slices.Equal(a.IdleCells, b.IdleCells) ||
+			!bytes.Equal(a.Offsets, b.Offsets) || !bytes.Equal(a.Stacks, b.Stacks) || !bytes.Equal(a.Periods, b.Periods) || !bytes.Equal(a.Threads, b.Threads) {
+			return fmt.Errorf("second %d differs", a.Second)
+		}
+	}
+	return nil
+}

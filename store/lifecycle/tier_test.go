@@ -1,0 +1,134 @@
+package lifecycle_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/fleetscope/fleetscope"
+	ix "github.com/fleetscope/fleetscope/store/index"
+	"github.com/fleetscope/fleetscope/store/lifecycle"
+)
+
+// tier is a sample tier over profiles in memory: each profile's stored
+// rows, what its raw file gives (or fails with), and the calls made.
+type tier struct {
+	stored map[string][]ix.Second
+	built  map[string]*ix.Index
+	fail   map[string]error
+	tiers  map[string]int
+	moved  map[string]time.Time
+	calls  []string
+}
+
+func (x *tier) SamplesDue(_ context.Context, now, cutoff time.Time, moved bool, limit int) ([]fleetscope.ProfileRef, error) {
+	var out []fleetscope.ProfileRef
+	for _, id := range slices.Sorted(func(yield func(string) bool) {
+		for id := range x.stored {
+			if !yield(id) {
+				return
+			}
+		}
+	}) {
+		if !moved && x.tiers[id] == 0 || moved && x.tiers[id] == 1 && x.moved[id].Before(cutoff) {
+			out = append(out, fleetscope.ProfileRef{Tenant: 1, ID: id})
+		}
+	}
+	return out[:min(len(out), limit)], nil
+}
+
+func (x *tier) MoveSamples(_ context.Context, _ int64, id string, now time.Time, kept bool) error {
+	x.calls = append(x.calls, fmt.Sprintf("move %s kept=%v", id, kept))
+	x.tiers[id], x.moved[id] = 1, now
+	if kept {
+		x.tiers[id] = 3
+	}
+	return nil
+}
+
+func (x *tier) DropMovedSamples(_ context.Context, _ int64, id string) error {
+	x.calls = append(x.calls, "drop "+id)
+	x.tiers[id] = 2
+	return nil
+}
+
+func (x *tier) Profile(_ context.Context, _ int64, id string) (*fleetscope.ProfileInfo, error) {
+	return &fleetscope.ProfileInfo{ID: id, Events: []fleetscope.EventInfo{{Name: "cpu", Samples: 3}}, TimeUnitNanos: 1000, Timed: true}, nil
+}
+
+func (x *tier) Seconds(_ context.Context, _ int64, id string, _ int, _, _ int64) ([]ix.Second, error) {
+	return x.stored[id], nil
+}
+
+func (x *tier) reindex(_ context.Context, p *fleetscope.ProfileInfo) (*ix.Index, error) {
+	if err := x.fail[p.ID]; err != nil {
+		return nil, err
+	}
+	return x.built[p.ID], nil
+}
+
+// TestMoveSamplesOnlyWhatComesBack: a profile leaves the sample tier only
+// when its raw file gives back its stored rows exactly; a file that is
+// missing, does not parse or gives other rows keeps them for good; a
+// blob store failure moves nothing and stops the sweep, to be tried
+// again. Moved profiles' rows are deleted only after the grace, and
+// each move is passed to Forget.
+func TestMoveSamplesOnlyWhatComesBack(t *testing.T) {
+	ctx := context.Background()
+	row := func(sec int64, stacks ...byte) ix.Second {
+		return ix.Second{Second: sec, Samples: int32(len(stacks)), Cells: []int32{int32(len(stacks))}, Offsets: []byte{1, 2}, Stacks: stacks}
+	}
+	rows := []ix.Second{row(0, 1, 2), row(1, 3)}
+	built := func(rows ...ix.Second) *ix.Index {
+		return &ix.Index{Events: []ix.Event{{Name: "cpu", Samples: 3}}, Seconds: rows, TimeUnitNanos: 1000, Timed: true}
+	}
+	x := &tier{
+		stored: map[string][]ix.Second{"same": rows, "other": rows, "fewer": rows, "gone": rows, "down": rows},
+		built:  map[string]*ix.Index{"same": built(rows...), "other": built(row(0, 1, 2), row(1, 4)), "fewer": built(row(0, 1, 2))},
+		fail: map[string]error{
+			"gone": fleetscope.Errorf(fleetscope.EINTERNAL, "its raw file is missing"),
+			"down": fleetscope.Errorf(fleetscope.EUNAVAILABLE, "blob store unavailable"),
+		},
+		tiers: map[string]int{}, moved: map[string]time.Time{},
+	}
+	var forgot []string
+	s := &lifecycle.Service{Tier: x, Reindex: x.reindex, Forget: func(_ int64, id string) { forgot = append(forgot, id) }}
+	now := time.Unix(1795000000, 0)
+
+	// "down" sorts first: the sweep stops there, having moved nothing.
+	if r, err := s.MoveSamples(ctx, now); fleetscope.ErrorCode(err) != fleetscope.EUNAVAILABLE || r != (lifecycle.Moved{}) {
+		t.Fatalf("a blob store failure: %+v %v, want nothing moved and the failure", r, err)
+	}
+	if len(x.calls) != 0 {
+		t.Fatalf("a blob store failure made calls %v", x.calls)
+	}
+	x.fail["down"] = nil
+	x.built["down"] = built(rows...)
+	r, err := s.MoveSamples(ctx, now)
+	if err != nil || r != (lifecycle.Moved{Moved: 2, Kept: 3}) {
+		t.Fatalf("moved %+v, %v; want 2 moved, 3 kept", r, err)
+	}
+	want := []string{"move down kept=false", "move fewer kept=true", "move gone kept=true", "move other kept=true", "move same kept=false"}
+	if !slices.Equal(x.calls, want) || !slices.Equal(forgot, []string{"down", "fewer", "gone", "other", "same"}) {
+		t.Fatalf("calls %v, forgot %v; want %v", x.calls, forgot, want)
+	}
+
+	// Within the grace nothing is deleted; past it, only the moved rows.
+	x.calls = nil
+	if r, err := s.MoveSamples(ctx, now.Add(lifecycle.MovedGrace)); err != nil || r != (lifecycle.Moved{}) || len(x.calls) != 0 {
+		t.Fatalf("within the grace: %+v %v %v", r, err, x.calls)
+	}
+	if r, err := s.MoveSamples(ctx, now.Add(lifecycle.MovedGrace+time.Second)); err != nil || r != (lifecycle.Moved{Dropped: 2}) {
+		t.Fatalf("past the grace: %+v %v", r, err)
+	}
+	if want := []string{"drop down", "drop same"}; !slices.Equal(x.calls, want) {
+		t.Fatalf("past the grace: calls %v, want %v", x.calls, want)
+	}
+
+	// Without a way to read raw files there is no tier.
+	if r, err := (&lifecycle.Service{Tier: x}).MoveSamples(ctx, now); err != nil || r != (lifecycle.Moved{}) {
+		t.Fatalf("without Reindex: %+v %v", r, err)
+	}
+}
