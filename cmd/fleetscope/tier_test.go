@@ -24,7 +24,8 @@ import (
 // fleet heatmaps and merged flame graphs over cold and warm profiles
 // together, before the move, after it (rows still there, the server told
 // to forget) and once the rows are deleted. A profile whose raw file does
-// not give its rows back keeps them.
+// not give its rows back keeps them. The stack buckets of the moved
+// profiles are stored before they move.
 func TestSampleTier(t *testing.T) {
 	s := startService(t, serviceOpts{s3: true, extra: []string{"FLEETSCOPE_SWEEP_INTERVAL=100ms"}})
 	ctx := context.Background()
@@ -136,6 +137,10 @@ func TestSampleTier(t *testing.T) {
 		}
 	}
 
+	if n := s.count("fleet_stack_buckets"); n != 0 {
+		t.Fatalf("%d stack buckets stored before the sweep", n)
+	}
+
 	// The tier is 1 day; every profile but h2 was stored 2 days ago.
 	s.admin("tenant", "set-limits", "acme", "--sample-days", "1")
 	_, from, _ := s.log.find(0, func(map[string]any) bool { return false })
@@ -155,6 +160,10 @@ func TestSampleTier(t *testing.T) {
 		if n := rows(name); n != before[name] {
 			t.Errorf("%s: %d rows within the grace, want %d", name, n, before[name])
 		}
+	}
+	// The buckets the moved profiles' samples fall in were stored first.
+	if n := s.count("fleet_stack_buckets"); n == 0 {
+		t.Error("no stack buckets stored before the move")
 	}
 	same("moved, read from the raw files", answers(), want)
 

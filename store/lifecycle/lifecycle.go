@@ -59,6 +59,11 @@ type Service struct {
 	// (ingest.Service.Reindex).
 	Tier    Tier
 	Reindex func(ctx context.Context, p *fleetscope.ProfileInfo) (*index.Index, error)
+	// BeforeMove, if set, is called for each profile about to leave the
+	// sample tier, while its rows are still read: the server stores the
+	// stack buckets its samples fall in, so that merged flame graphs over
+	// it need not read its raw file. A failure is logged, not fatal.
+	BeforeMove func(ctx context.Context, tenant int64, p *fleetscope.ProfileInfo) error
 
 	once    sync.Once
 	deleted chan struct{} // a profile was deleted (see Deleted)

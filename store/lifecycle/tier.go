@@ -56,7 +56,7 @@ func (s *Service) MoveSamples(ctx context.Context, now time.Time) (r Moved, err 
 			return r, err
 		}
 		for _, ref := range due {
-			differs, err := s.differs(ctx, ref)
+			p, differs, err := s.differs(ctx, ref)
 			if fleetscope.ErrorCode(err) == fleetscope.ENOTFOUND {
 				continue // deleted meanwhile
 			}
@@ -66,6 +66,11 @@ func (s *Service) MoveSamples(ctx context.Context, now time.Time) (r Moved, err 
 			same := differs == ""
 			if !same && s.Log != nil {
 				s.Log.Warn("sample tier: the raw file does not give back the stored rows; they are kept", "tenant", ref.Tenant, "profile", ref.ID, "why", differs)
+			}
+			if same && s.BeforeMove != nil {
+				if err := s.BeforeMove(ctx, ref.Tenant, p); err != nil && s.Log != nil {
+					s.Log.Warn("sample tier: stack buckets not stored before the move (queries count them)", "tenant", ref.Tenant, "profile", ref.ID, "err", err)
+				}
 			}
 			if err := s.Tier.MoveSamples(ctx, ref.Tenant, ref.ID, now, !same); err != nil {
 				return r, err
@@ -103,21 +108,21 @@ func (s *Service) MoveSamples(ctx context.Context, now time.Time) (r Moved, err 
 // differs says how a profile's raw file, parsed again, does not give back
 // exactly its stored rows ("": it does). An error is a failure to find
 // out (the blob store, the index), not an answer.
-func (s *Service) differs(ctx context.Context, ref fleetscope.ProfileRef) (string, error) {
+func (s *Service) differs(ctx context.Context, ref fleetscope.ProfileRef) (*fleetscope.ProfileInfo, string, error) {
 	p, err := s.Tier.Profile(ctx, ref.Tenant, ref.ID)
 	if err != nil {
-		return "", err
+		return nil, "", err
 	}
 	ix, err := s.Reindex(ctx, p)
 	var fe *fleetscope.Error
 	if errors.As(err, &fe) && fe.Code == fleetscope.EINTERNAL {
-		return err.Error(), nil // missing, or no longer parses
+		return p, err.Error(), nil // missing, or no longer parses
 	}
 	if err != nil {
-		return "", err
+		return nil, "", err
 	}
 	if len(ix.Events) != len(p.Events) || ix.StartSecond != p.StartSecond || ix.Timed != p.Timed || ix.TimeUnitNanos != p.TimeUnitNanos {
-		return "its events or clock differ", nil
+		return p, "its events or clock differ", nil
 	}
 	byEvent := make([][]index.Second, len(ix.Events))
 	for _, sec := range ix.Seconds {
@@ -125,17 +130,17 @@ func (s *Service) differs(ctx context.Context, ref fleetscope.ProfileRef) (strin
 	}
 	for ev := range ix.Events {
 		if ix.Events[ev].Name != p.Events[ev].Name || ix.Events[ev].Samples != p.Events[ev].Samples {
-			return fmt.Sprintf("event %d differs", ev), nil
+			return p, fmt.Sprintf("event %d differs", ev), nil
 		}
 		stored, err := s.Tier.Seconds(ctx, ref.Tenant, ref.ID, ev, 0, -1)
 		if err != nil {
-			return "", err
+			return nil, "", err
 		}
 		if err := sameRows(stored, byEvent[ev]); err != nil {
-			return fmt.Sprintf("event %d: %v", ev, err), nil
+			return p, fmt.Sprintf("event %d: %v", ev, err), nil
 		}
 	}
-	return "", nil
+	return p, "", nil
 }
 
 // sameRows compares stored rows with rows built again, field by field.

@@ -98,3 +98,16 @@ func (c *compactor) round(ctx context.Context, now time.Time) {
 		}
 	}
 }
+
+// beforeMove stores the stack buckets a profile's samples fall in before
+// the sample tier moves them out of the index
+// (lifecycle.Service.BeforeMove): merged flame graphs over them then read
+// the buckets, not its raw file.
+func (c *compactor) beforeMove(ctx context.Context, tenant int64, p *fleetscope.ProfileInfo) error {
+	if !p.Timed {
+		return nil
+	}
+	from, end := fleetscope.WallSpan(p)
+	_, _, err := c.q.CompactBuckets(ctx, tenant, p.App, from, end+1, time.Now())
+	return err
+}

@@ -125,8 +125,8 @@ func newServer(ctx context.Context, cfg Config, log *slog.Logger, ln net.Listene
 	q := query.New(db, query.Options{CacheBytes: cfg.CacheBytes, Warm: true, Reindex: ing.Reindex})
 	// Every deletion (asked for, by a live stream, by retention) goes
 	// through lc, which has q forget the profile.
-	lc := &lifecycle.Service{DB: db, Blobs: blobs, Log: log, Forget: q.Forget, Tier: db, Reindex: ing.Reindex}
 	compact := &compactor{q: q, log: log}
+	lc := &lifecycle.Service{DB: db, Blobs: blobs, Log: log, Forget: q.Forget, Tier: db, Reindex: ing.Reindex, BeforeMove: compact.beforeMove}
 	ing.Stored = compact.stored
 	auth := api.NewAuth(db)
 
