@@ -123,7 +123,7 @@ func (s *Service) FleetFlameGraph(ctx context.Context, tenant int64, sel fleetsc
 	if err := s.translateParts(ctx, tenant, f, parts, d, true); err != nil {
 		return nil, err
 	}
-	if err := s.countParts(ctx, tenant, parts, ps.reqs, ps.owner, o.ByPeriod); err != nil {
+	if err := s.countParts(ctx, tenant, f, parts, ps.reqs, ps.owner, o.ByPeriod); err != nil {
 		return nil, err
 	}
 	if b != nil {

@@ -180,7 +180,7 @@ func (s *Service) countMisses(ctx context.Context, tenant int64, f *fleet, b *bu
 		if err := s.translateParts(ctx, tenant, f, ps.parts, d, true); err != nil {
 			return err
 		}
-		if err := s.countParts(ctx, tenant, ps.parts, ps.reqs, ps.owner, false); err != nil {
+		if err := s.countParts(ctx, tenant, f, ps.parts, ps.reqs, ps.owner, false); err != nil {
 			return err
 		}
 		if n := d.len(); len(sum) < n {

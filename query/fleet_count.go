@@ -15,7 +15,7 @@ import (
 // stack bucket to be) counts as samples (or weights, for a weighted event)
 // whatever byPeriod says, and adds each sample's period to its weights. Rows go to two workers by
 // profile, so each profile's counts have one writer.
-func (s *Service) countParts(ctx context.Context, tenant int64, parts []*part, reqs []index.SecondsRange, owner []int, byPeriod bool) error {
+func (s *Service) countParts(ctx context.Context, tenant int64, f *fleet, parts []*part, reqs []index.SecondsRange, owner []int, byPeriod bool) error {
 	const workers = 2
 	rows := make([]chan rowOf, workers)
 	var g errgroup.Group // the counting workers (fleet_parallel.go's scheme, fed here by the one read)
@@ -80,6 +80,7 @@ func (s *Service) countParts(ctx context.Context, tenant int64, parts []*part, r
 			break
 		}
 		var secs []index.Second
+		f.raw.read(parts[owner[i]].p)
 		secs, err = s.storedSeconds(ctx, tenant, parts[owner[i]].p, reqs[i].Event, reqs[i].From, reqs[i].To)
 		for j := 0; j < len(secs) && err == nil; j++ {
 			err = send(i, &secs[j])

@@ -2,6 +2,7 @@ package query
 
 import (
 	"context"
+	"sync"
 
 	"github.com/fleetscope/fleetscope"
 	"github.com/fleetscope/fleetscope/store/index"
@@ -26,6 +27,34 @@ type fleet struct {
 	// counted in the store, not listed (countProfiles), for an answer
 	// from every stored row of the window.
 	counts *fleetscope.FleetCounts
+	// raw are the profiles whose samples were read from their raw files.
+	raw rawFiles
+}
+
+// rawFiles is a set of profiles read from their raw files, safe for
+// concurrent use.
+type rawFiles struct {
+	mu  sync.Mutex
+	ids map[string]bool
+}
+
+// read notes that p's samples are read, from its raw file if it is cold.
+func (r *rawFiles) read(p *fleetscope.ProfileInfo) {
+	if !p.Cold {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.ids == nil {
+		r.ids = map[string]bool{}
+	}
+	r.ids[p.ID] = true
+}
+
+func (r *rawFiles) len() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.ids)
 }
 
 // resolve finds a selection's profiles and its event.
@@ -219,6 +248,7 @@ func (f *fleet) busiestEvent(rows []index.FleetRow) string {
 // profiles wholly inside the window as used (flame graphs).
 func (f *fleet) accounting(withUntimedSpans bool) Accounting {
 	acc := Accounting{Event: f.event, Profiles: len(f.timed), LeftOut: map[string]int{}, Served: f.served}
+	acc.Served.RawFiles = f.raw.len()
 	if c := f.counts; c != nil { // answers from stored totals only (withUntimedSpans false)
 		acc.Profiles, acc.LiveSegments, acc.LiveStreams = c.Timed, c.LiveSegments, c.LiveStreams
 		if c.Untimed > 0 {

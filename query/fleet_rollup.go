@@ -71,6 +71,9 @@ func (f *fleet) grid(minSPC int64) (start, spc int64, columns int) {
 type Served struct {
 	Seconds, Tens, Minutes  int
 	Buckets, BucketsCounted int
+	// RawFiles are the profiles whose samples were read from their raw
+	// files: past their tenant's sample tier (cold.go).
+	RawFiles int
 }
 
 // add counts n rows read of width seconds (1: the seconds).

@@ -58,6 +58,7 @@ func (s *Service) fleetSamples(ctx context.Context, tenant int64, f *fleet, from
 			}
 		}
 		for _, ev := range evs {
+			f.raw.read(p)
 			secs, err := s.storedSeconds(ctx, tenant, p, ev, lo, hi)
 			if err != nil {
 				return err

@@ -154,7 +154,7 @@ func (s *Service) FleetSeries(ctx context.Context, tenant int64, sel fleetscope.
 		if err := s.translateParts(ctx, tenant, f, parts, d, true); err != nil {
 			return nil, err
 		}
-		if err := s.countParts(ctx, tenant, parts, reqs, owner, false); err != nil {
+		if err := s.countParts(ctx, tenant, f, parts, reqs, owner, false); err != nil {
 			return nil, err
 		}
 		m, at, err := s.partsDict(ctx, tenant, all, d)

@@ -588,6 +588,7 @@ describe("the fleet view's words", () => {
     expect(accountingWords(acc(3))).toBe("3 profiles");
     expect(accountingWords(acc(1, { "no per-sample times": 1 }))).toBe("1 profile; 1 left out (no per-sample times)");
     expect(accountingWords(acc(1200, { b: 2, a: 1, c: 0 }))).toBe("1,200 profiles; 3 left out (1 a; 2 b)");
+    expect(accountingWords({ ...acc(1440, { a: 1 }), rawFiles: 12 })).toBe("1,440 profiles; 12 read from raw files (past the sample tier); 1 left out (a)");
     expect(profilesWithout(1)).toBe("1 profile without per-sample times");
     expect(profilesWithout(2)).toBe("2 profiles without per-sample times");
   });

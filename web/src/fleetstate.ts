@@ -826,7 +826,7 @@ export function liveStatus(s: FleetState): { state: "off" | "paused" | "followin
 }
 
 /** What an answer counted (the Accounting message, as decoded). */
-export type Accounting = Pick<WireAccounting, "event" | "profiles" | "leftOut" | "liveSegments" | "liveStreams">;
+export type Accounting = Pick<WireAccounting, "event" | "profiles" | "leftOut" | "liveSegments" | "liveStreams"> & { rawFiles?: number };
 
 /** accountingWords says what an answer counted (a live stream's batches
  * as one stream: countedWords): "3 profiles; 1 left out
@@ -839,7 +839,8 @@ export function accountingWords(a: Accounting | undefined): string {
     .sort(([x], [y]) => (x < y ? -1 : 1));
   const n = left.reduce((s, [, c]) => s + c, 0);
   const why = left.length === 1 ? left[0][0] : left.map(([reason, c]) => `${formatCount(c)} ${reason}`).join("; ");
-  return `${countedWords(a, formatCount)}${n ? `; ${formatCount(n)} left out (${why})` : ""}`;
+  const raw = a.rawFiles ? `; ${formatCount(a.rawFiles)} read from raw files (past the sample tier)` : "";
+  return `${countedWords(a, formatCount)}${raw}${n ? `; ${formatCount(n)} left out (${why})` : ""}`;
 }
 
 /** profilesWithout says "1 profile without per-sample times" or "3 profiles without …". */

@@ -59,6 +59,7 @@ test("a fleet heatmap and its accounting: what protobuf-es encodes, numbers for 
     servedTens: 11,
     liveSegments: 17,
     liveStreams: 2,
+    rawFiles: 4,
   };
   const msg = create(GetFleetHeatmapResponseSchema, { startSecond: 1_795_000_000n, secondsPerColumn: 60n, rows: 50, columns, maxCount: 12n, total: 9_876n, accounting });
   const got = decodeFleetHeatmap(toBinary(GetFleetHeatmapResponseSchema, msg));
@@ -69,7 +70,7 @@ test("a fleet heatmap and its accounting: what protobuf-es encodes, numbers for 
   expect(fleetHeatmapOf(got)).toEqual(fleetHeatmapOf(msg));
   // absent accounting and defaults
   const empty = decodeFleetHeatmap(toBinary(GetFleetHeatmapResponseSchema, create(GetFleetHeatmapResponseSchema, {})));
-  expect(empty.accounting).toEqual({ event: "", profiles: 0, leftOut: {}, servedSeconds: 0, servedMinutes: 0, servedTens: 0, liveSegments: 0, liveStreams: 0 });
+  expect(empty.accounting).toEqual({ event: "", profiles: 0, leftOut: {}, servedSeconds: 0, servedMinutes: 0, servedTens: 0, liveSegments: 0, liveStreams: 0, rawFiles: 0 });
   // an Accounting alone (a fleet flame graph's)
   expect(decodeAccounting(toBinary(AccountingSchema, create(AccountingSchema, accounting)))).toEqual(accounting);
 });

@@ -99,14 +99,16 @@ export interface WireAccounting {
   servedTens: number;
   liveSegments: number;
   liveStreams: number;
+  rawFiles: number;
 }
 
 /** decodeAccounting reads an Accounting: 1 event, 2 profiles, 3 left_out
  * (map<string, int32>: entries of 1 key, 2 value), 4 served_seconds,
- * 5 served_minutes, 6 live_segments, 7 live_streams, 10 served_tens. */
+ * 5 served_minutes, 6 live_segments, 7 live_streams, 10 served_tens,
+ * 11 raw_files. */
 export function decodeAccounting(buf: Uint8Array, s = 0, e = buf.length): WireAccounting {
   const r = new Reader(buf, s, e);
-  const out: WireAccounting = { event: "", profiles: 0, leftOut: {}, servedSeconds: 0, servedMinutes: 0, servedTens: 0, liveSegments: 0, liveStreams: 0 };
+  const out: WireAccounting = { event: "", profiles: 0, leftOut: {}, servedSeconds: 0, servedMinutes: 0, servedTens: 0, liveSegments: 0, liveStreams: 0, rawFiles: 0 };
   while (r.pos < e) {
     const tag = r.varint();
     const field = Math.floor(tag / 8);
@@ -130,6 +132,7 @@ export function decodeAccounting(buf: Uint8Array, s = 0, e = buf.length): WireAc
     else if (field === 6 && wire === 0) out.liveSegments = r.int64();
     else if (field === 7 && wire === 0) out.liveStreams = r.int64();
     else if (field === 10 && wire === 0) out.servedTens = r.int64();
+    else if (field === 11 && wire === 0) out.rawFiles = r.int64();
     else r.skip(wire);
   }
   return out;

@@ -225,8 +225,12 @@ type Accounting struct {
 	// pid/tid/CPU filter.
 	ServedBuckets  int32 `protobuf:"varint,8,opt,name=served_buckets,json=servedBuckets,proto3" json:"served_buckets,omitempty"`
 	CountedBuckets int32 `protobuf:"varint,9,opt,name=counted_buckets,json=countedBuckets,proto3" json:"counted_buckets,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// Profiles whose samples the answer read from their raw files: past
+	// their tenant's sample tier their per-sample rows are no longer in the
+	// index. Exact all the same; slower the first time.
+	RawFiles      int32 `protobuf:"varint,11,opt,name=raw_files,json=rawFiles,proto3" json:"raw_files,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Accounting) Reset() {
@@ -325,6 +329,13 @@ func (x *Accounting) GetServedBuckets() int32 {
 func (x *Accounting) GetCountedBuckets() int32 {
 	if x != nil {
 		return x.CountedBuckets
+	}
+	return 0
+}
+
+func (x *Accounting) GetRawFiles() int32 {
+	if x != nil {
+		return x.RawFiles
 	}
 	return 0
 }
@@ -944,7 +955,7 @@ const file_fleetscope_v1_fleet_proto_rawDesc = "" +
 	"\fLabelMatcher\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value\x12\x1b\n" +
-	"\tnot_equal\x18\x03 \x01(\bR\bnotEqual\"\xc4\x03\n" +
+	"\tnot_equal\x18\x03 \x01(\bR\bnotEqual\"\xe1\x03\n" +
 	"\n" +
 	"Accounting\x12\x14\n" +
 	"\x05event\x18\x01 \x01(\tR\x05event\x12\x1a\n" +
@@ -958,7 +969,8 @@ const file_fleetscope_v1_fleet_proto_rawDesc = "" +
 	"\rlive_segments\x18\x06 \x01(\x05R\fliveSegments\x12!\n" +
 	"\flive_streams\x18\a \x01(\x05R\vliveStreams\x12%\n" +
 	"\x0eserved_buckets\x18\b \x01(\x05R\rservedBuckets\x12'\n" +
-	"\x0fcounted_buckets\x18\t \x01(\x05R\x0ecountedBuckets\x1a:\n" +
+	"\x0fcounted_buckets\x18\t \x01(\x05R\x0ecountedBuckets\x12\x1b\n" +
+	"\traw_files\x18\v \x01(\x05R\brawFiles\x1a:\n" +
 	"\fLeftOutEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x05R\x05value:\x028\x01\"\x9e\x01\n" +
