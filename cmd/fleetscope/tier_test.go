@@ -129,7 +129,23 @@ func TestSampleTier(t *testing.T) {
 		}
 	}
 
+	// A fleet flame graph's accounting says how many profiles were read
+	// from their raw files.
+	rawFiles := func() int32 {
+		t.Helper()
+		g, err := s.as(s.key).fleet.GetFleetFlameGraph(ctx, connect.NewRequest(&fsv1.GetFleetFlameGraphRequest{
+			Selection: &fsv1.FleetSelection{App: "test", From: timestamppb.New(time.Unix(1795000001, 0)), To: timestamppb.New(time.Unix(1795000003, 0))},
+			Format:    fsv1.FlameGraphFormat_FLAME_GRAPH_FORMAT_FOLDED}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return g.Msg.GetAccounting().GetRawFiles()
+	}
+
 	want := answers()
+	if n := rawFiles(); n != 0 {
+		t.Fatalf("%d profiles read from raw files before the move", n)
+	}
 	before := map[string]int{}
 	for name := range ids {
 		if before[name] = rows(name); before[name] == 0 {
@@ -166,6 +182,9 @@ func TestSampleTier(t *testing.T) {
 		t.Error("no stack buckets stored before the move")
 	}
 	same("moved, read from the raw files", answers(), want)
+	if n := rawFiles(); n != 3 { // h1, h3 and h4: h2 was stored later, h5's rows are kept
+		t.Fatalf("%d profiles read from raw files after the move, want 3", n)
+	}
 
 	// Past the grace the moved profiles' rows go; the others' stay.
 	_, from, _ = s.log.find(0, func(map[string]any) bool { return false })
