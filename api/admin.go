@@ -72,7 +72,7 @@ func (h *adminHandler) GetTenant(ctx context.Context, _ *connect.Request[fsv1.Ge
 	return connect.NewResponse(&fsv1.GetTenantResponse{
 		Name: t.Name, CreatedAt: ts(t.CreatedAt), RetentionDays: int32(t.RetentionDays),
 		MaxUploadBytes: t.MaxUploadBytes, MaxRawBytes: t.MaxRawBytes, MaxStoredBytes: t.MaxStoredBytes,
-		RatePerSecond: int32(t.RatePerSecond), StoredBytes: bytes, Profiles: n,
+		RatePerSecond: int32(t.RatePerSecond), StoredBytes: bytes, Profiles: n, SampleDays: int32(t.SampleDays),
 	}), nil
 }
 

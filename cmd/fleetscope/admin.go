@@ -59,8 +59,8 @@ func adminCmd() *cobra.Command {
 				return remoteErr(err)
 			}
 			m := r.Msg
-			fmt.Printf("tenant %s, created %s\nprofiles %d, stored %d bytes (raw files and dictionary rows)\nretention %d days, max upload %d, max raw %d, max stored %d bytes, rate %d/s (0: none)\n",
-				m.GetName(), when(m.GetCreatedAt()), m.GetProfiles(), m.GetStoredBytes(), m.GetRetentionDays(),
+			fmt.Printf("tenant %s, created %s\nprofiles %d, stored %d bytes (raw files and dictionary rows)\nretention %d days, per-sample rows %d days, max upload %d, max raw %d, max stored %d bytes, rate %d/s (0: none)\n",
+				m.GetName(), when(m.GetCreatedAt()), m.GetProfiles(), m.GetStoredBytes(), m.GetRetentionDays(), m.GetSampleDays(),
 				m.GetMaxUploadBytes(), m.GetMaxRawBytes(), m.GetMaxStoredBytes(), m.GetRatePerSecond())
 			return nil
 		}}

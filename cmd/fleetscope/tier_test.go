@@ -159,6 +159,13 @@ func TestSampleTier(t *testing.T) {
 
 	// The tier is 1 day; every profile but h2 was stored 2 days ago.
 	s.admin("tenant", "set-limits", "acme", "--sample-days", "1")
+	if out := s.admin("tenant", "list"); !strings.Contains(out, "SAMPLE_DAYS") {
+		t.Fatalf("tenant list does not show the sample tier:\n%s", out)
+	}
+	adminKey := strings.TrimSpace(s.admin("key", "create", "--tenant", "acme", "--scope", "admin"))
+	if out, errOut, code := run1(append(s.env, "FLEETSCOPE_URL="+s.url, "FLEETSCOPE_API_KEY="+adminKey), "admin", "tenant"); code != 0 || !strings.Contains(out, "per-sample rows 1 days") {
+		t.Fatalf("admin tenant: exit %d: %s%s", code, out, errOut)
+	}
 	_, from, _ := s.log.find(0, func(map[string]any) bool { return false })
 	exec(`UPDATE profiles SET created_at = now() - interval '2 days' WHERE id <> $1`, ids["h2"])
 	line, _ := s.log.await(t, from, time.Minute, msg("sample tier"))

@@ -70,8 +70,11 @@ type GetTenantResponse struct {
 	RatePerSecond  int32 `protobuf:"varint,7,opt,name=rate_per_second,json=ratePerSecond,proto3" json:"rate_per_second,omitempty"`
 	StoredBytes    int64 `protobuf:"varint,8,opt,name=stored_bytes,json=storedBytes,proto3" json:"stored_bytes,omitempty"`
 	Profiles       int64 `protobuf:"varint,9,opt,name=profiles,proto3" json:"profiles,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// Days a profile's per-sample rows stay in the index; past them its
+	// samples are read from its raw file (0: as long as the profile).
+	SampleDays    int32 `protobuf:"varint,10,opt,name=sample_days,json=sampleDays,proto3" json:"sample_days,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *GetTenantResponse) Reset() {
@@ -163,6 +166,13 @@ func (x *GetTenantResponse) GetStoredBytes() int64 {
 func (x *GetTenantResponse) GetProfiles() int64 {
 	if x != nil {
 		return x.Profiles
+	}
+	return 0
+}
+
+func (x *GetTenantResponse) GetSampleDays() int32 {
+	if x != nil {
+		return x.SampleDays
 	}
 	return 0
 }
@@ -1362,7 +1372,7 @@ var File_fleetscope_v1_admin_proto protoreflect.FileDescriptor
 const file_fleetscope_v1_admin_proto_rawDesc = "" +
 	"\n" +
 	"\x19fleetscope/v1/admin.proto\x12\rfleetscope.v1\x1a\x19fleetscope/v1/fleet.proto\x1a\x1bfleetscope/v1/profile.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x12\n" +
-	"\x10GetTenantRequest\"\xe8\x02\n" +
+	"\x10GetTenantRequest\"\x89\x03\n" +
 	"\x11GetTenantResponse\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x129\n" +
 	"\n" +
@@ -1373,7 +1383,10 @@ const file_fleetscope_v1_admin_proto_rawDesc = "" +
 	"\x10max_stored_bytes\x18\x06 \x01(\x03R\x0emaxStoredBytes\x12&\n" +
 	"\x0frate_per_second\x18\a \x01(\x05R\rratePerSecond\x12!\n" +
 	"\fstored_bytes\x18\b \x01(\x03R\vstoredBytes\x12\x1a\n" +
-	"\bprofiles\x18\t \x01(\x03R\bprofiles\"\xb0\x02\n" +
+	"\bprofiles\x18\t \x01(\x03R\bprofiles\x12\x1f\n" +
+	"\vsample_days\x18\n" +
+	" \x01(\x05R\n" +
+	"sampleDays\"\xb0\x02\n" +
 	"\x03Key\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x16\n" +
