@@ -56,8 +56,11 @@ type ProfileInfo struct {
 	Meta           map[string]string
 	CreatedAt      time.Time
 	// Cold: the profile's per-sample rows were moved out of the index
-	// (the tenant's sample tier); its samples are read from its raw file.
-	Cold bool
+	// (the tenant's sample tier); its samples are read from its raw file,
+	// and used only if they hash to SamplesDigest (index.Digest of the
+	// rows that were moved).
+	Cold          bool
+	SamplesDigest []byte
 }
 
 // EventInfo describes one event of a stored profile.

@@ -7,9 +7,15 @@
 --      grace;
 --   2  from the raw file, the rows deleted;
 --   3  the raw file did not give back the stored rows: they are kept.
+--
+-- profiles.samples_digest: for tiers 1 and 2, the SHA-256 of the rows
+-- (index.Digest) as they were checked: rows parsed again are used only
+-- when they hash the same (a later parser that reads the file otherwise
+-- is an error, never another answer).
 
 -- +goose Up
-ALTER TABLE profiles ADD COLUMN samples_tier smallint NOT NULL DEFAULT 0, ADD COLUMN samples_moved_at timestamptz;
+ALTER TABLE profiles ADD COLUMN samples_tier smallint NOT NULL DEFAULT 0, ADD COLUMN samples_moved_at timestamptz,
+  ADD COLUMN samples_digest bytea;
 ALTER TABLE profiles ADD CONSTRAINT profiles_samples_tier_check CHECK (samples_tier BETWEEN 0 AND 3);
 -- The sweeper's candidates, oldest first: profiles still in the tier, and
 -- moved profiles whose rows are still there. Others leave the index.
@@ -17,4 +23,4 @@ CREATE INDEX profiles_samples_tier ON profiles (tenant_id, samples_tier, created
 
 -- +goose Down
 DROP INDEX profiles_samples_tier;
-ALTER TABLE profiles DROP COLUMN samples_moved_at, DROP COLUMN samples_tier;
+ALTER TABLE profiles DROP COLUMN samples_digest, DROP COLUMN samples_moved_at, DROP COLUMN samples_tier;

@@ -1,6 +1,7 @@
 package query
 
 import (
+	"bytes"
 	"context"
 	"sort"
 	"time"
@@ -12,7 +13,9 @@ import (
 // storedSeconds reads event ev's rows of a profile for its relative
 // seconds [from, to] (from > to: all): from the index, or, for a profile
 // the sample tier moved out of it (Cold), from its raw file parsed again,
-// which gives back the same rows (the sweeper checked it before the move).
+// which gives back the same rows: the sweeper checked it before the move,
+// and rows that do not hash to what it checked are an error, never an
+// answer.
 func (s *Service) storedSeconds(ctx context.Context, tenant int64, info *fleetscope.ProfileInfo, ev int, from, to int64) ([]index.Second, error) {
 	if !info.Cold {
 		return s.src.Seconds(ctx, tenant, info.ID, ev, from, to)
@@ -63,6 +66,9 @@ func (s *Service) coldRows(ctx context.Context, tenant int64, info *fleetscope.P
 		byEvent := make([][]index.Second, len(ix.Events))
 		for _, sec := range ix.Seconds { // by event, then second
 			byEvent[sec.Event] = append(byEvent[sec.Event], sec)
+		}
+		if d := index.Digest(byEvent); !bytes.Equal(d[:], info.SamplesDigest) {
+			return nil, fleetscope.Errorf(fleetscope.EINTERNAL, "profile %s: its raw file no longer gives back the samples moved out of the index (read by another version of fleetscope's parsers?)", info.ID)
 		}
 		return byEvent, nil
 	})

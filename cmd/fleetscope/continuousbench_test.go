@@ -80,7 +80,8 @@ func BenchmarkContinuousFleet(b *testing.B) {
 		}
 	}
 	minutes := hours * 60
-	s, profDir, debugAddr := startProfiledService(b)
+	// The sweeper runs every second: the sample tier's phase at the end.
+	s, profDir, debugAddr := startProfiledService(b, "FLEETSCOPE_SWEEP_INTERVAL=1s")
 	pid := s.proc.Process.Pid
 	ctx := context.Background()
 	r := loadReplay(b).thin(continuousEvery)
@@ -167,22 +168,55 @@ func BenchmarkContinuousFleet(b *testing.B) {
 	fmt.Printf("%-52s %8d MB peak RSS (target <= 512 MB; %s)\n", "server, over the run", peak.max/1024, peak.by())
 
 	hostHours := float64(continuousHosts * hours)
-	var rows int64
-	var parts []string
-	for _, table := range []string{"seconds", "fleet_seconds", "fleet_tens", "fleet_minutes", "fleet_stack_buckets", "profile_stacks", "profiles"} {
-		var n int64
+	bytesPerHostHour := func(what string) {
+		var rows int64
+		var parts []string
+		for _, table := range []string{"seconds", "fleet_seconds", "fleet_tens", "fleet_minutes", "fleet_stack_buckets", "profile_stacks", "profiles"} {
+			var n int64
+			s.sql(func(c *pgx.Conn) error {
+				return c.QueryRow(ctx, `SELECT coalesce(sum(pg_column_size(t.*)), 0) FROM `+table+` t`).Scan(&n)
+			})
+			rows += n
+			parts = append(parts, fmt.Sprintf("%s %.2f", table, float64(n)/1e6/hostHours))
+		}
+		var disk int64
 		s.sql(func(c *pgx.Conn) error {
-			return c.QueryRow(ctx, `SELECT coalesce(sum(pg_column_size(t.*)), 0) FROM `+table+` t`).Scan(&n)
+			return c.QueryRow(ctx, `SELECT pg_database_size(current_database())`).Scan(&disk)
 		})
-		rows += n
-		parts = append(parts, fmt.Sprintf("%s %.2f", table, float64(n)/1e6/hostHours))
+		fmt.Printf("%-52s %8.2f MB per host-hour in rows (%s), %.2f MB on disk with indexes and the dictionary (target <= 2 MB)\n",
+			what, float64(rows)/1e6/hostHours, strings.Join(parts, ", "), float64(disk)/1e6/hostHours)
 	}
-	var disk int64
+	bytesPerHostHour("Postgres bytes")
+
+	// The sample tier: every profile past it (a tier of 1 day, the
+	// profiles stored 2 days ago). The sweeper checks each raw file
+	// against the stored rows and moves it, then, past the grace, deletes
+	// the rows; the queries then read the samples they need from raw files.
+	s.admin("tenant", "set-limits", "acme", "--sample-days", "1")
+	_, from, _ := s.log.find(0, func(map[string]any) bool { return false })
+	t1 := time.Now()
 	s.sql(func(c *pgx.Conn) error {
-		return c.QueryRow(ctx, `SELECT pg_database_size(current_database())`).Scan(&disk)
+		_, err := c.Exec(ctx, `UPDATE profiles SET created_at = created_at - interval '2 days'`)
+		return err
 	})
-	fmt.Printf("%-52s %8.2f MB per host-hour in rows (%s), %.2f MB on disk with indexes and the dictionary (target <= 2 MB)\n",
-		"Postgres bytes", float64(rows)/1e6/hostHours, strings.Join(parts, ", "), float64(disk)/1e6/hostHours)
+	line, _ := s.log.await(b, from, time.Hour, msg("sample tier"))
+	moved := time.Since(t1)
+	fmt.Printf("%-52s %8.1f profiles/s  (%v moved, %v kept, %.0f s, on the server's sweeper)\n",
+		"sample tier: raw files checked and profiles moved", line["moved"].(float64)/moved.Seconds(), line["moved"], line["kept"], moved.Seconds())
+	_, from, _ = s.log.find(0, func(map[string]any) bool { return false })
+	s.sql(func(c *pgx.Conn) error {
+		_, err := c.Exec(ctx, `UPDATE profiles SET samples_moved_at = samples_moved_at - interval '1 hour'`)
+		return err
+	})
+	s.log.await(b, from, time.Hour, msg("sample tier"))
+	s.sql(func(c *pgx.Conn) error { _, err := c.Exec(ctx, `VACUUM seconds`); return err })
+	bytesPerHostHour("Postgres bytes past the sample tier")
+	s.flushCaches()
+	measure(fmt.Sprintf("past the tier: merged flame graph, all hosts, %d h", hours), "target <= 500 ms", long, flame(sel(0, day)))
+	measure("past the tier: merged flame graph, all hosts, 1 h", "target <= 50 ms", 21, flame(sel(mid, mid+3600)))
+	measure("past the tier: merged flame graph, all hosts, 1 min", "target <= 10 ms", 21, flame(sel(mid+1800, mid+1860)))
+	measure("past the tier: merged flame graph, all hosts, 20 ms", "target <= 5 ms", 21, flame(sel(mid+1805.5, mid+1805.52)))
+	fmt.Printf("%-52s %8d MB peak RSS (%s)\n", "server, past the tier", peak.max/1024, peak.by())
 }
 
 // rssPhases is a process's peak resident set by phase: phase reads the

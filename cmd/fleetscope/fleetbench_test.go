@@ -224,9 +224,9 @@ func BenchmarkFleet(b *testing.B) {
 // startProfiledService starts the service for a fleet benchmark; with
 // FLEETSCOPE_BENCH_PROFILES=DIR, with its profiler listening at debugAddr
 // (profileQuery saves each query's CPU profile in DIR).
-func startProfiledService(b *testing.B) (s *service, profDir, debugAddr string) {
+func startProfiledService(b *testing.B, more ...string) (s *service, profDir, debugAddr string) {
 	profDir = os.Getenv("FLEETSCOPE_BENCH_PROFILES")
-	extra := []string{"FLEETSCOPE_MAX_UPLOADS_PER_KEY=8"}
+	extra := append([]string{"FLEETSCOPE_MAX_UPLOADS_PER_KEY=8"}, more...)
 	if profDir != "" {
 		extra = append(extra, "FLEETSCOPE_DEBUG_ADDR=127.0.0.1:0") // the port it took: in its log
 	}

@@ -218,4 +218,20 @@ func TestSampleTier(t *testing.T) {
 	if out, errOut, code := run1(s.env, "check"); code != 0 {
 		t.Fatalf("check after the move: exit %d\n%s%s", code, out, errOut)
 	}
+
+	// A raw file that no longer gives back the moved rows (here: other
+	// bytes in its place; in life, a parser that changed) is an error,
+	// never another answer.
+	if err := s.sql(func(c *pgx.Conn) error {
+		return c.QueryRow(ctx, `SELECT blob_key FROM profiles WHERE id = $1`, ids["h3"]).Scan(&key)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.blobs.Put(ctx, key, bytes.NewReader(other), int64(len(other))); err != nil {
+		t.Fatal(err)
+	}
+	s.flushCaches()
+	if out, errOut, code := s.cli("heatmap", "--json", "--profile", ids["h3"]); code == 0 || !strings.Contains(errOut, "no longer gives back") {
+		t.Fatalf("a moved profile whose raw file changed: exit %d\n%s%s", code, out, errOut)
+	}
 }

@@ -737,3 +737,42 @@ type ColumnTotal struct {
 	Column        int64
 	Samples, Idle int64
 }
+
+// Digest is the SHA-256 of a profile's rows, by event (every field of
+// every row, each with its length): what the sample tier keeps of the rows
+// it deletes, so that rows parsed again from the raw file are used only
+// when they are exactly those.
+func Digest(byEvent [][]Second) [32]byte {
+	h := sha256.New()
+	var b []byte
+	put := func(p []byte) {
+		b = binary.AppendUvarint(b[:0], uint64(len(p)))
+		h.Write(b)
+		h.Write(p)
+	}
+	cells := func(c []int32) {
+		b = binary.AppendUvarint(b[:0], uint64(len(c)))
+		for _, v := range c {
+			b = binary.AppendVarint(b, int64(v))
+		}
+		h.Write(b)
+	}
+	for ev, rows := range byEvent {
+		b = binary.AppendUvarint(binary.AppendUvarint(b[:0], uint64(ev)), uint64(len(rows)))
+		h.Write(b)
+		for i := range rows {
+			r := &rows[i]
+			b = binary.AppendVarint(binary.AppendVarint(b[:0], r.Second), int64(r.Samples))
+			h.Write(b)
+			cells(r.Cells)
+			cells(r.IdleCells)
+			put(r.Offsets)
+			put(r.Stacks)
+			put(r.Periods)
+			put(r.Threads)
+		}
+	}
+	var sum [32]byte
+	h.Sum(sum[:0])
+	return sum
+}

@@ -59,3 +59,34 @@ func stackKey(frames []int64) int64 {
 	var k Keyer
 	return k.Stack(frames)
 }
+
+// TestDigestCoversEveryField: changing any field of any row, or the
+// event a row belongs to, changes a profile's digest; the same rows give
+// the same digest.
+func TestDigestCoversEveryField(t *testing.T) {
+	rows := func() [][]Second {
+		return [][]Second{{{Second: 1, Samples: 2, Cells: []int32{1, 1}, IdleCells: []int32{0, 0}, Offsets: []byte{1, 2}, Stacks: []byte{0, 1}, Periods: []byte{5}, Threads: []byte{0}}}, {}}
+	}
+	base := Digest(rows())
+	if Digest(rows()) != base {
+		t.Fatal("the same rows, another digest")
+	}
+	for name, change := range map[string]func(r [][]Second){
+		"second":     func(r [][]Second) { r[0][0].Second++ },
+		"samples":    func(r [][]Second) { r[0][0].Samples++ },
+		"cells":      func(r [][]Second) { r[0][0].Cells[1]++ },
+		"idle cells": func(r [][]Second) { r[0][0].IdleCells[0]++ },
+		"offsets":    func(r [][]Second) { r[0][0].Offsets[1]++ },
+		"stacks":     func(r [][]Second) { r[0][0].Stacks = append(r[0][0].Stacks, 0) },
+		"periods":    func(r [][]Second) { r[0][0].Periods = nil },
+		"threads":    func(r [][]Second) { r[0][0].Threads[0]++ },
+		"event":      func(r [][]Second) { r[0], r[1] = r[1], r[0] },
+		"boundary":   func(r [][]Second) { r[0][0].Offsets, r[0][0].Stacks = []byte{1}, []byte{2, 0, 1} },
+	} {
+		r := rows()
+		change(r)
+		if Digest(r) == base {
+			t.Errorf("%s changed, the digest did not", name)
+		}
+	}
+}

@@ -20,8 +20,8 @@ type Tier interface {
 	// stored (moved true).
 	SamplesDue(ctx context.Context, now, cutoff time.Time, moved bool, limit int) ([]fleetscope.ProfileRef, error)
 	// MoveSamples has a profile's samples read from its raw file from now
-	// on (kept: from its rows, for good).
-	MoveSamples(ctx context.Context, tenant int64, id string, now time.Time, kept bool) error
+	// on, used only if they hash to digest (nil: from its rows, for good).
+	MoveSamples(ctx context.Context, tenant int64, id string, now time.Time, digest []byte) error
 	// DropMovedSamples deletes the rows of a moved profile.
 	DropMovedSamples(ctx context.Context, tenant int64, id string) error
 	Profile(ctx context.Context, tenant int64, id string) (*fleetscope.ProfileInfo, error)
@@ -35,7 +35,8 @@ type Moved struct{ Moved, Kept, Dropped int }
 
 // MovedGrace is how long a moved profile's rows stay stored: longer than
 // any query that began before the move (and read the profile as still in
-// the tier) takes, and than a server trusts cached profile metadata.
+// the tier) takes (a call is bounded by a minute, api.UnaryTimeout), and
+// than a server trusts cached profile metadata (seconds).
 const MovedGrace = 15 * time.Minute
 
 // MoveSamples moves the profiles past their tenant's sample tier at now
@@ -56,7 +57,7 @@ func (s *Service) MoveSamples(ctx context.Context, now time.Time) (r Moved, err 
 			return r, err
 		}
 		for _, ref := range due {
-			p, differs, err := s.differs(ctx, ref)
+			p, digest, differs, err := s.differs(ctx, ref)
 			if fleetscope.ErrorCode(err) == fleetscope.ENOTFOUND {
 				continue // deleted meanwhile
 			}
@@ -72,7 +73,10 @@ func (s *Service) MoveSamples(ctx context.Context, now time.Time) (r Moved, err 
 					s.Log.Warn("sample tier: stack buckets not stored before the move (queries count them)", "tenant", ref.Tenant, "profile", ref.ID, "err", err)
 				}
 			}
-			if err := s.Tier.MoveSamples(ctx, ref.Tenant, ref.ID, now, !same); err != nil {
+			if !same {
+				digest = nil
+			}
+			if err := s.Tier.MoveSamples(ctx, ref.Tenant, ref.ID, now, digest); err != nil {
 				return r, err
 			}
 			if s.Forget != nil {
@@ -105,42 +109,44 @@ func (s *Service) MoveSamples(ctx context.Context, now time.Time) (r Moved, err 
 	}
 }
 
-// differs says how a profile's raw file, parsed again, does not give back
-// exactly its stored rows ("": it does). An error is a failure to find
-// out (the blob store, the index), not an answer.
-func (s *Service) differs(ctx context.Context, ref fleetscope.ProfileRef) (*fleetscope.ProfileInfo, string, error) {
+// differs returns a profile and the digest of its stored rows
+// (index.Digest), and says how its raw file, parsed again, does not give
+// them back exactly ("": it does). An error is a failure to find out (the
+// blob store, the index), not an answer.
+func (s *Service) differs(ctx context.Context, ref fleetscope.ProfileRef) (*fleetscope.ProfileInfo, []byte, string, error) {
 	p, err := s.Tier.Profile(ctx, ref.Tenant, ref.ID)
 	if err != nil {
-		return nil, "", err
+		return nil, nil, "", err
 	}
 	ix, err := s.Reindex(ctx, p)
 	var fe *fleetscope.Error
 	if errors.As(err, &fe) && fe.Code == fleetscope.EINTERNAL {
-		return p, err.Error(), nil // missing, or no longer parses
+		return p, nil, err.Error(), nil // missing, or no longer parses
 	}
 	if err != nil {
-		return nil, "", err
+		return nil, nil, "", err
 	}
 	if len(ix.Events) != len(p.Events) || ix.StartSecond != p.StartSecond || ix.Timed != p.Timed || ix.TimeUnitNanos != p.TimeUnitNanos {
-		return p, "its events or clock differ", nil
+		return p, nil, "its events or clock differ", nil
 	}
-	byEvent := make([][]index.Second, len(ix.Events))
+	built := make([][]index.Second, len(ix.Events))
 	for _, sec := range ix.Seconds {
-		byEvent[sec.Event] = append(byEvent[sec.Event], sec)
+		built[sec.Event] = append(built[sec.Event], sec)
 	}
+	stored := make([][]index.Second, len(ix.Events))
 	for ev := range ix.Events {
 		if ix.Events[ev].Name != p.Events[ev].Name || ix.Events[ev].Samples != p.Events[ev].Samples {
-			return p, fmt.Sprintf("event %d differs", ev), nil
+			return p, nil, fmt.Sprintf("event %d differs", ev), nil
 		}
-		stored, err := s.Tier.Seconds(ctx, ref.Tenant, ref.ID, ev, 0, -1)
-		if err != nil {
-			return nil, "", err
+		if stored[ev], err = s.Tier.Seconds(ctx, ref.Tenant, ref.ID, ev, 0, -1); err != nil {
+			return nil, nil, "", err
 		}
-		if err := sameRows(stored, byEvent[ev]); err != nil {
-			return p, fmt.Sprintf("event %d: %v", ev, err), nil
+		if err := sameRows(stored[ev], built[ev]); err != nil {
+			return p, nil, fmt.Sprintf("event %d: %v", ev, err), nil
 		}
 	}
-	return p, "", nil
+	digest := index.Digest(stored)
+	return p, digest[:], "", nil
 }
 
 // sameRows compares stored rows with rows built again, field by field.

@@ -1,6 +1,7 @@
 package lifecycle_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"slices"
@@ -39,7 +40,13 @@ func (x *tier) SamplesDue(_ context.Context, now, cutoff time.Time, moved bool, 
 	return out[:min(len(out), limit)], nil
 }
 
-func (x *tier) MoveSamples(_ context.Context, _ int64, id string, now time.Time, kept bool) error {
+func (x *tier) MoveSamples(_ context.Context, _ int64, id string, now time.Time, digest []byte) error {
+	kept := digest == nil
+	if !kept {
+		if d := ix.Digest([][]ix.Second{x.stored[id]}); !bytes.Equal(digest, d[:]) {
+			return fmt.Errorf("%s moved with digest %x, not its rows' %x", id, digest, d)
+		}
+	}
 	x.calls = append(x.calls, fmt.Sprintf("move %s kept=%v", id, kept))
 	x.tiers[id], x.moved[id] = 1, now
 	if kept {

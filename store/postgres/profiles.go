@@ -16,7 +16,7 @@ import (
 
 const profileColumns = `id, app, host, labels, format, filename, events, default_event, samples, timed,
 	start_second, duration_nanos, time_unit_nanos, start_time, end_time, time_source, size_bytes,
-	encode(sha256, 'hex'), blob_key, meta, created_at, wall_shift_nanos, samples_tier IN (1, 2)`
+	encode(sha256, 'hex'), blob_key, meta, created_at, wall_shift_nanos, samples_tier IN (1, 2), samples_digest`
 
 // leanProfileColumns are profileColumns without the recording's metadata
 // (Meta nil): a fleet query selects thousands of profiles a day and never
@@ -30,7 +30,7 @@ func scanProfile(row pgx.Row) (*fleetscope.ProfileInfo, error) {
 	var labels, events, meta []byte
 	err := row.Scan(&id, &p.App, &p.Host, &labels, &p.Format, &p.Filename, &events, &p.DefaultEvent, &p.Samples, &p.Timed,
 		&p.StartSecond, &p.DurationNanos, &p.TimeUnitNanos, &p.StartTime, &p.EndTime, &p.TimeSource, &p.SizeBytes,
-		&p.SHA256, &p.BlobKey, &meta, &p.CreatedAt, &p.WallShiftNanos, &p.Cold)
+		&p.SHA256, &p.BlobKey, &meta, &p.CreatedAt, &p.WallShiftNanos, &p.Cold, &p.SamplesDigest)
 	if err != nil {
 		return nil, err
 	}

@@ -126,20 +126,22 @@ func (db *DB) SamplesDue(ctx context.Context, now, cutoff time.Time, moved bool,
 }
 
 // MoveSamples takes a profile out of the sample tier at now: from then on
-// its samples are read from its raw file (or, kept, from its rows, which
-// then stay). Its rows stay until DropMovedSamples. A profile already
-// moved is left as it is.
-func (db *DB) MoveSamples(ctx context.Context, tenant int64, id string, now time.Time, kept bool) error {
+// its samples are read from its raw file, used only if its rows hash to
+// digest (index.Digest); or, with a nil digest, its rows are kept for
+// good. Its rows stay until DropMovedSamples. A profile already moved is
+// left as it is.
+func (db *DB) MoveSamples(ctx context.Context, tenant int64, id string, now time.Time, digest []byte) error {
 	u, err := parseID(id)
 	if err != nil {
 		return err
 	}
 	tier := 1
-	if kept {
+	if digest == nil {
 		tier = 3
 	}
 	err = db.inTenant(ctx, tenant, func(tx pgx.Tx) error {
-		_, err := tx.Exec(ctx, `UPDATE profiles SET samples_tier = $3, samples_moved_at = $4 WHERE tenant_id = $1 AND id = $2 AND samples_tier = 0`, tenant, u, tier, now)
+		_, err := tx.Exec(ctx, `UPDATE profiles SET samples_tier = $3, samples_moved_at = $4, samples_digest = $5
+			WHERE tenant_id = $1 AND id = $2 AND samples_tier = 0`, tenant, u, tier, now, digest)
 		return err
 	})
 	return translate(err, "profile "+id)

@@ -69,25 +69,26 @@ func TestSampleTierRows(t *testing.T) {
 		t.Fatalf("due past the tier: %v, want tenant a's %v", got, want)
 	}
 
+	digest := []byte("a digest of 32 bytes, for a test")
 	// Another tenant cannot move a's profile.
-	if err := db.MoveSamples(ctx, b, pa.ID, now, false); err != nil {
+	if err := db.MoveSamples(ctx, b, pa.ID, now, digest); err != nil {
 		t.Fatal(err)
 	}
 	if p, _ := db.Profile(ctx, a, pa.ID); p.Cold {
 		t.Fatal("tenant b moved tenant a's profile")
 	}
 	before := rows(pa.ID)
-	if err := db.MoveSamples(ctx, a, pa.ID, now, false); err != nil {
+	if err := db.MoveSamples(ctx, a, pa.ID, now, digest); err != nil {
 		t.Fatal(err)
 	}
-	if err := db.MoveSamples(ctx, a, pa2.ID, now, true); err != nil {
+	if err := db.MoveSamples(ctx, a, pa2.ID, now, nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := db.MoveSamples(ctx, a, pa2.ID, now, false); err != nil { // kept is for good
+	if err := db.MoveSamples(ctx, a, pa2.ID, now, digest); err != nil { // kept is for good
 		t.Fatal(err)
 	}
-	if p, _ := db.Profile(ctx, a, pa.ID); !p.Cold || rows(pa.ID) != before {
-		t.Fatalf("moved: cold %v with %d rows, want cold with its %d rows until the grace", p.Cold, rows(pa.ID), before)
+	if p, _ := db.Profile(ctx, a, pa.ID); !p.Cold || rows(pa.ID) != before || string(p.SamplesDigest) != string(digest) {
+		t.Fatalf("moved: cold %v with %d rows, digest %q; want cold with its %d rows until the grace, and the digest", p.Cold, rows(pa.ID), p.SamplesDigest, before)
 	}
 	if p, _ := db.Profile(ctx, a, pa2.ID); p.Cold {
 		t.Fatal("a profile whose rows are kept reads as cold")
