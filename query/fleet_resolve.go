@@ -64,7 +64,7 @@ func (s *Service) resolve(ctx context.Context, tenant int64, sel fleetscope.Flee
 		return nil, err
 	}
 	if f.event == "" {
-		if err := s.chooseEvent(ctx, tenant, f, index.Minutes, f.first, f.end); err != nil {
+		if err := s.chooseEvent(ctx, tenant, f, index.Minutes, f.first, f.end, false); err != nil {
 			return nil, err
 		}
 	}
@@ -99,23 +99,38 @@ func (f *fleet) onlyEvent() (string, bool) {
 }
 
 // chooseEvent sets the default event of a selection that names none: the
-// one its profiles all have, if so, else from its stored totals (kept: the
-// host strip and the timeline read them next;
-// for columns of spc seconds, the rollup slots wholly inside
-// [wholeFrom, wholeTo) from the rollups: see storedRows; any whole
-// minutes will do for an answer without columns).
-func (s *Service) chooseEvent(ctx context.Context, tenant int64, f *fleet, spc int64, wholeFrom, wholeTo int64) error {
+// one its profiles all have, if so, else the busiest in its stored totals,
+// read a row at a time (for columns of spc seconds, the rollup slots
+// wholly inside [wholeFrom, wholeTo) from the rollups: see storedRows; any
+// whole minutes will do for an answer without columns). With keep, the
+// rows are kept in f.totals: a listed selection's host strip and timeline
+// sum them next.
+func (s *Service) chooseEvent(ctx context.Context, tenant int64, f *fleet, spc int64, wholeFrom, wholeTo int64, keep bool) error {
 	if e, ok := f.onlyEvent(); ok {
 		f.event = e // what its stored totals would choose: no need to read them
 		return nil
 	}
+	sums := map[string]int64{}
 	if f.numTimed() > 0 {
+		counted := f.rowFilter()
 		var err error
-		if f.totals, f.served, err = s.storedRows(ctx, tenant, f, "", f.first, f.end, wholeFrom, wholeTo, spc, false); err != nil {
+		f.served, err = s.storedRows(ctx, tenant, f, "", f.first, f.end, wholeFrom, wholeTo, spc, false, func(r *index.FleetRow) error {
+			if keep {
+				f.totals = append(f.totals, *r)
+			}
+			if counted(r) {
+				sums[r.Event] += int64(r.Samples)
+				if f.sel.IncludeIdle {
+					sums[r.Event] += int64(r.Idle)
+				}
+			}
+			return nil
+		})
+		if err != nil {
 			return err
 		}
 	}
-	f.event = f.busiestEvent(f.totals)
+	f.event = f.busiestEvent(sums)
 	return nil
 }
 
@@ -208,21 +223,11 @@ func (f *fleet) ids() map[string]bool {
 	return out
 }
 
-// busiestEvent is the default event (base name): the one most samples of
-// the selection's timed profiles have in rows (their stored seconds in the
-// window, every event's); with none, the untimed profiles' most common
+// busiestEvent is the default event (base name): the one with the most
+// samples in totals (the selection's timed profiles' stored samples in
+// the window, by event); with none, the untimed profiles' most common
 // one; the first by name on a tie.
-func (f *fleet) busiestEvent(rows []index.FleetRow) string {
-	totals := map[string]int64{}
-	keep := f.rowFilter()
-	for i := range rows {
-		if r := &rows[i]; keep(r) {
-			totals[r.Event] += int64(r.Samples)
-			if f.sel.IncludeIdle {
-				totals[r.Event] += int64(r.Idle)
-			}
-		}
-	}
+func (f *fleet) busiestEvent(totals map[string]int64) string {
 	if len(totals) == 0 && f.counts != nil {
 		for _, e := range f.counts.Events { // the first by name: untimed ones are not counted by event
 			totals[fleetscope.EventBase(e)] += 0

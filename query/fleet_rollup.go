@@ -118,30 +118,40 @@ func (s *Service) spans(from, to, wholeFrom, wholeTo, spc int64) []span {
 }
 
 // storedRows reads the stored rows of the fleet's app for the unix seconds
-// [from, to): with cells, of event only (base name; "" every event), else
-// every event's totals. For columns of spc seconds, the rollup slots
-// wholly inside both [from, to) and [wholeFrom, wholeTo) come from the
-// rollups (each row's Second its slot's first; spans), the rest from the
-// second rows.
-func (s *Service) storedRows(ctx context.Context, tenant int64, f *fleet, event string, from, to, wholeFrom, wholeTo, spc int64, withCells bool) ([]index.FleetRow, Served, error) {
-	var out []index.FleetRow
+// [from, to) and hands them to fn: with cells, of event only (base name;
+// "" every event), else every event's totals. For columns of spc seconds,
+// the rollup slots wholly inside both [from, to) and [wholeFrom, wholeTo)
+// come from the rollups (each row's Second its slot's first; spans), the
+// rest from the second rows. fn may not keep a row's cells.
+func (s *Service) storedRows(ctx context.Context, tenant int64, f *fleet, event string, from, to, wholeFrom, wholeTo, spc int64, withCells bool, fn func(*index.FleetRow) error) (Served, error) {
 	var served Served
 	for _, sp := range s.spans(from, to, wholeFrom, wholeTo, spc) {
-		var rows []index.FleetRow
-		var err error
-		switch {
-		case sp.width != 1:
-			rows, err = s.src.FleetRollup(ctx, tenant, f.sel.App, event, sp.width, sp.from, sp.to, withCells)
-		case withCells:
-			rows, err = s.src.FleetCells(ctx, tenant, f.sel.App, event, sp.from, sp.to)
-		default:
-			rows, err = s.src.FleetTotals(ctx, tenant, f.sel.App, sp.from, sp.to)
-		}
+		n := 0
+		err := s.src.FleetRows(ctx, tenant, f.sel.App, event, sp.width, sp.from, sp.to, withCells, func(r *index.FleetRow) error {
+			if n++; n%rowsPerCheck == 0 && ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return fn(r)
+		})
 		if err != nil {
-			return nil, Served{}, err
+			return Served{}, err
 		}
-		served.add(sp.width, len(rows))
-		out = append(out, rows...)
+		served.add(sp.width, n)
 	}
-	return out, served, nil
+	return served, nil
+}
+
+// rowsPerCheck is how many stored rows storedRows hands on between two
+// looks at its context.
+const rowsPerCheck = 1024
+
+// storedTotals collects storedRows' totals (no cells): what the host
+// strip, the timeline and the series of a listed selection sum.
+func (s *Service) storedTotals(ctx context.Context, tenant int64, f *fleet, event string, from, to, wholeFrom, wholeTo, spc int64) ([]index.FleetRow, Served, error) {
+	var out []index.FleetRow
+	served, err := s.storedRows(ctx, tenant, f, event, from, to, wholeFrom, wholeTo, spc, false, func(r *index.FleetRow) error {
+		out = append(out, *r)
+		return nil
+	})
+	return out, served, err
 }

@@ -43,36 +43,23 @@ func (s *Service) FleetHeatmap(ctx context.Context, tenant int64, sel fleetscope
 		return nil, err
 	}
 	start, spc, columns := f.grid(minSPC)
-	var cells []index.FleetRow
 	if f.event == "" {
 		if e, ok := f.onlyEvent(); ok {
 			f.event = e // its rows alone are read
-		}
-	}
-	if stored {
-		// With no event named, every event's cells, and the default event
-		// chosen from them: one read, not two.
-		if cells, f.served, err = s.storedRows(ctx, tenant, f, f.event, f.first, f.end, f.first, f.end, spc, true); err != nil {
-			return nil, err
-		}
-		if f.event == "" {
-			f.event = f.busiestEvent(cells)
-		}
-	} else if f.event == "" {
-		if err := s.chooseEvent(ctx, tenant, f, spc, f.first, f.end); err != nil {
+		} else if err := s.chooseEvent(ctx, tenant, f, spc, f.first, f.end, false); err != nil {
 			return nil, err
 		}
 	}
 	h := heatmap.New(f.event, start, spc, columns, rows)
-	acc := f.accounting(false)
 	if stored {
+		// The event's cells, summed into the columns a row at a time:
+		// memory is the answer's, however many rows the window holds.
 		keep := f.rowFilter()
 		per := index.Rows / rows
 		buf := make([]int32, rows)
-		for i := range cells {
-			c := &cells[i]
+		if f.served, err = s.storedRows(ctx, tenant, f, f.event, f.first, f.end, f.first, f.end, spc, true, func(c *index.FleetRow) error {
 			if !keep(c) || c.Event != f.event {
-				continue
+				return nil
 			}
 			clear(buf)
 			for r := range index.Rows {
@@ -82,6 +69,9 @@ func (s *Service) FleetHeatmap(ctx context.Context, tenant int64, sel fleetscope
 				}
 			}
 			h.AddCells(c.Second, buf)
+			return nil
+		}); err != nil {
+			return nil, err
 		}
 	} else {
 		err := s.fleetSamples(ctx, tenant, f, f.first*1e9, f.end*1e9, true, func(p *fleetscope.ProfileInfo, d *fleetscope.Dict, _ []int64, batch []fleetscope.Sample, keep func(*fleetscope.Sample) bool) {
@@ -96,7 +86,7 @@ func (s *Service) FleetHeatmap(ctx context.Context, tenant int64, sel fleetscope
 		}
 	}
 	h.Finish()
-	return &FleetHeatmap{Heatmap: h, Accounting: acc}, nil
+	return &FleetHeatmap{Heatmap: h, Accounting: f.accounting(false)}, nil
 }
 
 // HostSeries is one host's samples per column.
@@ -215,7 +205,7 @@ func (s *Service) fleetColumns(ctx context.Context, tenant int64, sel fleetscope
 	}
 	start, spc, columns = f.grid(minSPC)
 	if f.event == "" {
-		if err := s.chooseEvent(ctx, tenant, f, spc, f.first, f.end); err != nil {
+		if err := s.chooseEvent(ctx, tenant, f, spc, f.first, f.end, false); err != nil {
 			return nil, 0, 0, 0, nil, err
 		}
 	}
@@ -251,7 +241,7 @@ func (s *Service) fleetTotals(ctx context.Context, tenant int64, sel fleetscope.
 	}
 	if f.filter.m != nil {
 		if f.event == "" {
-			if err := s.chooseEvent(ctx, tenant, f, spc, wholeFrom, wholeTo); err != nil {
+			if err := s.chooseEvent(ctx, tenant, f, spc, wholeFrom, wholeTo, false); err != nil {
 				return nil, 0, 0, 0, nil, err
 			}
 		}
@@ -259,13 +249,13 @@ func (s *Service) fleetTotals(ctx context.Context, tenant int64, sel fleetscope.
 		return f, start, spc, columns, rows, err
 	}
 	if f.event == "" {
-		if err := s.chooseEvent(ctx, tenant, f, spc, wholeFrom, wholeTo); err != nil {
+		if err := s.chooseEvent(ctx, tenant, f, spc, wholeFrom, wholeTo, true); err != nil {
 			return nil, 0, 0, 0, nil, err
 		}
 	}
 	all := f.totals
 	if all == nil && f.event != "" {
-		if all, f.served, err = s.storedRows(ctx, tenant, f, f.event, f.first, f.end, wholeFrom, wholeTo, spc, false); err != nil {
+		if all, f.served, err = s.storedTotals(ctx, tenant, f, f.event, f.first, f.end, wholeFrom, wholeTo, spc); err != nil {
 			return nil, 0, 0, 0, nil, err
 		}
 	}

@@ -90,17 +90,15 @@ type Fleet interface {
 	// every label condition; ETOOLARGE past limit profiles. Their Meta
 	// may be left out.
 	FleetProfiles(ctx context.Context, tenant int64, app string, hosts []string, labels []fleetscope.LabelMatch, from, to int64, limit int) ([]*fleetscope.ProfileInfo, error)
-	// FleetCells returns the cells of app's profiles for one event (base
-	// name; "" for every event) in the unix seconds [from, to).
-	FleetCells(ctx context.Context, tenant int64, app, event string, from, to int64) ([]index.FleetRow, error)
-	// FleetTotals returns the sample counts (no cells) of app's profiles,
-	// every event, in the unix seconds [from, to).
-	FleetTotals(ctx context.Context, tenant int64, app string, from, to int64) ([]index.FleetRow, error)
-	// FleetRollup returns what FleetCells (withCells) or FleetTotals
-	// return, summed by unix slots of width seconds (index.Tens,
-	// index.Minutes; each row's Second its slot's first), for the slots
-	// starting in [from, to) (multiples of width).
-	FleetRollup(ctx context.Context, tenant int64, app, event string, width, from, to int64, withCells bool) ([]index.FleetRow, error)
+	// FleetRows hands fn, one at a time, the stored rows of app's
+	// profiles of one event (base name; "" for every event) of width
+	// seconds (1: a profile's second; index.Tens, index.Minutes: its
+	// rollups, each row's Second its slot's first) that start in the unix
+	// seconds [from, to) (multiples of width), with their cells or only
+	// their sample counts. fn may not keep a row's cells: they are reused.
+	// Nothing is held but the row at hand, however many rows a window
+	// holds.
+	FleetRows(ctx context.Context, tenant int64, app, event string, width, from, to int64, withCells bool, fn func(*index.FleetRow) error) error
 	// ProfileStacks returns a profile's stack list as tenant dictionary
 	// keys (index.Keyer), in the order its samples refer to them.
 	ProfileStacks(ctx context.Context, tenant int64, id string) ([]int64, error)

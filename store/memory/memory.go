@@ -246,18 +246,18 @@ func (s *Store) fleet() error {
 	return nil
 }
 
-// fleetRows returns the wall seconds (width 1), or their rollup of width
-// seconds, of app's profiles in [from, to) for which keep is true.
-func (s *Store) fleetRows(app string, width, from, to int64, keep func(*index.WallSecond) bool) ([]index.FleetRow, error) {
+// FleetRows hands fn the wall seconds (width 1), or their rollups of width
+// seconds (index.Tens, index.Minutes), of app's profiles of event (base
+// name; "" for every event) starting in [from, to).
+func (s *Store) FleetRows(_ context.Context, _ int64, app, event string, width, from, to int64, _ bool, fn func(*index.FleetRow) error) error {
 	if width != 1 && width != index.Tens && width != index.Minutes {
-		return nil, fmt.Errorf("no rollup of %d seconds", width)
+		return fmt.Errorf("no rollup of %d seconds", width)
 	}
 	if err := s.fleet(); err != nil {
-		return nil, err
+		return err
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	var out []index.FleetRow
 	for _, id := range s.order {
 		p := s.profiles[id]
 		if p.info.App != app {
@@ -268,31 +268,14 @@ func (s *Store) fleetRows(app string, width, from, to int64, keep func(*index.Wa
 			rows = p.rollups[width]
 		}
 		for i := range rows {
-			if w := &rows[i]; w.Second >= from && w.Second < to && keep(w) {
-				out = append(out, index.FleetRow{ProfileID: id, Host: p.info.Host, WallSecond: *w})
+			if w := &rows[i]; w.Second >= from && w.Second < to && (event == "" || w.Event == event) {
+				if err := fn(&index.FleetRow{ProfileID: id, Host: p.info.Host, WallSecond: *w}); err != nil {
+					return err
+				}
 			}
 		}
 	}
-	return out, nil
-}
-
-// FleetCells returns the cells of app's profiles for one event (base name;
-// "" for every event) in the unix seconds [from, to).
-func (s *Store) FleetCells(_ context.Context, _ int64, app, event string, from, to int64) ([]index.FleetRow, error) {
-	return s.fleetRows(app, 1, from, to, func(w *index.WallSecond) bool { return event == "" || w.Event == event })
-}
-
-// FleetRollup returns the cells of app's profiles for one event ("" for
-// every event) summed by the unix slots of width seconds (index.Tens,
-// index.Minutes) starting in [from, to).
-func (s *Store) FleetRollup(_ context.Context, _ int64, app, event string, width, from, to int64, _ bool) ([]index.FleetRow, error) {
-	return s.fleetRows(app, width, from, to, func(w *index.WallSecond) bool { return event == "" || w.Event == event })
-}
-
-// FleetTotals returns the samples of app's profiles, every event, in the
-// unix seconds [from, to).
-func (s *Store) FleetTotals(_ context.Context, _ int64, app string, from, to int64) ([]index.FleetRow, error) {
-	return s.fleetRows(app, 1, from, to, func(*index.WallSecond) bool { return true })
+	return nil
 }
 
 // ProfileStacks returns a profile's stack keys by stack id.

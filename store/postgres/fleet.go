@@ -187,16 +187,21 @@ func fleetMatches(p *fleetscope.ProfileInfo, labels []fleetscope.LabelMatch) boo
 	return true
 }
 
-// FleetCells returns the stored cells in absolute time of the tenant's
-// profiles of app and event (base name; "" for every event) for the unix
-// seconds [from, to).
-func (db *DB) FleetCells(ctx context.Context, tenant int64, app, event string, from, to int64) ([]index.FleetRow, error) {
-	return db.fleetRows(ctx, tenant, "fleet_seconds", "second", app, event, from, to, true)
-}
-
-// fleetRows reads a fleet table's rows of app and event ("": every event)
-// whose time (column at) lies in [from, to), with their cells or not.
-func (db *DB) fleetRows(ctx context.Context, tenant int64, table, at, app, event string, from, to int64, withCells bool) ([]index.FleetRow, error) {
+// FleetRows hands fn the stored rows in absolute time of the tenant's
+// profiles of app and event (base name; "" for every event) of width
+// seconds (1: fleet_seconds; index.Tens: fleet_tens; index.Minutes:
+// fleet_minutes, each row's Second its slot's first) starting in the unix
+// seconds [from, to), as they are read: with their cells (decoded into
+// one buffer, reused for every row) or only their totals.
+func (db *DB) FleetRows(ctx context.Context, tenant int64, app, event string, width, from, to int64, withCells bool, fn func(*index.FleetRow) error) error {
+	table, at := "fleet_seconds", "second"
+	if width != 1 {
+		r, err := rollupOf(width)
+		if err != nil {
+			return err
+		}
+		table, at = r.table, r.at
+	}
 	cols := "profile_id, host, event, " + at + ", samples, idle"
 	if withCells {
 		cols += ", cells, idle_cells"
@@ -207,25 +212,22 @@ func (db *DB) fleetRows(ctx context.Context, tenant int64, table, at, app, event
 		q += ` AND event = $5`
 		args = append(args, event)
 	}
-	var out []index.FleetRow
-	var slab []int32 // the rows' cells, allocated a thousand rows at a time
 	err := db.readTenant(ctx, tenant, func(rows pgx.Rows) error {
 		var cells, idle pgtype.DriverBytes
+		var r index.FleetRow
+		var id uuid.UUID
+		if withCells {
+			r.Cells, r.IdleCells = make([]int32, index.Rows), make([]int32, index.Rows)
+		}
+		dst := []any{&id, &r.Host, &r.Event, &r.Second, &r.Samples, &r.Idle}
+		if withCells {
+			dst = append(dst, &cells, &idle)
+		}
 		for rows.Next() {
-			var r index.FleetRow
-			var id uuid.UUID
-			dst := []any{&id, &r.Host, &r.Event, &r.Second, &r.Samples, &r.Idle}
-			if withCells {
-				dst = append(dst, &cells, &idle)
-			}
 			if err := rows.Scan(dst...); err != nil {
 				return err
 			}
 			if withCells {
-				if len(slab) < 2*index.Rows {
-					slab = make([]int32, 2*index.Rows*1024)
-				}
-				r.Cells, r.IdleCells, slab = slab[:index.Rows:index.Rows], slab[index.Rows:2*index.Rows:2*index.Rows], slab[2*index.Rows:]
 				if err := index.ReadCells(r.Cells, cells); err != nil {
 					return err
 				}
@@ -234,32 +236,34 @@ func (db *DB) fleetRows(ctx context.Context, tenant int64, table, at, app, event
 				}
 			}
 			r.ProfileID = id.String()
-			out = append(out, r)
+			if err := fn(&r); err != nil {
+				return err
+			}
 		}
 		return nil
 	}, q, args...)
-	return out, translate(err, "fleet")
+	return translate(err, "fleet")
 }
 
-// FleetRollup returns the stored cells summed by unix slots of width
-// seconds (index.Tens: fleet_tens; index.Minutes: fleet_minutes) of the
-// tenant's profiles of app and event (base name; "" for every event), for
-// the slots starting in [from, to) (unix seconds, multiples of width):
-// each row's Second is its slot's first. Without cells, only the totals.
+// FleetCells collects FleetRows of fleet_seconds, each row with cells of
+// its own.
+func (db *DB) FleetCells(ctx context.Context, tenant int64, app, event string, from, to int64) ([]index.FleetRow, error) {
+	return db.FleetRollup(ctx, tenant, app, event, 1, from, to, true)
+}
+
+// FleetRollup collects FleetRows of width seconds, each row with cells of
+// its own (withCells).
 func (db *DB) FleetRollup(ctx context.Context, tenant int64, app, event string, width, from, to int64, withCells bool) ([]index.FleetRow, error) {
-	r, err := rollupOf(width)
-	if err != nil {
-		return nil, err
-	}
-	return db.fleetRows(ctx, tenant, r.table, r.at, app, event, from, to, withCells)
-}
-
-// FleetTotals returns, per event (base name), the samples (non-idle, and
-// idle) of the tenant's profiles of app in the unix seconds [from, to),
-// keyed by profile: what the default event and timelines need, without the
-// cells.
-func (db *DB) FleetTotals(ctx context.Context, tenant int64, app string, from, to int64) ([]index.FleetRow, error) {
-	return db.fleetRows(ctx, tenant, "fleet_seconds", "second", app, "", from, to, false)
+	var out []index.FleetRow
+	err := db.FleetRows(ctx, tenant, app, event, width, from, to, withCells, func(r *index.FleetRow) error {
+		c := *r
+		if withCells {
+			c.Cells, c.IdleCells = slices.Clone(r.Cells), slices.Clone(r.IdleCells)
+		}
+		out = append(out, c)
+		return nil
+	})
+	return out, err
 }
 
 // FleetLabelSets returns the distinct (app, host, labels) of the tenant's
