@@ -51,15 +51,19 @@ func TestSampleTier(t *testing.T) {
 	// bytes put in its place) must keep them.
 	ids["tampered"] = s.upload(plant(t, "--seed", "85", "--seconds", "4", "--epoch"), "--host", "h5")
 	other, _ := os.ReadFile(plant(t, "--seed", "86", "--seconds", "4", "--epoch"))
-	var key string
-	if err := s.sql(func(c *pgx.Conn) error {
-		return c.QueryRow(ctx, `SELECT blob_key FROM profiles WHERE id = $1`, ids["tampered"]).Scan(&key)
-	}); err != nil {
-		t.Fatal(err)
+	replaceRawFile := func(id string) {
+		t.Helper()
+		var key string
+		if err := s.sql(func(c *pgx.Conn) error {
+			return c.QueryRow(ctx, `SELECT blob_key FROM profiles WHERE id = $1`, id).Scan(&key)
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.blobs.Put(ctx, key, bytes.NewReader(other), int64(len(other))); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if err := s.blobs.Put(ctx, key, bytes.NewReader(other), int64(len(other))); err != nil {
-		t.Fatal(err)
-	}
+	replaceRawFile(ids["tampered"])
 
 	answers := func() map[string]string {
 		t.Helper()
@@ -222,14 +226,7 @@ func TestSampleTier(t *testing.T) {
 	// A raw file that no longer gives back the moved rows (here: other
 	// bytes in its place; in life, a parser that changed) is an error,
 	// never another answer.
-	if err := s.sql(func(c *pgx.Conn) error {
-		return c.QueryRow(ctx, `SELECT blob_key FROM profiles WHERE id = $1`, ids["h3"]).Scan(&key)
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.blobs.Put(ctx, key, bytes.NewReader(other), int64(len(other))); err != nil {
-		t.Fatal(err)
-	}
+	replaceRawFile(ids["h3"])
 	s.flushCaches()
 	if out, errOut, code := s.cli("heatmap", "--json", "--profile", ids["h3"]); code == 0 || !strings.Contains(errOut, "no longer gives back") {
 		t.Fatalf("a moved profile whose raw file changed: exit %d\n%s%s", code, out, errOut)

@@ -59,11 +59,12 @@ type Service struct {
 	// (ingest.Service.Reindex).
 	Tier    Tier
 	Reindex func(ctx context.Context, p *fleetscope.ProfileInfo) (*index.Index, error)
-	// BeforeMove, if set, is called for each profile about to leave the
-	// sample tier, while its rows are still read: the server stores the
-	// stack buckets its samples fall in, so that merged flame graphs over
-	// it need not read its raw file. A failure is logged, not fatal.
-	BeforeMove func(ctx context.Context, tenant int64, p *fleetscope.ProfileInfo) error
+	// BeforeMove, if set, is called with a tenant's profiles about to
+	// leave the sample tier (up to a hundred at a time), while their rows
+	// are still read: the server stores the stack buckets their samples
+	// fall in, so that merged flame graphs over them need not read their
+	// raw files. A failure is logged, not fatal.
+	BeforeMove func(ctx context.Context, tenant int64, ps []*fleetscope.ProfileInfo) error
 
 	once    sync.Once
 	deleted chan struct{} // a profile was deleted (see Deleted)

@@ -56,37 +56,30 @@ func (s *Service) MoveSamples(ctx context.Context, now time.Time) (r Moved, err 
 		if err != nil {
 			return r, err
 		}
+		var cs []checked
+		var stop error
 		for _, ref := range due {
 			p, digest, differs, err := s.differs(ctx, ref)
 			if fleetscope.ErrorCode(err) == fleetscope.ENOTFOUND {
 				continue // deleted meanwhile
 			}
 			if err != nil {
-				return r, err // the blob store or the index: the next sweep tries again
+				stop = err // the blob store or the index: the next sweep tries again
+				break
 			}
-			same := differs == ""
-			if !same && s.Log != nil {
-				s.Log.Warn("sample tier: the raw file does not give back the stored rows; they are kept", "tenant", ref.Tenant, "profile", ref.ID, "why", differs)
-			}
-			if same && s.BeforeMove != nil {
-				if err := s.BeforeMove(ctx, ref.Tenant, p); err != nil && s.Log != nil {
-					s.Log.Warn("sample tier: stack buckets not stored before the move (queries count them)", "tenant", ref.Tenant, "profile", ref.ID, "err", err)
+			if differs != "" {
+				digest = nil
+				if s.Log != nil {
+					s.Log.Warn("sample tier: the raw file does not give back the stored rows; they are kept", "tenant", ref.Tenant, "profile", ref.ID, "why", differs)
 				}
 			}
-			if !same {
-				digest = nil
-			}
-			if err := s.Tier.MoveSamples(ctx, ref.Tenant, ref.ID, now, digest); err != nil {
-				return r, err
-			}
-			if s.Forget != nil {
-				s.Forget(ref.Tenant, ref.ID) // its metadata now says where its samples are
-			}
-			if same {
-				r.Moved++
-			} else {
-				r.Kept++
-			}
+			cs = append(cs, checked{ref, p, digest})
+		}
+		if err := s.move(ctx, now, cs, &r); err != nil {
+			return r, err
+		}
+		if stop != nil {
+			return r, stop
 		}
 		if len(due) < 100 {
 			break
@@ -107,6 +100,46 @@ func (s *Service) MoveSamples(ctx context.Context, now time.Time) (r Moved, err 
 			return r, nil
 		}
 	}
+}
+
+// checked is a profile whose raw file was compared with its rows: digest
+// nil if they differ.
+type checked struct {
+	ref    fleetscope.ProfileRef
+	p      *fleetscope.ProfileInfo
+	digest []byte
+}
+
+// move marks checked profiles: moved (a digest) or kept. The stack buckets
+// of those moving are stored first, by tenant (BeforeMove).
+func (s *Service) move(ctx context.Context, now time.Time, cs []checked, r *Moved) error {
+	if s.BeforeMove != nil {
+		byTenant := map[int64][]*fleetscope.ProfileInfo{}
+		for _, c := range cs {
+			if c.digest != nil {
+				byTenant[c.ref.Tenant] = append(byTenant[c.ref.Tenant], c.p)
+			}
+		}
+		for tenant, ps := range byTenant {
+			if err := s.BeforeMove(ctx, tenant, ps); err != nil && s.Log != nil {
+				s.Log.Warn("sample tier: stack buckets not stored before the move (queries count them)", "tenant", tenant, "profiles", len(ps), "err", err)
+			}
+		}
+	}
+	for _, c := range cs {
+		if err := s.Tier.MoveSamples(ctx, c.ref.Tenant, c.ref.ID, now, c.digest); err != nil {
+			return err
+		}
+		if s.Forget != nil {
+			s.Forget(c.ref.Tenant, c.ref.ID) // its metadata now says where its samples are
+		}
+		if c.digest != nil {
+			r.Moved++
+		} else {
+			r.Kept++
+		}
+	}
+	return nil
 }
 
 // differs returns a profile and the digest of its stored rows

@@ -101,7 +101,16 @@ func TestMoveSamplesOnlyWhatComesBack(t *testing.T) {
 		tiers: map[string]int{}, moved: map[string]time.Time{},
 	}
 	var forgot []string
-	s := &lifecycle.Service{Tier: x, Reindex: x.reindex, Forget: func(_ int64, id string) { forgot = append(forgot, id) }}
+	var before [][]string
+	s := &lifecycle.Service{Tier: x, Reindex: x.reindex, Forget: func(_ int64, id string) { forgot = append(forgot, id) },
+		BeforeMove: func(_ context.Context, _ int64, ps []*fleetscope.ProfileInfo) error {
+			var ids []string
+			for _, p := range ps {
+				ids = append(ids, p.ID)
+			}
+			before = append(before, ids)
+			return nil
+		}}
 	now := time.Unix(1795000000, 0)
 
 	// "down" sorts first: the sweep stops there, having moved nothing.
@@ -120,6 +129,11 @@ func TestMoveSamplesOnlyWhatComesBack(t *testing.T) {
 	want := []string{"move down kept=false", "move fewer kept=true", "move gone kept=true", "move other kept=true", "move same kept=false"}
 	if !slices.Equal(x.calls, want) || !slices.Equal(forgot, []string{"down", "fewer", "gone", "other", "same"}) {
 		t.Fatalf("calls %v, forgot %v; want %v", x.calls, forgot, want)
+	}
+	// The buckets of the profiles moving (not of those kept) are stored
+	// first, in one call for the batch.
+	if len(before) != 1 || !slices.Equal(before[0], []string{"down", "same"}) {
+		t.Fatalf("BeforeMove called with %v, want [[down same]]", before)
 	}
 
 	// Within the grace nothing is deleted; past it, only the moved rows.

@@ -1,13 +1,16 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/fleetscope/fleetscope"
 	"github.com/fleetscope/fleetscope/query"
+	"github.com/fleetscope/fleetscope/store/index"
 )
 
 // compactor counts the stack buckets of the profiles this replica stored,
@@ -99,15 +102,36 @@ func (c *compactor) round(ctx context.Context, now time.Time) {
 	}
 }
 
-// beforeMove stores the stack buckets a profile's samples fall in before
-// the sample tier moves them out of the index
+// beforeMove stores the stack buckets of a tenant's profiles before the
+// sample tier moves their samples out of the index
 // (lifecycle.Service.BeforeMove): merged flame graphs over them then read
-// the buckets, not its raw file.
-func (c *compactor) beforeMove(ctx context.Context, tenant int64, p *fleetscope.ProfileInfo) error {
-	if !p.Timed {
-		return nil
+// the buckets, not their raw files. Profiles are compacted by app, over
+// the spans of their wall-clock time merged where they overlap or lie
+// within a bucket of each other (a batch is a few minutes of a fleet).
+func (c *compactor) beforeMove(ctx context.Context, tenant int64, ps []*fleetscope.ProfileInfo) error {
+	byApp := map[string][]span{}
+	for _, p := range ps {
+		if p.Timed {
+			from, end := fleetscope.WallSpan(p)
+			byApp[p.App] = append(byApp[p.App], span{from, end + 1}) // end inclusive: a sample may lie on it
+		}
 	}
-	from, end := fleetscope.WallSpan(p)
-	_, _, err := c.q.CompactBuckets(ctx, tenant, p.App, from, end+1, time.Now())
-	return err
+	now := time.Now()
+	for app, spans := range byApp {
+		slices.SortFunc(spans, func(a, b span) int { return cmp.Compare(a.from, b.from) })
+		cur := spans[0]
+		for i := 1; i <= len(spans); i++ {
+			if i < len(spans) && spans[i].from <= cur.to+index.BucketSeconds*1e9 {
+				cur.to = max(cur.to, spans[i].to)
+				continue
+			}
+			if _, _, err := c.q.CompactBuckets(ctx, tenant, app, cur.from, cur.to, now); err != nil {
+				return err
+			}
+			if i < len(spans) {
+				cur = spans[i]
+			}
+		}
+	}
+	return nil
 }
