@@ -25,6 +25,7 @@ func profileProto(p *fleetscope.ProfileInfo) *fsv1.Profile {
 		Samples: p.Samples, Timed: p.Timed, StartSecond: p.StartSecond, DurationNanos: p.DurationNanos,
 		StartTime: timestamppb.New(p.StartTime), EndTime: timestamppb.New(p.EndTime), TimeSource: p.TimeSource,
 		SizeBytes: p.SizeBytes, Sha256: p.SHA256, CreatedAt: timestamppb.New(p.CreatedAt), Meta: p.Meta,
+		SamplesInRawFile: p.Cold,
 	}
 	for _, e := range p.Events {
 		out.Events = append(out.Events, &fsv1.Event{Name: e.Name, Samples: e.Samples})

@@ -193,6 +193,16 @@ func TestSampleTier(t *testing.T) {
 		t.Error("no stack buckets stored before the move")
 	}
 	same("moved, read from the raw files", answers(), want)
+	_, q := s.clients()
+	for name, id := range ids {
+		res, err := q.GetProfile(ctx, connect.NewRequest(&fsv1.GetProfileRequest{Id: id}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := res.Msg.GetProfile().GetSamplesInRawFile(), name != "h2" && name != "tampered"; got != want {
+			t.Errorf("%s: samples_in_raw_file %v, want %v", name, got, want)
+		}
+	}
 	if n := rawFiles(); n != 3 { // h1, h3 and h4: h2 was stored later, h5's rows are kept
 		t.Fatalf("%d profiles read from raw files after the move, want 3", n)
 	}

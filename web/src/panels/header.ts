@@ -50,6 +50,7 @@ export class HeaderPanel {
         fact("samples", formatCount(p.samples)),
         fact("events", p.events.map((e) => `${e.name} (${formatCount(e.samples)})`).join(", ") || "—"),
         fact("format", p.format),
+        p.samplesInRawFile ? fact("samples from", "raw file", "past the tenant's sample tier: the samples are read from the uploaded file, not the index (the same answers; the first is slower)") : null,
         // a shared view shows what the docs say a link shares: not the
         // stored file's size or the profile's id
         this.opts.shared ? null : fact("size", formatBytes(Number(p.sizeBytes)), `${formatCount(p.sizeBytes)} bytes`),

@@ -58,9 +58,13 @@ type Profile struct {
 	Sha256    string                 `protobuf:"bytes,16,opt,name=sha256,proto3" json:"sha256,omitempty"`
 	CreatedAt *timestamppb.Timestamp `protobuf:"bytes,17,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
 	// Header facts the profiler recorded (hostname, cmdline, ...).
-	Meta          map[string]string `protobuf:"bytes,18,rep,name=meta,proto3" json:"meta,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Meta map[string]string `protobuf:"bytes,18,rep,name=meta,proto3" json:"meta,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// True past the tenant's sample tier: the profile's per-sample rows left
+	// the index and its samples are read from its raw file (answers are the
+	// same; the first one is slower).
+	SamplesInRawFile bool `protobuf:"varint,19,opt,name=samples_in_raw_file,json=samplesInRawFile,proto3" json:"samples_in_raw_file,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *Profile) Reset() {
@@ -219,6 +223,13 @@ func (x *Profile) GetMeta() map[string]string {
 	return nil
 }
 
+func (x *Profile) GetSamplesInRawFile() bool {
+	if x != nil {
+		return x.SamplesInRawFile
+	}
+	return false
+}
+
 type Event struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -275,7 +286,7 @@ var File_fleetscope_v1_profile_proto protoreflect.FileDescriptor
 
 const file_fleetscope_v1_profile_proto_rawDesc = "" +
 	"\n" +
-	"\x1bfleetscope/v1/profile.proto\x12\rfleetscope.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\x8f\x06\n" +
+	"\x1bfleetscope/v1/profile.proto\x12\rfleetscope.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xbe\x06\n" +
 	"\aProfile\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x10\n" +
 	"\x03app\x18\x02 \x01(\tR\x03app\x12\x12\n" +
@@ -299,7 +310,8 @@ const file_fleetscope_v1_profile_proto_rawDesc = "" +
 	"\x06sha256\x18\x10 \x01(\tR\x06sha256\x129\n" +
 	"\n" +
 	"created_at\x18\x11 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x124\n" +
-	"\x04meta\x18\x12 \x03(\v2 .fleetscope.v1.Profile.MetaEntryR\x04meta\x1a9\n" +
+	"\x04meta\x18\x12 \x03(\v2 .fleetscope.v1.Profile.MetaEntryR\x04meta\x12-\n" +
+	"\x13samples_in_raw_file\x18\x13 \x01(\bR\x10samplesInRawFile\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a7\n" +

@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file fleetscope/v1/profile.proto.
  */
 export const file_fleetscope_v1_profile: GenFile = /*@__PURE__*/
-  fileDesc("ChtmbGVldHNjb3BlL3YxL3Byb2ZpbGUucHJvdG8SDWZsZWV0c2NvcGUudjEi0gQKB1Byb2ZpbGUSCgoCaWQYASABKAkSCwoDYXBwGAIgASgJEgwKBGhvc3QYAyABKAkSMgoGbGFiZWxzGAQgAygLMiIuZmxlZXRzY29wZS52MS5Qcm9maWxlLkxhYmVsc0VudHJ5Eg4KBmZvcm1hdBgFIAEoCRIkCgZldmVudHMYBiADKAsyFC5mbGVldHNjb3BlLnYxLkV2ZW50EhUKDWRlZmF1bHRfZXZlbnQYByABKAkSDwoHc2FtcGxlcxgIIAEoAxINCgV0aW1lZBgJIAEoCBIUCgxzdGFydF9zZWNvbmQYCiABKAMSFgoOZHVyYXRpb25fbmFub3MYCyABKAMSLgoKc3RhcnRfdGltZRgMIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLAoIZW5kX3RpbWUYDSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhMKC3RpbWVfc291cmNlGA4gASgJEhIKCnNpemVfYnl0ZXMYDyABKAMSDgoGc2hhMjU2GBAgASgJEi4KCmNyZWF0ZWRfYXQYESABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KBG1ldGEYEiADKAsyIC5mbGVldHNjb3BlLnYxLlByb2ZpbGUuTWV0YUVudHJ5Gi0KC0xhYmVsc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEaKwoJTWV0YUVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiJgoFRXZlbnQSDAoEbmFtZRgBIAEoCRIPCgdzYW1wbGVzGAIgASgDQkVaQ2dpdGh1Yi5jb20vZmxlZXRzY29wZS9mbGVldHNjb3BlL2FwaS9nZW4vZmxlZXRzY29wZS92MTtmbGVldHNjb3BldjFiBnByb3RvMw", [file_google_protobuf_timestamp]);
+  fileDesc("ChtmbGVldHNjb3BlL3YxL3Byb2ZpbGUucHJvdG8SDWZsZWV0c2NvcGUudjEi7wQKB1Byb2ZpbGUSCgoCaWQYASABKAkSCwoDYXBwGAIgASgJEgwKBGhvc3QYAyABKAkSMgoGbGFiZWxzGAQgAygLMiIuZmxlZXRzY29wZS52MS5Qcm9maWxlLkxhYmVsc0VudHJ5Eg4KBmZvcm1hdBgFIAEoCRIkCgZldmVudHMYBiADKAsyFC5mbGVldHNjb3BlLnYxLkV2ZW50EhUKDWRlZmF1bHRfZXZlbnQYByABKAkSDwoHc2FtcGxlcxgIIAEoAxINCgV0aW1lZBgJIAEoCBIUCgxzdGFydF9zZWNvbmQYCiABKAMSFgoOZHVyYXRpb25fbmFub3MYCyABKAMSLgoKc3RhcnRfdGltZRgMIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLAoIZW5kX3RpbWUYDSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhMKC3RpbWVfc291cmNlGA4gASgJEhIKCnNpemVfYnl0ZXMYDyABKAMSDgoGc2hhMjU2GBAgASgJEi4KCmNyZWF0ZWRfYXQYESABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KBG1ldGEYEiADKAsyIC5mbGVldHNjb3BlLnYxLlByb2ZpbGUuTWV0YUVudHJ5EhsKE3NhbXBsZXNfaW5fcmF3X2ZpbGUYEyABKAgaLQoLTGFiZWxzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ARorCglNZXRhRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASImCgVFdmVudBIMCgRuYW1lGAEgASgJEg8KB3NhbXBsZXMYAiABKANCRVpDZ2l0aHViLmNvbS9mbGVldHNjb3BlL2ZsZWV0c2NvcGUvYXBpL2dlbi9mbGVldHNjb3BlL3YxO2ZsZWV0c2NvcGV2MWIGcHJvdG8z", [file_google_protobuf_timestamp]);
 
 /**
  * Profile is one uploaded profile file and what its index knows of it.
@@ -134,6 +134,15 @@ export type Profile = Message<"fleetscope.v1.Profile"> & {
    * @generated from field: map<string, string> meta = 18;
    */
   meta: { [key: string]: string };
+
+  /**
+   * True past the tenant's sample tier: the profile's per-sample rows left
+   * the index and its samples are read from its raw file (answers are the
+   * same; the first one is slower).
+   *
+   * @generated from field: bool samples_in_raw_file = 19;
+   */
+  samplesInRawFile: boolean;
 };
 
 /**
