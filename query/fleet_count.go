@@ -66,8 +66,21 @@ func (s *Service) countParts(ctx context.Context, tenant int64, f *fleet, parts 
 			}
 		}
 	}
-	var err error
-	if len(warm) > 0 {
+	// Cold profiles' raw files are parsed on all workers first (each
+	// once, cached), then their rows are counted like the others.
+	var coldPs []*fleetscope.ProfileInfo
+	seen := map[string]bool{}
+	for _, i := range cold {
+		if p := parts[owner[i]].p; !seen[p.ID] {
+			seen[p.ID] = true
+			coldPs = append(coldPs, p)
+		}
+	}
+	err := parallel(len(coldPs), fleetWorkers, func(k int) error {
+		_, err := s.coldRows(ctx, tenant, coldPs[k])
+		return err
+	})
+	if len(warm) > 0 && err == nil {
 		err = s.src.FleetSeconds(ctx, tenant, warm, func(j int, sec *index.Second) error {
 			if warmOf != nil {
 				j = warmOf[j]
