@@ -3,7 +3,6 @@ package query
 import (
 	"bytes"
 	"context"
-	"sort"
 	"time"
 
 	"github.com/fleetscope/fleetscope"
@@ -27,13 +26,7 @@ func (s *Service) storedSeconds(ctx context.Context, tenant int64, info *fleetsc
 	if ev < 0 || ev >= len(byEvent) {
 		return nil, nil
 	}
-	secs := byEvent[ev]
-	if from > to {
-		return secs, nil
-	}
-	lo := sort.Search(len(secs), func(i int) bool { return secs[i].Second >= from })
-	hi := sort.Search(len(secs), func(i int) bool { return secs[i].Second > to })
-	return secs[lo:hi], nil
+	return index.SecondsIn(byEvent[ev], from, to), nil
 }
 
 // storedCells reads event ev's rows for their heatmap cells (Cells), from
@@ -63,10 +56,7 @@ func (s *Service) coldRows(ctx context.Context, tenant int64, info *fleetscope.P
 		if len(ix.Events) != len(info.Events) {
 			return nil, fleetscope.Errorf(fleetscope.EINTERNAL, "profile %s: its raw file gives %d events, %d stored", info.ID, len(ix.Events), len(info.Events))
 		}
-		byEvent := make([][]index.Second, len(ix.Events))
-		for _, sec := range ix.Seconds { // by event, then second
-			byEvent[sec.Event] = append(byEvent[sec.Event], sec)
-		}
+		byEvent := ix.ByEvent(len(ix.Events))
 		if d := index.Digest(byEvent); !bytes.Equal(d[:], info.SamplesDigest) {
 			return nil, fleetscope.Errorf(fleetscope.EINTERNAL, "profile %s: its raw file no longer gives back the samples moved out of the index (read by another version of fleetscope's parsers?)", info.ID)
 		}

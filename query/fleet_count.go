@@ -3,6 +3,7 @@ package query
 import (
 	"cmp"
 	"context"
+	"slices"
 
 	"github.com/fleetscope/fleetscope"
 	"github.com/fleetscope/fleetscope/store/index"
@@ -50,30 +51,25 @@ func (s *Service) countParts(ctx context.Context, tenant int64, f *fleet, parts 
 		return nil
 	}
 	// The ranges of profiles in the index are read in one go; those of
-	// cold profiles (cold.go) from their raw files.
-	warm, cold := reqs, []int(nil)
-	var warmOf []int // warm's index in reqs, when some are cold
-	for i := range reqs {
-		if parts[owner[i]].p.Cold {
-			cold = append(cold, i)
-		}
-	}
-	if cold != nil {
-		warm = nil
-		for i, r := range reqs {
-			if !parts[owner[i]].p.Cold {
-				warm, warmOf = append(warm, r), append(warmOf, i)
-			}
-		}
-	}
-	// Cold profiles' raw files are parsed on all workers first (each
-	// once, cached), then their rows are counted like the others.
+	// cold profiles (cold.go) from their raw files, each parsed once, on
+	// all workers, before any is counted.
+	warm, warmOf := reqs, []int(nil) // warmOf: reqs' index of warm's ranges, when some are cold
+	var cold []int
 	var coldPs []*fleetscope.ProfileInfo
-	seen := map[string]bool{}
-	for _, i := range cold {
-		if p := parts[owner[i]].p; !seen[p.ID] {
-			seen[p.ID] = true
-			coldPs = append(coldPs, p)
+	if slices.ContainsFunc(owner, func(o int) bool { return parts[o].p.Cold }) {
+		warm = nil
+		seen := map[*fleetscope.ProfileInfo]bool{}
+		for i, r := range reqs {
+			p := parts[owner[i]].p
+			if !p.Cold {
+				warm, warmOf = append(warm, r), append(warmOf, i)
+				continue
+			}
+			if !seen[p] {
+				seen[p] = true
+				coldPs = append(coldPs, p)
+			}
+			cold = append(cold, i)
 		}
 	}
 	err := parallel(len(coldPs), fleetWorkers, func(k int) error {

@@ -19,6 +19,7 @@ import (
 	"errors"
 	"math"
 	"slices"
+	"sort"
 	"strings"
 
 	"github.com/fleetscope/fleetscope"
@@ -775,4 +776,28 @@ func Digest(byEvent [][]Second) [32]byte {
 	var sum [32]byte
 	h.Sum(sum[:0])
 	return sum
+}
+
+// ByEvent returns the index's rows by event, at least events of them: each
+// event's rows in order of second, as Build writes them.
+func (ix *Index) ByEvent(events int) [][]Second {
+	out := make([][]Second, events)
+	for _, sec := range ix.Seconds {
+		for int(sec.Event) >= len(out) {
+			out = append(out, nil)
+		}
+		out[sec.Event] = append(out[sec.Event], sec)
+	}
+	return out
+}
+
+// SecondsIn returns the rows, in order of second, of the seconds [from,
+// to] (both included; from > to: all of them).
+func SecondsIn(rows []Second, from, to int64) []Second {
+	if from > to {
+		return rows
+	}
+	lo := sort.Search(len(rows), func(i int) bool { return rows[i].Second >= from })
+	hi := sort.Search(len(rows), func(i int) bool { return rows[i].Second > to })
+	return rows[lo:hi]
 }

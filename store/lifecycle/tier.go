@@ -162,10 +162,7 @@ func (s *Service) differs(ctx context.Context, ref fleetscope.ProfileRef) (*flee
 	if len(ix.Events) != len(p.Events) || ix.StartSecond != p.StartSecond || ix.Timed != p.Timed || ix.TimeUnitNanos != p.TimeUnitNanos {
 		return p, nil, "its events or clock differ", nil
 	}
-	built := make([][]index.Second, len(ix.Events))
-	for _, sec := range ix.Seconds {
-		built[sec.Event] = append(built[sec.Event], sec)
-	}
+	built := ix.ByEvent(len(ix.Events))
 	stored := make([][]index.Second, len(ix.Events))
 	for ev := range ix.Events {
 		if ix.Events[ev].Name != p.Events[ev].Name || ix.Events[ev].Samples != p.Events[ev].Samples {

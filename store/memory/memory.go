@@ -60,13 +60,7 @@ func (s *Store) Add(info *fleetscope.ProfileInfo, dict *fleetscope.Dict, ix *ind
 	if info.ID == "" {
 		info.ID = fmt.Sprintf("local-%d", len(s.order)+1)
 	}
-	p := &profile{info: info, dict: dict, byEvent: make([][]index.Second, len(info.Events)), threads: ix.Threads, ix: ix}
-	for _, sec := range ix.Seconds {
-		for int(sec.Event) >= len(p.byEvent) {
-			p.byEvent = append(p.byEvent, nil)
-		}
-		p.byEvent[sec.Event] = append(p.byEvent[sec.Event], sec)
-	}
+	p := &profile{info: info, dict: dict, byEvent: ix.ByEvent(len(info.Events)), threads: ix.Threads, ix: ix}
 	for _, secs := range p.byEvent {
 		slices.SortFunc(secs, func(a, b index.Second) int { return cmp.Compare(a.Second, b.Second) })
 	}
@@ -142,13 +136,7 @@ func (s *Store) Seconds(_ context.Context, _ int64, id string, event int, from, 
 	if event < 0 || event >= len(p.byEvent) {
 		return nil, nil
 	}
-	secs := p.byEvent[event]
-	if from > to {
-		return secs, nil
-	}
-	lo := sort.Search(len(secs), func(i int) bool { return secs[i].Second >= from })
-	hi := sort.Search(len(secs), func(i int) bool { return secs[i].Second > to })
-	return secs[lo:hi], nil
+	return index.SecondsIn(p.byEvent[event], from, to), nil
 }
 
 // FleetProfiles returns the profiles of app overlapping [from, to) (unix
