@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -99,6 +100,27 @@ func (r *replay) profile(b testing.TB, n, m int) []byte {
 	return gz.Bytes()
 }
 
+// profiles makes the files of hosts × minutes host-minutes, on every
+// core: the file of host n and minute m is at m·hosts+n. The benchmarks
+// make them before they time the uploads, as the hosts' agents would have
+// them: compressing them is the hosts' work, not the server's.
+func (r *replay) profiles(b testing.TB, hosts, minutes int) [][]byte {
+	out := make([][]byte, hosts*minutes)
+	workers := runtime.GOMAXPROCS(0)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < len(out); i += workers {
+				out[i] = r.profile(b, i%hosts, i/hosts)
+			}
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
 // BenchmarkFleet runs the fleet benchmark (docs/benchmarks.md#fleet): ingest with 8 concurrent
 // uploaders, then each query's p50 of 20 warm calls, a new connection per
 // request, Connect JSON (as Pyroscope was measured). Run with:
@@ -109,29 +131,20 @@ func BenchmarkFleet(b *testing.B) {
 	s, profDir, debugAddr := startProfiledService(b)
 	ctx := context.Background()
 	r := loadReplay(b)
-	// The 200 files are made first (as agents would have them), two at a
-	// time, so the timed part is the uploads alone.
+	// The 200 files are made first (as agents would have them), so the
+	// timed part is the uploads alone.
 	type job struct {
 		host, minute int
 		data         []byte
 	}
 	all := make([]job, 0, fleetHosts*fleetMinutes)
+	files := r.profiles(b, fleetHosts, fleetMinutes)
 	for n := range fleetHosts {
 		for m := range fleetMinutes {
-			all = append(all, job{host: n, minute: m})
+			all = append(all, job{host: n, minute: m, data: files[m*fleetHosts+n]})
 		}
 	}
 	var wg sync.WaitGroup
-	for w := range 2 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := w; i < len(all); i += 2 {
-				all[i].data = r.profile(b, all[i].host, all[i].minute)
-			}
-		}()
-	}
-	wg.Wait()
 	jobs := make(chan job, len(all))
 	var sentBytes int64
 	for _, j := range all {
