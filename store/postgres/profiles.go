@@ -104,27 +104,27 @@ func (db *DB) InsertProfile(ctx context.Context, tenant int64, p *fleetscope.Pro
 	events, _ := json.Marshal(p.Events)
 	meta, _ := json.Marshal(nonNil(p.Meta))
 	day := time.Now().UTC().Truncate(24 * time.Hour)
-	created := false
+	var out *fleetscope.ProfileInfo // the row as stored, when it is new
 	var w dictWrite
 	err := db.retry(ctx, func() error {
 		return db.inTenant(ctx, tenant, func(tx pgx.Tx) error {
-			created = false
-			tag, err := tx.Exec(ctx, `
+			var err error
+			out, err = scanProfile(tx.QueryRow(ctx, `
 			INSERT INTO profiles (tenant_id, id, sha256, app, host, labels, format, filename, events, default_event,
 				samples, timed, start_second, duration_nanos, time_unit_nanos, start_time, end_time, time_source,
 				size_bytes, blob_key, meta, day, wall_shift_nanos)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23)
-			ON CONFLICT (tenant_id, sha256) DO NOTHING`,
+			ON CONFLICT (tenant_id, sha256) DO NOTHING
+			RETURNING `+profileColumns,
 				tenant, id, sum, p.App, p.Host, labels, p.Format, p.Filename, events, p.DefaultEvent,
 				p.Samples, p.Timed, p.StartSecond, p.DurationNanos, p.TimeUnitNanos, p.StartTime, p.EndTime, p.TimeSource,
-				p.SizeBytes, p.BlobKey, meta, day, p.WallShiftNanos)
+				p.SizeBytes, p.BlobKey, meta, day, p.WallShiftNanos))
+			if errors.Is(err, pgx.ErrNoRows) {
+				return nil // the same bytes are already stored
+			}
 			if err != nil {
 				return err
 			}
-			if tag.RowsAffected() == 0 {
-				return nil // the same bytes are already stored
-			}
-			created = true
 			w, err = db.writeDictionary(ctx, tx, tenant, id, dict)
 			if err != nil {
 				return err
@@ -152,15 +152,12 @@ func (db *DB) InsertProfile(ctx context.Context, tenant int64, p *fleetscope.Pro
 	if err != nil {
 		return nil, false, translate(err, "profile")
 	}
-	if created {
-		db.known.remember(tenant, w.gen, w.frames, w.stacks)
-	}
-	if !created {
+	if out == nil {
 		existing, err := db.ProfileBySHA256(ctx, tenant, sum)
 		return existing, false, err
 	}
-	out, err := db.Profile(ctx, tenant, id.String())
-	return out, true, err
+	db.known.remember(tenant, w.gen, w.frames, w.stacks)
+	return out, true, nil
 }
 
 func nonNil(m map[string]string) map[string]string {
