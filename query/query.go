@@ -107,7 +107,8 @@ type Fleet interface {
 	StackDict(ctx context.Context, tenant int64, ids []int64) (*fleetscope.Dict, error)
 	// FleetSeconds streams the rows, with samples, of many profiles'
 	// second ranges (one round trip where it can); fn gets the index in
-	// reqs of a row's range.
+	// reqs of a row's range. Inner rows (index.SecondsRange.Inner) may come
+	// without their offsets.
 	FleetSeconds(ctx context.Context, tenant int64, reqs []index.SecondsRange, fn func(i int, s *index.Second) error) error
 	// FleetLabelSets returns the distinct (app, host, labels) of the
 	// tenant's profiles of app ("": every app) overlapping the window

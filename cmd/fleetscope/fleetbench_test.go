@@ -153,8 +153,8 @@ func BenchmarkFleet(b *testing.B) {
 	}
 	close(jobs)
 	ing, _ := s.clients()
-	if profDir != "" { // the first 30 s of the uploads
-		startProfile(b, debugAddr, filepath.Join(profDir, "ingest.pprof"), 30)
+	if profDir != "" { // the first 10 s of the uploads
+		startProfile(b, debugAddr, filepath.Join(profDir, "ingest.pprof"), 10)
 	}
 	t0 := time.Now()
 	for range 8 {

@@ -312,7 +312,8 @@ func (s *Store) StackDict(_ context.Context, _ int64, ids []int64) (*fleetscope.
 	return d, nil
 }
 
-// FleetSeconds hands fn the rows of each range in turn.
+// FleetSeconds hands fn the rows of each range in turn, inner rows
+// without their offsets (index.SecondsRange.Inner), as Postgres sends them.
 func (s *Store) FleetSeconds(ctx context.Context, tenant int64, reqs []index.SecondsRange, fn func(i int, s *index.Second) error) error {
 	for i, r := range reqs {
 		secs, err := s.Seconds(ctx, tenant, r.ProfileID, r.Event, r.From, r.To)
@@ -320,7 +321,11 @@ func (s *Store) FleetSeconds(ctx context.Context, tenant int64, reqs []index.Sec
 			return err
 		}
 		for j := range secs {
-			if err := fn(i, &secs[j]); err != nil {
+			row := secs[j] // the stored row's copy: the store's keeps its offsets
+			if r.Inner(row.Second) {
+				row.Offsets = nil
+			}
+			if err := fn(i, &row); err != nil {
 				return err
 			}
 		}

@@ -1,6 +1,7 @@
 package postgres_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -798,5 +799,53 @@ func TestReadCanceledIsTheCallers(t *testing.T) {
 	})
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("a read canceled after %d of 20,000 rows: %v, want context.Canceled", rows, err)
+	}
+}
+
+// TestFleetSecondsInnerRowsWithoutOffsets: a fleet read sends the rows
+// strictly inside each range (and every row of a range of all seconds)
+// without their offsets, and every other column as stored; the edges come
+// whole.
+func TestFleetSecondsInnerRowsWithoutOffsets(t *testing.T) {
+	db := newDB(t)
+	ctx := context.Background()
+	acme, _ := db.CreateTenant(ctx, "acme", false)
+	var b strings.Builder
+	for i := range 6 {
+		for k := range 3 {
+			fmt.Fprintf(&b, "app 1 [000] %d.%06d: 1 cpu-clock:\n\t1 f%d (/bin/app)\n\n", 1795000000+i, 100000+k*300000, (i+k)%4)
+		}
+	}
+	p, _ := store(t, db, acme, "app", b.String())
+	stored, err := db.Seconds(ctx, acme, p.ID, 0, 0, 5)
+	if err != nil || len(stored) != 6 {
+		t.Fatalf("%d rows stored (%v), want 6", len(stored), err)
+	}
+	for _, rg := range []index.SecondsRange{{ProfileID: p.ID, From: 1, To: 4}, {ProfileID: p.ID, From: 2, To: 2}, {ProfileID: p.ID, From: 0, To: -1}} {
+		got := map[int64]index.Second{}
+		err := db.FleetSeconds(ctx, acme, []index.SecondsRange{rg}, func(_ int, s *index.Second) error {
+			got[s.Second] = *s
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range stored {
+			s, ok := got[want.Second]
+			if in := rg.From > rg.To || rg.From <= want.Second && want.Second <= rg.To; ok != in {
+				t.Fatalf("range %d..%d: second %d read %v, want %v", rg.From, rg.To, want.Second, ok, in)
+			}
+			if !ok {
+				continue
+			}
+			wantOffsets := want.Offsets
+			if rg.Inner(want.Second) {
+				wantOffsets = nil
+			}
+			if !bytes.Equal(s.Offsets, wantOffsets) || (s.Offsets == nil) != (wantOffsets == nil) || !bytes.Equal(s.Stacks, want.Stacks) ||
+				s.Samples != want.Samples || !bytes.Equal(s.Periods, want.Periods) || !bytes.Equal(s.Threads, want.Threads) {
+				t.Errorf("range %d..%d, second %d: read %+v, want the stored row with offsets %v", rg.From, rg.To, want.Second, s, wantOffsets)
+			}
+		}
 	}
 }

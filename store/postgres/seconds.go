@@ -220,7 +220,9 @@ func (db *DB) seconds(ctx context.Context, tenant int64, id string, event int, f
 
 // FleetSeconds streams the rows, with their samples, of many profiles'
 // second ranges in one round trip; fn gets the index in reqs of the range a
-// row belongs to, in no particular order.
+// row belongs to, in no particular order. Inner rows come without their
+// offsets (index.SecondsRange.Inner): Postgres neither reads nor sends
+// them.
 func (db *DB) FleetSeconds(ctx context.Context, tenant int64, reqs []index.SecondsRange, fn func(i int, s *index.Second) error) error {
 	ids := make([]uuid.UUID, len(reqs))
 	events := make([]int16, len(reqs))
@@ -250,7 +252,7 @@ func (db *DB) FleetSeconds(ctx context.Context, tenant int64, reqs []index.Secon
 			}
 		}
 		return nil
-	}, `SELECT r.i, s.event, s.second, s.samples, s.offsets, s.stacks, s.periods, s.threads
+	}, `SELECT r.i, s.event, s.second, s.samples, CASE WHEN r.lo < s.second AND s.second < r.hi THEN NULL ELSE s.offsets END, s.stacks, s.periods, s.threads
 		FROM unnest($2::uuid[], $3::smallint[], $4::bigint[], $5::bigint[]) WITH ORDINALITY AS r(profile_id, event, lo, hi, i)
 		JOIN seconds s ON s.tenant_id = $1 AND s.profile_id = r.profile_id AND s.event = r.event AND s.second BETWEEN r.lo AND r.hi`,
 		tenant, ids, events, lo, hi)
