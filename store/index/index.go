@@ -512,6 +512,9 @@ func (c *Counter) count(s *Second, counts, weights []uint64) error {
 	if none {
 		return nil
 	}
+	if whole && keepAll && !c.ByPeriod && weights == nil {
+		return countStacks(stacks, s.Samples, counts)
+	}
 	var u uint64
 	for i := int32(0); i < s.Samples; i++ {
 		in := whole
@@ -524,16 +527,11 @@ func (c *Counter) count(s *Second, counts, weights []uint64) error {
 			u += d
 			in = c.Range.Contains(base+int64(u)*c.UnitNanos) != c.Outside
 		}
-		var st uint64
-		if b := stacks; len(b) > 0 && b[0] < 0x80 { // one-byte uvarint: most stacks of a profile
-			st, stacks = uint64(b[0]), b[1:]
-		} else {
-			var n int
-			if st, n = binary.Uvarint(stacks); n <= 0 {
-				return errCorrupt
-			}
-			stacks = stacks[n:]
+		st, n := stackAt(stacks)
+		if n <= 0 {
+			return errCorrupt
 		}
+		stacks = stacks[n:]
 		v, p := uint64(1), c.Period
 		if c.ByPeriod || weights != nil {
 			if periods != nil {
@@ -564,6 +562,45 @@ func (c *Counter) count(s *Second, counts, weights []uint64) error {
 				weights[st] += p
 			}
 		}
+	}
+	return nil
+}
+
+// stackAt decodes the uvarint stack id at the start of b and its length
+// (<= 0: corrupt), the one- and two-byte ids (a profile's first 16,384
+// stacks) inline.
+func stackAt(b []byte) (uint64, int) {
+	switch {
+	case len(b) > 0 && b[0] < 0x80:
+		return uint64(b[0]), 1
+	case len(b) > 1 && b[1] < 0x80:
+		return uint64(b[0]&0x7f) | uint64(b[1])<<7, 2
+	}
+	return binary.Uvarint(b)
+}
+
+// countStacks adds 1 to counts[stack] for each of the n stack ids in b: a
+// row counted whole, as samples, whatever their threads (most of a merged
+// flame graph's rows).
+func countStacks(b []byte, n int32, counts []uint64) error {
+	for ; n > 0; n-- {
+		var st uint64
+		switch { // stackAt, written out: it does not inline
+		case len(b) > 0 && b[0] < 0x80:
+			st, b = uint64(b[0]), b[1:]
+		case len(b) > 1 && b[1] < 0x80:
+			st, b = uint64(b[0]&0x7f)|uint64(b[1])<<7, b[2:]
+		default:
+			var k int
+			if st, k = binary.Uvarint(b); k <= 0 {
+				return errCorrupt
+			}
+			b = b[k:]
+		}
+		if st >= uint64(len(counts)) {
+			return errCorrupt
+		}
+		counts[st]++
 	}
 	return nil
 }
