@@ -69,7 +69,7 @@ func accountingProto(a query.Accounting) *fsv1.Accounting {
 		ServedSeconds: int32(min(a.Served.Seconds, math.MaxInt32)), ServedMinutes: int32(min(a.Served.Minutes, math.MaxInt32)),
 		ServedTens:    int32(min(a.Served.Tens, math.MaxInt32)),
 		ServedBuckets: int32(min(a.Served.Buckets, math.MaxInt32)), CountedBuckets: int32(min(a.Served.BucketsCounted, math.MaxInt32)),
-		RawFiles:     int32(min(a.Served.RawFiles, math.MaxInt32)),
+		RawFiles: int32(min(a.Served.RawFiles, math.MaxInt32)), WholeProfiles: int32(min(a.Served.WholeProfiles, math.MaxInt32)),
 		LiveSegments: int32(a.LiveSegments), LiveStreams: int32(a.LiveStreams)}
 	for k, v := range a.LeftOut {
 		out.LeftOut[k] = int32(v)

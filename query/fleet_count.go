@@ -17,6 +17,10 @@ import (
 // whatever byPeriod says, and adds each sample's period to its weights. Rows go to two workers by
 // profile, so each profile's counts have one writer.
 func (s *Service) countParts(ctx context.Context, tenant int64, f *fleet, parts []*part, reqs []index.SecondsRange, owner []int, byPeriod bool) error {
+	reqs, owner, err := s.countWhole(ctx, tenant, f, parts, reqs, owner, byPeriod)
+	if err != nil || len(reqs) == 0 {
+		return err
+	}
 	const workers = 2
 	rows := make([]chan rowOf, workers)
 	var g errgroup.Group // the counting workers (fleet_parallel.go's scheme, fed here by the one read)
@@ -72,7 +76,7 @@ func (s *Service) countParts(ctx context.Context, tenant int64, f *fleet, parts 
 			cold = append(cold, i)
 		}
 	}
-	err := parallel(len(coldPs), fleetWorkers, func(k int) error {
+	err = parallel(len(coldPs), fleetWorkers, func(k int) error {
 		_, err := s.coldRows(ctx, tenant, coldPs[k])
 		return err
 	})
@@ -99,6 +103,55 @@ func (s *Service) countParts(ctx context.Context, tenant int64, f *fleet, parts 
 		close(c)
 	}
 	return cmp.Or(err, g.Wait())
+}
+
+// countWhole counts the parts whose every sample lies inside their range,
+// and whose threads are not filtered, from their profiles' stack totals
+// (one round trip), as countParts would count their rows, and returns the
+// ranges of the others. A profile without totals (stored before they were
+// kept) is left to its rows.
+func (s *Service) countWhole(ctx context.Context, tenant int64, f *fleet, parts []*part, reqs []index.SecondsRange, owner []int, byPeriod bool) ([]index.SecondsRange, []int, error) {
+	var ids []string
+	var whole []int       // the parts of ids
+	of := map[int][]int{} // a whole part's ranges
+	for i, o := range owner {
+		if pt := parts[o]; pt.threads == nil && pt.whole() {
+			if _, ok := of[o]; !ok {
+				ids, whole = append(ids, pt.p.ID), append(whole, o)
+			}
+			of[o] = append(of[o], i)
+		}
+	}
+	if len(ids) == 0 {
+		return reqs, owner, nil
+	}
+	done := make([]bool, len(parts))
+	err := s.src.FleetStackTotals(ctx, tenant, ids, func(i int, totals []byte) error {
+		o := whole[i]
+		pt := parts[o]
+		for _, r := range of[o] {
+			ev := reqs[r].Event
+			info := pt.p.Events[ev]
+			weighted := pt.weights != nil
+			if err := index.AddStackTotals(totals, ev, info.Period, byPeriod && !weighted || info.Weighted, pt.counts, pt.weights); err != nil {
+				return fleetscope.Wrap(err, fleetscope.EINTERNAL, "profile "+pt.p.ID+": corrupt stack totals")
+			}
+		}
+		done[o] = true
+		f.served.WholeProfiles++
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	var rest []index.SecondsRange
+	var restOwner []int
+	for i, o := range owner {
+		if !done[o] {
+			rest, restOwner = append(rest, reqs[i]), append(restOwner, o)
+		}
+	}
+	return rest, restOwner, nil
 }
 
 // rowOf is a stored row and the index of the range it belongs to.

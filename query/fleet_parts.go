@@ -17,6 +17,17 @@ type part struct {
 	threads []bool // the threads the selection's filter keeps (nil: all)
 }
 
+// whole says whether every sample of the part's profile lies in its range,
+// so that every row of it is counted whole: an untimed profile's (counted
+// whole when its span lies inside the window), or a timed profile's whose
+// seconds, 0 to its duration's, all lie in its range.
+func (pt *part) whole() bool {
+	if pt.p == nil {
+		return false
+	}
+	return !pt.p.Timed || pt.rg.Start <= 0 && (pt.p.DurationNanos/1e9+1)*1e9 <= pt.rg.End
+}
+
 // parts returns the fleet's profiles that may hold samples of its event in
 // the absolute window [from, to) (unix ns): with timed, the timed profiles
 // whose seconds touch it, each with its range; with untimed, the untimed

@@ -74,6 +74,9 @@ type Served struct {
 	// RawFiles are the profiles whose samples were read from their raw
 	// files: past their tenant's sample tier (cold.go).
 	RawFiles int
+	// WholeProfiles are the profiles counted from their stack totals,
+	// every sample inside the window, rather than from their rows.
+	WholeProfiles int
 }
 
 // add counts n rows read of width seconds (1: the seconds).

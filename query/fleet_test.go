@@ -3,6 +3,7 @@ package query_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"maps"
 	"os"
 	"slices"
@@ -189,6 +190,9 @@ func TestFleetFlameGraphIsTheSumOfHosts(t *testing.T) {
 		}
 		if !maps.Equal(got, sum) {
 			t.Fatalf("window %v: the merged flame graph differs from the hosts' range flame graphs summed", w)
+		}
+		if whole := g.Served.WholeProfiles; w == [2]int64{0, 10e9} && whole != 4 {
+			t.Fatalf("window %v: %d profiles counted whole from their stack totals, want all 4", w, whole) // the others' windows cut them
 		}
 		var want bytes.Buffer
 		if _, err := perf.Collapse(strings.NewReader(text.String()), &want, perf.Options{}); err != nil {
@@ -428,6 +432,66 @@ func TestFleetFlameGraphSmallCache(t *testing.T) {
 				if folded[0] == "" || folded[0] != folded[1] || totals[0] != totals[1] {
 					t.Fatalf("round %d, window %v, hosts %v: a small cache answers otherwise (series %d, %d)", round, w, hosts, totals[0], totals[1])
 				}
+			}
+		}
+	}
+}
+
+// TestFleetByPeriodWholeAndCut: weighted by period, with periods that
+// vary by sample and two events, a merged flame graph is the hosts' range
+// flame graphs summed, for windows that hold profiles whole (counted from
+// their stack totals) and windows that cut them (from their rows).
+func TestFleetByPeriodWholeAndCut(t *testing.T) {
+	st := memory.New()
+	q := query.New(st, query.Options{})
+	ctx := context.Background()
+	var ids []string
+	for h := range 3 {
+		var b strings.Builder
+		for i := range 400 {
+			ev := []string{"cpu-clock", "page-faults"}[i%7/6]
+			fmt.Fprintf(&b, "app %d [000] %d.%06d: %d %s:\n\t1 f%d (/bin/app)\n\t2 main (/bin/app)\n\n",
+				10+h, 1795000000+h*3+i/100, (i%100)*10000+h, 1+(i*7+h)%5, ev, (i*i+h)%(200+h))
+		}
+		pr, err := ingest.ParseIndex(strings.NewReader(b.String()), "", 0, ingest.Shape{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		info := ingest.Describe(ingest.Meta{App: "shop", Host: fmt.Sprint("h", h)}, pr, time.Now())
+		id, err := st.Add(info, pr.Profile.Dict, pr.Index)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	for _, w := range [][2]int64{{0, 20e9}, {1e9, 20e9}, {0, 6_500_000_000}, {2_990_000_000, 7_000_000_000}} {
+		for _, event := range []string{"cpu-clock", "page-faults"} {
+			sel := fleetscope.FleetSelection{App: "shop", Event: event, From: fleetBase + w[0], To: fleetBase + w[1]}
+			g, err := q.FleetFlameGraph(ctx, 0, sel, query.FleetFlameOptions{ByPeriod: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			sum := map[string]uint64{}
+			whole := 0
+			for _, id := range ids {
+				p, _ := q.Profile(ctx, 0, id)
+				rel := fleetscope.Range{Start: sel.From - p.StartSecond*1e9, End: sel.To - p.StartSecond*1e9}
+				if rel.Start <= 0 && p.DurationNanos < rel.End {
+					whole++
+				}
+				hg, err := q.FlameGraph(ctx, 0, query.FlameRequest{ProfileID: id, Event: event, Range: &rel, ByPeriod: true})
+				if err != nil {
+					continue // the window misses this host
+				}
+				for k, v := range flame.Folded(hg.Dict, hg.Counts, flame.Annotate{}) {
+					sum[k] += v
+				}
+			}
+			if got := flame.Folded(g.Dict, g.Counts, flame.Annotate{}); !maps.Equal(got, sum) {
+				t.Fatalf("window %v, %s: the merged flame graph by period differs from the hosts' summed", w, event)
+			}
+			if g.Served.WholeProfiles != whole {
+				t.Fatalf("window %v, %s: %d profiles counted from their stack totals, want %d", w, event, g.Served.WholeProfiles, whole)
 			}
 		}
 	}

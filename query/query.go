@@ -105,6 +105,11 @@ type Fleet interface {
 	// StackDict builds a dictionary whose stack i is the tenant's stack
 	// ids[i].
 	StackDict(ctx context.Context, tenant int64, ids []int64) (*fleetscope.Dict, error)
+	// FleetStackTotals streams the stack totals (index.EncodeStackTotals)
+	// of profiles ids (one round trip where it can); fn gets the index in
+	// ids of each profile that has them (those stored before totals were
+	// kept have none, and are left out).
+	FleetStackTotals(ctx context.Context, tenant int64, ids []string, fn func(i int, totals []byte) error) error
 	// FleetSeconds streams the rows, with samples, of many profiles'
 	// second ranges (one round trip where it can); fn gets the index in
 	// reqs of a row's range. Inner rows (index.SecondsRange.Inner) may come

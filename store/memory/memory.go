@@ -45,6 +45,7 @@ type profile struct {
 	// profile's cells in wall-clock time.
 	fleetReady bool
 	keys       []int64
+	totals     []byte // index.EncodeStackTotals
 	wall       []index.WallSecond
 	rollups    map[int64][]index.WallSecond // wall summed by index.Tens and index.Minutes
 }
@@ -220,6 +221,9 @@ func (s *Store) fleet() error {
 		if err != nil {
 			return err
 		}
+		if p.totals, err = index.EncodeStackTotals(p.ix); err != nil {
+			return err
+		}
 		p.rollups = map[int64][]index.WallSecond{}
 		for _, w := range []int64{index.Tens, index.Minutes} {
 			p.rollups[w] = index.Rollup(wall, w)
@@ -310,6 +314,23 @@ func (s *Store) StackDict(_ context.Context, _ int64, ids []int64) (*fleetscope.
 		}
 	}
 	return d, nil
+}
+
+// FleetStackTotals hands fn the stack totals of each of ids in turn.
+func (s *Store) FleetStackTotals(_ context.Context, _ int64, ids []string, fn func(i int, totals []byte) error) error {
+	if err := s.fleet(); err != nil {
+		return err
+	}
+	for i, id := range ids {
+		p, err := s.get(id)
+		if err != nil {
+			return err
+		}
+		if err := fn(i, p.totals); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // FleetSeconds hands fn the rows of each range in turn, inner rows

@@ -849,3 +849,57 @@ func TestFleetSecondsInnerRowsWithoutOffsets(t *testing.T) {
 		}
 	}
 }
+
+// TestFleetStackTotals: a profile's stack totals are stored with it and
+// add what its rows count whole; another tenant reads none of them, and a
+// profile stored before totals were kept (NULL) is left out.
+func TestFleetStackTotals(t *testing.T) {
+	db := newDB(t)
+	ctx := context.Background()
+	acme, _ := db.CreateTenant(ctx, "acme", false)
+	globex, _ := db.CreateTenant(ctx, "globex", false)
+	var b strings.Builder
+	for i := range 300 {
+		fmt.Fprintf(&b, "app 1 [000] %d.%06d: %d cpu-clock:\n\t1 f%d (/bin/app)\n\n", 1795000000+i/100, (i%100)*10000, 1+i%3, i%150)
+	}
+	p, _ := store(t, db, acme, "app", b.String())
+	old, _ := store(t, db, acme, "app", b.String()+"\n")
+	if _, err := conn(t, db).Exec(ctx, `UPDATE profile_stacks SET totals = NULL WHERE profile_id = $1`, old.ID); err != nil {
+		t.Fatal(err)
+	}
+	stacks, err := db.ProfileStacks(ctx, acme, p.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := db.Seconds(ctx, acme, p.ID, 0, 0, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, byPeriod := range []bool{false, true} {
+		want, got := make([]uint64, len(stacks)), make([]uint64, len(stacks))
+		c := index.Counter{UnitNanos: p.TimeUnitNanos, Timed: true, Period: p.Events[0].Period, ByPeriod: byPeriod, Range: fleetscope.All}
+		for i := range rows {
+			if err := c.Count(&rows[i], want); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var read []int
+		err := db.FleetStackTotals(ctx, acme, []string{old.ID, p.ID}, func(i int, totals []byte) error {
+			read = append(read, i)
+			return index.AddStackTotals(totals, 0, p.Events[0].Period, byPeriod, got, nil)
+		})
+		if err != nil || !slices.Equal(read, []int{1}) {
+			t.Fatalf("read the totals of %v (%v), want those of the second profile only", read, err)
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("by period %v: the stored totals differ from the rows' counts", byPeriod)
+		}
+	}
+	err = db.FleetStackTotals(ctx, globex, []string{p.ID}, func(int, []byte) error {
+		t.Fatal("another tenant read the totals")
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -92,7 +92,7 @@ func (db *DB) BlobInUse(ctx context.Context, key string) (bool, error) {
 
 // InsertProfile writes a parsed profile's index in one transaction: the
 // profile row, new frames and stacks of the tenant dictionary, the
-// profile's stack list, its per-second rows and its cells in absolute time
+// profile's stack list and stack totals, its per-second rows and its cells in absolute time
 // (fleet_seconds, and by ten seconds and by the minute fleet_tens and
 // fleet_minutes). If the tenant already has a profile with the same bytes, nothing is written and that profile is
 // returned with created = false. p.ID is assigned. beforeCommit, if set, runs
@@ -104,9 +104,13 @@ func (db *DB) InsertProfile(ctx context.Context, tenant int64, p *fleetscope.Pro
 	events, _ := json.Marshal(p.Events)
 	meta, _ := json.Marshal(nonNil(p.Meta))
 	day := time.Now().UTC().Truncate(24 * time.Hour)
+	totals, err := index.EncodeStackTotals(ix)
+	if err != nil {
+		return nil, false, fleetscope.Wrap(err, fleetscope.EINTERNAL, "profile's stack totals")
+	}
 	var out *fleetscope.ProfileInfo // the row as stored, when it is new
 	var w dictWrite
-	err := db.retry(ctx, func() error {
+	err = db.retry(ctx, func() error {
 		return db.inTenant(ctx, tenant, func(tx pgx.Tx) error {
 			var err error
 			out, err = scanProfile(tx.QueryRow(ctx, `
@@ -133,8 +137,8 @@ func (db *DB) InsertProfile(ctx context.Context, tenant int64, p *fleetscope.Pro
 			for _, t := range ix.Threads {
 				threads = append(threads, t.PID, t.TID, t.CPU)
 			}
-			if _, err := tx.Exec(ctx, `INSERT INTO profile_stacks (tenant_id, profile_id, stacks, threads, dict_bytes) VALUES ($1, $2, $3, $4, $5)`,
-				tenant, id, w.stackIDs, threads, w.bytes); err != nil {
+			if _, err := tx.Exec(ctx, `INSERT INTO profile_stacks (tenant_id, profile_id, stacks, threads, dict_bytes, totals) VALUES ($1, $2, $3, $4, $5, $6)`,
+				tenant, id, w.stackIDs, threads, w.bytes, totals); err != nil {
 				return err
 			}
 			if err := writeSeconds(ctx, tx, tenant, id, day, ix); err != nil {

@@ -218,6 +218,36 @@ func (db *DB) seconds(ctx context.Context, tenant int64, id string, event int, f
 	return out, translate(err, "profile "+id)
 }
 
+// FleetStackTotals streams the stack totals (index.EncodeStackTotals) of
+// the tenant's profiles ids in one round trip: fn gets the index in ids of
+// each profile that has them, in no particular order (profiles stored
+// before totals were kept have none, and are left out).
+func (db *DB) FleetStackTotals(ctx context.Context, tenant int64, ids []string, fn func(i int, totals []byte) error) error {
+	us := make([]uuid.UUID, len(ids))
+	for i, id := range ids {
+		u, err := parseID(id)
+		if err != nil {
+			return err
+		}
+		us[i] = u
+	}
+	var totals pgtype.DriverBytes // valid until the next row: fn uses it at once
+	err := db.readTenant(ctx, tenant, func(rows pgx.Rows) error {
+		for rows.Next() {
+			var i int
+			if err := rows.Scan(&i, &totals); err != nil {
+				return err
+			}
+			if err := fn(i-1, totals); err != nil {
+				return err
+			}
+		}
+		return nil
+	}, `SELECT r.i, p.totals FROM unnest($2::uuid[]) WITH ORDINALITY AS r(profile_id, i)
+		JOIN profile_stacks p ON p.tenant_id = $1 AND p.profile_id = r.profile_id AND p.totals IS NOT NULL`, tenant, us)
+	return translate(err, "fleet")
+}
+
 // FleetSeconds streams the rows, with their samples, of many profiles'
 // second ranges in one round trip; fn gets the index in reqs of the range a
 // row belongs to, in no particular order. Inner rows come without their

@@ -228,7 +228,12 @@ type Accounting struct {
 	// Profiles whose samples the answer read from their raw files: past
 	// their tenant's sample tier their per-sample rows are no longer in the
 	// index. Exact all the same; slower the first time.
-	RawFiles      int32 `protobuf:"varint,11,opt,name=raw_files,json=rawFiles,proto3" json:"raw_files,omitempty"`
+	RawFiles int32 `protobuf:"varint,11,opt,name=raw_files,json=rawFiles,proto3" json:"raw_files,omitempty"`
+	// Flame graphs: profiles counted from their stack totals (each stack's
+	// samples over the whole profile, stored with it) because every sample
+	// of theirs lies inside the window, rather than from their per-second
+	// rows. Exact all the same.
+	WholeProfiles int32 `protobuf:"varint,12,opt,name=whole_profiles,json=wholeProfiles,proto3" json:"whole_profiles,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -336,6 +341,13 @@ func (x *Accounting) GetCountedBuckets() int32 {
 func (x *Accounting) GetRawFiles() int32 {
 	if x != nil {
 		return x.RawFiles
+	}
+	return 0
+}
+
+func (x *Accounting) GetWholeProfiles() int32 {
+	if x != nil {
+		return x.WholeProfiles
 	}
 	return 0
 }
@@ -955,7 +967,7 @@ const file_fleetscope_v1_fleet_proto_rawDesc = "" +
 	"\fLabelMatcher\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value\x12\x1b\n" +
-	"\tnot_equal\x18\x03 \x01(\bR\bnotEqual\"\xe1\x03\n" +
+	"\tnot_equal\x18\x03 \x01(\bR\bnotEqual\"\x88\x04\n" +
 	"\n" +
 	"Accounting\x12\x14\n" +
 	"\x05event\x18\x01 \x01(\tR\x05event\x12\x1a\n" +
@@ -970,7 +982,8 @@ const file_fleetscope_v1_fleet_proto_rawDesc = "" +
 	"\flive_streams\x18\a \x01(\x05R\vliveStreams\x12%\n" +
 	"\x0eserved_buckets\x18\b \x01(\x05R\rservedBuckets\x12'\n" +
 	"\x0fcounted_buckets\x18\t \x01(\x05R\x0ecountedBuckets\x12\x1b\n" +
-	"\traw_files\x18\v \x01(\x05R\brawFiles\x1a:\n" +
+	"\traw_files\x18\v \x01(\x05R\brawFiles\x12%\n" +
+	"\x0ewhole_profiles\x18\f \x01(\x05R\rwholeProfiles\x1a:\n" +
 	"\fLeftOutEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x05R\x05value:\x028\x01\"\x9e\x01\n" +
