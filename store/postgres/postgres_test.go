@@ -903,3 +903,50 @@ func TestFleetStackTotals(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestAnalyzeStale: with autovacuum off (as on the test machines), the
+// tables an upload grows are analyzed once they changed past autovacuum's
+// threshold, and not again until they change that much more.
+func TestAnalyzeStale(t *testing.T) {
+	db := newDB(t)
+	ctx := context.Background()
+	c := conn(t, db)
+	var autovacuum string
+	if err := c.QueryRow(ctx, `SHOW autovacuum`).Scan(&autovacuum); err != nil {
+		t.Fatal(err)
+	}
+	if autovacuum != "off" {
+		t.Skip("autovacuum is on: Postgres analyzes by itself, and AnalyzeStale does nothing")
+	}
+	var citus bool
+	if err := c.QueryRow(ctx, `SELECT EXISTS (SELECT FROM pg_extension WHERE extname = 'citus')`).Scan(&citus); err != nil {
+		t.Fatal(err)
+	}
+	if citus {
+		t.Skip("on Citus the rows are in the workers' shards, which the workers analyze: the coordinator's tables do not change")
+	}
+	acme, _ := db.CreateTenant(ctx, "acme", false)
+	for i := range 60 {
+		store(t, db, acme, "app", fmt.Sprintf("app 1 [000] 1795000000.%06d: 1 cpu-clock:\n\t1 f%d (/bin/app)\n\n", i, i))
+	}
+	// The uploads' counts reach the statistics when their connections
+	// flush them (at most a second or so after a transaction, once idle).
+	var analyzed []string
+	for deadline := time.Now().Add(30 * time.Second); !slices.Contains(analyzed, "profiles"); time.Sleep(200 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("profiles not analyzed after 60 uploads (analyzed: %v)", analyzed)
+		}
+		var err error
+		if analyzed, err = db.AnalyzeStale(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var stats int
+	if err := c.QueryRow(ctx, `SELECT count(*) FROM pg_stats WHERE tablename = 'profiles' AND schemaname = current_schema()`).Scan(&stats); err != nil || stats == 0 {
+		t.Fatalf("profiles has %d column statistics after its analysis (%v)", stats, err)
+	}
+	again, err := db.AnalyzeStale(ctx)
+	if err != nil || slices.Contains(again, "profiles") {
+		t.Fatalf("analyzed %v again without changes (%v)", again, err)
+	}
+}

@@ -386,6 +386,11 @@ func (s *Server) maintain(ctx context.Context) {
 		if err := s.db.EnsurePartitions(ctx, time.Now(), 7); err != nil {
 			s.log.Error("partitions", "err", err)
 		}
+		if tables, err := s.db.AnalyzeStale(ctx); err != nil {
+			s.log.Error("analyze", "err", err)
+		} else if len(tables) > 0 {
+			s.log.Info("analyzed tables (autovacuum is off)", "tables", tables)
+		}
 	}
 }
 
