@@ -13,7 +13,7 @@ import (
 // the table), and returns them. Without statistics Postgres takes a table
 // that grew since for nearly empty, and plans a fleet's profile selection
 // as a scan of the app's whole history instead of the time index: a 20-ms
-// window of a day of ten hosts took twice as long (docs/operations.md).
+// window of a day of ten hosts took three times as long (docs/operations.md).
 // With autovacuum on it does nothing: Postgres analyzes by itself. On
 // Citus the rows are in the workers' shards, analyzed by the workers: the
 // coordinator's tables do not change.
