@@ -22,14 +22,7 @@ func TestCountManyStacks(t *testing.T) {
 		in = append(in, fleetscope.Sample{TimeNanos: base + rng.Int64N(3e9), Stack: fleetscope.StackID(rng.IntN(stacks)),
 			Period: 1 + uint64(rng.IntN(5)), PID: pid, TID: pid, CPU: -1})
 	}
-	b := index.NewBuilder()
-	if err := b.Add(in); err != nil {
-		t.Fatal(err)
-	}
-	ix, err := b.Build(func(fleetscope.StackID) bool { return false }, []string{"cpu"}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ix := indexOf(t, in, "cpu")
 	ranges := []fleetscope.Range{fleetscope.All, {Start: 0, End: 3e9}, {Start: 4e8, End: 2_300_000_001}, {Start: 1e9, End: 2e9}}
 	for _, rg := range ranges {
 		for _, byPeriod := range []bool{false, true} {
@@ -84,14 +77,7 @@ func TestStackTotalsAreTheCountersWhole(t *testing.T) {
 		in = append(in, fleetscope.Sample{TimeNanos: base + rng.Int64N(4e9), Stack: fleetscope.StackID(rng.IntN(stacks) >> (2 * int(ev))),
 			Event: ev, Period: period, PID: pid, TID: pid, CPU: -1})
 	}
-	b := index.NewBuilder()
-	if err := b.Add(in); err != nil {
-		t.Fatal(err)
-	}
-	ix, err := b.Build(func(fleetscope.StackID) bool { return false }, []string{"a", "b", "c"}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ix := indexOf(t, in, "a", "b", "c")
 	totals, err := index.EncodeStackTotals(ix)
 	if err != nil {
 		t.Fatal(err)
@@ -133,4 +119,18 @@ func TestStackTotalsAreTheCountersWhole(t *testing.T) {
 	if err := index.AddStackTotals(totals, 0, 1, false, make([]uint64, 10), nil); err == nil {
 		t.Error("totals of 20,000 stacks added into 10 without an error")
 	}
+}
+
+// indexOf indexes samples of the events named, no stack idle.
+func indexOf(t *testing.T, in []fleetscope.Sample, events ...string) *index.Index {
+	t.Helper()
+	b := index.NewBuilder()
+	if err := b.Add(in); err != nil {
+		t.Fatal(err)
+	}
+	ix, err := b.Build(func(fleetscope.StackID) bool { return false }, events, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ix
 }
