@@ -191,6 +191,26 @@ func BenchmarkContinuousFleet(b *testing.B) {
 			what, float64(rows)/1e6/hostHours, strings.Join(parts, ", "), float64(disk)/1e6/hostHours)
 	}
 	bytesPerHostHour("Postgres bytes")
+	if os.Getenv("FLEETSCOPE_BENCH_COLUMNS") != "" {
+		for _, tc := range [][2]string{{"seconds", "tenant_id,profile_id,event,second,day,samples,cells,idle_cells,offsets,stacks,periods,threads"}, {"fleet_seconds", "tenant_id,app,event,second,profile_id,host,day,samples,idle,cells,idle_cells"}, {"profile_stacks", "stacks,threads,totals"}} {
+			var parts []string
+			for _, col := range strings.Split(tc[1], ",") {
+				var n int64
+				s.sql(func(c *pgx.Conn) error {
+					return c.QueryRow(ctx, `SELECT coalesce(sum(pg_column_size(`+col+`)), 0) FROM `+tc[0]).Scan(&n)
+				})
+				parts = append(parts, fmt.Sprintf("%s %.3f", col, float64(n)/1e6/hostHours))
+			}
+			var rows int64
+			s.sql(func(c *pgx.Conn) error { return c.QueryRow(ctx, `SELECT count(*) FROM `+tc[0]).Scan(&rows) })
+			fmt.Printf("columns of %s (%d rows): %s\n", tc[0], rows, strings.Join(parts, ", "))
+		}
+		var ns, nst int64
+		s.sql(func(c *pgx.Conn) error {
+			return c.QueryRow(ctx, `SELECT sum(samples), sum(length(stacks)) FROM seconds`).Scan(&ns, &nst)
+		})
+		fmt.Printf("samples %d, stack bytes per sample %.3f\n", ns, float64(nst)/float64(ns))
+	}
 
 	// The sample tier: every profile past it (a tier of 1 day, the
 	// profiles stored 2 days ago). The sweeper checks each raw file

@@ -906,7 +906,8 @@ func TestFleetStackTotals(t *testing.T) {
 
 // TestAnalyzeStale: with autovacuum off (as on the test machines), the
 // tables an upload grows are analyzed once they changed past autovacuum's
-// threshold, and not again until they change that much more.
+// threshold, not again until they change that much more, and not more
+// often than the interval asked.
 func TestAnalyzeStale(t *testing.T) {
 	db := newDB(t)
 	ctx := context.Background()
@@ -926,27 +927,42 @@ func TestAnalyzeStale(t *testing.T) {
 		t.Skip("on Citus the rows are in the workers' shards, which the workers analyze: the coordinator's tables do not change")
 	}
 	acme, _ := db.CreateTenant(ctx, "acme", false)
-	for i := range 60 {
-		store(t, db, acme, "app", fmt.Sprintf("app 1 [000] 1795000000.%06d: 1 cpu-clock:\n\t1 f%d (/bin/app)\n\n", i, i))
+	upload := func(from int) {
+		for i := from; i < from+60; i++ {
+			store(t, db, acme, "app", fmt.Sprintf("app 1 [000] 1795000000.%06d: 1 cpu-clock:\n\t1 f%d (/bin/app)\n\n", i, i))
+		}
 	}
 	// The uploads' counts reach the statistics when their connections
 	// flush them (at most a second or so after a transaction, once idle).
-	var analyzed []string
-	for deadline := time.Now().Add(30 * time.Second); !slices.Contains(analyzed, "profiles"); time.Sleep(200 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("profiles not analyzed after 60 uploads (analyzed: %v)", analyzed)
-		}
-		var err error
-		if analyzed, err = db.AnalyzeStale(ctx); err != nil {
-			t.Fatal(err)
+	analyzeProfiles := func(every time.Duration) {
+		t.Helper()
+		var analyzed []string
+		for deadline := time.Now().Add(30 * time.Second); !slices.Contains(analyzed, "profiles"); time.Sleep(200 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("profiles not analyzed after 60 uploads (analyzed: %v)", analyzed)
+			}
+			var err error
+			if analyzed, err = db.AnalyzeStale(ctx, every); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
+	upload(0)
+	analyzeProfiles(time.Hour) // never analyzed: the interval does not hold it back
 	var stats int
 	if err := c.QueryRow(ctx, `SELECT count(*) FROM pg_stats WHERE tablename = 'profiles' AND schemaname = current_schema()`).Scan(&stats); err != nil || stats == 0 {
 		t.Fatalf("profiles has %d column statistics after its analysis (%v)", stats, err)
 	}
-	again, err := db.AnalyzeStale(ctx)
+	again, err := db.AnalyzeStale(ctx, 0)
 	if err != nil || slices.Contains(again, "profiles") {
 		t.Fatalf("analyzed %v again without changes (%v)", again, err)
 	}
+	// Changed past the threshold again: not within the interval, and
+	// analyzed once it is over (here: no interval).
+	upload(60)
+	time.Sleep(2 * time.Second) // the counts flushed
+	if again, err = db.AnalyzeStale(ctx, time.Hour); err != nil || slices.Contains(again, "profiles") {
+		t.Fatalf("analyzed %v again within the interval (%v)", again, err)
+	}
+	analyzeProfiles(0)
 }

@@ -356,6 +356,10 @@ func (s *Server) endIdleLive(ctx context.Context) {
 // unused are reclaimed: deletions in between are reclaimed together.
 const reclaimDelay = 10 * time.Second
 
+// analyzeEvery is how often the sweep may analyze a table again where
+// autovacuum is off: autovacuum_naptime's default (postgres.AnalyzeStale).
+const analyzeEvery = time.Minute
+
 // maintain runs retention and partition upkeep until ctx ends, and
 // reclaims dictionary rows soon after profiles are deleted.
 func (s *Server) maintain(ctx context.Context) {
@@ -386,7 +390,7 @@ func (s *Server) maintain(ctx context.Context) {
 		if err := s.db.EnsurePartitions(ctx, time.Now(), 7); err != nil {
 			s.log.Error("partitions", "err", err)
 		}
-		if tables, err := s.db.AnalyzeStale(ctx); err != nil {
+		if tables, err := s.db.AnalyzeStale(ctx, analyzeEvery); err != nil {
 			s.log.Error("analyze", "err", err)
 		} else if len(tables) > 0 {
 			s.log.Info("analyzed tables (autovacuum is off)", "tables", tables)
