@@ -173,6 +173,14 @@ type errConnDropped struct{ err error }
 func (e errConnDropped) Error() string { return e.err.Error() }
 func (e errConnDropped) Unwrap() error { return e.err }
 
+// errScan is an error of a read's scan function: a stored row it could not
+// decode, say. The connection and the statement went well; the row did
+// not, and reading it again would not help (translate: EINTERNAL).
+type errScan struct{ err error }
+
+func (e errScan) Error() string { return e.err.Error() }
+func (e errScan) Unwrap() error { return e.err }
+
 // withConn runs fn on a pooled connection. A failure that is neither the
 // server's answer (a PgError) nor one of ours can leave the connection in
 // a state the pool cannot see (a backend killed mid-pipeline has been seen
@@ -198,7 +206,8 @@ func (db *DB) withConn(ctx context.Context, fn func(*pgx.Conn) error) error {
 	}
 	var pe *pgconn.PgError
 	var fe *fleetscope.Error
-	if !errors.As(err, &pe) && !errors.As(err, &fe) && !errors.Is(err, pgx.ErrNoRows) && ctx.Err() == nil {
+	var se errScan
+	if !errors.As(err, &pe) && !errors.As(err, &fe) && !errors.As(err, &se) && !errors.Is(err, pgx.ErrNoRows) && ctx.Err() == nil {
 		c.Conn().Close(context.Background())
 		return errConnDropped{err}
 	}
@@ -223,7 +232,11 @@ func (db *DB) readTenant(ctx context.Context, tenant int64, scan func(pgx.Rows) 
 			scanned = true
 			defer rows.Close()
 			if err := scan(rows); err != nil {
-				return err
+				var fe *fleetscope.Error
+				if errors.As(err, &fe) || errors.Is(err, pgx.ErrNoRows) || rows.Err() != nil || ctx.Err() != nil {
+					return err
+				}
+				return errScan{err}
 			}
 			return rows.Err()
 		})
@@ -272,6 +285,10 @@ func (db *DB) retry(ctx context.Context, fn func() error) error {
 
 // connectionLost reports errors of a connection, not of the statement.
 func connectionLost(err error) bool {
+	var scan errScan
+	if errors.As(err, &scan) {
+		return false
+	}
 	var dropped errConnDropped
 	if errors.As(err, &dropped) {
 		return true
@@ -301,7 +318,8 @@ func (db *DB) readTenantRow(ctx context.Context, tenant int64, scan func(pgx.Row
 // translate maps driver errors to fleetscope errors, keeping the driver's
 // error as the cause: no row is ENOTFOUND, a unique violation ECONFLICT,
 // text Postgres cannot store (NUL bytes, invalid UTF-8) EINVALID, a lost
-// connection or a full disk EUNAVAILABLE.
+// connection or a full disk EUNAVAILABLE, a stored row that could not be
+// decoded (errScan) EINTERNAL.
 func translate(err error, what string) error {
 	if err == nil {
 		return nil
@@ -312,6 +330,10 @@ func translate(err error, what string) error {
 	}
 	if errors.Is(err, pgx.ErrNoRows) {
 		return fleetscope.Wrap(err, fleetscope.ENOTFOUND, what+" not found")
+	}
+	var se errScan
+	if errors.As(err, &se) {
+		return fleetscope.Wrap(err, fleetscope.EINTERNAL, what+": a stored row could not be read: "+err.Error())
 	}
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {

@@ -966,3 +966,37 @@ func TestAnalyzeStale(t *testing.T) {
 	}
 	analyzeProfiles(0)
 }
+
+// TestCorruptRowIsNotUnavailable: a stored row that cannot be decoded is
+// an internal error that names it, read once: not "the database is
+// unavailable, retry later", which has clients retry what can never
+// succeed. The connection's next reads go on as before.
+func TestCorruptRowIsNotUnavailable(t *testing.T) {
+	db := newDB(t)
+	ctx := context.Background()
+	acme, _ := db.CreateTenant(ctx, "acme", false)
+	store(t, db, acme, "app", "app 1 [000] 1795000000.250000: 1 cpu-clock:\n\t1 f (/bin/app)\n\n")
+	read := func() error {
+		return db.FleetRows(ctx, acme, "app", "", 1, 1795000000, 1795000001, true, func(*index.FleetRow) error { return nil })
+	}
+	if err := read(); err != nil {
+		t.Fatal(err)
+	}
+	c := conn(t, db)
+	if _, err := c.Exec(ctx, `UPDATE fleet_seconds SET cells = '\x01'`); err != nil {
+		t.Fatal(err)
+	}
+	retried := db.Retried()
+	err := read()
+	if code := fleetscope.ErrorCode(err); code != fleetscope.EINTERNAL || !strings.Contains(err.Error(), "heatmap cells") {
+		t.Fatalf("a corrupt row read: %v (%s), want an internal error naming the cells", err, code)
+	}
+	if n := db.Retried() - retried; n != 0 {
+		t.Errorf("the read ran %d more times: a corrupt row is read once", n)
+	}
+	for i := range 8 { // every pooled connection still answers
+		if _, err := db.FleetCounts(ctx, acme, "app", nil, 1795000000e9, 1795000001e9); err != nil {
+			t.Fatalf("read %d after the corrupt row: %v", i, err)
+		}
+	}
+}
