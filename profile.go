@@ -90,6 +90,17 @@ func NewDict() *Dict {
 	}
 }
 
+// Grow makes room for about frames more frames and stacks more stacks:
+// hints, so that a parser that knows its input's size builds the
+// dictionary's arrays and stack index once instead of growing them.
+func (d *Dict) Grow(frames, stacks int) {
+	d.frames = slices.Grow(d.frames, max(frames, 0))
+	d.stacks = slices.Grow(d.stacks, max(stacks, 0))
+	if len(d.stackIndex) == 0 && stacks > 0 {
+		d.stackIndex = make(map[string]StackID, stacks)
+	}
+}
+
 // Frame interns f and returns its id.
 func (d *Dict) Frame(f Frame) FrameID {
 	for ; d.framesIndexed < len(d.frames); d.framesIndexed++ {

@@ -107,3 +107,23 @@ func TestIdle(t *testing.T) {
 func isIdleStack(process string, frames []string) bool {
 	return isIdle(process, len(frames), func(i int) string { return frames[i] })
 }
+
+// TestDictGrow: room made before or between the entries changes no id and
+// loses no entry (Grow only sizes the arrays and an empty stack index).
+func TestDictGrow(t *testing.T) {
+	d := NewDict()
+	d.Grow(-1, -1)
+	d.Grow(4, 4)
+	f := d.AddFrame(Frame{Name: "main"})
+	a := d.AddStack([]FrameID{f})
+	d.Grow(8, 8) // the stack is not indexed yet
+	g := d.Frame(Frame{Name: "work"})
+	b := d.Stack([]FrameID{f, g})
+	d.Grow(8, 8) // and now it is
+	if got := d.Stack([]FrameID{f}); got != a || a != 0 || b != 1 {
+		t.Fatalf("stack ids %d %d, found again %d", a, b, got)
+	}
+	if got := d.Stack([]FrameID{f, g}); got != b || d.NumStacks() != 2 || d.NumFrames() != 2 {
+		t.Fatalf("Stack(main;work) = %d of %d stacks, %d frames", got, d.NumStacks(), d.NumFrames())
+	}
+}

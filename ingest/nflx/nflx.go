@@ -95,6 +95,9 @@ func parse(r io.Reader, dec func([]byte) (*msg, error), sink func(*fleetscope.Pr
 	hasTID := perSample("samples_tid", len(m.samplesTID))
 	hasValue := perSample("samples_value", len(m.samplesValue))
 
+	// At most a frame and a stack a node, and a stack a sample; bounded,
+	// as a hint must be whatever the file claims.
+	p.Dict.Grow(min(len(m.nodes), maxHint), min(len(m.nodes), n, maxHint))
 	b := newBuilder(m, p.Dict)
 	b.internFrames(m.samples)
 	ev := p.Dict.Event(Event)
@@ -133,6 +136,9 @@ func parse(r io.Reader, dec func([]byte) (*msg, error), sink func(*fleetscope.Pr
 	}
 	return p, w.Flush()
 }
+
+// maxHint bounds the dictionary's room made before parsing (Dict.Grow).
+const maxHint = 1 << 16
 
 func describe(p *fleetscope.Profile, m *msg) {
 	if m.hasStart {
@@ -354,8 +360,10 @@ func (b *builder) frameID(name, libtype []byte) (fleetscope.FrameID, bool) {
 	if f, ok := b.seen[k][string(name)]; ok {
 		return f, true
 	}
+	// Only frameID adds frames to the profile's dictionary, and seen holds
+	// every one it added: a name not seen is not there (no second lookup).
 	s := string(name)
-	f := b.d.Frame(fleetscope.Frame{Name: s, Kind: k})
+	f := b.d.AddFrame(fleetscope.Frame{Name: s, Kind: k})
 	if b.seen[k] == nil {
 		b.seen[k] = map[string]fleetscope.FrameID{}
 	}
