@@ -63,11 +63,15 @@ func (db *DB) FleetCounts(ctx context.Context, tenant int64, app string, hosts [
 		where = append(where, fmt.Sprintf("host = ANY($%d)", len(args)))
 	}
 	live := `timed AND labels ? '` + fleetscope.LiveLabel + `' AND labels ? '` + fleetscope.LiveSeqLabel + `' AND labels->>'` + fleetscope.LiveLabel + `' <> ''`
-	q := `WITH w AS (SELECT timed, labels, events FROM profiles WHERE ` + strings.Join(where, " AND ") + `)
-		SELECT (SELECT count(*) FILTER (WHERE timed) FROM w), (SELECT count(*) FILTER (WHERE NOT timed) FROM w),
-			(SELECT count(*) FILTER (WHERE ` + live + `) FROM w),
-			(SELECT count(DISTINCT labels->>'` + fleetscope.LiveLabel + `') FILTER (WHERE ` + live + `) FROM w),
-			(SELECT coalesce(array_agg(DISTINCT e->>'name' ORDER BY e->>'name'), '{}') FROM w, jsonb_array_elements(w.events) e)`
+	// One pass over the profiles (a day of ten hosts is 14,400): the
+	// counts, and each distinct list of event names, flattened after.
+	q := `SELECT c.timed, c.untimed, c.live, c.streams,
+			coalesce((SELECT array_agg(DISTINCT n ORDER BY n) FROM unnest(c.names) AS l(a), jsonb_array_elements_text(l.a) AS n), '{}')
+		FROM (SELECT count(*) FILTER (WHERE timed) AS timed, count(*) FILTER (WHERE NOT timed) AS untimed,
+			count(*) FILTER (WHERE ` + live + `) AS live,
+			count(DISTINCT labels->>'` + fleetscope.LiveLabel + `') FILTER (WHERE ` + live + `) AS streams,
+			array_agg(DISTINCT jsonb_path_query_array(events, '$[*].name')) AS names
+			FROM profiles WHERE ` + strings.Join(where, " AND ") + `) c`
 	var c fleetscope.FleetCounts
 	err := db.readTenantRow(ctx, tenant, func(row pgx.Row) error {
 		return row.Scan(&c.Timed, &c.Untimed, &c.LiveSegments, &c.LiveStreams, &c.Events)

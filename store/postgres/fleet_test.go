@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"reflect"
 	"regexp"
+	"slices"
 	"testing"
 	"time"
 
@@ -149,6 +150,76 @@ func TestFleetLabelSets(t *testing.T) {
 		}
 		if len(ps) != c.want || len(mps) != c.want {
 			t.Errorf("%s %+v: the index selects %d profiles, the memory store %d; want %d", c.app, c.labels, len(ps), len(mps), c.want)
+		}
+	}
+}
+
+// TestFleetCounts: what a fleet's heatmap, strip and timeline say about
+// the profiles of their window without listing them: timed and untimed
+// profiles, live segments and their streams (a segment needs both labels
+// and a stream name), and the sorted names of their events, of the
+// selected hosts only; another tenant's profiles never count.
+func TestFleetCounts(t *testing.T) {
+	ctx := context.Background()
+	db := newDB(t)
+	acme, _ := db.CreateTenant(ctx, "acme", false)
+	other, _ := db.CreateTenant(ctx, "other", false)
+	add := func(tenant int64, data []byte, m ingest.Meta) *fleetscope.ProfileInfo {
+		t.Helper()
+		pr, err := ingest.ParseIndex(bytes.NewReader(data), "", 0, ingest.Shape{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		info := ingest.Describe(m, pr, time.Unix(1795000100, 0))
+		sum := sha256.Sum256(data)
+		info.BlobKey, info.SizeBytes = fmt.Sprintf("%d/%x", tenant, sum), int64(len(data))
+		if _, _, err := db.InsertProfile(ctx, tenant, info, sum[:], pr.Profile.Dict, pr.Index, nil); err != nil {
+			t.Fatal(err)
+		}
+		return info
+	}
+	live := func(stream, seq string) map[string]string {
+		return map[string]string{fleetscope.LiveLabel: stream, fleetscope.LiveSeqLabel: seq}
+	}
+	web1 := ingest.Meta{App: "checkout", Host: "web-1"}
+	add(acme, []byte(epochPerf("cpu-clock:pppH", "1795000010.100000", "1795000012.500000")), web1)
+	add(acme, []byte(epochPerf("cycles", "1795000020.300000")), web1)
+	for i, l := range []map[string]string{live("s1", "1"), live("s1", "2"), live("s2", "1"), live("", "1"), {fleetscope.LiveLabel: "s3"}} {
+		add(acme, []byte(epochPerf("cpu-clock", fmt.Sprintf("1795000011.%06d", i))), ingest.Meta{App: "checkout", Host: "web-2", Labels: l})
+	}
+	pprof := add(acme, corpus.Read(t, "corpus/pprof/go-sha-sort.cpu.pprof"), ingest.Meta{App: "checkout", Host: "web-3",
+		SpanStart: time.Unix(1795000030, 25e7), SpanEnd: time.Unix(1795000031, 75e7)})
+	add(other, []byte(epochPerf("bus-cycles", "1795000010.500000")), web1)
+	var pprofEvents []string
+	for _, e := range pprof.Events {
+		pprofEvents = append(pprofEvents, e.Name)
+	}
+	if len(pprofEvents) == 0 {
+		t.Fatal("the pprof profile has no events")
+	}
+	slices.Sort(pprofEvents)
+	all := append([]string{"cpu-clock", "cpu-clock:pppH", "cycles"}, pprofEvents...)
+	slices.Sort(all)
+	const s = int64(1795000000e9)
+	for _, c := range []struct {
+		what     string
+		hosts    []string
+		from, to int64
+		want     fleetscope.FleetCounts
+	}{
+		{"everything", nil, s, s + 40e9, fleetscope.FleetCounts{Timed: 7, Untimed: 1, LiveSegments: 3, LiveStreams: 2, Events: all}},
+		{"one host", []string{"web-1"}, s, s + 40e9, fleetscope.FleetCounts{Timed: 2, Events: []string{"cpu-clock:pppH", "cycles"}}},
+		{"the live host", []string{"web-2"}, s, s + 40e9, fleetscope.FleetCounts{Timed: 5, LiveSegments: 3, LiveStreams: 2, Events: []string{"cpu-clock"}}},
+		{"one second", nil, s + 20e9, s + 21e9, fleetscope.FleetCounts{Timed: 1, Events: []string{"cycles"}}},
+		{"the untimed span", nil, s + 31e9, s + 32e9, fleetscope.FleetCounts{Untimed: 1, Events: pprofEvents}},
+		{"nothing", nil, s + 50e9, s + 60e9, fleetscope.FleetCounts{Events: []string{}}},
+	} {
+		got, err := db.FleetCounts(ctx, acme, "checkout", c.hosts, c.from, c.to)
+		if err != nil {
+			t.Fatalf("%s: %v", c.what, err)
+		}
+		if !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%s: %+v, want %+v", c.what, got, c.want)
 		}
 	}
 }
