@@ -215,7 +215,7 @@ func (db *DB) FleetRows(ctx context.Context, tenant int64, app, event string, wi
 	err := db.readTenant(ctx, tenant, func(rows pgx.Rows) error {
 		var cells, idle pgtype.DriverBytes
 		var r index.FleetRow
-		var id uuid.UUID
+		var id [16]byte // pgx's binary path; a uuid.UUID is scanned as text (sql.Scanner)
 		if withCells {
 			r.Cells, r.IdleCells = make([]int32, index.Rows), make([]int32, index.Rows)
 		}
@@ -235,7 +235,7 @@ func (db *DB) FleetRows(ctx context.Context, tenant int64, app, event string, wi
 					return err
 				}
 			}
-			r.ProfileID = id.String()
+			r.ProfileID = uuid.UUID(id).String()
 			if err := fn(&r); err != nil {
 				return err
 			}

@@ -26,7 +26,7 @@ var leanProfileColumns = strings.Replace(profileColumns, "blob_key, meta,", "blo
 
 func scanProfile(row pgx.Row) (*fleetscope.ProfileInfo, error) {
 	var p fleetscope.ProfileInfo
-	var id uuid.UUID
+	var id [16]byte // binary; a uuid.UUID would be scanned as text (FleetRows)
 	var labels, events, meta []byte
 	err := row.Scan(&id, &p.App, &p.Host, &labels, &p.Format, &p.Filename, &events, &p.DefaultEvent, &p.Samples, &p.Timed,
 		&p.StartSecond, &p.DurationNanos, &p.TimeUnitNanos, &p.StartTime, &p.EndTime, &p.TimeSource, &p.SizeBytes,
@@ -34,7 +34,7 @@ func scanProfile(row pgx.Row) (*fleetscope.ProfileInfo, error) {
 	if err != nil {
 		return nil, err
 	}
-	p.ID = id.String()
+	p.ID = uuid.UUID(id).String()
 	if err := json.Unmarshal(labels, &p.Labels); err != nil {
 		return nil, err
 	}
