@@ -15,6 +15,7 @@ import (
 	"github.com/fleetscope/fleetscope/ingest"
 	"github.com/fleetscope/fleetscope/ingest/corpus"
 	"github.com/fleetscope/fleetscope/store/memory"
+	"github.com/fleetscope/fleetscope/store/postgres"
 )
 
 // epochPerf is perf script text recorded with epoch timestamps at the
@@ -25,6 +26,25 @@ func epochPerf(event string, at ...string) string {
 		fmt.Fprintf(&b, "app 1 [000] %s: 1 %s:\n\t1 main (/bin/app)\n\n", t, event)
 	}
 	return b.String()
+}
+
+// insertParsed parses data as an upload with metadata m (stored at
+// 1795000100) and inserts it for tenant: it returns the profile as
+// described before the insert, and what was parsed.
+func insertParsed(t *testing.T, db *postgres.DB, tenant int64, data []byte, m ingest.Meta) (*fleetscope.ProfileInfo, *ingest.Parsed) {
+	t.Helper()
+	pr, err := ingest.ParseIndex(bytes.NewReader(data), "", 0, ingest.Shape{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	info := ingest.Describe(m, pr, time.Unix(1795000100, 0))
+	sum := sha256.Sum256(data)
+	info.BlobKey, info.SizeBytes = fmt.Sprintf("%d/%x", tenant, sum), int64(len(data))
+	mine := *info
+	if _, _, err := db.InsertProfile(context.Background(), tenant, info, sum[:], pr.Profile.Dict, pr.Index, nil); err != nil {
+		t.Fatal(err)
+	}
+	return &mine, pr
 }
 
 // TestFleetLabelSets: the distinct (app, host, labels) of the profiles
@@ -41,19 +61,9 @@ func TestFleetLabelSets(t *testing.T) {
 	mem := memory.New()
 	add := func(tenant int64, data []byte, m ingest.Meta) {
 		t.Helper()
-		pr, err := ingest.ParseIndex(bytes.NewReader(data), "", 0, ingest.Shape{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		info := ingest.Describe(m, pr, time.Unix(1795000100, 0))
-		sum := sha256.Sum256(data)
-		info.BlobKey, info.SizeBytes = fmt.Sprintf("%d/%x", tenant, sum), int64(len(data))
-		mine := *info
-		if _, _, err := db.InsertProfile(ctx, tenant, info, sum[:], pr.Profile.Dict, pr.Index, nil); err != nil {
-			t.Fatal(err)
-		}
+		mine, pr := insertParsed(t, db, tenant, data, m)
 		if tenant == acme {
-			if _, err := mem.Add(&mine, pr.Profile.Dict, pr.Index); err != nil {
+			if _, err := mem.Add(mine, pr.Profile.Dict, pr.Index); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -166,16 +176,7 @@ func TestFleetCounts(t *testing.T) {
 	other, _ := db.CreateTenant(ctx, "other", false)
 	add := func(tenant int64, data []byte, m ingest.Meta) *fleetscope.ProfileInfo {
 		t.Helper()
-		pr, err := ingest.ParseIndex(bytes.NewReader(data), "", 0, ingest.Shape{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		info := ingest.Describe(m, pr, time.Unix(1795000100, 0))
-		sum := sha256.Sum256(data)
-		info.BlobKey, info.SizeBytes = fmt.Sprintf("%d/%x", tenant, sum), int64(len(data))
-		if _, _, err := db.InsertProfile(ctx, tenant, info, sum[:], pr.Profile.Dict, pr.Index, nil); err != nil {
-			t.Fatal(err)
-		}
+		info, _ := insertParsed(t, db, tenant, data, m)
 		return info
 	}
 	live := func(stream, seq string) map[string]string {
