@@ -11,12 +11,12 @@ import (
 // AnalyzeStale does autovacuum's ANALYZE where autovacuum is off: it
 // analyzes each table of the schema that changed more since its last
 // analysis than autovacuum's default threshold (50 rows and a tenth of
-// the table) and was not analyzed in the last every (autovacuum looks at
-// a table at most once per autovacuum_naptime, a minute by default), and
-// returns them. Without statistics Postgres takes a table
-// that grew since for nearly empty, and plans a fleet's profile selection
-// as a scan of the app's whole history instead of the time index: a 20-ms
-// window of a day of ten hosts took three times as long (docs/operations.md).
+// the table) and was last analyzed more than every ago (autovacuum looks
+// at a table at most once per autovacuum_naptime, a minute by default),
+// and returns them. Without statistics Postgres takes a table that grew
+// since for nearly empty, and plans a fleet's profile selection as a scan
+// of the app's whole history instead of the time index: a 20-ms window of
+// a day of ten hosts took three times as long (docs/operations.md).
 // With autovacuum on it does nothing: Postgres analyzes by itself. On
 // Citus the rows are in the workers' shards, analyzed by the workers: the
 // coordinator's tables do not change.
