@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sync"
+	"unsafe"
 
 	"google.golang.org/protobuf/encoding/protowire"
 )
@@ -89,9 +91,10 @@ func spanOf(at int, v []byte, n int) span {
 // and a map insertion; here nodes are values in one slice, their strings
 // point into data, and children and stack frames share two slices.
 func decode(data []byte) (*msg, error) {
-	m := &msg{data: data}
+	m := msgs.Get().(*msg)
+	m.data = data
 	e := entries(data)
-	m.ids, m.nodes = make([]uint32, 0, e), make([]node, 0, e)
+	m.ids, m.nodes = slices.Grow(m.ids, e), slices.Grow(m.nodes, e)
 	m.index.limit, m.index.hint = uint32(min(2*int64(e)+maxSlack, math.MaxUint32)), e
 	b := data
 	for len(b) > 0 {
@@ -245,6 +248,33 @@ func (m *msg) nodeEntry(b []byte, at int) error {
 	m.index.put(id, int32(len(m.nodes)))
 	m.ids, m.nodes = append(m.ids, id), append(m.nodes, nd)
 	return nil
+}
+
+// msgs holds decoded messages for decode to reuse (release): their
+// arrays, ~1 MB for a host-minute, are then allocated and cleared once
+// per parser in flight, not once per upload.
+var msgs = sync.Pool{New: func() any { return new(msg) }}
+
+// maxPooled bounds the arrays a released message keeps for reuse (in
+// bytes, roughly): a large file's go to the collector.
+const maxPooled = 16 << 20
+
+// release empties m and keeps it for a later decode; m and what it held
+// must not be used after. Its strings were spans of data, so nothing a
+// parse returned refers to it.
+func (m *msg) release() {
+	size := 4*(cap(m.ids)+len(m.index.dense)+cap(m.samples)+cap(m.samplesCPU)+cap(m.samplesPID)+cap(m.samplesTID)+cap(m.children)) +
+		8*(cap(m.timeDeltas)+cap(m.samplesValue)+len(m.index.sparse)) + int(unsafe.Sizeof(node{}))*cap(m.nodes) + int(unsafe.Sizeof(stackFrame{}))*cap(m.frames)
+	if size > maxPooled {
+		return
+	}
+	clear(m.index.sparse)
+	*m = msg{
+		ids: m.ids[:0], nodes: m.nodes[:0], index: index{dense: m.index.dense[:0], sparse: m.index.sparse},
+		samples: m.samples[:0], samplesCPU: m.samplesCPU[:0], samplesPID: m.samplesPID[:0], samplesTID: m.samplesTID[:0],
+		timeDeltas: m.timeDeltas[:0], samplesValue: m.samplesValue[:0], children: m.children[:0], frames: m.frames[:0],
+	}
+	msgs.Put(m)
 }
 
 // maxSlack is how far past twice their count node ids may go and still be

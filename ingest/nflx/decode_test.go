@@ -341,6 +341,49 @@ func TestDecodeContinuousMinute(t *testing.T) {
 	t.Logf("%d bytes, %d samples, %d stacks, %d frames", len(data), len(o.samples), o.p.Dict.NumStacks(), o.p.Dict.NumFrames())
 }
 
+// TestParseReusesMemory: parses one after another, each reusing what the
+// last released (its file's buffer, its message's arrays and node index,
+// dense and sparse), give what a parse with nothing to reuse gives: the
+// benchmark's host-minute (node ids past the dense index), the corpus
+// files, a small hand-made message, and the host-minute again.
+func TestParseReusesMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("parses the benchmark file")
+	}
+	files := [][]byte{continuousMinute(t)}
+	names, _ := filepath.Glob(filepath.Join(fstest.Shared("corpus", "nflxprofile"), "*.nflxprofile*"))
+	for _, name := range names {
+		files = append(files, fstest.Read(t, "corpus", "nflxprofile", filepath.Base(name)))
+	}
+	// The small message's far node has the host-minute's largest id: in
+	// the sparse index of both, at another entry.
+	minute, err := refDecode(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	far := uint64(slices.Max(minute.ids))
+	if far < 1<<17 {
+		t.Fatalf("the host-minute's largest node id is %d: not in its sparse index", far)
+	}
+	small := slices.Concat(tagged(1, protowire.Fixed64Type, fixed64(math.Float64bits(100))),
+		tagged(3, protowire.BytesType, lenp(varint(far), varint(7))),
+		tagged(4, protowire.BytesType, lenp(fixed64(math.Float64bits(0.5)), fixed64(math.Float64bits(0.25)))),
+		tagged(8, protowire.BytesType, lenp(str(1, "has_parent"), str(2, "true"))),
+		entry(uv(1, 7), value(str(1, "root"))), entry(uv(1, far), value(str(1, "far"), uv(5, 7))))
+	files = append(files, small, files[0])
+	want := make([]canonical, len(files))
+	for i, data := range files {
+		want[i] = parseWith(refDecode, data, math.MaxInt).canonical()
+	}
+	for round := range 2 {
+		for i, data := range files {
+			if got := parseWith(decode, data, math.MaxInt).canonical(); !reflect.DeepEqual(got, want[i]) {
+				t.Fatalf("round %d, file %d: the parse differs from proto.Unmarshal's:\n got  %+v\n want %+v", round, i, got.Profile, want[i].Profile)
+			}
+		}
+	}
+}
+
 // Wire-level building blocks for hand-made messages.
 func tagged(num protowire.Number, typ protowire.Type, payload ...[]byte) []byte {
 	b := protowire.AppendTag(nil, num, typ)

@@ -21,6 +21,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"sync"
 
 	"google.golang.org/protobuf/encoding/protowire"
 
@@ -62,14 +63,16 @@ func Parse(r io.Reader, sink func(*fleetscope.Profile, []fleetscope.Sample) erro
 // proto.Unmarshal too.
 func parse(r io.Reader, dec func([]byte) (*msg, error), sink func(*fleetscope.Profile, []fleetscope.Sample) error) (*fleetscope.Profile, error) {
 	p := batch.NewProfile("nflxprofile")
-	data, err := io.ReadAll(r)
-	if err != nil {
+	buf := buffers.Get().(*bytes.Buffer)
+	defer release(buf)
+	if _, err := buf.ReadFrom(r); err != nil {
 		return p, err
 	}
-	m, err := dec(data)
+	m, err := dec(buf.Bytes())
 	if err != nil {
 		return p, fleetscope.Errorf(fleetscope.EINVALID, "nflxprofile: not a valid Profile message: %v", err)
 	}
+	defer m.release()
 	describe(p, m)
 	n := len(m.samples)
 	if n == 0 {
@@ -135,6 +138,17 @@ func parse(r io.Reader, dec func([]byte) (*msg, error), sink func(*fleetscope.Pr
 		}
 	}
 	return p, w.Flush()
+}
+
+// buffers holds the files parse reads whole, for reuse: a host-minute's
+// ~0.6 MB was read into ~1.3 MB of fresh, cleared memory at every upload.
+var buffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+func release(buf *bytes.Buffer) {
+	if buf.Cap() <= maxPooled {
+		buf.Reset()
+		buffers.Put(buf)
+	}
 }
 
 // maxHint bounds the dictionary's room made before parsing (Dict.Grow).
