@@ -24,7 +24,7 @@ SHARED_OK := $(shell test -d '$(SHARED)/corpus' && echo 1)
 FLEETSCOPE_TEST_REQUIRE ?= $(SHARED_OK)
 export FLEETSCOPE_SHARED := $(abspath $(SHARED))
 
-.PHONY: build install test test-deps test-citus citus fuzz fuzz-brief bench run stop postgres tools generate check-generated check-deps docs-cli check-docs web perf clean
+.PHONY: build install test test-deps test-citus citus fuzz fuzz-brief bench pgo run stop postgres tools generate check-generated check-deps docs-cli check-docs web perf clean
 
 # Static, as the image builds it (deploy/Dockerfile): Go's own DNS resolver
 # and user lookup instead of libc's, and no dynamic loader at every start
@@ -156,6 +156,18 @@ fuzz:
 bench: build
 	SHARED=$(SHARED) bash .ci/bench
 	SHARED=$(SHARED) bash web/scripts/bench.sh
+
+# Regenerate cmd/fleetscope/default.pgo, the CPU profile Go's compiler
+# optimizes the server for (profile-guided optimization, used by every
+# go build of ./cmd/fleetscope): the server's profiles of a 2-hour
+# continuous fleet benchmark (its ingest and each query), merged. Needs
+# what make bench needs (Postgres, ../shared).
+PGO_DIR ?= $(CURDIR)/.data/pgo
+pgo: tools
+	rm -rf '$(PGO_DIR)' && mkdir -p '$(PGO_DIR)'
+	FLEETSCOPE_TEST_REQUIRE=1 FLEETSCOPE_BENCH_HOURS=2 FLEETSCOPE_BENCH_PROFILES='$(PGO_DIR)' FLEETSCOPE_SHARED=$(SHARED) \
+		$(GO) test -run '^$$' -bench '^BenchmarkContinuousFleet$$' -benchtime 1x -timeout 60m ./cmd/fleetscope/
+	$(GO) tool pprof -proto '$(PGO_DIR)'/*.pprof > cmd/fleetscope/default.pgo
 
 # Rebuild the dashboard (web/dist, committed) from web/src with npm.
 web:
