@@ -223,7 +223,7 @@ func (db *DB) seconds(ctx context.Context, tenant int64, id string, event int, f
 // each profile that has them, in no particular order (profiles stored
 // before totals were kept have none, and are left out).
 func (db *DB) FleetStackTotals(ctx context.Context, tenant int64, ids []string, fn func(i int, totals []byte) error) error {
-	us := make([]uuid.UUID, len(ids))
+	us := make([][16]byte, len(ids)) // pgx's binary path: a uuid.UUID is sent as text (driver.Valuer)
 	for i, id := range ids {
 		u, err := parseID(id)
 		if err != nil {
@@ -254,7 +254,7 @@ func (db *DB) FleetStackTotals(ctx context.Context, tenant int64, ids []string, 
 // offsets (index.SecondsRange.Inner): Postgres neither reads nor sends
 // them.
 func (db *DB) FleetSeconds(ctx context.Context, tenant int64, reqs []index.SecondsRange, fn func(i int, s *index.Second) error) error {
-	ids := make([]uuid.UUID, len(reqs))
+	ids := make([][16]byte, len(reqs)) // binary, as in FleetStackTotals
 	events := make([]int16, len(reqs))
 	lo := make([]int64, len(reqs))
 	hi := make([]int64, len(reqs))
