@@ -161,11 +161,12 @@ bench: build
 # optimizes the server for (profile-guided optimization, used by every
 # go build of ./cmd/fleetscope): the server's profiles of a 2-hour
 # continuous fleet benchmark (its ingest and each query), merged. Needs
-# what make bench needs (Postgres, ../shared).
+# what make bench needs (Postgres, ../shared, exported above as an
+# absolute FLEETSCOPE_SHARED: the test runs in cmd/fleetscope).
 PGO_DIR ?= $(CURDIR)/.data/pgo
 pgo: tools
 	rm -rf '$(PGO_DIR)' && mkdir -p '$(PGO_DIR)'
-	FLEETSCOPE_TEST_REQUIRE=1 FLEETSCOPE_BENCH_HOURS=2 FLEETSCOPE_BENCH_PROFILES='$(PGO_DIR)' FLEETSCOPE_SHARED=$(SHARED) \
+	FLEETSCOPE_TEST_REQUIRE=1 FLEETSCOPE_BENCH_HOURS=2 FLEETSCOPE_BENCH_PROFILES='$(PGO_DIR)' \
 		$(GO) test -run '^$$' -bench '^BenchmarkContinuousFleet$$' -benchtime 1x -timeout 60m ./cmd/fleetscope/
 	$(GO) tool pprof -proto '$(PGO_DIR)'/*.pprof > cmd/fleetscope/default.pgo
 
