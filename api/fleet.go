@@ -70,7 +70,9 @@ func accountingProto(a query.Accounting) *fsv1.Accounting {
 		ServedTens:    int32(min(a.Served.Tens, math.MaxInt32)),
 		ServedBuckets: int32(min(a.Served.Buckets, math.MaxInt32)), CountedBuckets: int32(min(a.Served.BucketsCounted, math.MaxInt32)),
 		RawFiles: int32(min(a.Served.RawFiles, math.MaxInt32)), WholeProfiles: int32(min(a.Served.WholeProfiles, math.MaxInt32)),
-		LiveSegments: int32(a.LiveSegments), LiveStreams: int32(a.LiveStreams)}
+		ServedHours: int32(min(a.Served.Hours, math.MaxInt32)), ServedDays: int32(min(a.Served.Days, math.MaxInt32)),
+		CountedRollups: int32(min(a.Served.RollupsCounted, math.MaxInt32)),
+		LiveSegments:   int32(a.LiveSegments), LiveStreams: int32(a.LiveStreams)}
 	for k, v := range a.LeftOut {
 		out.LeftOut[k] = int32(v)
 	}

@@ -98,36 +98,10 @@ type FleetFlameGraph struct {
 // stacks alone; profiles' counts add up as arrays over a dense numbering of
 // the tenant's stacks.
 func (s *Service) FleetFlameGraph(ctx context.Context, tenant int64, sel fleetscope.FleetSelection, o FleetFlameOptions) (*FleetFlameGraph, error) {
-	f, err := s.resolve(ctx, tenant, sel)
-	if err != nil {
-		return nil, err
-	}
-	b, err := s.planBuckets(ctx, tenant, f)
-	if err != nil {
-		return nil, err
-	}
-	var ps partSet
-	if b == nil {
-		ps.parts, ps.reqs, ps.owner = f.parts(sel.From, sel.To, true, true)
-	} else {
-		ps = f.edgeParts(b)
-	}
-	parts := ps.parts
 	d := s.denseIDs(tenant)
-	if b != nil {
-		f.served.Buckets, f.served.BucketsCounted = len(b.hits), len(b.misses)
-		if err := s.countMisses(ctx, tenant, f, b, d, time.Now()); err != nil {
-			return nil, err
-		}
-	}
-	if err := s.translateParts(ctx, tenant, f, parts, d, true); err != nil {
+	parts, f, err := s.fleetParts(ctx, tenant, sel, d, o.ByPeriod)
+	if err != nil {
 		return nil, err
-	}
-	if err := s.countParts(ctx, tenant, f, parts, ps.reqs, ps.owner, o.ByPeriod); err != nil {
-		return nil, err
-	}
-	if b != nil {
-		parts = append(parts, s.hitParts(tenant, b, d, o.ByPeriod)...)
 	}
 	m, at, err := s.partsDict(ctx, tenant, parts, d)
 	if err != nil {
@@ -145,6 +119,54 @@ func (s *Service) FleetFlameGraph(ctx context.Context, tenant int64, sel fleetsc
 		Source: fleetSource(sel), layout: l,
 		timeline: func(w io.Writer, name string) error { return s.fleetTimeline(ctx, tenant, sel, o, w, name) }}
 	return &FleetFlameGraph{FlameGraph: g, Accounting: f.accounting(true)}, nil
+}
+
+// fleetParts counts a selection's window as parts: from hour and day
+// rollups and its edges when it holds whole sealed hours (fleet_long.go),
+// else from its listed profiles.
+func (s *Service) fleetParts(ctx context.Context, tenant int64, sel fleetscope.FleetSelection, d *denseIDs, byPeriod bool) ([]*part, *fleet, error) {
+	now := time.Now()
+	if parts, f, ok, err := s.longParts(ctx, tenant, sel, d, byPeriod, now); err != nil || ok {
+		return parts, f, err
+	}
+	f, err := s.resolve(ctx, tenant, sel)
+	if err != nil {
+		return nil, nil, err
+	}
+	parts, err := s.fineParts(ctx, tenant, f, d, byPeriod, now)
+	return parts, f, err
+}
+
+// fineParts counts a listed fleet's window as parts: its whole ten-minute
+// buckets, where they serve, and the rest from the per-second rows.
+func (s *Service) fineParts(ctx context.Context, tenant int64, f *fleet, d *denseIDs, byPeriod bool, now time.Time) ([]*part, error) {
+	b, err := s.planBuckets(ctx, tenant, f)
+	if err != nil {
+		return nil, err
+	}
+	var ps partSet
+	if b == nil {
+		ps.parts, ps.reqs, ps.owner = f.parts(f.sel.From, f.sel.To, true, true)
+	} else {
+		ps = f.edgeParts(b)
+	}
+	parts := ps.parts
+	if b != nil {
+		f.served.Buckets, f.served.BucketsCounted = f.served.Buckets+len(b.hits), f.served.BucketsCounted+len(b.misses)
+		if err := s.countMisses(ctx, tenant, f, b, d, now); err != nil {
+			return nil, err
+		}
+	}
+	if err := s.translateParts(ctx, tenant, f, parts, d, true); err != nil {
+		return nil, err
+	}
+	if err := s.countParts(ctx, tenant, f, parts, ps.reqs, ps.owner, byPeriod); err != nil {
+		return nil, err
+	}
+	if b != nil {
+		parts = append(parts, s.hitParts(tenant, b, d, byPeriod)...)
+	}
+	return parts, nil
 }
 
 // fleetSource names a fleet selection in exports' titles (the window

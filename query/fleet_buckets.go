@@ -221,12 +221,13 @@ func (s *Service) countMisses(ctx context.Context, tenant int64, f *fleet, b *bu
 	return nil
 }
 
-// hitParts are the buckets (stored, and counted) as parts, their stacks
-// numbered in d, counting samples, or periods with byPeriod.
-func (s *Service) hitParts(tenant int64, b *bucketPlan, d *denseIDs, byPeriod bool) []*part {
-	out := make([]*part, len(b.hits))
-	for i := range b.hits {
-		h := &b.hits[i]
+// bucketParts are stored counts by stack key (ten-minute buckets, hour
+// and day rollups) as parts named by name, their stacks numbered in d,
+// counting samples, or periods with byPeriod.
+func (s *Service) bucketParts(tenant int64, bs []index.StackBucket, d *denseIDs, byPeriod bool, name func(*index.StackBucket) string) []*part {
+	out := make([]*part, len(bs))
+	for i := range bs {
+		h := &bs[i]
 		ids, grew := d.translate(h.Keys)
 		if grew {
 			s.grown(tenant, d)
@@ -235,9 +236,16 @@ func (s *Service) hitParts(tenant int64, b *bucketPlan, d *denseIDs, byPeriod bo
 		if byPeriod {
 			c = h.Weights
 		}
-		out[i] = &part{id: fmt.Sprintf("\x00bucket %s %d %x", h.Host, h.Bucket, h.Profiles[:8]), trans: ids, counts: c}
+		out[i] = &part{id: name(h), trans: ids, counts: c}
 	}
 	return out
+}
+
+// hitParts are a plan's buckets (stored, and counted) as parts.
+func (s *Service) hitParts(tenant int64, b *bucketPlan, d *denseIDs, byPeriod bool) []*part {
+	return s.bucketParts(tenant, b.hits, d, byPeriod, func(h *index.StackBucket) string {
+		return fmt.Sprintf("\x00bucket %s %d %x", h.Host, h.Bucket, h.Profiles[:8])
+	})
 }
 
 // CompactBuckets counts and stores the sealed stack buckets of app's hosts

@@ -2,6 +2,7 @@ package query
 
 import (
 	"context"
+	"maps"
 	"sync"
 
 	"github.com/fleetscope/fleetscope"
@@ -49,6 +50,19 @@ func (r *rawFiles) read(p *fleetscope.ProfileInfo) {
 		r.ids = map[string]bool{}
 	}
 	r.ids[p.ID] = true
+}
+
+// merge adds o's profiles.
+func (r *rawFiles) merge(o *rawFiles) {
+	o.mu.Lock()
+	ids := maps.Clone(o.ids)
+	o.mu.Unlock()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.ids == nil {
+		r.ids = map[string]bool{}
+	}
+	maps.Copy(r.ids, ids)
 }
 
 func (r *rawFiles) len() int {
@@ -254,10 +268,20 @@ func (f *fleet) busiestEvent(totals map[string]int64) string {
 func (f *fleet) accounting(withUntimedSpans bool) Accounting {
 	acc := Accounting{Event: f.event, Profiles: len(f.timed), LeftOut: map[string]int{}, Served: f.served}
 	acc.Served.RawFiles = f.raw.len()
-	if c := f.counts; c != nil { // answers from stored totals only (withUntimedSpans false)
+	if c := f.counts; c != nil { // answers from stored totals, or from rollups (fleet_long.go)
 		acc.Profiles, acc.LiveSegments, acc.LiveStreams = c.Timed, c.LiveSegments, c.LiveStreams
-		if c.Untimed > 0 {
-			acc.LeftOut[LeftUntimed] = c.Untimed
+		if !withUntimedSpans {
+			if c.Untimed > 0 {
+				acc.LeftOut[LeftUntimed] = c.Untimed
+			}
+			return acc
+		}
+		for _, p := range f.untimed { // listed
+			if f.spanInside(p) {
+				acc.Profiles++
+			} else {
+				acc.LeftOut[LeftUntimedSpan]++
+			}
 		}
 		return acc
 	}

@@ -67,16 +67,28 @@ func (f *fleet) grid(minSPC int64) (start, spc int64, columns int) {
 // Served says which stored rows an answer read: seconds, tens of seconds
 // and minutes; stack buckets read (Buckets) and counted from the seconds
 // because none was stored for the profiles selected (BucketsCounted;
-// fleet_buckets.go).
+// fleet_buckets.go); hour and day rollups read (Hours, Days) and counted
+// because none was stored at the version of the host's samples
+// (RollupsCounted; fleet_long.go).
 type Served struct {
 	Seconds, Tens, Minutes  int
 	Buckets, BucketsCounted int
+	Hours, Days             int
+	RollupsCounted          int
 	// RawFiles are the profiles whose samples were read from their raw
 	// files: past their tenant's sample tier (cold.go).
 	RawFiles int
 	// WholeProfiles are the profiles counted from their stack totals,
 	// every sample inside the window, rather than from their rows.
 	WholeProfiles int
+}
+
+// sum adds what o counts (parts of one answer).
+func (s *Served) sum(o Served) {
+	s.Seconds, s.Tens, s.Minutes = s.Seconds+o.Seconds, s.Tens+o.Tens, s.Minutes+o.Minutes
+	s.Buckets, s.BucketsCounted = s.Buckets+o.Buckets, s.BucketsCounted+o.BucketsCounted
+	s.Hours, s.Days, s.RollupsCounted = s.Hours+o.Hours, s.Days+o.Days, s.RollupsCounted+o.RollupsCounted
+	s.RawFiles, s.WholeProfiles = s.RawFiles+o.RawFiles, s.WholeProfiles+o.WholeProfiles
 }
 
 // add counts n rows read of width seconds (1: the seconds).

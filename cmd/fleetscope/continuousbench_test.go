@@ -169,6 +169,9 @@ func BenchmarkContinuousFleet(b *testing.B) {
 	measure(fmt.Sprintf("host strip, %d h", hours), "target <= 100 ms", long, post("GetFleetHosts", &fsv1.GetFleetHostsRequest{Selection: sel(0, day)}))
 	measure(fmt.Sprintf("timeline, %d h", hours), "target <= 100 ms", long, post("GetFleetTimeline", &fsv1.GetFleetTimelineRequest{Selection: sel(0, day)}))
 	measure("timeline, 7 days", "target <= 200 ms", long, post("GetFleetTimeline", &fsv1.GetFleetTimelineRequest{Selection: sel(-3*86400, 4*86400)}))
+	// The fleet view's widest window: its flame graph from day and hour
+	// rollups and the edges, the profiles counted, not listed.
+	measure("merged flame graph, all hosts, 30 days", "the fleet view's 30 d", long, flame(sel(-14*86400, 16*86400)))
 	fmt.Printf("%-52s %8d MB peak RSS (target <= 512 MB; %s)\n", "server, over the run", peak.max/1024, peak.by())
 
 	hostHours := float64(continuousHosts * hours)

@@ -20,11 +20,58 @@ type StackBucket struct {
 	Host     string
 	Bucket   int64    // unix second of its start, a multiple of BucketSeconds
 	Profiles [32]byte // names the profiles counted (their ids and clock shifts)
+	// Version names what an hour or day rollup counted (see Version); 0
+	// for a ten-minute bucket, which Profiles names.
+	Version int64
 	// Keys are the stacks with samples, sorted; Counts and Weights are by
 	// Keys: each sample as 1 (as its period for a weighted event), and as
 	// its period.
 	Keys            []int64
 	Counts, Weights []uint64
+}
+
+// Rollup widths: a host's stack counts by the hour and by the day (query's
+// fleet_long.go), beside the ten-minute buckets.
+const (
+	HourSeconds = 3600
+	DaySeconds  = 86400
+)
+
+// Version is the version of a host's samples in a span of unix time (an
+// hour, or the sum over a day's hours): it grows with every change to
+// them, so a rollup counted at a version serves while it is the same.
+type Version struct {
+	Host    string
+	Bucket  int64 // unix second of the span's start
+	Version int64
+}
+
+// SumStacks adds the stacks of b to a's (both sorted by key), into a.
+func SumStacks(a *StackBucket, b *StackBucket) {
+	if len(b.Keys) == 0 {
+		return
+	}
+	if len(a.Keys) == 0 {
+		a.Keys, a.Counts, a.Weights = slices.Clone(b.Keys), slices.Clone(b.Counts), slices.Clone(b.Weights)
+		return
+	}
+	n := len(a.Keys) + len(b.Keys)
+	keys, counts, weights := make([]int64, 0, n), make([]uint64, 0, n), make([]uint64, 0, n)
+	i, j := 0, 0
+	for i < len(a.Keys) || j < len(b.Keys) {
+		switch {
+		case j == len(b.Keys) || i < len(a.Keys) && a.Keys[i] < b.Keys[j]:
+			keys, counts, weights = append(keys, a.Keys[i]), append(counts, a.Counts[i]), append(weights, a.Weights[i])
+			i++
+		case i == len(a.Keys) || b.Keys[j] < a.Keys[i]:
+			keys, counts, weights = append(keys, b.Keys[j]), append(counts, b.Counts[j]), append(weights, b.Weights[j])
+			j++
+		default:
+			keys, counts, weights = append(keys, a.Keys[i]), append(counts, a.Counts[i]+b.Counts[j]), append(weights, a.Weights[i]+b.Weights[j])
+			i, j = i+1, j+1
+		}
+	}
+	a.Keys, a.Counts, a.Weights = keys, counts, weights
 }
 
 // EncodeStacks packs a bucket's stacks: their number, then each stack as

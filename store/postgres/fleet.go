@@ -109,10 +109,10 @@ func (db *DB) FleetProfiles(ctx context.Context, tenant int64, app string, hosts
 // fleetProfilesQuery is FleetProfiles' query and its arguments: the
 // profiles that overlap the window, through the time index (overlap), and
 // the exact labels (the other label conditions are decided by
-// fleetMatches).
-func fleetProfilesQuery(tenant int64, app string, hosts []string, labels []fleetscope.LabelMatch, from, to int64, limit int) (string, []any) {
+// fleetMatches), with any further conditions (SQL without parameters).
+func fleetProfilesQuery(tenant int64, app string, hosts []string, labels []fleetscope.LabelMatch, from, to int64, limit int, also ...string) (string, []any) {
 	args := []any{tenant, app}
-	where := []string{"tenant_id = $1", "app = $2", overlap(&args, from, to)}
+	where := append([]string{"tenant_id = $1", "app = $2", overlap(&args, from, to)}, also...)
 	if len(hosts) > 0 {
 		args = append(args, hosts)
 		where = append(where, fmt.Sprintf("host = ANY($%d)", len(args)))

@@ -205,6 +205,10 @@ func TestRowLevelSecurity(t *testing.T) {
 		if err := db.PutFleetStackBuckets(ctx, tenant, "app", "cycles", []index.StackBucket{b}); err != nil {
 			t.Fatal(err)
 		}
+		b.Bucket, b.Version = 3600, 1
+		if err := db.PutFleetStackRollups(ctx, tenant, "app", "cycles", index.HourSeconds, []index.StackBucket{b}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	c := conn(t, db)
 	// A deleted profile leaves its tenant a dictionaries row; a pin is an

@@ -147,6 +147,9 @@ func (db *DB) InsertProfile(ctx context.Context, tenant int64, p *fleetscope.Pro
 			if err := writeFleet(ctx, tx, tenant, id, day, p, dict, ix); err != nil {
 				return err
 			}
+			if err := touchVersions(ctx, tx, tenant, id); err != nil {
+				return err
+			}
 			if beforeCommit != nil {
 				return beforeCommit()
 			}
@@ -198,6 +201,9 @@ func (db *DB) DeleteProfile(ctx context.Context, tenant int64, id, actor string)
 			return err
 		}
 		if err := dropStackBuckets(ctx, tx, tenant, u); err != nil {
+			return err
+		}
+		if err := dropRollups(ctx, tx, tenant, u); err != nil {
 			return err
 		}
 		for _, table := range fleetTables {
@@ -258,11 +264,18 @@ func (db *DB) UpdateProfile(ctx context.Context, tenant int64, id string, u flee
 			if err := dropStackBuckets(ctx, tx, tenant, uid); err != nil {
 				return err
 			}
+			if err := dropRollups(ctx, tx, tenant, uid); err != nil {
+				return err
+			}
 			for _, table := range fleetTables {
 				if _, err := tx.Exec(ctx, `UPDATE `+table+` SET app = $3, host = $4 WHERE tenant_id = $1 AND profile_id = $2`,
 					tenant, uid, newApp, newHost); err != nil {
 					return err
 				}
+			}
+			// Its samples' new hours are new versions too.
+			if err := touchVersions(ctx, tx, tenant, uid); err != nil {
+				return err
 			}
 		}
 		return auditTx(ctx, tx, tenant, actor, "profile.update", id, detail)

@@ -144,6 +144,7 @@ func (db *DB) DeleteTenant(ctx context.Context, name string) ([]string, error) {
 			`DELETE FROM seconds WHERE tenant_id = $1`, `DELETE FROM fleet_seconds WHERE tenant_id = $1`,
 			`DELETE FROM fleet_tens WHERE tenant_id = $1`, `DELETE FROM fleet_minutes WHERE tenant_id = $1`,
 			`DELETE FROM fleet_stack_buckets WHERE tenant_id = $1`,
+			`DELETE FROM fleet_stack_rollups WHERE tenant_id = $1`, `DELETE FROM fleet_versions WHERE tenant_id = $1`,
 			`DELETE FROM share_links WHERE tenant_id = $1`,
 			`DELETE FROM profiles WHERE tenant_id = $1`, `DELETE FROM stacks WHERE tenant_id = $1`,
 			`DELETE FROM frames WHERE tenant_id = $1`, `DELETE FROM dictionary_pins WHERE tenant_id = $1`,

@@ -14,9 +14,10 @@ import (
 )
 
 // compactor counts the stack buckets of the profiles this replica stored,
-// every FLEETSCOPE_COMPACT_INTERVAL, so that a day's merged flame graph
-// reads them instead of counting them when first asked for
-// (query.CompactBuckets). It remembers, per tenant and app, the span of
+// and the hour and day rollups they complete, every
+// FLEETSCOPE_COMPACT_INTERVAL, so that a day's or a week's merged flame
+// graph reads them instead of counting them when first asked for
+// (query.CompactBuckets, query.CompactRollups). It remembers, per tenant and app, the span of
 // wall-clock time its new profiles cover; buckets not yet sealed wait for
 // a later round. Nothing depends on it for being right: a bucket it did
 // not count (a restart, a full map, another replica's upload) is counted
@@ -95,6 +96,15 @@ func (c *compactor) round(ctx context.Context, now time.Time) {
 		}
 		if n > 0 {
 			c.log.Debug("stack buckets compacted", "tenant", k.tenant, "app", k.app, "buckets", n)
+		}
+		// The hours and days those buckets complete (query.CompactRollups).
+		if r, err := c.q.CompactRollups(ctx, k.tenant, k.app, sp.from, min(sp.to, sealed), now); err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			c.log.Warn("stack rollups not compacted (queries count them)", "tenant", k.tenant, "app", k.app, "err", err)
+		} else if r > 0 {
+			c.log.Debug("stack rollups compacted", "tenant", k.tenant, "app", k.app, "rollups", r)
 		}
 		if sp.to > sealed {
 			c.add(k, span{max(sp.from, sealed), sp.to})

@@ -234,8 +234,18 @@ type Accounting struct {
 	// of theirs lies inside the window, rather than from their per-second
 	// rows. Exact all the same.
 	WholeProfiles int32 `protobuf:"varint,12,opt,name=whole_profiles,json=wholeProfiles,proto3" json:"whole_profiles,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// Merged flame graphs over whole hours: the stored hour and day
+	// rollups read (a host's hour or day, counted by stack), and those
+	// counted (an hour from its ten-minute buckets, a day from its hours)
+	// because none was stored at the current version of the host's
+	// samples there (then stored). Zero for windows without a whole hour
+	// more than two minutes old, and for selections with label conditions
+	// or a pid/tid/CPU filter.
+	ServedHours    int32 `protobuf:"varint,13,opt,name=served_hours,json=servedHours,proto3" json:"served_hours,omitempty"`
+	ServedDays     int32 `protobuf:"varint,14,opt,name=served_days,json=servedDays,proto3" json:"served_days,omitempty"`
+	CountedRollups int32 `protobuf:"varint,15,opt,name=counted_rollups,json=countedRollups,proto3" json:"counted_rollups,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Accounting) Reset() {
@@ -348,6 +358,27 @@ func (x *Accounting) GetRawFiles() int32 {
 func (x *Accounting) GetWholeProfiles() int32 {
 	if x != nil {
 		return x.WholeProfiles
+	}
+	return 0
+}
+
+func (x *Accounting) GetServedHours() int32 {
+	if x != nil {
+		return x.ServedHours
+	}
+	return 0
+}
+
+func (x *Accounting) GetServedDays() int32 {
+	if x != nil {
+		return x.ServedDays
+	}
+	return 0
+}
+
+func (x *Accounting) GetCountedRollups() int32 {
+	if x != nil {
+		return x.CountedRollups
 	}
 	return 0
 }
@@ -967,7 +998,7 @@ const file_fleetscope_v1_fleet_proto_rawDesc = "" +
 	"\fLabelMatcher\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value\x12\x1b\n" +
-	"\tnot_equal\x18\x03 \x01(\bR\bnotEqual\"\x88\x04\n" +
+	"\tnot_equal\x18\x03 \x01(\bR\bnotEqual\"\xf5\x04\n" +
 	"\n" +
 	"Accounting\x12\x14\n" +
 	"\x05event\x18\x01 \x01(\tR\x05event\x12\x1a\n" +
@@ -983,7 +1014,11 @@ const file_fleetscope_v1_fleet_proto_rawDesc = "" +
 	"\x0eserved_buckets\x18\b \x01(\x05R\rservedBuckets\x12'\n" +
 	"\x0fcounted_buckets\x18\t \x01(\x05R\x0ecountedBuckets\x12\x1b\n" +
 	"\traw_files\x18\v \x01(\x05R\brawFiles\x12%\n" +
-	"\x0ewhole_profiles\x18\f \x01(\x05R\rwholeProfiles\x1a:\n" +
+	"\x0ewhole_profiles\x18\f \x01(\x05R\rwholeProfiles\x12!\n" +
+	"\fserved_hours\x18\r \x01(\x05R\vservedHours\x12\x1f\n" +
+	"\vserved_days\x18\x0e \x01(\x05R\n" +
+	"servedDays\x12'\n" +
+	"\x0fcounted_rollups\x18\x0f \x01(\x05R\x0ecountedRollups\x1a:\n" +
 	"\fLeftOutEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x05R\x05value:\x028\x01\"\x9e\x01\n" +
