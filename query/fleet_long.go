@@ -341,39 +341,47 @@ func (s *Service) storeRollups(ctx context.Context, tenant int64, f *fleet, sr S
 }
 
 // CompactRollups counts and stores the hour and day rollups of app's
-// hosts in the sealed whole hours of [from, to) (unix ns), widened to
-// whole days, for every event of the app's profiles there, that are
-// missing or stale: a week's merged flame graph then reads them. Like
-// CompactBuckets, an optimisation that cannot make an answer wrong.
+// hosts that are missing or stale, for every event of the app's profiles
+// there: the sealed whole hours that [from, to) (unix ns) touches, and the
+// sealed days it touches, each from its hours. A week's merged flame graph
+// then reads them. Like CompactBuckets, an optimisation that cannot make an
+// answer wrong. It returns the rollups counted.
 func (s *Service) CompactRollups(ctx context.Context, tenant int64, app string, from, to int64, now time.Time) (int, error) {
 	sr, ok1 := s.src.(StackRollups)
 	ct, ok2 := s.src.(ColumnTotals)
 	if !ok1 || !ok2 || s.noBuckets {
 		return 0, nil
 	}
-	const D = index.DaySeconds * 1e9
-	sel := fleetscope.FleetSelection{App: app, From: floorTo(from, D), To: -floorTo(-to, D), IncludeIdle: true}
-	lo, hi, ok := rollupSpan(sel, now)
-	if !ok {
-		return 0, nil
-	}
-	sel.From, sel.To = lo*1e9, hi*1e9
-	f, err := s.countProfiles(ctx, tenant, sel, ct)
-	if err != nil {
-		return 0, err
-	}
-	events := map[string]bool{}
-	for _, e := range f.counts.Events {
-		events[fleetscope.EventBase(e)] = true
-	}
-	d := s.denseIDs(tenant)
+	const H, D = index.HourSeconds * 1e9, index.DaySeconds * 1e9
 	n := 0
-	for _, e := range slices.Sorted(maps.Keys(events)) {
-		f.event, f.served = e, Served{}
-		if _, err := s.rollups(ctx, tenant, f, sr, lo, hi, d, now, false); err != nil {
+	// The hours, then the whole days around them: a round of the
+	// compactor after each upload reads its hours' rows, and a day's only
+	// once it is sealed.
+	for i, w := range [][2]int64{{floorTo(from, H), -floorTo(-to, H)}, {floorTo(from, D), -floorTo(-to, D)}} {
+		lo, hi, ok := rollupSpan(fleetscope.FleetSelection{From: w[0], To: w[1]}, now)
+		if i == 1 {
+			hi = floorTo(hi, index.DaySeconds) // whole sealed days only
+		}
+		if !ok || lo >= hi {
+			continue
+		}
+		sel := fleetscope.FleetSelection{App: app, From: lo * 1e9, To: hi * 1e9, IncludeIdle: true}
+		f, err := s.countProfiles(ctx, tenant, sel, ct)
+		if err != nil {
 			return n, err
 		}
-		n += f.served.RollupsCounted
+		events := map[string]bool{}
+		for _, e := range f.counts.Events {
+			events[fleetscope.EventBase(e)] = true
+		}
+		d := s.denseIDs(tenant)
+		for _, e := range slices.Sorted(maps.Keys(events)) {
+			f.event, f.served = e, Served{}
+			if _, err := s.rollups(ctx, tenant, f, sr, lo, hi, d, now, false); err != nil {
+				return n, err
+			}
+			n += f.served.RollupsCounted
+		}
 	}
 	return n, nil
 }

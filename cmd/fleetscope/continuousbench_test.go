@@ -178,7 +178,7 @@ func BenchmarkContinuousFleet(b *testing.B) {
 	bytesPerHostHour := func(what string) {
 		var rows int64
 		var parts []string
-		for _, table := range []string{"seconds", "fleet_seconds", "fleet_tens", "fleet_minutes", "fleet_stack_buckets", "profile_stacks", "profiles"} {
+		for _, table := range []string{"seconds", "fleet_seconds", "fleet_tens", "fleet_minutes", "fleet_stack_buckets", "fleet_stack_rollups", "fleet_versions", "profile_stacks", "profiles"} {
 			var n int64
 			s.sql(func(c *pgx.Conn) error {
 				return c.QueryRow(ctx, `SELECT coalesce(sum(pg_column_size(t.*)), 0) FROM `+table+` t`).Scan(&n)
