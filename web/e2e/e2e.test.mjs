@@ -1832,6 +1832,7 @@ describe("dashboard", () => {
     const d = await heatmapData(page);
     assert.deepEqual([d.total, d.secondsPerColumn], [92, 2640]);
     assert.ok(d.cols <= 1000, `${d.cols} columns`);
+    assert.equal(Number((await flameState(page)).total), 92, "the 30-day window's merged flame graph (hour and day rollups)");
   });
 
   test("spans: request latency from uprobes; slower than p95 re-colours the heatmap as the CLI counts it; a band; slow vs rest", async () => {
