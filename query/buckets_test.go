@@ -81,7 +81,8 @@ func (bf *bucketFleet) addBytes(t *testing.T, name, host string, periods bool, m
 
 var eventField = regexp.MustCompile(`: cpu-clock:`)
 
-func plantBucketFleet(t *testing.T) *bucketFleet {
+// newBucketFleet is an empty fleet: a tenant of a new database.
+func newBucketFleet(t *testing.T) *bucketFleet {
 	ctx := context.Background()
 	url := pgtest.NewURL(t)
 	db, err := postgres.Open(ctx, url)
@@ -96,7 +97,11 @@ func plantBucketFleet(t *testing.T) *bucketFleet {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bf := &bucketFleet{db: db, mem: memory.New(), url: url, tenant: tenant, ids: map[string]string{}}
+	return &bucketFleet{db: db, mem: memory.New(), url: url, tenant: tenant, ids: map[string]string{}}
+}
+
+func plantBucketFleet(t *testing.T) *bucketFleet {
+	bf := newBucketFleet(t)
 	bf.add(t, "h1a", "h1", true, ingest.Meta{}, "--seed", "71", "--seconds", "5000", "--epoch", "--hz", "3")
 	// planted.py's boot clock starts at 51234 s: anchored 4,000.3 s into
 	// the fleet, overlapping h1a by 1,000 s.

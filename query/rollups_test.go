@@ -19,30 +19,14 @@ import (
 	"github.com/fleetscope/fleetscope/ingest"
 	"github.com/fleetscope/fleetscope/query"
 	"github.com/fleetscope/fleetscope/store/index"
-	"github.com/fleetscope/fleetscope/store/memory"
 	"github.com/fleetscope/fleetscope/store/postgres"
-	"github.com/fleetscope/fleetscope/store/postgres/pgtest"
 )
 
 // plantLongFleet is a planted fleet of days stored in a real Postgres:
 // three hosts of one sample a second on one CPU, two of them recording
 // three days, the third a day and a half from the middle of the first.
 func plantLongFleet(t *testing.T) *bucketFleet {
-	ctx := context.Background()
-	url := pgtest.NewURL(t)
-	db, err := postgres.Open(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(db.Close)
-	if err := db.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	tenant, err := db.CreateTenant(ctx, "t", false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bf := &bucketFleet{db: db, mem: memory.New(), url: url, tenant: tenant, ids: map[string]string{}}
+	bf := newBucketFleet(t)
 	bf.addBytes(t, "d1", "d1", true, ingest.Meta{}, longPlant(t, 7, "--seed", "81", "--epoch"))
 	bf.addBytes(t, "d2", "d2", false, ingest.Meta{}, longPlant(t, 7, "--seed", "82", "--epoch"))
 	bf.addBytes(t, "d3", "d3", false, ingest.Meta{AnchorClockNanos: 51234e9, AnchorWall: time.Unix(0, fleetBase+43_200_500_000_000)},

@@ -148,25 +148,8 @@ func (db *DB) PutFleetStackRollups(ctx context.Context, tenant int64, app, event
 // limit of them (more: ETOOLARGE). A window answered from rollups counts
 // its timed profiles without listing them.
 func (db *DB) FleetUntimed(ctx context.Context, tenant int64, app string, hosts []string, from, to int64, limit int) ([]*fleetscope.ProfileInfo, error) {
-	q, args := fleetProfilesQuery(tenant, app, hosts, nil, from, to, limit, "NOT timed")
-	var out []*fleetscope.ProfileInfo
-	err := db.readTenant(ctx, tenant, func(rows pgx.Rows) error {
-		for rows.Next() {
-			p, err := scanProfile(rows)
-			if err != nil {
-				return err
-			}
-			out = append(out, p)
-		}
-		return nil
-	}, q, args...)
-	if err != nil {
-		return nil, translate(err, "fleet")
-	}
-	if len(out) > limit {
-		return nil, fleetscope.Errorf(fleetscope.ETOOLARGE, "more than %d profiles without per-sample times in this selection: narrow it (hosts, a shorter window)", limit)
-	}
-	return out, nil
+	return db.listFleet(ctx, tenant, nil, limit, "profiles without per-sample times", "hosts, a shorter window")(
+		fleetProfilesQuery(tenant, app, hosts, nil, from, to, limit, "NOT timed"))
 }
 
 // checkWidth checks a rollup width and that the unix seconds at are
