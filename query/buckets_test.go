@@ -122,6 +122,31 @@ func folded(t *testing.T, q *query.Service, tenant int64, sel fleetscope.FleetSe
 	return flame.Folded(g.Dict, g.Counts, g.Annotate), g.Served
 }
 
+// sameAsSeconds checks that q's fleet flame graph of sel (caches
+// emptied: a cached answer is not what is tested) equals ref's, counted
+// from the per-second rows alone, stack for stack, and is not empty; it
+// returns what served q's.
+func sameAsSeconds(t *testing.T, q, ref *query.Service, tenant int64, what string, sel fleetscope.FleetSelection, byPeriod bool) query.Served {
+	t.Helper()
+	q.Flush()
+	want, _ := folded(t, ref, tenant, sel, byPeriod)
+	got, served := folded(t, q, tenant, sel, byPeriod)
+	if !maps.Equal(got, want) {
+		var gn, wn uint64
+		for _, v := range got {
+			gn += v
+		}
+		for _, v := range want {
+			wn += v
+		}
+		t.Fatalf("%s: %d stacks totalling %d (served %+v), want %d totalling %d", what, len(got), gn, served, len(want), wn)
+	}
+	if len(want) == 0 {
+		t.Fatalf("%s: an empty answer proves nothing", what)
+	}
+	return served
+}
+
 // TestStackBucketsAreExact: merged flame graphs served from stored stack
 // buckets equal, stack for stack, the same graphs counted from the
 // per-second rows alone, over random windows of hours (not on bucket or
@@ -137,23 +162,7 @@ func TestStackBucketsAreExact(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 8))
 	check := func(what string, sel fleetscope.FleetSelection, byPeriod bool) query.Served {
 		t.Helper()
-		q.Flush() // a cached answer is not what is tested
-		want, _ := folded(t, ref, bf.tenant, sel, byPeriod)
-		got, served := folded(t, q, bf.tenant, sel, byPeriod)
-		if !maps.Equal(got, want) {
-			var gn, wn uint64
-			for _, v := range got {
-				gn += v
-			}
-			for _, v := range want {
-				wn += v
-			}
-			t.Fatalf("%s: %d stacks totalling %d from buckets (served %+v), want %d totalling %d", what, len(got), gn, served, len(want), wn)
-		}
-		if len(want) == 0 {
-			t.Fatalf("%s: an empty answer proves nothing", what)
-		}
-		return served
+		return sameAsSeconds(t, q, ref, bf.tenant, what, sel, byPeriod)
 	}
 	var read, counted int
 	for try := range 16 {
