@@ -18,3 +18,11 @@ func SetMaxTimelineSamples(n int) (restore func()) {
 	maxTimelineSamples = n
 	return func() { maxTimelineSamples = old }
 }
+
+// SetHourHosts lowers how many hosts' hour is counted at once until the
+// returned function restores it.
+func SetHourHosts(n int) (restore func()) {
+	old := hourHosts
+	hourHosts = n
+	return func() { hourHosts = old }
+}
