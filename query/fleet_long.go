@@ -146,7 +146,7 @@ type hostBucket struct {
 // hour rows): stored ones whose version is current, the others counted
 // (an hour from its ten-minute buckets, a day from its hours) and stored
 // when no write raced the count. With serve false (compaction) nothing
-// is returned, and stored rows are not decoded unless a day needs them.
+// is returned.
 func (s *Service) rollups(ctx context.Context, tenant int64, f *fleet, sr StackRollups, lo, hi int64, d *denseIDs, now time.Time, serve bool) ([]index.StackBucket, error) {
 	const H, D = index.HourSeconds, index.DaySeconds
 	dlo, dhi := -floorTo(-lo, D), floorTo(hi, D)
