@@ -303,10 +303,10 @@ func (s *Service) countHour(ctx context.Context, tenant int64, f *fleet, hour in
 	if b, err := s.planBuckets(ctx, tenant, fs); err != nil {
 		return nil, err
 	} else if b != nil {
-		if err := s.countMisses(ctx, tenant, fs, b, d, now); err != nil {
+		f.served.Buckets, f.served.BucketsCounted = f.served.Buckets+len(b.hits), f.served.BucketsCounted+len(b.misses)
+		if err := s.countMisses(ctx, tenant, fs, b, d, now); err != nil { // adds the misses to the hits
 			return nil, err
 		}
-		f.served.Buckets, f.served.BucketsCounted = f.served.Buckets+len(b.hits)-len(b.misses), f.served.BucketsCounted+len(b.misses)
 		for i := range b.hits {
 			if r, ok := byHost[b.hits[i].Host]; ok {
 				index.SumStacks(r, &b.hits[i])
@@ -360,6 +360,7 @@ func (s *Service) CompactRollups(ctx context.Context, tenant int64, app string, 
 		return 0, nil
 	}
 	const H, D = index.HourSeconds * 1e9, index.DaySeconds * 1e9
+	d := s.denseIDs(tenant)
 	n := 0
 	// The hours, then the whole days around them: a round of the
 	// compactor after each upload reads its hours' rows, and a day's only
@@ -381,7 +382,6 @@ func (s *Service) CompactRollups(ctx context.Context, tenant int64, app string, 
 		for _, e := range f.counts.Events {
 			events[fleetscope.EventBase(e)] = true
 		}
-		d := s.denseIDs(tenant)
 		for _, e := range slices.Sorted(maps.Keys(events)) {
 			f.event, f.served = e, Served{}
 			if _, err := s.rollups(ctx, tenant, f, sr, lo, hi, d, now, false); err != nil {

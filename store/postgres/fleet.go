@@ -83,36 +83,34 @@ var fleetTables = []string{"fleet_seconds", "fleet_tens", "fleet_minutes"}
 // ETOOLARGE, the selection is too wide). Untimed profiles are included:
 // the caller decides what they count for. Their Meta is not read (nil).
 func (db *DB) FleetProfiles(ctx context.Context, tenant int64, app string, hosts []string, labels []fleetscope.LabelMatch, from, to int64, limit int) ([]*fleetscope.ProfileInfo, error) {
-	return db.listFleet(ctx, tenant, labels, limit, "profiles", "hosts, labels, a shorter window")(
-		fleetProfilesQuery(tenant, app, hosts, labels, from, to, limit))
+	q, args := fleetProfilesQuery(tenant, app, hosts, labels, from, to, limit)
+	return db.listFleet(ctx, tenant, q, args, labels, limit, "profiles", "hosts, labels, a shorter window")
 }
 
-// listFleet returns a function that runs a fleetProfilesQuery and keeps
-// the profiles whose labels meet every condition, refusing more than
-// limit of them (what: the profiles, narrow: how to choose fewer).
-func (db *DB) listFleet(ctx context.Context, tenant int64, labels []fleetscope.LabelMatch, limit int, what, narrow string) func(string, []any) ([]*fleetscope.ProfileInfo, error) {
-	return func(q string, args []any) ([]*fleetscope.ProfileInfo, error) {
-		var out []*fleetscope.ProfileInfo
-		err := db.readTenant(ctx, tenant, func(rows pgx.Rows) error {
-			for rows.Next() {
-				p, err := scanProfile(rows)
-				if err != nil {
-					return err
-				}
-				if fleetMatches(p, labels) {
-					out = append(out, p)
-				}
+// listFleet runs a fleetProfilesQuery and keeps the profiles whose labels
+// meet every condition, refusing more than limit of them (what: the
+// profiles, narrow: how to choose fewer).
+func (db *DB) listFleet(ctx context.Context, tenant int64, q string, args []any, labels []fleetscope.LabelMatch, limit int, what, narrow string) ([]*fleetscope.ProfileInfo, error) {
+	var out []*fleetscope.ProfileInfo
+	err := db.readTenant(ctx, tenant, func(rows pgx.Rows) error {
+		for rows.Next() {
+			p, err := scanProfile(rows)
+			if err != nil {
+				return err
 			}
-			return nil
-		}, q, args...)
-		if err != nil {
-			return nil, translate(err, "fleet")
+			if fleetMatches(p, labels) {
+				out = append(out, p)
+			}
 		}
-		if len(out) > limit {
-			return nil, fleetscope.Errorf(fleetscope.ETOOLARGE, "more than %d %s in this selection: narrow it (%s)", limit, what, narrow)
-		}
-		return out, nil
+		return nil
+	}, q, args...)
+	if err != nil {
+		return nil, translate(err, "fleet")
 	}
+	if len(out) > limit {
+		return nil, fleetscope.Errorf(fleetscope.ETOOLARGE, "more than %d %s in this selection: narrow it (%s)", limit, what, narrow)
+	}
+	return out, nil
 }
 
 // fleetProfilesQuery is FleetProfiles' query and its arguments: the

@@ -148,8 +148,8 @@ func (db *DB) PutFleetStackRollups(ctx context.Context, tenant int64, app, event
 // limit of them (more: ETOOLARGE). A window answered from rollups counts
 // its timed profiles without listing them.
 func (db *DB) FleetUntimed(ctx context.Context, tenant int64, app string, hosts []string, from, to int64, limit int) ([]*fleetscope.ProfileInfo, error) {
-	return db.listFleet(ctx, tenant, nil, limit, "profiles without per-sample times", "hosts, a shorter window")(
-		fleetProfilesQuery(tenant, app, hosts, nil, from, to, limit, "NOT timed"))
+	q, args := fleetProfilesQuery(tenant, app, hosts, nil, from, to, limit, "NOT timed")
+	return db.listFleet(ctx, tenant, q, args, nil, limit, "profiles without per-sample times", "hosts, a shorter window")
 }
 
 // checkWidth checks a rollup width and that the unix seconds at are
