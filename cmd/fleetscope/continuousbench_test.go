@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"fmt"
@@ -103,6 +104,13 @@ func BenchmarkContinuousFleet(b *testing.B) {
 	if profDir != "" {
 		startProfile(b, debugAddr, filepath.Join(profDir, "ingest.pprof"), 10)
 	}
+	// The rate and each process's CPU by stretch of the day (a sixth of
+	// its profiles each): what grows as the tables do.
+	chunk := continuousHosts * minutes / 6
+	var done sync.Mutex
+	var uploaded int
+	stretch := []string{}
+	t, cpu := t0, cpuByProcess()
 	var wg sync.WaitGroup
 	for range 8 {
 		wg.Add(1)
@@ -114,6 +122,16 @@ func BenchmarkContinuousFleet(b *testing.B) {
 					b.Errorf("upload host %d minute %d: %v", j.host, j.minute, err)
 					return
 				}
+				done.Lock()
+				if uploaded++; uploaded%chunk == 0 {
+					now, c := time.Now(), cpuByProcess()
+					stretch = append(stretch, fmt.Sprintf("%.0f/s (CPU ms a profile: %s)", float64(chunk)/now.Sub(t).Seconds(), cpuPer(cpu, c, chunk)))
+					t, cpu = now, c
+					if profDir != "" && uploaded/chunk == 5 {
+						startProfile(b, debugAddr, filepath.Join(profDir, "ingest-late.pprof"), 10)
+					}
+				}
+				done.Unlock()
 			}
 		}()
 	}
@@ -128,6 +146,7 @@ func BenchmarkContinuousFleet(b *testing.B) {
 	samples := int64(len(r.leaf)) * int64(profiles)
 	fmt.Printf("%-52s %8.1f profiles/s, %.0f samples/s  (%d profiles, %d samples, %.0f s; target >= 100 profiles/s)\n",
 		"continuous ingest, 8 concurrent uploaders", float64(profiles)/took.Seconds(), float64(samples)/took.Seconds(), profiles, samples, took.Seconds())
+	fmt.Printf("%-52s %s\n", "ingest by sixth of the day", strings.Join(stretch, "; "))
 
 	at := func(sec float64) *timestamppb.Timestamp {
 		return timestamppb.New(time.Unix(0, int64(fleetBaseSec*1e9+sec*1e9)))
@@ -344,4 +363,51 @@ func BenchmarkUploadContinuousMinute(b *testing.B) {
 		}
 		h.Sum(nil)
 	}
+}
+
+// cpuByProcess sums the CPU seconds (user and system) of this machine's
+// processes by command name, kernel threads left out.
+func cpuByProcess() map[string]float64 {
+	out := map[string]float64{}
+	dirs, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, path := range dirs {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			continue // gone
+		}
+		open, closing := bytes.IndexByte(data, '('), bytes.LastIndexByte(data, ')')
+		if open < 0 || closing < open {
+			continue
+		}
+		name, f := string(data[open+1:closing]), strings.Fields(string(data[closing+2:]))
+		if len(f) < 13 || strings.ContainsRune(name, '/') { // kernel threads (kworker/1:4) are named by their queue
+			continue
+		}
+		utime, _ := strconv.ParseFloat(f[11], 64)
+		stime, _ := strconv.ParseFloat(f[12], 64)
+		out[name] += (utime + stime) / 100 // USER_HZ
+	}
+	return out
+}
+
+// cpuPer lists the processes that used at least 0.1 ms of CPU a profile
+// between two cpuByProcess readings, the busiest first (the uploaders are
+// fleetscope.test).
+func cpuPer(before, after map[string]float64, profiles int) string {
+	type use struct {
+		name string
+		ms   float64
+	}
+	var uses []use
+	for name, t := range after {
+		if ms := (t - before[name]) * 1e3 / float64(profiles); ms >= 0.1 {
+			uses = append(uses, use{name, ms})
+		}
+	}
+	slices.SortFunc(uses, func(a, b use) int { return cmp.Compare(b.ms, a.ms) })
+	parts := make([]string, len(uses))
+	for i, u := range uses {
+		parts[i] = fmt.Sprintf("%s %.1f", u.name, u.ms)
+	}
+	return strings.Join(parts, ", ")
 }
