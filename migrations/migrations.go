@@ -1,11 +1,13 @@
-// Package migrations holds the numbered SQL migrations of the Postgres
-// index, embedded in the binary and applied by goose at server start and by
-// `fleetscope migrate`. Migrations are never edited once released: add one.
+// Package migrations holds the numbered migrations of the Postgres index,
+// embedded in the binary and applied by goose at server start and by
+// `fleetscope migrate`: SQL files, and in Go the few that need the index's
+// encodings (Options gives goose those). Migrations are never edited once
+// released: add one.
 package migrations
 
 import "embed"
 
-// FS holds the *.sql migrations.
+// FS holds the *.sql migrations (the Go ones: Options).
 //
 //go:embed *.sql
 var FS embed.FS

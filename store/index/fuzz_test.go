@@ -1,7 +1,9 @@
 package index_test
 
 import (
+	"bytes"
 	"cmp"
+	"encoding/binary"
 	"slices"
 	"testing"
 
@@ -29,8 +31,12 @@ func FuzzIndexExact(f *testing.F) {
 		for i := range ix.Seconds {
 			s := &ix.Seconds[i]
 			ev := ix.Events[s.Event]
+			first := len(out)
 			if out, err = index.Decode(out, s, ix.StartSecond, ix.TimeUnitNanos, ix.Timed, ev.Period, ix.Threads, 8); err != nil {
 				t.Fatal(err)
+			}
+			if ix.Timed {
+				sameAsVarint(t, ix, s, out[first:])
 			}
 			col := s.Second // the row's second, relative to the start second
 			counter := index.Counter{UnitNanos: ix.TimeUnitNanos, Timed: true, Period: ev.Period}
@@ -159,11 +165,75 @@ func FuzzCorruptRow(f *testing.F) {
 				t.Fatalf("stack %d decoded from a profile of 8", smp.Stack)
 			}
 		}
+		s.VarintOffsets = cut&0x80 != 0 // rows stored before packed offsets
 		c := index.Counter{UnitNanos: 1000, Timed: true, Period: 1, Range: fleetscope.Range{Start: 1, End: 5e8}, Threads: []bool{true, false}}
 		_ = c.Count(&s, make([]uint64, 8))
 		_ = c.Cells(&s, 50, make([]bool, 8), make([]int64, 50))
 		_ = s.Walk(1, func(offset, stack, thread, period uint64) {})
+		_, _ = index.CanonicalOffsets(&s)
 	})
+}
+
+// sameAsVarint: row s, whose samples decoded to smps, reads exactly the
+// same when its offsets are uvarint steps, as rows stored before packed
+// offsets hold them (encoded here from the decoded times): the samples,
+// every count, the cells, the walk and the digest.
+func sameAsVarint(t *testing.T, ix *index.Index, s *index.Second, smps []fleetscope.Sample) {
+	t.Helper()
+	old := *s
+	old.VarintOffsets, old.Offsets = true, nil
+	base, prev := (ix.StartSecond+s.Second)*1e9, int64(0)
+	for _, smp := range smps {
+		u := (smp.TimeNanos - base) / ix.TimeUnitNanos
+		old.Offsets = binary.AppendUvarint(old.Offsets, uint64(u-prev))
+		prev = u
+	}
+	if got, ok := index.CanonicalOffsets(s); !ok || !bytes.Equal(got, old.Offsets) {
+		t.Fatalf("second %d: canonical offsets %x (ok %v), want %x", s.Second, got, ok, old.Offsets)
+	}
+	ev := ix.Events[s.Event]
+	got, err := index.Decode(nil, &old, ix.StartSecond, ix.TimeUnitNanos, true, ev.Period, ix.Threads, 8)
+	if err != nil || !slices.Equal(got, smps) {
+		t.Fatalf("second %d with uvarint offsets: %v (%v), want %v", s.Second, got, err, smps)
+	}
+	walk := func(r *index.Second) (w [][4]uint64) {
+		if err := r.Walk(ev.Period, func(o, st, th, p uint64) { w = append(w, [4]uint64{o, st, th, p}) }); err != nil {
+			t.Fatal(err)
+		}
+		return w
+	}
+	if a, b := walk(s), walk(&old); !slices.Equal(a, b) {
+		t.Fatalf("second %d: walks %v and %v", s.Second, a, b)
+	}
+	for _, r := range []fleetscope.Range{{Start: base, End: base + 1e9}, {Start: base + 3e8, End: base + 7e8 + 1}, {Start: base + 1, End: base + 999_999_999}} {
+		for _, outside := range []bool{false, true} {
+			c := index.Counter{UnitNanos: ix.TimeUnitNanos, Timed: true, Period: ev.Period, ByPeriod: true, Range: r, Outside: outside}
+			a, aw, b, bw := make([]uint64, 8), make([]uint64, 8), make([]uint64, 8), make([]uint64, 8)
+			if err := c.CountWeights(s, a, aw); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.CountWeights(&old, b, bw); err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(a, b) || !slices.Equal(aw, bw) {
+				t.Fatalf("second %d, range %v outside %v: counts %v %v, with uvarint offsets %v %v", s.Second, r, outside, a, aw, b, bw)
+			}
+		}
+	}
+	c := index.Counter{UnitNanos: ix.TimeUnitNanos, Timed: true, Period: ev.Period}
+	a, b := make([]int64, 97), make([]int64, 97)
+	if err := c.Cells(s, 97, nil, a); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Cells(&old, 97, nil, b); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(a, b) {
+		t.Fatalf("second %d: 97 cells %v, with uvarint offsets %v", s.Second, a, b)
+	}
+	if index.Digest([][]index.Second{{*s}}) != index.Digest([][]index.Second{{old}}) {
+		t.Fatalf("second %d: the digest depends on how the offsets are stored", s.Second)
+	}
 }
 
 // fuzzEvents and fuzzIdle are the fuzz targets' profile: two events, and

@@ -4,9 +4,9 @@
 // sample's offset within the second and stack, so any range is answered
 // exactly without the raw file. It is pure: no I/O.
 //
-// Offsets are sorted and stored as uvarint deltas in the profile's time unit
-// (1 µs when every timestamp is a whole microsecond, as perf prints them,
-// else 1 ns); stacks as uvarint indexes into the profile's stack list;
+// Offsets are sorted and stored packed (offsets.go) in the profile's time
+// unit (1 µs when every timestamp is a whole microsecond, as perf prints
+// them, else 1 ns); stacks as uvarint indexes into the profile's stack list;
 // periods only when they vary within the event; where each sample ran
 // (process, thread, CPU) as uvarint indexes into the profile's list of the
 // distinct ones, only when there are several.
@@ -36,9 +36,12 @@ type Second struct {
 	Cells     []int32 // non-idle counts per row (Rows of them)
 	IdleCells []int32 // idle counts per row
 	Offsets   []byte
-	Stacks    []byte
-	Periods   []byte // nil when every sample has the event's period
-	Threads   []byte // nil when the profile has one thread (Index.Threads)
+	// VarintOffsets: Offsets are uvarint steps, as rows were stored
+	// before packed offsets (offsets.go); new rows are packed.
+	VarintOffsets bool
+	Stacks        []byte
+	Periods       []byte // nil when every sample has the event's period
+	Threads       []byte // nil when the profile has one thread (Index.Threads)
 }
 
 // SecondsBytes is the memory rows hold (for caches).
@@ -243,7 +246,7 @@ func encode(e fleetscope.EventID, sec int64, rs []raw, ix *Index, varies, weight
 	if ix.Timed {
 		s.Second = sec - ix.StartSecond
 	}
-	prev := int64(0)
+	us := make([]uint64, 0, len(rs))
 	for _, r := range rs {
 		off := int64(0)
 		if ix.Timed {
@@ -259,9 +262,7 @@ func encode(e fleetscope.EventID, sec int64, rs []raw, ix *Index, varies, weight
 		} else {
 			s.Cells[row] += n
 		}
-		u := off / ix.TimeUnitNanos
-		s.Offsets = binary.AppendUvarint(s.Offsets, uint64(u-prev))
-		prev = u
+		us = append(us, uint64(off/ix.TimeUnitNanos))
 		s.Stacks = binary.AppendUvarint(s.Stacks, uint64(r.stack))
 		if varies {
 			s.Periods = binary.AppendUvarint(s.Periods, r.period)
@@ -270,6 +271,7 @@ func encode(e fleetscope.EventID, sec int64, rs []raw, ix *Index, varies, weight
 			s.Threads = binary.AppendUvarint(s.Threads, uint64(r.thread))
 		}
 	}
+	s.Offsets = appendPacked(nil, us)
 	return s
 }
 
@@ -278,20 +280,17 @@ func encode(e fleetscope.EventID, sec int64, rs []raw, ix *Index, varies, weight
 // profile's count: a row naming another is corrupt); threads are the
 // profile's (Index.Threads).
 func Decode(dst []fleetscope.Sample, s *Second, startSecond, unitNanos int64, timed bool, period uint64, threads []fleetscope.Thread, numStacks int) ([]fleetscope.Sample, error) {
-	offs, stacks, periods, ths := s.Offsets, s.Stacks, s.Periods, s.Threads
+	offs, stacks, periods, ths := offsetsOf(s), s.Stacks, s.Periods, s.Threads
 	base := (startSecond + s.Second) * 1e9
 	only := fleetscope.Thread{PID: -1, TID: -1, CPU: -1}
 	if len(threads) == 1 {
 		only = threads[0]
 	}
-	var u uint64
 	for i := int32(0); i < s.Samples; i++ {
-		d, n := binary.Uvarint(offs)
-		if n <= 0 {
+		u, ok := offs.next()
+		if !ok {
 			return dst, errCorrupt
 		}
-		offs = offs[n:]
-		u += d
 		st, n := binary.Uvarint(stacks)
 		if n <= 0 || st >= uint64(numStacks) {
 			return dst, errCorrupt
@@ -507,7 +506,7 @@ func (c *Counter) count(s *Second, counts, weights []uint64) error {
 		return nil // every sample of the row is in the range
 	}
 	whole := !c.Timed || inside && !c.Outside || outside && c.Outside
-	offs, stacks, periods, ths := s.Offsets, s.Stacks, s.Periods, s.Threads
+	offs, stacks, periods, ths := offsetsOf(s), s.Stacks, s.Periods, s.Threads
 	keepAll, none := ThreadsKept(c.Threads, ths != nil)
 	if none {
 		return nil
@@ -515,16 +514,13 @@ func (c *Counter) count(s *Second, counts, weights []uint64) error {
 	if whole && keepAll && !c.ByPeriod && weights == nil {
 		return countStacks(stacks, s.Samples, counts)
 	}
-	var u uint64
 	for i := int32(0); i < s.Samples; i++ {
 		in := whole
 		if !whole {
-			d, n := binary.Uvarint(offs)
-			if n <= 0 {
+			u, ok := offs.next()
+			if !ok {
 				return errCorrupt
 			}
-			offs = offs[n:]
-			u += d
 			in = c.Range.Contains(base+int64(u)*c.UnitNanos) != c.Outside
 		}
 		st, n := stackAt(stacks)
@@ -646,20 +642,18 @@ func ThreadsKept(keep []bool, stored bool) (all, none bool) {
 // of the stacks it marks true. It is the heatmap's count without decoding
 // samples. The row must be of a timed profile; a corrupt row is an error.
 func (c *Counter) Cells(s *Second, rows int, stacks []bool, cells []int64) error {
-	offs, sts, periods, ths := s.Offsets, s.Stacks, s.Periods, s.Threads
+	offs, sts, periods, ths := offsetsOf(s), s.Stacks, s.Periods, s.Threads
 	keepAll, none := ThreadsKept(c.Threads, ths != nil)
 	if none {
 		return nil
 	}
-	var u uint64
 	for i := int32(0); i < s.Samples; i++ {
-		d, n := binary.Uvarint(offs)
-		if n <= 0 {
+		u, ok := offs.next()
+		if !ok {
 			return errCorrupt
 		}
-		offs = offs[n:]
-		u += d
 		var st uint64
+		var n int
 		if b := sts; len(b) > 0 && b[0] < 0x80 { // one-byte uvarint: most stacks of a profile
 			st, sts = uint64(b[0]), b[1:]
 		} else if st, n = binary.Uvarint(sts); n > 0 {
@@ -708,15 +702,14 @@ func (c *Counter) Cells(s *Second, rows int, stacks []bool, cells []int64) error
 // Index.Threads; 0 when the row stores none) and period (the event's,
 // period, when the row stores none). A corrupt row is an error.
 func (s *Second) Walk(period uint64, fn func(offset, stack, thread, period uint64)) error {
-	offs, sts, periods, ths := s.Offsets, s.Stacks, s.Periods, s.Threads
-	var u uint64
+	offs, sts, periods, ths := offsetsOf(s), s.Stacks, s.Periods, s.Threads
 	for i := int32(0); i < s.Samples; i++ {
-		d, n1 := binary.Uvarint(offs)
-		st, n2 := binary.Uvarint(sts)
-		if n1 <= 0 || n2 <= 0 {
+		u, ok := offs.next()
+		st, n := binary.Uvarint(sts)
+		if !ok || n <= 0 {
 			return errCorrupt
 		}
-		offs, sts, u = offs[n1:], sts[n2:], u+d
+		sts = sts[n:]
 		p, th := period, uint64(0)
 		if periods != nil {
 			var n int
@@ -788,7 +781,8 @@ type ColumnTotal struct {
 }
 
 // Digest is the SHA-256 of a profile's rows, by event (every field of
-// every row, each with its length): what the sample tier keeps of the rows
+// every row, each with its length; the offsets as uvarint steps however
+// the row holds them, CanonicalOffsets): what the sample tier keeps of the rows
 // it deletes, so that rows parsed again from the raw file are used only
 // when they are exactly those.
 func Digest(byEvent [][]Second) [32]byte {
@@ -815,7 +809,11 @@ func Digest(byEvent [][]Second) [32]byte {
 			h.Write(b)
 			cells(r.Cells)
 			cells(r.IdleCells)
-			put(r.Offsets)
+			if offs, ok := CanonicalOffsets(r); ok {
+				put(offs)
+			} else {
+				put(r.Offsets) // corrupt: matches nothing built
+			}
 			put(r.Stacks)
 			put(r.Periods)
 			put(r.Threads)

@@ -84,11 +84,17 @@ func (x *tier) reindex(_ context.Context, p *fleetscope.ProfileInfo) (*ix.Index,
 // each move is passed to Forget.
 func TestMoveSamplesOnlyWhatComesBack(t *testing.T) {
 	ctx := context.Background()
+	// A row of one or two samples at 1 and 3 µs: stored as uvarint steps
+	// (before packed offsets), built again packed (the same offsets).
 	row := func(sec int64, stacks ...byte) ix.Second {
-		return ix.Second{Second: sec, Samples: int32(len(stacks)), Cells: []int32{int32(len(stacks))}, Offsets: []byte{1, 2}, Stacks: stacks}
+		return ix.Second{Second: sec, Samples: int32(len(stacks)), Cells: []int32{int32(len(stacks))}, Offsets: []byte{1, 2}[:len(stacks)], VarintOffsets: true, Stacks: stacks}
 	}
 	rows := []ix.Second{row(0, 1, 2), row(1, 3)}
 	built := func(rows ...ix.Second) *ix.Index {
+		rows = slices.Clone(rows)
+		for i := range rows {
+			rows[i].Offsets, rows[i].VarintOffsets = []byte{1, 2, 0}[:2*rows[i].Samples-1], false
+		}
 		return &ix.Index{Events: []ix.Event{{Name: "cpu", Samples: 3}}, Seconds: rows, TimeUnitNanos: 1000, Timed: true}
 	}
 	x := &tier{

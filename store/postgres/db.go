@@ -125,7 +125,7 @@ func (db *DB) Migrate(ctx context.Context) error {
 func (db *DB) migrate(ctx context.Context) error {
 	sqldb := stdlib.OpenDBFromPool(db.pool)
 	defer sqldb.Close()
-	p, err := goose.NewProvider(goose.DialectPostgres, sqldb, migrations.FS)
+	p, err := goose.NewProvider(goose.DialectPostgres, sqldb, migrations.FS, migrations.Options()...)
 	if err != nil {
 		return fmt.Errorf("migrations: %w", err)
 	}

@@ -254,7 +254,7 @@ func migrator(t *testing.T, pool *pgxpool.Pool) (*goose.Provider, *sql.DB) {
 	t.Helper()
 	sqldb := stdlib.OpenDBFromPool(pool)
 	t.Cleanup(func() { sqldb.Close() })
-	p, err := goose.NewProvider(goose.DialectPostgres, sqldb, migrations.FS)
+	p, err := goose.NewProvider(goose.DialectPostgres, sqldb, migrations.FS, migrations.Options()...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -333,5 +333,90 @@ func TestSecondsCellsMigration(t *testing.T) {
 	back, idleBack = arraysOf(t, pool, `SELECT cells, idle_cells FROM seconds WHERE profile_id = $1`, newID)
 	if !slices.Equal(back, want) || !slices.Equal(idleBack, make([]int32, index.Rows)) {
 		t.Fatalf("a compact row after migrating down: %v and %v, want %v and zeros", back, idleBack, want)
+	}
+}
+
+// TestPackedOffsetsMigration: a row stored with uvarint steps before
+// migration 20 reads back the same offsets after it; rows written after
+// are packed; migrating down writes those as uvarint steps again, which
+// the code before reads.
+func TestPackedOffsetsMigration(t *testing.T) {
+	ctx := context.Background()
+	_, sqldb, p, db := migratedTo(t, 19, "seconds")
+	steps := func(us ...uint64) []byte { // offsets as uvarint steps
+		var b []byte
+		prev := uint64(0)
+		for _, u := range us {
+			b = binary.AppendUvarint(b, u-prev)
+			prev = u
+		}
+		return b
+	}
+	offsetsOf := func(tenant int64, id string) (us []uint64, varint bool) {
+		t.Helper()
+		rows, err := db.Seconds(ctx, tenant, id, 0, 0, -1)
+		if err != nil || len(rows) != 1 {
+			t.Fatalf("profile %s: %d rows, %v", id, len(rows), err)
+		}
+		if err := rows[0].Walk(1, func(o, _, _, _ uint64) { us = append(us, o) }); err != nil {
+			t.Fatal(err)
+		}
+		return us, rows[0].VarintOffsets
+	}
+	const id = "2b7e1f0c-7d3a-4c55-9f0e-5a1d2c3b4e60"
+	exec(t, sqldb, `INSERT INTO tenants (name) VALUES ('acme')`)
+	exec(t, sqldb, `INSERT INTO seconds (tenant_id, profile_id, event, second, day, samples, cells, idle_cells, offsets, stacks)
+		SELECT id, '`+id+`', 0, 0, '2026-11-28', 3, '', '', $1, '\x000000'::bytea FROM tenants`, steps(100, 20100, 40150))
+	if _, err := p.UpTo(ctx, 20); err != nil {
+		t.Fatal(err)
+	}
+	var tenant int64
+	if err := sqldb.QueryRowContext(ctx, `SELECT id FROM tenants`).Scan(&tenant); err != nil {
+		t.Fatal(err)
+	}
+	if us, varint := offsetsOf(tenant, id); !slices.Equal(us, []uint64{100, 20100, 40150}) || !varint {
+		t.Fatalf("a row stored before: offsets %v (uvarint steps %v), want [100 20100 40150] as uvarint steps", us, varint)
+	}
+
+	if _, err := p.Up(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Distribute(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// 99 Hz, give or take a few microseconds
+	var text strings.Builder
+	var want []uint64
+	for i := range uint64(10) {
+		want = append(want, 100+i*10101+i%3)
+		fmt.Fprintf(&text, "app 1 [000] 1795000000.%06d: 1 cpu-clock:\n\t1 f (/bin/app)\n\n", want[i])
+	}
+	stored, _ := store(t, db, tenant, "shop", text.String())
+	if us, varint := offsetsOf(tenant, stored.ID); !slices.Equal(us, want) || varint {
+		t.Fatalf("a row stored after: offsets %v (uvarint steps %v), want %v packed", us, varint, want)
+	}
+	var packed []byte
+	if err := sqldb.QueryRowContext(ctx, `SELECT offsets FROM seconds WHERE profile_id = $1 AND varint_offsets IS NULL`, stored.ID).Scan(&packed); err != nil {
+		t.Fatal(err)
+	}
+	if len(packed) >= len(steps(want...)) {
+		t.Fatalf("packed offsets %x: %d bytes, as uvarint steps %d", packed, len(packed), len(steps(want...)))
+	}
+
+	if _, err := p.DownTo(ctx, 19); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		id   string
+		want []byte
+	}{{id, steps(100, 20100, 40150)}, {stored.ID, steps(want...)}} {
+		var got []byte
+		if err := sqldb.QueryRowContext(ctx, `SELECT offsets FROM seconds WHERE profile_id = $1`, c.id).Scan(&got); err != nil || !bytes.Equal(got, c.want) {
+			t.Fatalf("profile %s after migrating down: offsets %x (%v), want the uvarint steps %x", c.id, got, err, c.want)
+		}
+	}
+	var n int
+	if err := sqldb.QueryRowContext(ctx, `SELECT count(*) FROM information_schema.columns WHERE table_name = 'seconds' AND column_name = 'varint_offsets'`).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("varint_offsets after migrating down: %d columns (%v)", n, err)
 	}
 }

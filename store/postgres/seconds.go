@@ -55,12 +55,16 @@ func (db *DB) ensurePartition(ctx context.Context, table string, d time.Time) er
 	return nil
 }
 
-// writeSeconds stores a profile's per-second rows.
+// writeSeconds stores a profile's per-second rows, as index.Builder builds
+// them: with packed offsets (varint_offsets NULL).
 func writeSeconds(ctx context.Context, tx pgx.Tx, tenant int64, id uuid.UUID, day time.Time, ix *index.Index) error {
 	n := len(ix.Seconds)
 	events, seconds, samples := make([]int16, n), make([]int64, n), make([]int32, n)
 	cells, idle, offsets, stacks, periods, threads := make([][]byte, n), make([][]byte, n), make([][]byte, n), make([][]byte, n), make([][]byte, n), make([][]byte, n)
 	for i, s := range ix.Seconds {
+		if s.VarintOffsets {
+			return fmt.Errorf("second %d: rows are stored with packed offsets, not uvarint steps", s.Second)
+		}
 		events[i], seconds[i], samples[i] = int16(s.Event), s.Second, s.Samples
 		cells[i], idle[i], offsets[i], stacks[i] = packCells(s.Cells), packCells(s.IdleCells), s.Offsets, s.Stacks
 		periods[i], threads[i] = s.Periods, s.Threads // nil: NULL
@@ -174,9 +178,9 @@ func (db *DB) Seconds(ctx context.Context, tenant int64, id string, event int, f
 // the samples of all seconds or of seconds $4 to $5 (a flame graph's).
 // $1 is the tenant, $2 the profile, $3 the event.
 func secondsQuery(samples, ranged bool) string {
-	cols := `second, samples, cells, idle_cells, NULL::bytea, NULL::bytea, NULL::bytea, NULL::bytea`
+	cols := `second, samples, cells, idle_cells, NULL::bytea, false, NULL::bytea, NULL::bytea, NULL::bytea`
 	if samples {
-		cols = `second, samples, cells, idle_cells, offsets, stacks, periods, threads`
+		cols = `second, samples, cells, idle_cells, offsets, varint_offsets IS TRUE, stacks, periods, threads`
 	}
 	q := `SELECT ` + cols + ` FROM seconds WHERE tenant_id = $1 AND profile_id = $2 AND event = $3`
 	if ranged {
@@ -201,7 +205,7 @@ func (db *DB) seconds(ctx context.Context, tenant int64, id string, event int, f
 	err = db.readTenant(ctx, tenant, func(rows pgx.Rows) error {
 		for rows.Next() {
 			s := index.Second{Event: fleetscope.EventID(event)}
-			if err := rows.Scan(&s.Second, &s.Samples, &cells, &idle, &s.Offsets, &s.Stacks, &s.Periods, &s.Threads); err != nil {
+			if err := rows.Scan(&s.Second, &s.Samples, &cells, &idle, &s.Offsets, &s.VarintOffsets, &s.Stacks, &s.Periods, &s.Threads); err != nil {
 				return err
 			}
 			s.Cells, s.IdleCells = make([]int32, index.Rows), make([]int32, index.Rows)
@@ -273,7 +277,7 @@ func (db *DB) FleetSeconds(ctx context.Context, tenant int64, reqs []index.Secon
 			var i int
 			var s index.Second
 			var ev int16
-			if err := rows.Scan(&i, &ev, &s.Second, &s.Samples, &s.Offsets, &s.Stacks, &s.Periods, &s.Threads); err != nil {
+			if err := rows.Scan(&i, &ev, &s.Second, &s.Samples, &s.Offsets, &s.VarintOffsets, &s.Stacks, &s.Periods, &s.Threads); err != nil {
 				return err
 			}
 			s.Event = fleetscope.EventID(ev)
@@ -282,7 +286,7 @@ func (db *DB) FleetSeconds(ctx context.Context, tenant int64, reqs []index.Secon
 			}
 		}
 		return nil
-	}, `SELECT r.i, s.event, s.second, s.samples, CASE WHEN r.lo < s.second AND s.second < r.hi THEN NULL ELSE s.offsets END, s.stacks, s.periods, s.threads
+	}, `SELECT r.i, s.event, s.second, s.samples, CASE WHEN r.lo < s.second AND s.second < r.hi THEN NULL ELSE s.offsets END, s.varint_offsets IS TRUE, s.stacks, s.periods, s.threads
 		FROM unnest($2::uuid[], $3::smallint[], $4::bigint[], $5::bigint[]) WITH ORDINALITY AS r(profile_id, event, lo, hi, i)
 		JOIN seconds s ON s.tenant_id = $1 AND s.profile_id = r.profile_id AND s.event = r.event AND s.second BETWEEN r.lo AND r.hi`,
 		tenant, ids, events, lo, hi)

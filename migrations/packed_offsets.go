@@ -1,0 +1,94 @@
+package migrations
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+
+	"github.com/pressly/goose/v3"
+
+	"github.com/fleetscope/fleetscope/store/index"
+)
+
+// Options are the goose provider options these migrations need: the ones
+// written in Go.
+func Options() []goose.ProviderOption {
+	return []goose.ProviderOption{goose.WithGoMigrations(packedOffsets)}
+}
+
+// packedOffsets is migration 20. A second's offsets are stored packed
+// (store/index/offsets.go): about log2 of the spread of the steps between
+// samples a sample instead of whole-byte uvarints. Rows stored before hold
+// uvarint steps and say so: the default gives the rows already there
+// varint_offsets true without rewriting them (a column default Postgres
+// keeps in the catalog); rows written from then on leave it NULL. Going
+// down writes the packed rows' offsets as uvarint steps again, the only
+// encoding the code before reads, then drops the column. It is Go, not
+// SQL, for that: the encoding is store/index's.
+var packedOffsets = goose.NewGoMigration(20,
+	&goose.GoFunc{RunTx: func(ctx context.Context, tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `ALTER TABLE seconds ADD COLUMN varint_offsets boolean DEFAULT true`); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, `ALTER TABLE seconds ALTER COLUMN varint_offsets DROP DEFAULT`)
+		return err
+	}},
+	&goose.GoFunc{RunTx: func(ctx context.Context, tx *sql.Tx) error {
+		// On Citus, the rows' updates and then the DDL over one
+		// connection per worker (elsewhere a setting nothing reads).
+		if _, err := tx.ExecContext(ctx, `SET LOCAL citus.multi_shard_modify_mode TO 'sequential'`); err != nil {
+			return err
+		}
+		for {
+			n, err := unpackOffsets(ctx, tx, 1000)
+			if err != nil {
+				return err
+			}
+			if n == 0 {
+				break
+			}
+		}
+		_, err := tx.ExecContext(ctx, `ALTER TABLE seconds DROP COLUMN varint_offsets`)
+		return err
+	}},
+)
+
+// unpackOffsets rewrites up to limit rows of packed offsets as uvarint
+// steps and returns how many it rewrote.
+func unpackOffsets(ctx context.Context, tx *sql.Tx, limit int) (int, error) {
+	type row struct {
+		tenant, second int64
+		profile, day   string
+		event          int16
+		s              index.Second
+	}
+	rs, err := tx.QueryContext(ctx, `SELECT tenant_id, profile_id::text, event, second, day::text, samples, offsets
+		FROM seconds WHERE varint_offsets IS NULL LIMIT $1`, limit)
+	if err != nil {
+		return 0, err
+	}
+	var rows []row
+	for rs.Next() {
+		var r row
+		if err := rs.Scan(&r.tenant, &r.profile, &r.event, &r.second, &r.day, &r.s.Samples, &r.s.Offsets); err != nil {
+			rs.Close()
+			return 0, err
+		}
+		rows = append(rows, r)
+	}
+	if err := rs.Err(); err != nil {
+		return 0, err
+	}
+	for _, r := range rows {
+		offs, ok := index.CanonicalOffsets(&r.s)
+		if !ok {
+			return 0, fmt.Errorf("seconds row of profile %s, event %d, second %d: corrupt packed offsets", r.profile, r.event, r.second)
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE seconds SET offsets = $1, varint_offsets = true
+			WHERE tenant_id = $2 AND profile_id = $3::uuid AND event = $4 AND second = $5 AND day = $6::date`,
+			offs, r.tenant, r.profile, r.event, r.second, r.day); err != nil {
+			return 0, err
+		}
+	}
+	return len(rows), nil
+}
