@@ -5,9 +5,19 @@
 // released: add one.
 package migrations
 
-import "embed"
+import (
+	"embed"
+
+	"github.com/pressly/goose/v3"
+)
 
 // FS holds the *.sql migrations (the Go ones: Options).
 //
 //go:embed *.sql
 var FS embed.FS
+
+// Options are the goose provider options these migrations need: the ones
+// written in Go (packed_offsets.go, busy_cells.go).
+func Options() []goose.ProviderOption {
+	return []goose.ProviderOption{goose.WithGoMigrations(packedOffsets, busyCells)}
+}

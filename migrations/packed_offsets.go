@@ -10,12 +10,6 @@ import (
 	"github.com/fleetscope/fleetscope/store/index"
 )
 
-// Options are the goose provider options these migrations need: the ones
-// written in Go.
-func Options() []goose.ProviderOption {
-	return []goose.ProviderOption{goose.WithGoMigrations(packedOffsets)}
-}
-
 // packedOffsets is migration 20. A second's offsets are stored packed
 // (store/index/offsets.go): about log2 of the spread of the steps between
 // samples a sample instead of whole-byte uvarints. Rows stored before hold

@@ -30,12 +30,25 @@ func (s *Service) storedSeconds(ctx context.Context, tenant int64, info *fleetsc
 }
 
 // storedCells reads event ev's rows for their heatmap cells (Cells), from
-// the index or the raw file as storedSeconds does.
+// the index (its rows' busy cells counted from their offsets) or the raw
+// file as storedSeconds does.
 func (s *Service) storedCells(ctx context.Context, tenant int64, info *fleetscope.ProfileInfo, ev int) ([]index.Second, error) {
-	if !info.Cold {
-		return s.src.Cells(ctx, tenant, info.ID, ev)
+	if info.Cold {
+		return s.storedSeconds(ctx, tenant, info, ev, 0, -1)
 	}
-	return s.storedSeconds(ctx, tenant, info, ev, 0, -1)
+	secs, err := s.src.Cells(ctx, tenant, info.ID, ev)
+	if err != nil {
+		return nil, err
+	}
+	for i := range secs {
+		if secs[i].Cells != nil {
+			continue // a store that keeps them (the in-memory one)
+		}
+		if err := index.FillCells(&secs[i], info.TimeUnitNanos, info.Events[ev].Period, info.Events[ev].Weighted); err != nil {
+			return nil, fleetscope.Wrap(err, fleetscope.EINTERNAL, "profile "+info.ID+": corrupt index row")
+		}
+	}
+	return secs, nil
 }
 
 // coldRows returns a cold profile's rows by event, parsed from its raw

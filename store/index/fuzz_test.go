@@ -38,6 +38,11 @@ func FuzzIndexExact(f *testing.F) {
 			if ix.Timed {
 				sameAsVarint(t, ix, s, out[first:])
 			}
+			stored := *s // as stored: no busy cells
+			stored.Cells = nil
+			if err := index.FillCells(&stored, ix.TimeUnitNanos, ev.Period, ev.Weighted); err != nil || !slices.Equal(stored.Cells, s.Cells) {
+				t.Fatalf("second %d: busy cells from the offsets %v (%v), built %v", s.Second, stored.Cells, err, s.Cells)
+			}
 			col := s.Second // the row's second, relative to the start second
 			counter := index.Counter{UnitNanos: ix.TimeUnitNanos, Timed: true, Period: ev.Period}
 			counts := make([]uint64, 8)
@@ -67,6 +72,23 @@ func FuzzIndexExact(f *testing.F) {
 			}
 			if want := cellsOf(n); !slices.Equal(cells, want) {
 				t.Fatalf("second %d at %d rows: cells %v, the ranges count %v", col, n, cells, want)
+			}
+		}
+		// The busy cells as stored rows give them back, event "other"
+		// weighted (each sample counts as its period) too.
+		wb := index.NewBuilder()
+		if err := wb.Add(in); err != nil {
+			t.Fatal(err)
+		}
+		wix, err := wb.Build(fuzzIdle, fuzzEvents, func(e fleetscope.EventID) bool { return e == 1 })
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range wix.Seconds {
+			ev, built := wix.Events[s.Event], s.Cells
+			s.Cells = nil
+			if err := index.FillCells(&s, wix.TimeUnitNanos, ev.Period, ev.Weighted); err != nil || !slices.Equal(s.Cells, built) {
+				t.Fatalf("%s (weighted %v) second %d: busy cells from the offsets %v (%v), built %v", ev.Name, ev.Weighted, s.Second, s.Cells, err, built)
 			}
 		}
 		order := func(a, b fleetscope.Sample) int {
@@ -171,6 +193,8 @@ func FuzzCorruptRow(f *testing.F) {
 		_ = c.Cells(&s, 50, make([]bool, 8), make([]int64, 50))
 		_ = s.Walk(1, func(offset, stack, thread, period uint64) {})
 		_, _ = index.CanonicalOffsets(&s)
+		s.IdleCells = make([]int32, index.Rows)
+		_ = index.FillCells(&s, 1000, 7, periods)
 	})
 }
 

@@ -275,6 +275,48 @@ func encode(e fleetscope.EventID, sec int64, rs []raw, ix *Index, varies, weight
 	return s
 }
 
+// FillCells sets s.Cells, a row's busy samples per row of Rows within its
+// second, from its offsets (and, for a weighted event, its periods) less
+// its IdleCells, exactly as Build counted them: rows are stored without
+// their busy cells (migration 21), which are the rest of their samples.
+// unitNanos is the profile's time unit, period and weighted its event's.
+// A corrupt row is an error.
+func FillCells(s *Second, unitNanos int64, period uint64, weighted bool) error {
+	if len(s.IdleCells) != Rows {
+		return errCorrupt
+	}
+	cells := make([]int32, Rows)
+	offs, periods := offsetsOf(s), s.Periods
+	for range s.Samples {
+		u, ok := offs.next()
+		if !ok || u >= 1e9 {
+			return errCorrupt
+		}
+		off := int64(u) * unitNanos
+		if off < 0 || off >= 1e9 {
+			return errCorrupt
+		}
+		n := int32(1)
+		if weighted {
+			p := period
+			if periods != nil {
+				var k int
+				if p, k = binary.Uvarint(periods); k <= 0 {
+					return errCorrupt
+				}
+				periods = periods[k:]
+			}
+			n = int32(min(p, math.MaxInt32))
+		}
+		cells[fleetscope.Row(off, Rows)] += n
+	}
+	for r := range cells {
+		cells[r] -= s.IdleCells[r] // (sums wrap as Build's did)
+	}
+	s.Cells = cells
+	return nil
+}
+
 // Decode appends the samples of a stored row to dst as samples on the
 // profile clock, with the profile's own stack ids (below numStacks, the
 // profile's count: a row naming another is corrupt); threads are the

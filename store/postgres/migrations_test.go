@@ -283,8 +283,9 @@ func poolOf(t *testing.T, db *postgres.DB) *pgxpool.Pool {
 
 // TestSecondsCellsMigration: a profile's cells stored as int[] before
 // migration 14 read back the same after it (as bytes in the fixed
-// encoding), new rows are written compact, and migrating down restores
-// the arrays of both.
+// encoding), and migrating down restores the arrays; a row written by the
+// current code (compact idle cells, its busy cells counted from its
+// offsets again by migration 21's down) comes back as arrays too.
 func TestSecondsCellsMigration(t *testing.T) {
 	ctx := context.Background()
 	pool, sqldb, p, db := migratedTo(t, 13, "seconds")
@@ -300,13 +301,30 @@ func TestSecondsCellsMigration(t *testing.T) {
 	if err := sqldb.QueryRowContext(ctx, `SELECT id FROM tenants`).Scan(&tenant); err != nil {
 		t.Fatal(err)
 	}
-	rows, err := db.Cells(ctx, tenant, id, 0)
-	if err != nil {
+	var c, ic []byte
+	if err := sqldb.QueryRowContext(ctx, `SELECT cells AS c, idle_cells AS ic FROM seconds WHERE profile_id = $1`, id).Scan(&c, &ic); err != nil {
 		t.Fatal(err)
 	}
-	if len(rows) != 1 || rows[0].Second != 7 || !slices.Equal(rows[0].Cells, cells) || !slices.Equal(rows[0].IdleCells, idle) {
-		t.Fatalf("after migrating up: %+v, want cells %v and idle cells %v", rows, cells, idle)
+	got, gotIdle := make([]int32, index.Rows), make([]int32, index.Rows)
+	if err := index.ReadCells(got, c); err != nil {
+		t.Fatal(err)
 	}
+	if err := index.ReadCells(gotIdle, ic); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got, cells) || !slices.Equal(gotIdle, idle) {
+		t.Fatalf("after migrating up: cells %v and idle cells %v, want %v and %v", got, gotIdle, cells, idle)
+	}
+	if _, err := p.DownTo(ctx, 13); err != nil {
+		t.Fatal(err)
+	}
+	back, idleBack := arraysOf(t, pool, `SELECT cells, idle_cells FROM seconds WHERE profile_id = $1`, id)
+	if !slices.Equal(back, cells) || !slices.Equal(idleBack, idle) {
+		t.Fatalf("after migrating down: %v and %v, want %v and %v", back, idleBack, cells, idle)
+	}
+	// (The row's offsets are not its samples', which later migrations'
+	// downs count its busy cells from: it goes before they run.)
+	exec(t, sqldb, `DELETE FROM seconds WHERE profile_id = $1`, id)
 
 	// The tables of later migrations, which ingest writes too.
 	if _, err := p.Up(ctx); err != nil {
@@ -318,21 +336,70 @@ func TestSecondsCellsMigration(t *testing.T) {
 	stored, _ := store(t, db, tenant, "shop", "app 1 [000] 1795000000.100000: 1 cpu-clock:\n\t1 f (/bin/app)\n\n")
 	newID := stored.ID
 	var n int
-	if err := sqldb.QueryRowContext(ctx, `SELECT length(cells) + length(idle_cells) FROM seconds WHERE profile_id = $1`, newID).Scan(&n); err != nil || n != 7+1 {
-		t.Fatalf("a one-sample second: %d bytes of cells (%v), want a bitmap of 7 bytes and a count", n, err)
+	if err := sqldb.QueryRowContext(ctx, `SELECT length(idle_cells) FROM seconds WHERE profile_id = $1`, newID).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("a one-sample second: %d bytes of idle cells (%v), want none", n, err)
 	}
 	want := make([]int32, index.Rows)
 	want[index.Rows/10] = 1 // 0.1 s into its second
 	if _, err := p.DownTo(ctx, 13); err != nil {
 		t.Fatal(err)
 	}
-	back, idleBack := arraysOf(t, pool, `SELECT cells, idle_cells FROM seconds WHERE profile_id = $1`, id)
-	if !slices.Equal(back, cells) || !slices.Equal(idleBack, idle) {
-		t.Fatalf("after migrating down: %v and %v, want %v and %v", back, idleBack, cells, idle)
-	}
 	back, idleBack = arraysOf(t, pool, `SELECT cells, idle_cells FROM seconds WHERE profile_id = $1`, newID)
 	if !slices.Equal(back, want) || !slices.Equal(idleBack, make([]int32, index.Rows)) {
 		t.Fatalf("a compact row after migrating down: %v and %v, want %v and zeros", back, idleBack, want)
+	}
+}
+
+// TestBusyCellsMigration: a second's busy cells, no longer stored from
+// migration 21, are its offsets' less its idle cells (index.FillCells);
+// migrating down stores them again, counted exactly so, for idle and busy
+// samples in several cells; migrating up again drops them.
+func TestBusyCellsMigration(t *testing.T) {
+	ctx := context.Background()
+	_, sqldb, p, db := migratedTo(t, 21, "seconds")
+	tenant, err := db.CreateTenant(ctx, "acme", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Busy samples at 0.1 s (twice) and 0.55 s, idle ones at 0.1 s and
+	// 0.99 s: the swapper in cpu_idle.
+	var text strings.Builder
+	for _, smp := range []struct {
+		at, process, frame string
+	}{{"100000", "app", "f"}, {"100500", "app", "f"}, {"100700", "swapper", "cpu_idle"}, {"550000", "app", "g"}, {"990000", "swapper", "cpu_idle"}} {
+		fmt.Fprintf(&text, "%s 1 [000] 1795000000.%s: 1 cpu-clock:\n\t1 %s ([kernel.kallsyms])\n\t2 main (/bin/app)\n\n", smp.process, smp.at, smp.frame)
+	}
+	stored, _ := store(t, db, tenant, "shop", text.String())
+	busy, idle := make([]int32, index.Rows), make([]int32, index.Rows)
+	busy[5], busy[27] = 2, 1 // rows of 20 ms
+	idle[5], idle[49] = 1, 1
+	rows, err := db.Cells(ctx, tenant, stored.ID, 0)
+	if err != nil || len(rows) != 1 {
+		t.Fatalf("%d rows, %v", len(rows), err)
+	}
+	if !slices.Equal(rows[0].IdleCells, idle) || rows[0].Cells != nil {
+		t.Fatalf("stored: idle cells %v and busy cells %v, want %v and none", rows[0].IdleCells, rows[0].Cells, idle)
+	}
+	if err := index.FillCells(&rows[0], stored.TimeUnitNanos, stored.Events[0].Period, false); err != nil || !slices.Equal(rows[0].Cells, busy) {
+		t.Fatalf("busy cells from the offsets: %v (%v), want %v", rows[0].Cells, err, busy)
+	}
+	if _, err := p.DownTo(ctx, 20); err != nil {
+		t.Fatal(err)
+	}
+	var c []byte
+	if err := sqldb.QueryRowContext(ctx, `SELECT cells FROM seconds WHERE profile_id = $1`, stored.ID).Scan(&c); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]int32, index.Rows)
+	if err := index.ReadCells(got, c); err != nil || !slices.Equal(got, busy) {
+		t.Fatalf("after migrating down: busy cells %v (%v), want %v", got, err, busy)
+	}
+	if _, err := p.UpTo(ctx, 21); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := sqldb.QueryRowContext(ctx, `SELECT count(*) FROM information_schema.columns WHERE table_name = 'seconds' AND column_name = 'cells'`).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("cells after migrating up again: %d columns (%v)", n, err)
 	}
 }
 
@@ -403,13 +470,16 @@ func TestPackedOffsetsMigration(t *testing.T) {
 		t.Fatalf("packed offsets %x: %d bytes, as uvarint steps %d", packed, len(packed), len(steps(want...)))
 	}
 
+	// (The row stored before has no profile, which migration 21's down
+	// needs for the busy cells it counts: it goes first.)
+	exec(t, sqldb, `DELETE FROM seconds WHERE profile_id = $1`, id)
 	if _, err := p.DownTo(ctx, 19); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
 		id   string
 		want []byte
-	}{{id, steps(100, 20100, 40150)}, {stored.ID, steps(want...)}} {
+	}{{stored.ID, steps(want...)}} {
 		var got []byte
 		if err := sqldb.QueryRowContext(ctx, `SELECT offsets FROM seconds WHERE profile_id = $1`, c.id).Scan(&got); err != nil || !bytes.Equal(got, c.want) {
 			t.Fatalf("profile %s after migrating down: offsets %x (%v), want the uvarint steps %x", c.id, got, err, c.want)

@@ -56,23 +56,24 @@ func (db *DB) ensurePartition(ctx context.Context, table string, d time.Time) er
 }
 
 // writeSeconds stores a profile's per-second rows, as index.Builder builds
-// them: with packed offsets (varint_offsets NULL).
+// them: with packed offsets (varint_offsets NULL), and without their busy
+// cells, which the offsets less the idle cells give (index.FillCells).
 func writeSeconds(ctx context.Context, tx pgx.Tx, tenant int64, id uuid.UUID, day time.Time, ix *index.Index) error {
 	n := len(ix.Seconds)
 	events, seconds, samples := make([]int16, n), make([]int64, n), make([]int32, n)
-	cells, idle, offsets, stacks, periods, threads := make([][]byte, n), make([][]byte, n), make([][]byte, n), make([][]byte, n), make([][]byte, n), make([][]byte, n)
+	idle, offsets, stacks, periods, threads := make([][]byte, n), make([][]byte, n), make([][]byte, n), make([][]byte, n), make([][]byte, n)
 	for i, s := range ix.Seconds {
 		if s.VarintOffsets {
 			return fmt.Errorf("second %d: rows are stored with packed offsets, not uvarint steps", s.Second)
 		}
 		events[i], seconds[i], samples[i] = int16(s.Event), s.Second, s.Samples
-		cells[i], idle[i], offsets[i], stacks[i] = packCells(s.Cells), packCells(s.IdleCells), s.Offsets, s.Stacks
+		idle[i], offsets[i], stacks[i] = packCells(s.IdleCells), s.Offsets, s.Stacks
 		periods[i], threads[i] = s.Periods, s.Threads // nil: NULL
 	}
-	cols := []string{"event", "second", "samples", "cells", "idle_cells", "offsets", "stacks", "periods", "threads"}
+	cols := []string{"event", "second", "samples", "idle_cells", "offsets", "stacks", "periods", "threads"}
 	return insertRows(ctx, tx, "seconds", `tenant_id, profile_id, day`, []any{tenant, id, day}, cols,
-		[]string{"smallint", "bigint", "int", "bytea", "bytea", "bytea", "bytea", "bytea", "bytea"},
-		[]any{events, seconds, samples, cells, idle, offsets, stacks, periods, threads}, n)
+		[]string{"smallint", "bigint", "int", "bytea", "bytea", "bytea", "bytea", "bytea"},
+		[]any{events, seconds, samples, idle, offsets, stacks, periods, threads}, n)
 }
 
 // unnestRows is the number of rows up to which insertRows sends a
@@ -162,8 +163,9 @@ func element(column any, k int) any {
 	panic(fmt.Sprintf("insertRows: a column of %T", column))
 }
 
-// Cells returns an event's stored heatmap cells (50 rows), by relative
-// second, without the samples.
+// Cells returns an event's rows for their heatmap cells (50 rows), by
+// relative second: the idle cells, and the offsets and periods that give
+// the busy ones (index.FillCells), without the stacks and threads.
 func (db *DB) Cells(ctx context.Context, tenant int64, id string, event int) ([]index.Second, error) {
 	return db.seconds(ctx, tenant, id, event, 0, 0, false)
 }
@@ -174,13 +176,13 @@ func (db *DB) Seconds(ctx context.Context, tenant int64, id string, event int, f
 	return db.seconds(ctx, tenant, id, event, from, to, true)
 }
 
-// secondsQuery reads an event's rows: the heatmap's (cells only), or with
+// secondsQuery reads an event's rows: the heatmap's (no stacks), or with
 // the samples of all seconds or of seconds $4 to $5 (a flame graph's).
 // $1 is the tenant, $2 the profile, $3 the event.
 func secondsQuery(samples, ranged bool) string {
-	cols := `second, samples, cells, idle_cells, NULL::bytea, false, NULL::bytea, NULL::bytea, NULL::bytea`
+	cols := `second, samples, idle_cells, offsets, varint_offsets IS TRUE, NULL::bytea, periods, NULL::bytea`
 	if samples {
-		cols = `second, samples, cells, idle_cells, offsets, varint_offsets IS TRUE, stacks, periods, threads`
+		cols = `second, samples, idle_cells, offsets, varint_offsets IS TRUE, stacks, periods, threads`
 	}
 	q := `SELECT ` + cols + ` FROM seconds WHERE tenant_id = $1 AND profile_id = $2 AND event = $3`
 	if ranged {
@@ -201,17 +203,14 @@ func (db *DB) seconds(ctx context.Context, tenant int64, id string, event int, f
 	}
 	q := secondsQuery(samples, ranged)
 	var out []index.Second
-	var cells, idle pgtype.DriverBytes // valid until the next row: decoded at once
+	var idle pgtype.DriverBytes // valid until the next row: decoded at once
 	err = db.readTenant(ctx, tenant, func(rows pgx.Rows) error {
 		for rows.Next() {
 			s := index.Second{Event: fleetscope.EventID(event)}
-			if err := rows.Scan(&s.Second, &s.Samples, &cells, &idle, &s.Offsets, &s.VarintOffsets, &s.Stacks, &s.Periods, &s.Threads); err != nil {
+			if err := rows.Scan(&s.Second, &s.Samples, &idle, &s.Offsets, &s.VarintOffsets, &s.Stacks, &s.Periods, &s.Threads); err != nil {
 				return err
 			}
-			s.Cells, s.IdleCells = make([]int32, index.Rows), make([]int32, index.Rows)
-			if err := index.ReadCells(s.Cells, cells); err != nil {
-				return err
-			}
+			s.IdleCells = make([]int32, index.Rows)
 			if err := index.ReadCells(s.IdleCells, idle); err != nil {
 				return err
 			}
