@@ -272,8 +272,17 @@ func encode(e fleetscope.EventID, sec int64, rs []raw, ix *Index, varies, weight
 		}
 	}
 	s.Offsets = appendPacked(nil, us)
+	if len(s.Offsets)+len(s.Stacks)+len(s.Periods)+len(s.Threads) > compressedRow {
+		s.Offsets = appendSteps(nil, us)
+	}
 	return s
 }
+
+// compressedRow is about the size from which Postgres compresses a row's
+// columns (TOAST_TUPLE_THRESHOLD, ~2 kB): uvarint steps then compress to
+// less than packed bits do (their bytes repeat; packed bits hardly), so
+// such rows keep them.
+const compressedRow = 1800
 
 // FillCells sets s.Cells, a row's busy samples per row of Rows within its
 // second, from its offsets (and, for a weighted event, its periods) less

@@ -6,37 +6,49 @@ import (
 )
 
 // A row's offsets are its samples' times within the second, in the
-// profile's time unit, sorted. They are stored packed: the first offset
-// (uvarint), then, with more than one sample, the smallest step between
-// two (uvarint), a byte w and each step less that smallest in w bits
-// (least significant first, the last byte padded with zeros). A profiler
-// sampling at a steady rate steps by about its period, so its steps less
-// the smallest take a few bits; a merged or uneven stream about
-// log2(step) bits, against whole bytes as uvarints. Rows stored before
-// this encoding hold uvarint steps (Second.VarintOffsets); every reader
-// takes both.
+// profile's time unit, sorted. They are stored as the first offset
+// (uvarint), then, with more than one sample, the steps between them in
+// whichever of two ways is shorter, named by a byte w:
+//   - packed (w <= 32): the smallest step (uvarint), then each step less
+//     the smallest in w bits (least significant first, the last byte
+//     padded with zeros). A profiler sampling at a steady rate steps by
+//     about its period, so its steps less the smallest take a few bits;
+//   - uvarint steps (w = 255): where one long gap would widen every step
+//     (a busy stream of many CPUs that pauses), each step as a uvarint.
+//
+// Rows stored before this encoding hold uvarint steps only, the first
+// offset included (Second.VarintOffsets); every reader takes both.
 
 // maxStepBits bounds w: a step is under a second, 2^30 ns.
 const maxStepBits = 32
 
-// appendPacked appends the packed encoding of the sorted offsets us.
+// varintSteps is the w of steps stored as uvarints.
+const varintSteps = 255
+
+// appendPacked appends the encoding of the sorted offsets us, packed or
+// as uvarint steps, whichever is shorter.
 func appendPacked(dst []byte, us []uint64) []byte {
 	if len(us) == 0 {
 		return dst
 	}
+	start := len(dst)
 	dst = binary.AppendUvarint(dst, us[0])
 	if len(us) == 1 {
 		return dst
 	}
-	least, most := us[1]-us[0], uint64(0)
+	least, most, varints := us[1]-us[0], uint64(0), 0
 	for i := 2; i < len(us); i++ {
 		least = min(least, us[i]-us[i-1])
 	}
 	for i := 1; i < len(us); i++ {
 		most = max(most, us[i]-us[i-1]-least)
+		varints += uvarintLen(us[i] - us[i-1])
 	}
 	w := bits.Len64(most)
-	dst = append(binary.AppendUvarint(dst, least), byte(w))
+	if uvarintLen(least)+((len(us)-1)*w+7)/8 > varints {
+		return appendSteps(dst[:start], us)
+	}
+	dst = binary.AppendUvarint(append(dst, byte(w)), least)
 	var acc uint64 // bits not yet appended, the first at bit 0
 	n := 0
 	for i := 1; i < len(us); i++ {
@@ -51,6 +63,21 @@ func appendPacked(dst []byte, us []uint64) []byte {
 	}
 	return dst
 }
+
+// appendSteps appends the offsets us with their steps as uvarints.
+func appendSteps(dst []byte, us []uint64) []byte {
+	dst = binary.AppendUvarint(dst, us[0])
+	if len(us) == 1 {
+		return dst
+	}
+	dst = append(dst, varintSteps)
+	for i := 1; i < len(us); i++ {
+		dst = binary.AppendUvarint(dst, us[i]-us[i-1])
+	}
+	return dst
+}
+
+func uvarintLen(v uint64) int { return (bits.Len64(v|1) + 6) / 7 }
 
 // offsets reads a row's offsets in order, in either encoding.
 type offsets struct {
@@ -72,19 +99,22 @@ func offsetsOf(s *Second) offsets {
 func (o *offsets) next() (u uint64, ok bool) {
 	o.i++
 	if o.varint || o.i == 1 {
-		d, k := binary.Uvarint(o.b)
-		if k <= 0 {
-			return 0, false
-		}
-		o.b, o.u = o.b[k:], o.u+d
-		return o.u, true
+		return o.nextStep()
 	}
 	if o.i == 2 {
-		least, k := binary.Uvarint(o.b)
-		if k <= 0 || len(o.b) == k || o.b[k] > maxStepBits {
+		if len(o.b) == 0 {
 			return 0, false
 		}
-		o.least, o.w, o.b = least, uint(o.b[k]), o.b[k+1:]
+		w := o.b[0]
+		if w == varintSteps {
+			o.varint, o.b = true, o.b[1:]
+			return o.nextStep()
+		}
+		least, k := binary.Uvarint(o.b[1:])
+		if k <= 0 || w > maxStepBits {
+			return 0, false
+		}
+		o.least, o.w, o.b = least, uint(w), o.b[1+k:]
 	}
 	for o.n < o.w {
 		if len(o.b) == 0 {
@@ -97,6 +127,16 @@ func (o *offsets) next() (u uint64, ok bool) {
 	o.acc >>= o.w
 	o.n -= o.w
 	o.u += step
+	return o.u, true
+}
+
+// nextStep reads the next offset as a uvarint step.
+func (o *offsets) nextStep() (u uint64, ok bool) {
+	d, k := binary.Uvarint(o.b)
+	if k <= 0 {
+		return 0, false
+	}
+	o.b, o.u = o.b[k:], o.u+d
 	return o.u, true
 }
 

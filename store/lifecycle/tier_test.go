@@ -93,7 +93,7 @@ func TestMoveSamplesOnlyWhatComesBack(t *testing.T) {
 	built := func(rows ...ix.Second) *ix.Index {
 		rows = slices.Clone(rows)
 		for i := range rows {
-			rows[i].Offsets, rows[i].VarintOffsets = []byte{1, 2, 0}[:2*rows[i].Samples-1], false
+			rows[i].Offsets, rows[i].VarintOffsets = []byte{1, 0, 2}[:2*rows[i].Samples-1], false // first 1, w 0, smallest step 2
 		}
 		return &ix.Index{Events: []ix.Event{{Name: "cpu", Samples: 3}}, Seconds: rows, TimeUnitNanos: 1000, Timed: true}
 	}
