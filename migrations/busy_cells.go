@@ -25,21 +25,14 @@ var busyCells = goose.NewGoMigration(21,
 		return err
 	}},
 	&goose.GoFunc{RunTx: func(ctx context.Context, tx *sql.Tx) error {
-		// (On Citus, as in packedOffsets' down.)
-		if _, err := tx.ExecContext(ctx, `SET LOCAL citus.multi_shard_modify_mode TO 'sequential'`); err != nil {
+		if err := sequential(ctx, tx); err != nil {
 			return err
 		}
 		if _, err := tx.ExecContext(ctx, `ALTER TABLE seconds ADD COLUMN cells bytea`); err != nil {
 			return err
 		}
-		for {
-			n, err := countBusyCells(ctx, tx, 1000)
-			if err != nil {
-				return err
-			}
-			if n == 0 {
-				break
-			}
+		if err := untilDone(ctx, tx, countBusyCells); err != nil {
+			return err
 		}
 		_, err := tx.ExecContext(ctx, `ALTER TABLE seconds ALTER COLUMN cells SET NOT NULL`)
 		return err
@@ -50,16 +43,14 @@ var busyCells = goose.NewGoMigration(21,
 // and returns how many it stored.
 func countBusyCells(ctx context.Context, tx *sql.Tx, limit int) (int, error) {
 	type row struct {
-		tenant, second int64
-		profile, day   string
-		event          int16
-		unit           sql.NullInt64
-		events         sql.NullString
-		idle           []byte
-		s              index.Second
+		key    secondKey
+		unit   sql.NullInt64
+		events sql.NullString
+		idle   []byte
+		s      index.Second
 	}
-	rs, err := tx.QueryContext(ctx, `SELECT s.tenant_id, s.profile_id::text, s.event, s.second, s.day::text, s.samples,
-			s.idle_cells, s.offsets, s.varint_offsets IS TRUE, s.periods, p.time_unit_nanos, p.events::text
+	rs, err := tx.QueryContext(ctx, `SELECT `+keyColumns+`, s.samples, s.idle_cells, s.offsets, s.varint_offsets IS TRUE, s.periods,
+			p.time_unit_nanos, p.events::text
 		FROM seconds s LEFT JOIN profiles p ON p.tenant_id = s.tenant_id AND p.id = s.profile_id
 		WHERE s.cells IS NULL LIMIT $1`, limit)
 	if err != nil {
@@ -68,8 +59,7 @@ func countBusyCells(ctx context.Context, tx *sql.Tx, limit int) (int, error) {
 	var rows []row
 	for rs.Next() {
 		var r row
-		if err := rs.Scan(&r.tenant, &r.profile, &r.event, &r.second, &r.day, &r.s.Samples,
-			&r.idle, &r.s.Offsets, &r.s.VarintOffsets, &r.s.Periods, &r.unit, &r.events); err != nil {
+		if err := rs.Scan(append(r.key.fields(), &r.s.Samples, &r.idle, &r.s.Offsets, &r.s.VarintOffsets, &r.s.Periods, &r.unit, &r.events)...); err != nil {
 			rs.Close()
 			return 0, err
 		}
@@ -79,25 +69,22 @@ func countBusyCells(ctx context.Context, tx *sql.Tx, limit int) (int, error) {
 		return 0, err
 	}
 	for _, r := range rows {
-		where := fmt.Sprintf("seconds row of profile %s, event %d, second %d", r.profile, r.event, r.second)
 		var events []fleetscope.EventInfo
 		if !r.unit.Valid || !r.events.Valid {
-			return 0, fmt.Errorf("%s: its profile is not stored", where)
+			return 0, fmt.Errorf("%s: its profile is not stored", &r.key)
 		}
-		if err := json.Unmarshal([]byte(r.events.String), &events); err != nil || int(r.event) >= len(events) || r.event < 0 {
-			return 0, fmt.Errorf("%s: the profile's events %q do not name it (%v)", where, r.events.String, err)
+		if err := json.Unmarshal([]byte(r.events.String), &events); err != nil || int(r.key.event) >= len(events) || r.key.event < 0 {
+			return 0, fmt.Errorf("%s: the profile's events %q do not name it (%v)", &r.key, r.events.String, err)
 		}
 		r.s.IdleCells = make([]int32, index.Rows)
 		if err := index.ReadCells(r.s.IdleCells, r.idle); err != nil {
-			return 0, fmt.Errorf("%s: idle cells: %w", where, err)
+			return 0, fmt.Errorf("%s: idle cells: %w", &r.key, err)
 		}
-		ev := events[r.event]
+		ev := events[r.key.event]
 		if err := index.FillCells(&r.s, r.unit.Int64, ev.Period, ev.Weighted); err != nil {
-			return 0, fmt.Errorf("%s: %w", where, err)
+			return 0, fmt.Errorf("%s: %w", &r.key, err)
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE seconds SET cells = $1
-			WHERE tenant_id = $2 AND profile_id = $3::uuid AND event = $4 AND second = $5 AND day = $6::date`,
-			index.AppendCells([]byte{}, r.s.Cells), r.tenant, r.profile, r.event, r.second, r.day); err != nil {
+		if err := r.key.update(ctx, tx, `cells = $6`, index.AppendCells([]byte{}, r.s.Cells)); err != nil {
 			return 0, err
 		}
 	}

@@ -28,19 +28,11 @@ var packedOffsets = goose.NewGoMigration(20,
 		return err
 	}},
 	&goose.GoFunc{RunTx: func(ctx context.Context, tx *sql.Tx) error {
-		// On Citus, the rows' updates and then the DDL over one
-		// connection per worker (elsewhere a setting nothing reads).
-		if _, err := tx.ExecContext(ctx, `SET LOCAL citus.multi_shard_modify_mode TO 'sequential'`); err != nil {
+		if err := sequential(ctx, tx); err != nil {
 			return err
 		}
-		for {
-			n, err := unpackOffsets(ctx, tx, 1000)
-			if err != nil {
-				return err
-			}
-			if n == 0 {
-				break
-			}
+		if err := untilDone(ctx, tx, unpackOffsets); err != nil {
+			return err
 		}
 		_, err := tx.ExecContext(ctx, `ALTER TABLE seconds DROP COLUMN varint_offsets`)
 		return err
@@ -51,20 +43,18 @@ var packedOffsets = goose.NewGoMigration(20,
 // steps and returns how many it rewrote.
 func unpackOffsets(ctx context.Context, tx *sql.Tx, limit int) (int, error) {
 	type row struct {
-		tenant, second int64
-		profile, day   string
-		event          int16
-		s              index.Second
+		key secondKey
+		s   index.Second
 	}
-	rs, err := tx.QueryContext(ctx, `SELECT tenant_id, profile_id::text, event, second, day::text, samples, offsets
-		FROM seconds WHERE varint_offsets IS NULL LIMIT $1`, limit)
+	rs, err := tx.QueryContext(ctx, `SELECT `+keyColumns+`, s.samples, s.offsets
+		FROM seconds s WHERE s.varint_offsets IS NULL LIMIT $1`, limit)
 	if err != nil {
 		return 0, err
 	}
 	var rows []row
 	for rs.Next() {
 		var r row
-		if err := rs.Scan(&r.tenant, &r.profile, &r.event, &r.second, &r.day, &r.s.Samples, &r.s.Offsets); err != nil {
+		if err := rs.Scan(append(r.key.fields(), &r.s.Samples, &r.s.Offsets)...); err != nil {
 			rs.Close()
 			return 0, err
 		}
@@ -76,11 +66,9 @@ func unpackOffsets(ctx context.Context, tx *sql.Tx, limit int) (int, error) {
 	for _, r := range rows {
 		offs, ok := index.CanonicalOffsets(&r.s)
 		if !ok {
-			return 0, fmt.Errorf("seconds row of profile %s, event %d, second %d: corrupt packed offsets", r.profile, r.event, r.second)
+			return 0, fmt.Errorf("%s: corrupt packed offsets", &r.key)
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE seconds SET offsets = $1, varint_offsets = true
-			WHERE tenant_id = $2 AND profile_id = $3::uuid AND event = $4 AND second = $5 AND day = $6::date`,
-			offs, r.tenant, r.profile, r.event, r.second, r.day); err != nil {
+		if err := r.key.update(ctx, tx, `offsets = $6, varint_offsets = true`, offs); err != nil {
 			return 0, err
 		}
 	}

@@ -40,13 +40,8 @@ func (s *Service) storedCells(ctx context.Context, tenant int64, info *fleetscop
 	if err != nil {
 		return nil, err
 	}
-	for i := range secs {
-		if secs[i].Cells != nil {
-			continue // a store that keeps them (the in-memory one)
-		}
-		if err := index.FillCells(&secs[i], info.TimeUnitNanos, info.Events[ev].Period, info.Events[ev].Weighted); err != nil {
-			return nil, fleetscope.Wrap(err, fleetscope.EINTERNAL, "profile "+info.ID+": corrupt index row")
-		}
+	if err := index.FillMissingCells(secs, info.TimeUnitNanos, info.Events[ev].Period, info.Events[ev].Weighted); err != nil {
+		return nil, fleetscope.Wrap(err, fleetscope.EINTERNAL, "profile "+info.ID+": corrupt index row")
 	}
 	return secs, nil
 }

@@ -17,6 +17,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"math"
 	"slices"
 	"sort"
@@ -323,6 +324,21 @@ func FillCells(s *Second, unitNanos int64, period uint64, weighted bool) error {
 		cells[r] -= s.IdleCells[r] // (sums wrap as Build's did)
 	}
 	s.Cells = cells
+	return nil
+}
+
+// FillMissingCells fills the busy cells of the rows read without them
+// (FillCells); rows that hold theirs (built, not read) keep them. A corrupt
+// row is an error naming its second.
+func FillMissingCells(rows []Second, unitNanos int64, period uint64, weighted bool) error {
+	for i := range rows {
+		if rows[i].Cells != nil {
+			continue
+		}
+		if err := FillCells(&rows[i], unitNanos, period, weighted); err != nil {
+			return fmt.Errorf("second %d: %w", rows[i].Second, err)
+		}
+	}
 	return nil
 }
 

@@ -171,12 +171,9 @@ func (s *Service) differs(ctx context.Context, ref fleetscope.ProfileRef) (*flee
 		if stored[ev], err = s.Tier.Seconds(ctx, ref.Tenant, ref.ID, ev, 0, -1); err != nil {
 			return nil, nil, "", err
 		}
-		for i := range stored[ev] { // stored without their busy cells
-			if r := &stored[ev][i]; r.Cells == nil {
-				if err := index.FillCells(r, p.TimeUnitNanos, p.Events[ev].Period, p.Events[ev].Weighted); err != nil {
-					return p, nil, fmt.Sprintf("event %d second %d: %v", ev, r.Second, err), nil
-				}
-			}
+		// (stored without their busy cells)
+		if err := index.FillMissingCells(stored[ev], p.TimeUnitNanos, p.Events[ev].Period, p.Events[ev].Weighted); err != nil {
+			return p, nil, fmt.Sprintf("event %d %v", ev, err), nil
 		}
 		if err := sameRows(stored[ev], built[ev]); err != nil {
 			return p, nil, fmt.Sprintf("event %d: %v", ev, err), nil

@@ -1,0 +1,53 @@
+package migrations
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+)
+
+// What the Go migrations' downs share: they rewrite seconds rows in
+// batches, each row by its primary key, and then change the table.
+
+// sequential makes the transaction's row updates and the DDL after them
+// go over one connection per worker on Citus (elsewhere it sets what
+// nothing reads).
+func sequential(ctx context.Context, tx *sql.Tx) error {
+	_, err := tx.ExecContext(ctx, `SET LOCAL citus.multi_shard_modify_mode TO 'sequential'`)
+	return err
+}
+
+// untilDone calls batch with a limit of 1000 rows until it rewrites none.
+func untilDone(ctx context.Context, tx *sql.Tx, batch func(ctx context.Context, tx *sql.Tx, limit int) (int, error)) error {
+	for {
+		n, err := batch(ctx, tx, 1000)
+		if err != nil || n == 0 {
+			return err
+		}
+	}
+}
+
+// secondKey is a seconds row's primary key.
+type secondKey struct {
+	tenant, second int64
+	profile, day   string
+	event          int16
+}
+
+// keyColumns selects a secondKey from seconds s, in the order of fields.
+const keyColumns = `s.tenant_id, s.profile_id::text, s.event, s.second, s.day::text`
+
+func (k *secondKey) fields() []any { return []any{&k.tenant, &k.profile, &k.event, &k.second, &k.day} }
+
+func (k *secondKey) String() string {
+	return fmt.Sprintf("seconds row of profile %s, event %d, second %d", k.profile, k.event, k.second)
+}
+
+// update sets the row's columns: set names them with placeholders from $6
+// ($1 to $5 are the key), vals are their values.
+func (k *secondKey) update(ctx context.Context, tx *sql.Tx, set string, vals ...any) error {
+	_, err := tx.ExecContext(ctx, `UPDATE seconds SET `+set+`
+		WHERE tenant_id = $1 AND profile_id = $2::uuid AND event = $3 AND second = $4 AND day = $5::date`,
+		append([]any{k.tenant, k.profile, k.event, k.second, k.day}, vals...)...)
+	return err
+}
