@@ -17,7 +17,7 @@ import (
 var FS embed.FS
 
 // Options are the goose provider options these migrations need: the ones
-// written in Go (packed_offsets.go, busy_cells.go).
+// written in Go (packed_offsets.go, busy_cells.go, ten_seconds.go).
 func Options() []goose.ProviderOption {
-	return []goose.ProviderOption{goose.WithGoMigrations(packedOffsets, busyCells)}
+	return []goose.ProviderOption{goose.WithGoMigrations(packedOffsets, busyCells, tenSeconds)}
 }

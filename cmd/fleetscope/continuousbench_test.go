@@ -195,28 +195,19 @@ func BenchmarkContinuousFleet(b *testing.B) {
 
 	hostHours := float64(continuousHosts * hours)
 	bytesPerHostHour := func(what string) {
-		var rows int64
-		var parts []string
-		for _, table := range []string{"seconds", "fleet_seconds", "fleet_tens", "fleet_minutes", "fleet_stack_buckets", "fleet_stack_rollups", "fleet_versions", "profile_stacks", "profiles"} {
-			var n int64
-			s.sql(func(c *pgx.Conn) error {
-				return c.QueryRow(ctx, `SELECT coalesce(sum(pg_column_size(t.*)), 0) FROM `+table+` t`).Scan(&n)
-			})
-			rows += n
-			parts = append(parts, fmt.Sprintf("%s %.2f", table, float64(n)/1e6/hostHours))
-		}
+		rows, parts := rowBytes(ctx, s, hostHours)
 		var disk int64
 		s.sql(func(c *pgx.Conn) error {
 			return c.QueryRow(ctx, `SELECT pg_database_size(current_database())`).Scan(&disk)
 		})
 		fmt.Printf("%-52s %8.2f MB per host-hour in rows (%s), %.2f MB on disk with indexes and the dictionary (target <= 2 MB)\n",
-			what, float64(rows)/1e6/hostHours, strings.Join(parts, ", "), float64(disk)/1e6/hostHours)
+			what, float64(rows)/1e6/hostHours, parts, float64(disk)/1e6/hostHours)
 	}
 	bytesPerHostHour("Postgres bytes")
 	if os.Getenv("FLEETSCOPE_BENCH_COLUMNS") != "" {
 		// Each column of the largest tables, from the catalog (whatever the
 		// migrations made), summed in one scan of its table.
-		for _, table := range []string{"seconds", "fleet_seconds", "profile_stacks"} {
+		for _, table := range []string{"seconds", "fleet_tens", "profile_stacks"} {
 			var cols []string
 			s.sql(func(c *pgx.Conn) error {
 				rows, err := c.Query(ctx, `SELECT column_name FROM information_schema.columns
@@ -410,4 +401,25 @@ func cpuPer(before, after map[string]float64, profiles int) string {
 		parts[i] = fmt.Sprintf("%s %.1f", u.name, u.ms)
 	}
 	return strings.Join(parts, ", ")
+}
+
+// rowTables are the tables whose rows grow with a host's recording: its
+// samples, its cells in absolute time, its stack counts, its stack lists
+// and its profiles (the tenant's dictionary is shared, and not counted).
+var rowTables = []string{"seconds", "fleet_tens", "fleet_minutes", "fleet_stack_buckets", "fleet_stack_rollups", "fleet_versions", "profile_stacks", "profiles"}
+
+// rowBytes sums the bytes of rowTables' rows (pg_column_size of each row,
+// as stored, compressed or not), and says each table's share per host-hour.
+func rowBytes(ctx context.Context, s *service, hostHours float64) (int64, string) {
+	var rows int64
+	var parts []string
+	for _, table := range rowTables {
+		var n int64
+		s.sql(func(c *pgx.Conn) error {
+			return c.QueryRow(ctx, `SELECT coalesce(sum(pg_column_size(t.*)), 0) FROM `+table+` t`).Scan(&n)
+		})
+		rows += n
+		parts = append(parts, fmt.Sprintf("%s %.2f", table, float64(n)/1e6/hostHours))
+	}
+	return rows, strings.Join(parts, ", ")
 }

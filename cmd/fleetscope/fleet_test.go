@@ -212,7 +212,7 @@ func TestFleetOverTheAPI(t *testing.T) {
 	}
 	var rows int
 	s.sql(func(c *pgx.Conn) error {
-		return c.QueryRow(ctx, `SELECT count(*) FROM fleet_seconds WHERE profile_id = $1`, hosts[1].id).Scan(&rows)
+		return c.QueryRow(ctx, `SELECT count(*) FROM fleet_tens WHERE profile_id = $1`, hosts[1].id).Scan(&rows)
 	})
 	if rows != 0 {
 		t.Fatalf("%d fleet rows of a deleted profile", rows)

@@ -29,7 +29,6 @@ import (
 	"github.com/fleetscope/fleetscope/ingest"
 	"github.com/fleetscope/fleetscope/ingest/corpus"
 	"github.com/fleetscope/fleetscope/ingest/nflx/nflxtest"
-	"github.com/jackc/pgx/v5"
 )
 
 // The fleet benchmark (docs/benchmarks.md#fleet): 20 hosts × 10 min; every host replays
@@ -224,14 +223,9 @@ func BenchmarkFleet(b *testing.B) {
 	if err != nil || uint64(heat.Msg.GetTotal()) != res.Msg.GetFlameGraph().GetTotal() {
 		b.Fatalf("fleet heatmap total %d, merged flame graph %d: %v", heat.Msg.GetTotal(), res.Msg.GetFlameGraph().GetTotal(), err)
 	}
-	var bytes int64
-	s.sql(func(c *pgx.Conn) error {
-		return c.QueryRow(ctx, `SELECT (SELECT coalesce(sum(pg_column_size(t.*)), 0) FROM seconds t) +
-			(SELECT coalesce(sum(pg_column_size(t.*)), 0) FROM fleet_seconds t) +
-			(SELECT coalesce(sum(pg_column_size(t.*)), 0) FROM profile_stacks t) + (SELECT coalesce(sum(pg_column_size(t.*)), 0) FROM profiles t)`).Scan(&bytes)
-	})
 	hostHours := float64(fleetHosts*fleetMinutes) / 60
-	fmt.Printf("%-52s %8.1f MB per host-hour of continuous recording (rows, without the shared dictionary)\n", "Postgres bytes", float64(bytes)/1e6/hostHours)
+	bytes, parts := rowBytes(ctx, s, hostHours)
+	fmt.Printf("%-52s %8.1f MB per host-hour of continuous recording (rows, without the shared dictionary: %s)\n", "Postgres bytes", float64(bytes)/1e6/hostHours, parts)
 }
 
 // startProfiledService starts the service for a fleet benchmark; with

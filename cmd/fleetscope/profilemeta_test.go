@@ -189,7 +189,7 @@ func TestUpdateProfile(t *testing.T) {
 	}
 	var stale int
 	if err := s.sql(func(c *pgx.Conn) error {
-		return c.QueryRow(ctx, `SELECT count(*) FROM fleet_seconds WHERE profile_id = $1 AND (app <> 'checkout' OR host <> 'web-2')`, id).Scan(&stale)
+		return c.QueryRow(ctx, `SELECT count(*) FROM fleet_tens WHERE profile_id = $1 AND (app <> 'checkout' OR host <> 'web-2')`, id).Scan(&stale)
 	}); err != nil || stale != 0 {
 		t.Fatalf("fleet rows left with the old app or host: %d (%v)", stale, err)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/binary"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -156,7 +157,38 @@ func FuzzWallSeconds(f *testing.F) {
 		if len(want) > 0 {
 			t.Fatalf("cells with samples missing from the wall seconds: %v", want)
 		}
+		checkTens(t, got)
 	})
+}
+
+// checkTens: the wall seconds packed by their tens (fleet_tens) read back
+// as exactly those seconds, and each slot's sums are its seconds'.
+func checkTens(t *testing.T, secs []index.WallSecond) {
+	t.Helper()
+	tens, packed, err := index.RollupTens(secs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back []index.WallSecond
+	for i, ten := range tens {
+		w := index.WallSecond{Event: ten.Event, Cells: make([]int32, index.Rows), IdleCells: make([]int32, index.Rows)}
+		var samples, idle int32
+		err := index.EachTenSecond(packed[i], ten.Second, &w, func() error {
+			samples, idle = samples+w.Samples, idle+w.Idle
+			back = append(back, index.WallSecond{Event: w.Event, Second: w.Second, Samples: w.Samples, Idle: w.Idle,
+				Cells: slices.Clone(w.Cells), IdleCells: slices.Clone(w.IdleCells)})
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("slot %s@%d: %v", ten.Event, ten.Second, err)
+		}
+		if samples != ten.Samples || idle != ten.Idle {
+			t.Fatalf("slot %s@%d: its seconds hold %d busy and %d idle samples, its sums %d and %d", ten.Event, ten.Second, samples, idle, ten.Samples, ten.Idle)
+		}
+	}
+	if !reflect.DeepEqual(back, secs) {
+		t.Fatalf("seconds read back from their tens:\n%v\nwant\n%v", back, secs)
+	}
 }
 
 // FuzzCorruptRow: whatever bytes a stored row holds (a database damaged or
@@ -195,6 +227,13 @@ func FuzzCorruptRow(f *testing.F) {
 		_, _ = index.CanonicalOffsets(&s)
 		s.IdleCells = make([]int32, index.Rows)
 		_ = index.FillCells(&s, 1000, 7, periods)
+		w := index.WallSecond{Cells: make([]int32, index.Rows), IdleCells: make([]int32, index.Rows)}
+		_ = index.EachTenSecond(s.Offsets, 10, &w, func() error {
+			if w.Second < 10 || w.Second >= 20 {
+				t.Fatalf("second %d read from the ten seconds from 10", w.Second)
+			}
+			return nil
+		})
 	})
 }
 

@@ -2,6 +2,8 @@ package index
 
 import (
 	"fmt"
+	"reflect"
+	"slices"
 	"testing"
 )
 
@@ -40,6 +42,60 @@ func TestRollup(t *testing.T) {
 	} {
 		if got := text(Rollup(secs, tc.width)); got != tc.want {
 			t.Errorf("by %d s: %s, want %s", tc.width, got, tc.want)
+		}
+	}
+}
+
+// TestTenSeconds: a ten's seconds packed in its row read back as they were
+// (cells over 127 bytes, sums that wrap, seconds of idle samples only), and
+// seconds that are not of the slot, out of order or whose totals are not
+// their cells' are refused, as are rows cut short or out of order.
+func TestTenSeconds(t *testing.T) {
+	cells := func(n ...int32) []int32 { return append(n, make([]int32, Rows-len(n))...) }
+	wide := make([]int32, Rows)
+	for i := range wide {
+		wide[i] = 1<<31 - 1 - int32(i) // five bytes each: 257 bytes of cells
+	}
+	secs := []WallSecond{
+		{Event: "cpu", Second: 20, Samples: 3, Cells: cells(1, 2), IdleCells: cells()},
+		{Event: "cpu", Second: 23, Samples: cellSum(wide), Idle: -1, Cells: wide, IdleCells: cells(-1)},
+		{Event: "cpu", Second: 29, Idle: 4, Cells: cells(), IdleCells: cells(0, 0, 4)},
+	}
+	b, err := AppendTenSeconds(nil, 20, secs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := WallSecond{Event: "cpu", Cells: make([]int32, Rows), IdleCells: make([]int32, Rows)}
+	var back []WallSecond
+	err = EachTenSecond(b, 20, &w, func() error {
+		back = append(back, WallSecond{Event: w.Event, Second: w.Second, Samples: w.Samples, Idle: w.Idle, Cells: slices.Clone(w.Cells), IdleCells: slices.Clone(w.IdleCells)})
+		return nil
+	})
+	if err != nil || !reflect.DeepEqual(back, secs) {
+		t.Fatalf("read back %v (%v), want %v", back, err, secs)
+	}
+	for _, bad := range [][]WallSecond{
+		{secs[0], secs[0]}, // a second twice
+		{secs[1], secs[0]}, // out of order
+		{{Event: "cpu", Second: 30, Cells: cells(), IdleCells: cells()}}, // the next slot
+		{{Event: "cpu", Second: 19, Cells: cells(), IdleCells: cells()}}, // the one before
+		{secs[0], {Event: "cs", Second: 21, Cells: cells(), IdleCells: cells()}},
+		{{Event: "cpu", Second: 21, Samples: 2, Cells: cells(1), IdleCells: cells()}},
+	} {
+		if _, err := AppendTenSeconds(nil, 20, bad); err == nil {
+			t.Errorf("%v packed", bad)
+		}
+	}
+	for _, bad := range [][]byte{
+		b[:len(b)-1],       // cut short
+		{10, 0, 0},         // a second past the slot
+		{3, 0, 0, 3, 0, 0}, // a second twice
+		{3, 0, 0, 2, 0, 0}, // out of order
+		{0, 9, 1, 1},       // a length past the end
+		{0, 0x80, 0x80},    // a length that does not end
+	} {
+		if err := EachTenSecond(bad, 20, &w, func() error { return nil }); err == nil {
+			t.Errorf("% x read", bad)
 		}
 	}
 }

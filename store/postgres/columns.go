@@ -12,24 +12,24 @@ import (
 )
 
 // FleetColumnTotals returns the stored totals of app's event (base name)
-// on any of hosts (none: all), summed in the database by host and column
-// of spc seconds from start: of the unix seconds [from, to) from
-// fleet_seconds (width 1), or of the slots of width seconds starting in
-// [from, to) from their rollup (fleet_tens, fleet_minutes); and how many
-// stored rows the sums hold. A day of ten hosts' one-minute profiles is
-// 28,800 minute rows summed into at most 7,200.
+// on any of hosts (none: all), summed by host and column of spc seconds
+// from start: of the unix seconds [from, to) (width 1), unpacked from the
+// fleet_tens rows that hold them and summed here, or of the slots of width
+// seconds starting in [from, to) from their rollup (fleet_tens,
+// fleet_minutes), summed in the database; and how many stored seconds or
+// slots the sums hold. A day of ten hosts' one-minute profiles is 28,800
+// minute rows summed into at most 7,200.
 func (db *DB) FleetColumnTotals(ctx context.Context, tenant int64, app, event string, hosts []string, width, from, to, start, spc int64) ([]index.ColumnTotal, int, error) {
-	table, at := "fleet_seconds", "second"
-	if width != 1 {
-		r, err := rollupOf(width)
-		if err != nil {
-			return nil, 0, err
-		}
-		table, at = r.table, r.at
+	if width == 1 {
+		return db.secondColumnTotals(ctx, tenant, app, event, hosts, from, to, start, spc)
+	}
+	r, err := rollupOf(width)
+	if err != nil {
+		return nil, 0, err
 	}
 	args := []any{tenant, app, event, from, to, start, spc}
-	q := `SELECT host, (` + at + ` - $6) / $7, sum(samples)::bigint, sum(idle)::bigint, count(*) FROM ` + table + `
-		WHERE tenant_id = $1 AND app = $2 AND event = $3 AND ` + at + ` >= $4 AND ` + at + ` < $5`
+	q := `SELECT host, (` + r.at + ` - $6) / $7, sum(samples)::bigint, sum(idle)::bigint, count(*) FROM ` + r.table + `
+		WHERE tenant_id = $1 AND app = $2 AND event = $3 AND ` + r.at + ` >= $4 AND ` + r.at + ` < $5`
 	if len(hosts) > 0 {
 		args = append(args, hosts)
 		q += ` AND host = ANY($8)`
@@ -37,7 +37,7 @@ func (db *DB) FleetColumnTotals(ctx context.Context, tenant int64, app, event st
 	q += ` GROUP BY 1, 2`
 	var out []index.ColumnTotal
 	read := 0
-	err := db.readTenant(ctx, tenant, func(rows pgx.Rows) error {
+	err = db.readTenant(ctx, tenant, func(rows pgx.Rows) error {
 		for rows.Next() {
 			var c index.ColumnTotal
 			var n int
@@ -49,6 +49,36 @@ func (db *DB) FleetColumnTotals(ctx context.Context, tenant int64, app, event st
 		return nil
 	}, q, args...)
 	return out, read, translate(err, "fleet")
+}
+
+// secondColumnTotals is FleetColumnTotals of the seconds.
+func (db *DB) secondColumnTotals(ctx context.Context, tenant int64, app, event string, hosts []string, from, to, start, spc int64) ([]index.ColumnTotal, int, error) {
+	type key struct {
+		host   string
+		column int64
+	}
+	sums := map[key]*index.ColumnTotal{}
+	var out []*index.ColumnTotal
+	read := 0
+	err := db.fleetSeconds(ctx, tenant, app, event, hosts, from, to, func(r *index.FleetRow) error {
+		k := key{r.Host, (r.Second - start) / spc}
+		c, ok := sums[k]
+		if !ok {
+			c = &index.ColumnTotal{Host: k.host, Column: k.column}
+			sums[k] = c
+			out = append(out, c)
+		}
+		c.Samples, c.Idle, read = c.Samples+int64(r.Samples), c.Idle+int64(r.Idle), read+1
+		return nil
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	totals := make([]index.ColumnTotal, len(out))
+	for i, c := range out {
+		totals[i] = *c
+	}
+	return totals, read, nil
 }
 
 // FleetCounts summarizes the tenant's profiles of app on any of hosts

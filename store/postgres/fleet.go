@@ -16,25 +16,24 @@ import (
 	"github.com/fleetscope/fleetscope/store/index"
 )
 
-// writeFleet stores a profile's cells in absolute time (fleet_seconds),
-// within the profile's own transaction.
+// writeFleet stores a profile's cells in absolute time, within the
+// profile's own transaction: summed by ten unix seconds (fleet_tens), each
+// row with its own seconds packed in it (index.AppendTenSeconds), and by
+// the minute (fleet_minutes).
 func writeFleet(ctx context.Context, tx pgx.Tx, tenant int64, id uuid.UUID, day time.Time, p *fleetscope.ProfileInfo, dict *fleetscope.Dict, ix *index.Index) error {
 	secs, err := index.WallSeconds(ix, p.WallShiftNanos, dict.Idle)
 	if err != nil || len(secs) == 0 {
 		return err
 	}
-	fixed := []any{tenant, p.App, id, p.Host, day}
-	if err := insertFleetRows(ctx, tx, "fleet_seconds", "second", fixed, secs); err != nil {
+	tens, seconds, err := index.RollupTens(secs)
+	if err != nil {
 		return err
 	}
-	// The same cells by ten seconds and by the minute, from the rows just
-	// written.
-	for _, r := range rollups {
-		if err := insertFleetRows(ctx, tx, r.table, r.at, fixed, index.Rollup(secs, r.width)); err != nil {
-			return err
-		}
+	fixed := []any{tenant, p.App, id, p.Host, day}
+	if err := insertFleetRows(ctx, tx, rollups[0], fixed, tens, seconds); err != nil {
+		return err
 	}
-	return nil
+	return insertFleetRows(ctx, tx, rollups[1], fixed, index.Rollup(secs, index.Minutes), nil)
 }
 
 // rollup is a table of a profile's cells summed by unix slots of width
@@ -44,8 +43,9 @@ type rollup struct {
 	table, at string
 }
 
-// rollups are the stored rollups of fleet_seconds, narrowest first
-// (migrations 00015 and 00011).
+// rollups are the stored rollups of a profile's wall seconds, narrowest
+// first (migrations 00015 and 00011); the first, fleet_tens, holds the
+// seconds too (migration 22).
 var rollups = []rollup{{index.Tens, "fleet_tens", "ten"}, {index.Minutes, "fleet_minutes", "minute"}}
 
 // rollupOf is the rollup table of width seconds.
@@ -58,24 +58,27 @@ func rollupOf(width int64) (rollup, error) {
 	return rollup{}, fmt.Errorf("no rollup of %d seconds", width)
 }
 
-// insertFleetRows inserts a profile's rows into fleet_seconds or a rollup
-// table (at: the column of their time).
-func insertFleetRows(ctx context.Context, tx pgx.Tx, table, at string, fixed []any, rows []index.WallSecond) error {
+// insertFleetRows inserts a profile's rows into a rollup table, with their
+// packed seconds (fleet_tens) unless seconds is nil.
+func insertFleetRows(ctx context.Context, tx pgx.Tx, r rollup, fixed []any, rows []index.WallSecond, seconds [][]byte) error {
 	n := len(rows)
 	events, times, samples, idle, cells, idleCells := make([]string, n), make([]int64, n), make([]int32, n), make([]int32, n), make([][]byte, n), make([][]byte, n)
 	for i, r := range rows {
 		events[i], times[i], samples[i], idle[i] = r.Event, r.Second, r.Samples, r.Idle
 		cells[i], idleCells[i] = packCells(r.Cells), packCells(r.IdleCells)
 	}
-	return insertRows(ctx, tx, table, `tenant_id, app, profile_id, host, day`, fixed,
-		[]string{"event", at, "samples", "idle", "cells", "idle_cells"}, []string{"text", "bigint", "int", "int", "bytea", "bytea"},
-		[]any{events, times, samples, idle, cells, idleCells}, n)
+	cols, types, vals := []string{"event", r.at, "samples", "idle", "cells", "idle_cells"}, []string{"text", "bigint", "int", "int", "bytea", "bytea"},
+		[]any{events, times, samples, idle, cells, idleCells}
+	if seconds != nil {
+		cols, types, vals = append(cols, "seconds"), append(types, "bytea"), append(vals, seconds)
+	}
+	return insertRows(ctx, tx, r.table, `tenant_id, app, profile_id, host, day`, fixed, cols, types, vals, n)
 }
 
-// fleetTables are the tables of a profile's cells in absolute time: by the
-// second and its rollups. Deleting a profile, changing its app or host and
+// fleetTables are the tables of a profile's cells in absolute time: by ten
+// seconds (each with its seconds) and by the minute. Deleting a profile, changing its app or host and
 // deleting a tenant treat them all alike, in one transaction.
-var fleetTables = []string{"fleet_seconds", "fleet_tens", "fleet_minutes"}
+var fleetTables = []string{"fleet_tens", "fleet_minutes"}
 
 // FleetProfiles returns the tenant's profiles of app that overlap the
 // window [from, to) (unix ns), on any of hosts (none: all) and with every
@@ -196,31 +199,59 @@ func fleetMatches(p *fleetscope.ProfileInfo, labels []fleetscope.LabelMatch) boo
 
 // FleetRows hands fn the stored rows in absolute time of the tenant's
 // profiles of app and event (base name; "" for every event) of width
-// seconds (1: fleet_seconds; index.Tens: fleet_tens; index.Minutes:
-// fleet_minutes, each row's Second its slot's first) starting in the unix
-// seconds [from, to), as they are read: with their cells (decoded into
-// one buffer, reused for every row) or only their totals.
+// seconds (1: a second's, read from the fleet_tens rows that hold them;
+// index.Tens: fleet_tens; index.Minutes: fleet_minutes, each row's Second
+// its slot's first) starting in the unix seconds [from, to), as they are
+// read: with their cells (decoded into one buffer, reused for every row)
+// or only their totals.
 func (db *DB) FleetRows(ctx context.Context, tenant int64, app, event string, width, from, to int64, withCells bool, fn func(*index.FleetRow) error) error {
-	table, at := "fleet_seconds", "second"
-	if width != 1 {
-		r, err := rollupOf(width)
-		if err != nil {
-			return err
-		}
-		table, at = r.table, r.at
+	if width == 1 {
+		return db.fleetSeconds(ctx, tenant, app, event, nil, from, to, func(r *index.FleetRow) error {
+			if !withCells {
+				c := *r
+				c.Cells, c.IdleCells = nil, nil
+				return fn(&c)
+			}
+			return fn(r)
+		})
 	}
-	cols := "profile_id, host, event, " + at + ", samples, idle"
+	r, err := rollupOf(width)
+	if err != nil {
+		return err
+	}
+	cols := "profile_id, host, event, " + r.at + ", samples, idle"
 	if withCells {
 		cols += ", cells, idle_cells"
 	}
-	q := `SELECT ` + cols + ` FROM ` + table + ` WHERE tenant_id = $1 AND app = $2 AND ` + at + ` >= $3 AND ` + at + ` < $4`
+	q, args := fleetRowsQuery(cols, r, tenant, app, event, nil, from, to)
+	return db.eachFleetRow(ctx, tenant, q, args, withCells, false, func(row *index.FleetRow, _ []byte) error { return fn(row) })
+}
+
+// fleetRowsQuery selects cols of the rows of table r starting in the unix
+// seconds [from, to) of app's event ("": every event) on any of hosts
+// (none: all).
+func fleetRowsQuery(cols string, r rollup, tenant int64, app, event string, hosts []string, from, to int64) (string, []any) {
+	q := `SELECT ` + cols + ` FROM ` + r.table + ` WHERE tenant_id = $1 AND app = $2 AND ` + r.at + ` >= $3 AND ` + r.at + ` < $4`
 	args := []any{tenant, app, from, to}
 	if event != "" {
-		q += ` AND event = $5`
 		args = append(args, event)
+		q += fmt.Sprintf(` AND event = $%d`, len(args))
 	}
+	if len(hosts) > 0 {
+		args = append(args, hosts)
+		q += fmt.Sprintf(` AND host = ANY($%d)`, len(args))
+	}
+	return q, args
+}
+
+// eachFleetRow runs q, whose columns are profile_id, host, event, the
+// slot, samples and idle, then (withCells) cells and idle_cells, then
+// (withSeconds) a ten's packed seconds, and hands fn each row and its
+// seconds (nil without), the cells decoded into one buffer reused for
+// every row.
+func (db *DB) eachFleetRow(ctx context.Context, tenant int64, q string, args []any, withCells, withSeconds bool, fn func(*index.FleetRow, []byte) error) error {
 	err := db.readTenant(ctx, tenant, func(rows pgx.Rows) error {
-		var cells, idle pgtype.DriverBytes
+		var cells, idle, extra pgtype.DriverBytes
 		var r index.FleetRow
 		var id [16]byte // pgx's binary path; a uuid.UUID is scanned as text (sql.Scanner)
 		if withCells {
@@ -229,6 +260,9 @@ func (db *DB) FleetRows(ctx context.Context, tenant int64, app, event string, wi
 		dst := []any{&id, &r.Host, &r.Event, &r.Second, &r.Samples, &r.Idle}
 		if withCells {
 			dst = append(dst, &cells, &idle)
+		}
+		if withSeconds {
+			dst = append(dst, &extra)
 		}
 		for rows.Next() {
 			if err := rows.Scan(dst...); err != nil {
@@ -243,7 +277,7 @@ func (db *DB) FleetRows(ctx context.Context, tenant int64, app, event string, wi
 				}
 			}
 			r.ProfileID = uuid.UUID(id).String()
-			if err := fn(&r); err != nil {
+			if err := fn(&r, extra); err != nil {
 				return err
 			}
 		}
@@ -252,8 +286,35 @@ func (db *DB) FleetRows(ctx context.Context, tenant int64, app, event string, wi
 	return translate(err, "fleet")
 }
 
-// FleetCells collects FleetRows of fleet_seconds, each row with cells of
-// its own.
+// fleetSeconds hands fn the stored seconds of app's event ("": every
+// event) on any of hosts (none: all) in the unix seconds [from, to), with
+// their cells (one buffer, reused): each unpacked from the fleet_tens row
+// that holds it.
+func (db *DB) fleetSeconds(ctx context.Context, tenant int64, app, event string, hosts []string, from, to int64, fn func(*index.FleetRow) error) error {
+	tens := rollups[0]
+	q, args := fleetRowsQuery("profile_id, host, event, ten, samples, idle, seconds", tens, tenant, app, event, hosts, floorTen(from), to)
+	var sec index.FleetRow
+	sec.Cells, sec.IdleCells = make([]int32, index.Rows), make([]int32, index.Rows)
+	return db.eachFleetRow(ctx, tenant, q, args, false, true, func(ten *index.FleetRow, packed []byte) error {
+		sec.ProfileID, sec.Host, sec.Event = ten.ProfileID, ten.Host, ten.Event
+		err := index.EachTenSecond(packed, ten.Second, &sec.WallSecond, func() error {
+			if sec.Second < from || sec.Second >= to {
+				return nil
+			}
+			return fn(&sec)
+		})
+		if err != nil {
+			return fmt.Errorf("profile %s, %s at %d: %w", ten.ProfileID, ten.Event, ten.Second, err)
+		}
+		return nil
+	})
+}
+
+// floorTen is the first second of the ten seconds t is in (below 0 too).
+func floorTen(t int64) int64 { return t - ((t%index.Tens)+index.Tens)%index.Tens }
+
+// FleetCells collects FleetRows of seconds, each row with cells of its
+// own.
 func (db *DB) FleetCells(ctx context.Context, tenant int64, app, event string, from, to int64) ([]index.FleetRow, error) {
 	return db.FleetRollup(ctx, tenant, app, event, 1, from, to, true)
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -28,7 +29,7 @@ import (
 // distributed first, as a deployment's were before this migration.
 func TestFleetCellsMigration(t *testing.T) {
 	ctx := context.Background()
-	pool, sqldb, p, db := migratedTo(t, 7, "fleet_seconds")
+	pool, sqldb, p, _ := migratedTo(t, 7, "fleet_seconds")
 	cells, idle := arrayCells()
 	exec(t, sqldb, `INSERT INTO tenants (name) VALUES ('acme')`)
 	exec(t, sqldb, `INSERT INTO fleet_seconds (tenant_id, app, event, second, profile_id, host, day, samples, idle, cells, idle_cells)
@@ -40,12 +41,13 @@ func TestFleetCellsMigration(t *testing.T) {
 	if err := sqldb.QueryRowContext(ctx, `SELECT id FROM tenants`).Scan(&tenant); err != nil {
 		t.Fatal(err)
 	}
-	rows, err := db.FleetCells(ctx, tenant, "shop", "cpu", 1795000000, 1795000001)
-	if err != nil {
+	var c, ic []byte
+	if err := sqldb.QueryRowContext(ctx, `SELECT cells, idle_cells FROM fleet_seconds WHERE tenant_id = $1`, tenant).Scan(&c, &ic); err != nil {
 		t.Fatal(err)
 	}
-	if len(rows) != 1 || !slices.Equal(rows[0].Cells, cells) || !slices.Equal(rows[0].IdleCells, idle) || rows[0].Host != "h1" {
-		t.Fatalf("after migrating up: %+v, want cells %v and idle cells %v", rows, cells, idle)
+	gotCells, gotIdle := make([]int32, index.Rows), make([]int32, index.Rows)
+	if err := errors.Join(index.ReadCells(gotCells, c), index.ReadCells(gotIdle, ic)); err != nil || !slices.Equal(gotCells, cells) || !slices.Equal(gotIdle, idle) {
+		t.Fatalf("after migrating up: cells %v and idle cells %v (%v), want %v and %v", gotCells, gotIdle, err, cells, idle)
 	}
 	if _, err := p.DownTo(ctx, 7); err != nil {
 		t.Fatal(err)
@@ -356,7 +358,7 @@ func TestSecondsCellsMigration(t *testing.T) {
 // samples in several cells; migrating up again drops them.
 func TestBusyCellsMigration(t *testing.T) {
 	ctx := context.Background()
-	_, sqldb, p, db := migratedTo(t, 21, "seconds")
+	_, sqldb, p, db := migratedTo(t, 22, "seconds")
 	tenant, err := db.CreateTenant(ctx, "acme", false)
 	if err != nil {
 		t.Fatal(err)
@@ -394,7 +396,7 @@ func TestBusyCellsMigration(t *testing.T) {
 	if err := index.ReadCells(got, c); err != nil || !slices.Equal(got, busy) {
 		t.Fatalf("after migrating down: busy cells %v (%v), want %v", got, err, busy)
 	}
-	if _, err := p.UpTo(ctx, 21); err != nil {
+	if _, err := p.UpTo(ctx, 22); err != nil {
 		t.Fatal(err)
 	}
 	var n int
@@ -488,5 +490,124 @@ func TestPackedOffsetsMigration(t *testing.T) {
 	var n int
 	if err := sqldb.QueryRowContext(ctx, `SELECT count(*) FROM information_schema.columns WHERE table_name = 'seconds' AND column_name = 'varint_offsets'`).Scan(&n); err != nil || n != 0 {
 		t.Fatalf("varint_offsets after migrating down: %d columns (%v)", n, err)
+	}
+}
+
+// TestTenSecondsMigration: migration 22 packs the seconds stored in
+// fleet_seconds into their fleet_tens rows, byte for byte what ingest now
+// writes, and the seconds read back from them are those; going down makes
+// fleet_seconds again with exactly those rows, in the partitions of their
+// days. The profiles cross tens and minutes and carry two events and idle
+// samples, of two tenants. On Citus the tables are distributed, as a
+// deployment's are.
+func TestTenSecondsMigration(t *testing.T) {
+	ctx := context.Background()
+	pool, sqldb, p, db := migratedTo(t, 22, "fleet_tens")
+	acme, _ := db.CreateTenant(ctx, "acme", false)
+	other, _ := db.CreateTenant(ctx, "other", false)
+	if err := db.EnsurePartitions(ctx, time.Now(), 1); err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for i := range 400 {
+		process, frame := "app", fmt.Sprint("f", i%5)
+		if i%7 == 0 {
+			process, frame = "swapper", "cpu_idle"
+		}
+		fmt.Fprintf(&b, "%s 1 [000] %d.%06d: 1 cpu-clock:\n\t1 %s ([kernel.kallsyms])\n\n", process, 1795000000+i/5, (i*7919)%1000000, frame)
+	}
+	store(t, db, acme, "shop", b.String())
+	store(t, db, acme, "shop", epochPerf("cs", "1795000009.999999", "1795000010.000000", "1795000059.999999", "1795000060.000000"))
+	store(t, db, other, "shop", epochPerf("cpu-clock", "1795000001.5", "1795000003.25"))
+	state := func() string { // every tenant's seconds and tens, as the store reads them, and the tens' bytes
+		t.Helper()
+		var out strings.Builder
+		for _, tenant := range []int64{acme, other} {
+			secs, err := db.FleetCells(ctx, tenant, "shop", "", 1794999900, 1795000200)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tens, err := db.FleetRollup(ctx, tenant, "shop", "", index.Tens, 1794999900, 1795000200, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fmt.Fprintf(&out, "tenant %d seconds:\n%stens:\n%s", tenant, rowsText(sortRows(secs)), rowsText(sortRows(tens)))
+		}
+		rows, err := pool.Query(ctx, `SELECT tableoid::regclass::text, profile_id::text, event, ten, encode(seconds, 'hex') FROM fleet_tens ORDER BY 2, 3, 4`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			vals, err := rows.Values()
+			if err != nil {
+				t.Fatal(err)
+			}
+			fmt.Fprintln(&out, vals...)
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		return out.String()
+	}
+	written := state()
+	wantSecs := map[int64][]index.FleetRow{}
+	for _, tenant := range []int64{acme, other} {
+		secs, err := db.FleetCells(ctx, tenant, "shop", "", 1794999900, 1795000200)
+		if err != nil || len(secs) == 0 {
+			t.Fatalf("tenant %d: %d seconds, %v", tenant, len(secs), err)
+		}
+		wantSecs[tenant] = secs
+	}
+	var seconds int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM fleet_tens WHERE seconds <> ''`).Scan(&seconds); err != nil || seconds < 10 {
+		t.Fatalf("%d tens with seconds (%v): want the profiles' tens", seconds, err)
+	}
+
+	if _, err := p.DownTo(ctx, 21); err != nil {
+		t.Fatal(err)
+	}
+	// fleet_seconds as the code before wrote it: a row per second, in the
+	// partition of its day.
+	for _, tenant := range []int64{acme, other} {
+		want := wantSecs[tenant]
+		rows, err := sqldb.QueryContext(ctx, `SELECT profile_id::text, host, event, second, samples, idle, cells, idle_cells,
+				tableoid::regclass::text = 'fleet_seconds_' || to_char(day, 'YYYYMMDD')
+			FROM fleet_seconds WHERE tenant_id = $1`, tenant)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []index.FleetRow
+		for rows.Next() {
+			r := index.FleetRow{WallSecond: index.WallSecond{Cells: make([]int32, index.Rows), IdleCells: make([]int32, index.Rows)}}
+			var c, ic []byte
+			var inDay bool
+			if err := rows.Scan(&r.ProfileID, &r.Host, &r.Event, &r.Second, &r.Samples, &r.Idle, &c, &ic, &inDay); err != nil {
+				t.Fatal(err)
+			}
+			if err := errors.Join(index.ReadCells(r.Cells, c), index.ReadCells(r.IdleCells, ic)); err != nil {
+				t.Fatal(err)
+			}
+			if !inDay {
+				t.Errorf("second %d of profile %s: not in the partition of its day", r.Second, r.ProfileID)
+			}
+			got = append(got, r)
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		if rowsText(sortRows(got)) != rowsText(sortRows(want)) || len(want) == 0 {
+			t.Fatalf("tenant %d: fleet_seconds after migrating down:\n%s\nwant:\n%s", tenant, rowsText(sortRows(got)), rowsText(sortRows(want)))
+		}
+	}
+	if _, err := p.UpTo(ctx, 22); err != nil {
+		t.Fatal(err)
+	}
+	if got := state(); got != written {
+		t.Fatalf("after migrating down and up again:\n%s\nwant what ingest wrote:\n%s", got, written)
+	}
+	var n int
+	if err := sqldb.QueryRowContext(ctx, `SELECT count(*) FROM pg_class WHERE relname LIKE 'fleet\_seconds%'`).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("fleet_seconds after migrating up: %d tables and indexes (%v)", n, err)
 	}
 }

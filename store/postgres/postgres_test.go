@@ -987,7 +987,7 @@ func TestCorruptRowIsNotUnavailable(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := conn(t, db)
-	if _, err := c.Exec(ctx, `UPDATE fleet_seconds SET cells = '\x01'`); err != nil {
+	if _, err := c.Exec(ctx, `UPDATE fleet_tens SET seconds = '\x000101'`); err != nil {
 		t.Fatal(err)
 	}
 	retried := db.Retried()

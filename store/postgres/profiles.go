@@ -93,7 +93,7 @@ func (db *DB) BlobInUse(ctx context.Context, key string) (bool, error) {
 // InsertProfile writes a parsed profile's index in one transaction: the
 // profile row, new frames and stacks of the tenant dictionary, the
 // profile's stack list and stack totals, its per-second rows and its cells in absolute time
-// (fleet_seconds, and by ten seconds and by the minute fleet_tens and
+// (by ten seconds, each with its seconds, and by the minute: fleet_tens and
 // fleet_minutes). If the tenant already has a profile with the same bytes, nothing is written and that profile is
 // returned with created = false. p.ID is assigned. beforeCommit, if set, runs
 // last inside the transaction: its error rolls everything back (ingest waits
@@ -219,8 +219,8 @@ func (db *DB) DeleteProfile(ctx context.Context, tenant int64, id, actor string)
 }
 
 // UpdateProfile changes a profile's app, host and labels in one
-// transaction: the profile row, its cells in absolute time (fleet_seconds,
-// fleet_tens and fleet_minutes carry app and host, so fleet queries by the
+// transaction: the profile row, its cells in absolute time (fleet_tens
+// and fleet_minutes carry app and host, so fleet queries by the
 // new ones find it) and an audit entry (profile.update, with the values before and after of what
 // changed). A change to nothing new writes nothing. Returns ENOTFOUND if
 // the tenant has no such profile, EINVALID if u is not a valid change.

@@ -19,7 +19,7 @@ import (
 )
 
 // partitioned are the tables partitioned by ingest day.
-var partitioned = []string{"seconds", "fleet_seconds", "fleet_tens", "fleet_minutes"}
+var partitioned = []string{"seconds", "fleet_tens", "fleet_minutes"}
 
 // EnsurePartitions creates the daily partitions of the per-second rows from
 // the day before from through days days after it. Rows of days without a

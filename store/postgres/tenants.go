@@ -141,7 +141,7 @@ func (db *DB) DeleteTenant(ctx context.Context, name string) ([]string, error) {
 		}
 		db.known.forget()
 		for _, q := range []string{
-			`DELETE FROM seconds WHERE tenant_id = $1`, `DELETE FROM fleet_seconds WHERE tenant_id = $1`,
+			`DELETE FROM seconds WHERE tenant_id = $1`,
 			`DELETE FROM fleet_tens WHERE tenant_id = $1`, `DELETE FROM fleet_minutes WHERE tenant_id = $1`,
 			`DELETE FROM fleet_stack_buckets WHERE tenant_id = $1`,
 			`DELETE FROM fleet_stack_rollups WHERE tenant_id = $1`, `DELETE FROM fleet_versions WHERE tenant_id = $1`,
