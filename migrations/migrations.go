@@ -17,7 +17,8 @@ import (
 var FS embed.FS
 
 // Options are the goose provider options these migrations need: the ones
-// written in Go (packed_offsets.go, busy_cells.go, ten_seconds.go).
+// written in Go (packed_offsets.go, busy_cells.go, ten_seconds.go,
+// stack_seqs.go).
 func Options() []goose.ProviderOption {
-	return []goose.ProviderOption{goose.WithGoMigrations(packedOffsets, busyCells, tenSeconds)}
+	return []goose.ProviderOption{goose.WithGoMigrations(packedOffsets, busyCells, tenSeconds, stackSeqs)}
 }

@@ -17,6 +17,17 @@ func sequential(ctx context.Context, tx *sql.Tx) error {
 	return err
 }
 
+// execAll runs each statement in turn (one a call: a statement with
+// parameters, or through a pooler, cannot hold several).
+func execAll(ctx context.Context, tx *sql.Tx, stmts ...string) error {
+	for _, q := range stmts {
+		if _, err := tx.ExecContext(ctx, q); err != nil {
+			return fmt.Errorf("%s: %w", q, err)
+		}
+	}
+	return nil
+}
+
 // untilDone calls batch with a limit of 1000 rows until it rewrites none.
 func untilDone(ctx context.Context, tx *sql.Tx, batch func(ctx context.Context, tx *sql.Tx, limit int) (int, error)) error {
 	for {

@@ -30,8 +30,7 @@ var tenSeconds = goose.NewGoMigration(22,
 		if err := untilDone(ctx, tx, packTens); err != nil {
 			return err
 		}
-		_, err := tx.ExecContext(ctx, `ALTER TABLE fleet_tens ALTER COLUMN seconds SET NOT NULL; DROP TABLE fleet_seconds`)
-		return err
+		return execAll(ctx, tx, `ALTER TABLE fleet_tens ALTER COLUMN seconds SET NOT NULL`, `DROP TABLE fleet_seconds`)
 	}},
 	&goose.GoFunc{RunTx: func(ctx context.Context, tx *sql.Tx) error {
 		if err := sequential(ctx, tx); err != nil {
@@ -152,7 +151,7 @@ func profilesOf(ctx context.Context, tx *sql.Tx, q string, args ...any) ([]profi
 // createFleetSeconds makes fleet_seconds as migrations 00004 and 00008
 // left it, with a partition for each of fleet_tens' days.
 func createFleetSeconds(ctx context.Context, tx *sql.Tx) error {
-	_, err := tx.ExecContext(ctx, `CREATE TABLE fleet_seconds (
+	err := execAll(ctx, tx, `CREATE TABLE fleet_seconds (
 		  tenant_id  bigint NOT NULL,
 		  app        text NOT NULL,
 		  event      text NOT NULL,
@@ -165,12 +164,12 @@ func createFleetSeconds(ctx context.Context, tx *sql.Tx) error {
 		  cells      bytea NOT NULL,
 		  idle_cells bytea NOT NULL,
 		  PRIMARY KEY (tenant_id, app, event, second, profile_id, day)
-		) PARTITION BY RANGE (day);
-		CREATE TABLE fleet_seconds_default PARTITION OF fleet_seconds DEFAULT;
-		CREATE INDEX fleet_seconds_profile ON fleet_seconds (tenant_id, profile_id);
-		GRANT SELECT, INSERT, UPDATE, DELETE ON fleet_seconds TO fleetscope_tenant;
-		ALTER TABLE fleet_seconds ENABLE ROW LEVEL SECURITY;
-		CREATE POLICY tenant_isolation ON fleet_seconds TO fleetscope_tenant
+		) PARTITION BY RANGE (day)`,
+		`CREATE TABLE fleet_seconds_default PARTITION OF fleet_seconds DEFAULT`,
+		`CREATE INDEX fleet_seconds_profile ON fleet_seconds (tenant_id, profile_id)`,
+		`GRANT SELECT, INSERT, UPDATE, DELETE ON fleet_seconds TO fleetscope_tenant`,
+		`ALTER TABLE fleet_seconds ENABLE ROW LEVEL SECURITY`,
+		`CREATE POLICY tenant_isolation ON fleet_seconds TO fleetscope_tenant
 		  USING (tenant_id = nullif(current_setting('fleetscope.tenant_id', true), '')::bigint)
 		  WITH CHECK (tenant_id = nullif(current_setting('fleetscope.tenant_id', true), '')::bigint)`)
 	if err != nil {

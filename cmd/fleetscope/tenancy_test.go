@@ -34,6 +34,7 @@ import (
 	"github.com/fleetscope/fleetscope/api/gen/fleetscope/v1/fleetscopev1connect"
 	"github.com/fleetscope/fleetscope/ingest/corpus"
 	"github.com/fleetscope/fleetscope/store/blob"
+	"github.com/fleetscope/fleetscope/store/index"
 	"github.com/fleetscope/fleetscope/store/lifecycle"
 )
 
@@ -748,8 +749,24 @@ func TestRetentionAndDeletion(t *testing.T) {
 	unused := func() int {
 		var n int
 		if err := s.sql(func(c *pgx.Conn) error {
-			return c.QueryRow(ctx, `SELECT (SELECT count(*) FROM stacks WHERE id NOT IN (SELECT unnest(stacks) FROM profile_stacks))
-				+ (SELECT count(*) FROM frames WHERE id NOT IN (SELECT unnest(frames) FROM stacks))`).Scan(&n)
+			rows, err := c.Query(ctx, `SELECT seqs FROM profile_stacks`)
+			if err != nil {
+				return err
+			}
+			lists, err := pgx.CollectRows(rows, pgx.RowTo[[]byte])
+			if err != nil {
+				return err
+			}
+			used := []int64{}
+			for _, b := range lists {
+				seqs, err := index.ReadStackList(b)
+				if err != nil {
+					return err
+				}
+				used = append(used, seqs...)
+			}
+			return c.QueryRow(ctx, `SELECT (SELECT count(*) FROM stacks WHERE seq <> ALL ($1::bigint[]))
+				+ (SELECT count(*) FROM frames WHERE id NOT IN (SELECT unnest(frames) FROM stacks))`, used).Scan(&n)
 		}); err != nil {
 			t.Fatal(err)
 		}

@@ -2,6 +2,7 @@ package index
 
 import (
 	"fmt"
+	"math"
 	"reflect"
 	"slices"
 	"testing"
@@ -96,6 +97,34 @@ func TestTenSeconds(t *testing.T) {
 	} {
 		if err := EachTenSecond(bad, 20, &w, func() error { return nil }); err == nil {
 			t.Errorf("% x read", bad)
+		}
+	}
+}
+
+// TestStackList: a stack list reads back as written (consecutive numbers,
+// jumps both ways, the extremes), a run of new stacks takes a byte each,
+// and lists cut short, with bytes more or a count past their length are
+// refused.
+func TestStackList(t *testing.T) {
+	lists := [][]int64{nil, {1}, {5, 6, 7, 8}, {1000, 3, 999_999, 1}, {math.MaxInt64, math.MinInt64, 0}}
+	for _, l := range lists {
+		b := AppendStackList(nil, l)
+		got, err := ReadStackList(b)
+		if err != nil || !slices.Equal(got, l) || (l == nil) != (len(got) == 0) {
+			t.Errorf("%v: read back %v, %v", l, got, err)
+		}
+	}
+	run := make([]int64, 100)
+	for i := range run {
+		run[i] = 200 + int64(i)
+	}
+	if n := len(AppendStackList(nil, run)); n != 1+2+99 {
+		t.Errorf("100 consecutive stacks from 200: %d bytes, want 102", n)
+	}
+	good := AppendStackList(nil, []int64{5, 6, 700})
+	for _, bad := range [][]byte{good[:len(good)-1], append(slices.Clone(good), 0), {9, 2}, {}, {0x80}} {
+		if l, err := ReadStackList(bad); err == nil {
+			t.Errorf("% x read as %v", bad, l)
 		}
 	}
 }

@@ -32,10 +32,11 @@ import (
 
 // DB is the index.
 type DB struct {
-	pool  *pgxpool.Pool
-	known known        // dictionary entries stored (see writeDictionary)
-	lost  atomic.Int64 // when a connection was last found broken (Unix nanoseconds)
-	rerun atomic.Int64 // operations run again after their connection broke
+	pool    *pgxpool.Pool
+	known   known        // dictionary entries stored (see writeDictionary)
+	numbers numbers      // stack keys by number (see ProfileStacks)
+	lost    atomic.Int64 // when a connection was last found broken (Unix nanoseconds)
+	rerun   atomic.Int64 // operations run again after their connection broke
 
 	reclaimHook func(point string) // tests: called at named points of a reclaim
 }

@@ -28,8 +28,15 @@ import (
 // trusts an entry a reclaim may have deleted.
 type known struct {
 	mu      sync.Mutex
-	entries map[knownKey]uint64
+	entries map[knownKey]knownEntry
 	gens    map[int64]int64 // tenant → the generation its entries belong to
+}
+
+// knownEntry is what is remembered of an entry: its check and, for a
+// stack, its number (stacks.seq).
+type knownEntry struct {
+	check uint64
+	seq   int64
 }
 
 type knownKey struct {
@@ -38,14 +45,14 @@ type knownKey struct {
 	stack  bool // a stack's key, not a frame's
 }
 
-// maxKnown bounds the remembered entries (about 50 bytes each).
+// maxKnown bounds the remembered entries (about 60 bytes each).
 const maxKnown = 2_000_000
 
-func (k *known) lookup(tenant, key int64, stack bool) (check uint64, ok bool) {
+func (k *known) lookup(tenant, key int64, stack bool) (e knownEntry, ok bool) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	check, ok = k.entries[knownKey{tenant, key, stack}]
-	return check, ok
+	e, ok = k.entries[knownKey{tenant, key, stack}]
+	return e, ok
 }
 
 // sync makes gen the tenant's generation, dropping its entries of another.
@@ -72,7 +79,7 @@ func (k *known) syncLocked(tenant, gen int64) {
 // remember records committed entries of generation gen. Entries of an
 // older generation than one already seen are not kept: a reclaim may have
 // deleted them since.
-func (k *known) remember(tenant, gen int64, frames, stacks map[int64]uint64) {
+func (k *known) remember(tenant, gen int64, frames map[int64]uint64, stacks map[int64]knownEntry) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if g, ok := k.gens[tenant]; ok && gen < g {
@@ -80,13 +87,13 @@ func (k *known) remember(tenant, gen int64, frames, stacks map[int64]uint64) {
 	}
 	k.syncLocked(tenant, gen)
 	if k.entries == nil || len(k.entries)+len(frames)+len(stacks) > maxKnown {
-		k.entries = make(map[knownKey]uint64)
+		k.entries = make(map[knownKey]knownEntry)
 	}
 	for key, c := range frames {
-		k.entries[knownKey{tenant, key, false}] = c
+		k.entries[knownKey{tenant, key, false}] = knownEntry{check: c}
 	}
-	for key, c := range stacks {
-		k.entries[knownKey{tenant, key, true}] = c
+	for key, e := range stacks {
+		k.entries[knownKey{tenant, key, true}] = e
 	}
 }
 
@@ -140,15 +147,16 @@ func fnv1a(h uint64, s string) uint64 {
 	return h
 }
 
-// dictWrite is what writeDictionary did: the tenant stack id of each of
-// the profile's stacks, in order; the entries it wrote, to remember once
-// committed, of generation gen; and the bytes of the rows it added (see
-// frameBytes).
+// dictWrite is what writeDictionary did: the tenant key and the number of
+// each of the profile's stacks, in order; the entries it wrote or looked
+// up, to remember once committed, of generation gen; and the bytes of the
+// rows it added (see frameBytes).
 type dictWrite struct {
-	stackIDs       []int64
-	frames, stacks map[int64]uint64
-	gen            int64
-	bytes          int64
+	stackIDs, stackSeqs []int64
+	frames              map[int64]uint64
+	stacks              map[int64]knownEntry
+	gen                 int64
+	bytes               int64
 }
 
 // A dictionary row's bytes, as usage counts them: a fixed measure of its
@@ -201,8 +209,8 @@ func (db *DB) writeDictionary(ctx context.Context, tx pgx.Tx, tenant int64, prof
 		f := dict.FrameAt(fleetscope.FrameID(i))
 		frameIDs[i] = keys.Frame(f)
 		check := frameCheck(f)
-		if c, ok := db.known.lookup(tenant, frameIDs[i], false); ok {
-			if c != check {
+		if e, ok := db.known.lookup(tenant, frameIDs[i], false); ok {
+			if e.check != check {
 				return w, collision(1)
 			}
 			continue
@@ -210,9 +218,9 @@ func (db *DB) writeDictionary(ctx context.Context, tx pgx.Tx, tenant int64, prof
 		w.frames[frameIDs[i]] = check
 		frameRows = append(frameRows, []any{frameIDs[i], f.Name, int16(f.Kind)})
 	}
-	w.stackIDs = make([]int64, dict.NumStacks())
-	w.stacks = map[int64]uint64{}
-	var stackRows [][]any
+	w.stackIDs, w.stackSeqs = make([]int64, dict.NumStacks()), make([]int64, dict.NumStacks())
+	w.stacks = map[int64]knownEntry{}
+	var unknown []newStack
 	ids := make([]int64, 0, 64)
 	for i := range w.stackIDs {
 		ids = ids[:0]
@@ -222,14 +230,14 @@ func (db *DB) writeDictionary(ctx context.Context, tx pgx.Tx, tenant int64, prof
 		w.stackIDs[i] = keys.Stack(ids)
 		idle := dict.Idle(fleetscope.StackID(i))
 		check := stackCheck(ids, idle)
-		if c, ok := db.known.lookup(tenant, w.stackIDs[i], true); ok {
-			if c != check {
+		if e, ok := db.known.lookup(tenant, w.stackIDs[i], true); ok {
+			if e.check != check {
 				return w, collision(1)
 			}
+			w.stackSeqs[i] = e.seq
 			continue
 		}
-		w.stacks[w.stackIDs[i]] = check
-		stackRows = append(stackRows, []any{w.stackIDs[i], slices.Clone(ids), idle})
+		unknown = append(unknown, newStack{i, slices.Clone(ids), idle, check})
 	}
 	if reclaiming {
 		if _, err := tx.Exec(ctx, `INSERT INTO dictionary_pins (tenant_id, profile_id, stacks, frames) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`,
@@ -237,27 +245,51 @@ func (db *DB) writeDictionary(ctx context.Context, tx pgx.Tx, tenant int64, prof
 			return w, err
 		}
 	}
+	// Stacks this replica does not know: those stored before keep their
+	// numbers; the others get new ones (stack_seq), from the sequence
+	// before they are inserted, so that no number is handed out for a
+	// stack the tenant has.
+	fresh, n, err := db.storedStacks(ctx, tx, tenant, &w, unknown)
+	if err != nil {
+		return w, err
+	}
+	if n > 0 {
+		return w, collision(n)
+	}
+	var stackRows [][]any
+	if len(fresh) > 0 {
+		rows, err := tx.Query(ctx, `SELECT nextval('stack_seq') FROM generate_series(1, $1)`, len(fresh))
+		if err != nil {
+			return w, err
+		}
+		seqs, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+		if err != nil {
+			return w, err
+		}
+		for j, st := range fresh {
+			stackRows = append(stackRows, []any{w.stackIDs[st.i], st.frames, st.idle, seqs[j]})
+		}
+	}
 	if len(frameRows) == 0 && len(stackRows) == 0 {
 		return w, nil
 	}
 	if _, err := tx.Exec(ctx, `CREATE TEMPORARY TABLE new_frames (id bigint, name text, kind smallint) ON COMMIT DROP;
-		CREATE TEMPORARY TABLE new_stacks (id bigint, frames bigint[], idle boolean) ON COMMIT DROP`); err != nil {
+		CREATE TEMPORARY TABLE new_stacks (id bigint, frames bigint[], idle boolean, seq bigint) ON COMMIT DROP`); err != nil {
 		return w, err
 	}
 	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"new_frames"}, []string{"id", "name", "kind"}, pgx.CopyFromRows(frameRows)); err != nil {
 		return w, err
 	}
-	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"new_stacks"}, []string{"id", "frames", "idle"}, pgx.CopyFromRows(stackRows)); err != nil {
+	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"new_stacks"}, []string{"id", "frames", "idle", "seq"}, pgx.CopyFromRows(stackRows)); err != nil {
 		return w, err
 	}
 	// The rows added are counted as RETURNING gives them: a row another
 	// upload added first is its, not ours.
 	var collisions int
-	err := tx.QueryRow(ctx, `
+	err = tx.QueryRow(ctx, `
 		WITH f AS (INSERT INTO frames (tenant_id, id, name, kind) SELECT DISTINCT $1::bigint, id, name, kind FROM new_frames ON CONFLICT DO NOTHING RETURNING `+frameBytes+` AS bytes),
-		     s AS (INSERT INTO stacks (tenant_id, id, frames, idle) SELECT DISTINCT ON (id) $1::bigint, id, frames, idle FROM new_stacks ON CONFLICT DO NOTHING RETURNING `+stackBytes+` AS bytes)
-		SELECT (SELECT count(*) FROM new_frames n JOIN frames f ON f.tenant_id = $1 AND f.id = n.id WHERE f.name <> n.name OR f.kind <> n.kind)
-		     + (SELECT count(*) FROM new_stacks n JOIN stacks s ON s.tenant_id = $1 AND s.id = n.id WHERE s.frames <> n.frames),
+		     s AS (INSERT INTO stacks (tenant_id, id, frames, idle, seq) SELECT DISTINCT ON (id) $1::bigint, id, frames, idle, seq FROM new_stacks ON CONFLICT DO NOTHING RETURNING `+stackBytes+` AS bytes)
+		SELECT (SELECT count(*) FROM new_frames n JOIN frames f ON f.tenant_id = $1 AND f.id = n.id WHERE f.name <> n.name OR f.kind <> n.kind),
 		       (SELECT coalesce(sum(bytes), 0) FROM f)::bigint + (SELECT coalesce(sum(bytes), 0) FROM s)::bigint`,
 		tenant).Scan(&collisions, &w.bytes)
 	if err != nil {
@@ -266,20 +298,167 @@ func (db *DB) writeDictionary(ctx context.Context, tx pgx.Tx, tenant int64, prof
 	if collisions > 0 {
 		return w, collision(collisions)
 	}
+	if len(fresh) == 0 {
+		return w, nil
+	}
+	// Each new stack's row as stored now, ours or one another upload
+	// inserted first (the insert waited for it to commit; this statement's
+	// snapshot is later): its number, and a collision if its frames are
+	// not ours.
+	if fresh, n, err = db.storedStacks(ctx, tx, tenant, &w, fresh); err != nil {
+		return w, err
+	}
+	if n > 0 {
+		return w, collision(n)
+	}
+	if len(fresh) > 0 {
+		return w, fleetscope.Errorf(fleetscope.EINTERNAL, "%d stacks missing from the dictionary after they were stored", len(fresh))
+	}
 	return w, nil
 }
 
-// ProfileStacks returns a profile's stack list: the tenant dictionary id
+// newStack is a stack of an upload not known to be stored: its index in
+// the profile, its frame keys, whether it is idle and its check.
+type newStack struct {
+	i      int
+	frames []int64
+	idle   bool
+	check  uint64
+}
+
+// storedStacks looks up stacks in the tenant's dictionary: each one found
+// gets its number in w (and is remembered in w.stacks); it returns those
+// not found, and how many were found with other frames (collisions).
+func (db *DB) storedStacks(ctx context.Context, tx pgx.Tx, tenant int64, w *dictWrite, stacks []newStack) (missing []newStack, collisions int, err error) {
+	if len(stacks) == 0 {
+		return nil, 0, nil
+	}
+	keys := make([]int64, len(stacks))
+	for j, st := range stacks {
+		keys[j] = w.stackIDs[st.i]
+	}
+	type stored struct {
+		seq    int64
+		frames []int64
+	}
+	found := make(map[int64]stored, len(stacks))
+	rows, err := tx.Query(ctx, `SELECT id, seq, frames FROM stacks WHERE tenant_id = $1 AND id = ANY($2)`, tenant, keys)
+	if err != nil {
+		return nil, 0, err
+	}
+	var id int64
+	var st stored
+	if _, err := pgx.ForEachRow(rows, []any{&id, &st.seq, &st.frames}, func() error {
+		found[id] = stored{st.seq, slices.Clone(st.frames)}
+		return nil
+	}); err != nil {
+		return nil, 0, err
+	}
+	for _, s := range stacks {
+		key := w.stackIDs[s.i]
+		f, ok := found[key]
+		switch {
+		case !ok:
+			missing = append(missing, s)
+		case !slices.Equal(f.frames, s.frames):
+			collisions++
+		default:
+			w.stackSeqs[s.i] = f.seq
+			w.stacks[key] = knownEntry{s.check, f.seq}
+		}
+	}
+	return missing, collisions, nil
+}
+
+// ProfileStacks returns a profile's stack list: the tenant dictionary key
 // of each of its stacks, in the order its stored samples refer to them.
+// The list is stored as the stacks' numbers (index.ReadStackList), each
+// number's key looked up once per replica (numbers).
 func (db *DB) ProfileStacks(ctx context.Context, tenant int64, id string) ([]int64, error) {
 	u, err := parseID(id)
 	if err != nil {
 		return nil, err
 	}
-	var ids []int64
-	err = db.readTenantRow(ctx, tenant, func(r pgx.Row) error { return r.Scan(&ids) },
-		`SELECT stacks FROM profile_stacks WHERE tenant_id = $1 AND profile_id = $2`, tenant, u)
-	return ids, translate(err, "profile "+id)
+	var b []byte
+	err = db.readTenantRow(ctx, tenant, func(r pgx.Row) error { return r.Scan(&b) },
+		`SELECT seqs FROM profile_stacks WHERE tenant_id = $1 AND profile_id = $2`, tenant, u)
+	if err != nil {
+		return nil, translate(err, "profile "+id)
+	}
+	seqs, err := index.ReadStackList(b)
+	if err != nil {
+		return nil, fleetscope.Errorf(fleetscope.EINTERNAL, "profile %s: %v", id, err)
+	}
+	keys := make([]int64, len(seqs))
+	missing := db.numbers.fill(tenant, seqs, keys)
+	if len(missing) == 0 {
+		return keys, nil
+	}
+	ask := make([]int64, len(missing))
+	for j, i := range missing {
+		ask[j] = seqs[i]
+	}
+	found := make(map[int64]int64, len(ask))
+	err = db.readTenant(ctx, tenant, func(rows pgx.Rows) error {
+		var seq, key int64
+		_, err := pgx.ForEachRow(rows, []any{&seq, &key}, func() error {
+			found[seq] = key
+			return nil
+		})
+		return err
+	}, `SELECT seq, id FROM stacks WHERE tenant_id = $1 AND seq = ANY($2)`, tenant, ask)
+	if err != nil {
+		return nil, translate(err, "dictionary")
+	}
+	for _, i := range missing {
+		key, ok := found[seqs[i]]
+		if !ok {
+			return nil, fleetscope.Errorf(fleetscope.ENOTFOUND, "profile %s: stack number %d missing from the dictionary", id, seqs[i])
+		}
+		keys[i] = key
+	}
+	db.numbers.remember(tenant, found)
+	return keys, nil
+}
+
+// numbers remembers the key of each stack number read (stacks.seq → id).
+// A number is handed out once, to one stack, and a stored stack's number
+// never changes, so an entry is never stale: a number whose stack a
+// reclaim deleted is in no stack list any more, and is not asked for. It
+// is bounded (emptied when full) and per replica.
+type numbers struct {
+	mu   sync.Mutex
+	keys map[[2]int64]int64 // (tenant, number) → key
+}
+
+// maxNumbers bounds the remembered numbers (about 40 bytes each).
+const maxNumbers = 2_000_000
+
+// fill sets keys[i] to the key of seqs[i] where it is remembered, and
+// returns the indexes of the others.
+func (n *numbers) fill(tenant int64, seqs, keys []int64) (missing []int) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for i, s := range seqs {
+		k, ok := n.keys[[2]int64{tenant, s}]
+		if !ok {
+			missing = append(missing, i)
+		}
+		keys[i] = k
+	}
+	return missing
+}
+
+// remember records the keys of stack numbers read from the dictionary.
+func (n *numbers) remember(tenant int64, keys map[int64]int64) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.keys == nil || len(n.keys)+len(keys) > maxNumbers {
+		n.keys = make(map[[2]int64]int64)
+	}
+	for s, k := range keys {
+		n.keys[[2]int64{tenant, s}] = k
+	}
 }
 
 // Threads returns a profile's distinct (process, thread, CPU), as its stored

@@ -9,7 +9,7 @@ import (
 // RememberStack records a stack key as stored with a content check, as a
 // committed upload would (tests: a collision the memory must catch).
 func (db *DB) RememberStack(tenant, key int64, check uint64) {
-	db.known.remember(tenant, db.known.generation(tenant), nil, map[int64]uint64{key: check})
+	db.known.remember(tenant, db.known.generation(tenant), nil, map[int64]knownEntry{key: {check: check}})
 }
 
 // SecondsQuery is the query of Cells (samples false) and Seconds, for the

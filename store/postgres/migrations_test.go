@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -358,7 +359,7 @@ func TestSecondsCellsMigration(t *testing.T) {
 // samples in several cells; migrating up again drops them.
 func TestBusyCellsMigration(t *testing.T) {
 	ctx := context.Background()
-	_, sqldb, p, db := migratedTo(t, 22, "seconds")
+	_, sqldb, p, db := migratedTo(t, 23, "seconds")
 	tenant, err := db.CreateTenant(ctx, "acme", false)
 	if err != nil {
 		t.Fatal(err)
@@ -396,7 +397,7 @@ func TestBusyCellsMigration(t *testing.T) {
 	if err := index.ReadCells(got, c); err != nil || !slices.Equal(got, busy) {
 		t.Fatalf("after migrating down: busy cells %v (%v), want %v", got, err, busy)
 	}
-	if _, err := p.UpTo(ctx, 22); err != nil {
+	if _, err := p.Up(ctx); err != nil {
 		t.Fatal(err)
 	}
 	var n int
@@ -502,7 +503,7 @@ func TestPackedOffsetsMigration(t *testing.T) {
 // deployment's are.
 func TestTenSecondsMigration(t *testing.T) {
 	ctx := context.Background()
-	pool, sqldb, p, db := migratedTo(t, 22, "fleet_tens")
+	pool, sqldb, p, db := migratedTo(t, 23, "fleet_tens")
 	acme, _ := db.CreateTenant(ctx, "acme", false)
 	other, _ := db.CreateTenant(ctx, "other", false)
 	if err := db.EnsurePartitions(ctx, time.Now(), 1); err != nil {
@@ -600,7 +601,7 @@ func TestTenSecondsMigration(t *testing.T) {
 			t.Fatalf("tenant %d: fleet_seconds after migrating down:\n%s\nwant:\n%s", tenant, rowsText(sortRows(got)), rowsText(sortRows(want)))
 		}
 	}
-	if _, err := p.UpTo(ctx, 22); err != nil {
+	if _, err := p.Up(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if got := state(); got != written {
@@ -609,5 +610,77 @@ func TestTenSecondsMigration(t *testing.T) {
 	var n int
 	if err := sqldb.QueryRowContext(ctx, `SELECT count(*) FROM pg_class WHERE relname LIKE 'fleet\_seconds%'`).Scan(&n); err != nil || n != 0 {
 		t.Fatalf("fleet_seconds after migrating up: %d tables and indexes (%v)", n, err)
+	}
+}
+
+// TestStackSeqsMigration: migration 23 numbers the stacks stored before it
+// and writes each profile's stack list as their numbers, which read back
+// as the keys the lists held, in order; a later upload that shares stacks
+// keeps their numbers; going down writes the keys back, exactly. On Citus
+// the tables are distributed, as a deployment's are.
+func TestStackSeqsMigration(t *testing.T) {
+	ctx := context.Background()
+	pool, sqldb, p, db := migratedTo(t, 23, "profile_stacks")
+	acme, _ := db.CreateTenant(ctx, "acme", false)
+	other, _ := db.CreateTenant(ctx, "other", false)
+	a, b, d := []string{"a", "main"}, []string{"b", "main"}, []string{"d", "b", "main"}
+	one, _ := store(t, db, acme, "shop", stacksText(100, "one", a, b, a))
+	two, _ := store(t, db, acme, "shop", stacksText(200, "two", d, b))
+	theirs, _ := store(t, db, other, "shop", stacksText(100, "one", b, d, a))
+	profiles := map[string]int64{one.ID: acme, two.ID: acme, theirs.ID: other}
+	keysOf := func(db *postgres.DB) map[string][]int64 {
+		t.Helper()
+		out := map[string][]int64{}
+		for id, tenant := range profiles {
+			keys, err := db.ProfileStacks(ctx, tenant, id)
+			if err != nil || len(keys) == 0 {
+				t.Fatalf("profile %s: %v, %v", id, keys, err)
+			}
+			out[id] = keys
+		}
+		return out
+	}
+	want := keysOf(db)
+
+	if _, err := p.DownTo(ctx, 22); err != nil {
+		t.Fatal(err)
+	}
+	for id, keys := range want {
+		var got []int64
+		if err := pool.QueryRow(ctx, `SELECT stacks FROM profile_stacks WHERE profile_id = $1`, id).Scan(&got); err != nil || !slices.Equal(got, keys) {
+			t.Fatalf("profile %s after migrating down: %v (%v), want %v", id, got, err, keys)
+		}
+	}
+	var n int
+	if err := sqldb.QueryRowContext(ctx, `SELECT count(*) FROM pg_class WHERE relname IN ('stack_seq', 'stacks_seq')`).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("after migrating down: %d of the sequence and the index (%v)", n, err)
+	}
+
+	if _, err := p.UpTo(ctx, 23); err != nil {
+		t.Fatal(err)
+	}
+	// A fresh replica: numbers are handed out again from the start, and a
+	// replica's memory of them is for one numbering (servers migrate at
+	// start).
+	fresh, err := postgres.Open(ctx, pool.Config().ConnString())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fresh.Close()
+	if got := keysOf(fresh); !reflect.DeepEqual(got, want) {
+		t.Fatalf("after migrating up again: %v, want %v", got, want)
+	}
+	var stacks int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM stacks WHERE tenant_id = $1`, acme).Scan(&stacks); err != nil {
+		t.Fatal(err)
+	}
+	late, _ := store(t, fresh, acme, "shop", stacksText(300, "three", b, d))
+	var after int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM stacks WHERE tenant_id = $1`, acme).Scan(&after); err != nil || after != stacks {
+		t.Fatalf("%d stacks after an upload of stacks stored before, want %d (%v)", after, stacks, err)
+	}
+	keys, err := fresh.ProfileStacks(ctx, acme, late.ID)
+	if err != nil || !slices.Equal(keys, []int64{want[two.ID][1], want[two.ID][0]}) {
+		t.Fatalf("the later upload's stacks: %v (%v), want b's and d's keys %d and %d", keys, err, want[two.ID][1], want[two.ID][0])
 	}
 }

@@ -46,16 +46,25 @@ func store(t *testing.T, db *postgres.DB, tenant int64, app, text string) (*flee
 // storeWith is store with InsertProfile's beforeCommit.
 func storeWith(t *testing.T, db *postgres.DB, tenant int64, app, text string, beforeCommit func() error) (*fleetscope.ProfileInfo, bool) {
 	t.Helper()
+	out, created, err := insertText(db, tenant, app, text, beforeCommit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out, created
+}
+
+// insertText parses a perf script and inserts it (any goroutine).
+func insertText(db *postgres.DB, tenant int64, app, text string, beforeCommit func() error) (*fleetscope.ProfileInfo, bool, error) {
 	b := index.NewBuilder()
 	prof, err := perf.Parse(strings.NewReader(text), func(_ *fleetscope.Profile, batch []fleetscope.Sample) error {
 		return b.Add(batch)
 	})
 	if err != nil {
-		t.Fatal(err)
+		return nil, false, err
 	}
 	ix, err := b.Build(prof.Dict.Idle, prof.Dict.Events(), nil)
 	if err != nil {
-		t.Fatal(err)
+		return nil, false, err
 	}
 	sum := sha256.Sum256([]byte(text))
 	info := &fleetscope.ProfileInfo{App: app, Format: "perf", Samples: int64(prof.Samples), Timed: ix.Timed,
@@ -65,11 +74,7 @@ func storeWith(t *testing.T, db *postgres.DB, tenant int64, app, text string, be
 	for _, e := range ix.Events {
 		info.Events = append(info.Events, fleetscope.EventInfo{Name: e.Name, Samples: e.Samples, Period: e.Period})
 	}
-	out, created, err := db.InsertProfile(context.Background(), tenant, info, sum[:], prof.Dict, ix, beforeCommit)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out, created
+	return db.InsertProfile(context.Background(), tenant, info, sum[:], prof.Dict, ix, beforeCommit)
 }
 
 func TestInsertIsIdempotentAndRoundTrips(t *testing.T) {

@@ -137,8 +137,8 @@ func (db *DB) InsertProfile(ctx context.Context, tenant int64, p *fleetscope.Pro
 			for _, t := range ix.Threads {
 				threads = append(threads, t.PID, t.TID, t.CPU)
 			}
-			if _, err := tx.Exec(ctx, `INSERT INTO profile_stacks (tenant_id, profile_id, stacks, threads, dict_bytes, totals) VALUES ($1, $2, $3, $4, $5, $6)`,
-				tenant, id, w.stackIDs, threads, w.bytes, totals); err != nil {
+			if _, err := tx.Exec(ctx, `INSERT INTO profile_stacks (tenant_id, profile_id, seqs, threads, dict_bytes, totals) VALUES ($1, $2, $3, $4, $5, $6)`,
+				tenant, id, index.AppendStackList(nil, w.stackSeqs), threads, w.bytes, totals); err != nil {
 				return err
 			}
 			if err := writeSeconds(ctx, tx, tenant, id, day, ix); err != nil {

@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/fleetscope/fleetscope"
+	"github.com/fleetscope/fleetscope/store/index"
 )
 
 // reclaimLock is the session advisory lock a reclaim of a tenant holds
@@ -107,29 +108,27 @@ func (db *DB) ReclaimDictionary(ctx context.Context, tenant int64) (fleetscope.R
 	db.known.sync(tenant, gen)
 	db.hook("reclaim begun")
 
-	// Stacks first, then frames: each a table of rows, the table whose
-	// arrays (a column of the same name in dictionary_pins) refer to them,
-	// and a row's bytes.
+	// Stacks first, then frames: each a table of rows, how its candidates
+	// are found, the column of dictionary_pins that holds the keys pinned,
+	// and a row's bytes. Frames are marked in SQL, over the stacks' frame
+	// arrays; stacks in Go, over the profiles' stack lists of numbers
+	// (index.ReadStackList), which SQL cannot read.
 	steps := []struct {
-		table, users, column, bytes string
-		n                           *int64
+		table  string
+		mark   func() ([]int64, error)
+		column string
+		bytes  string
+		n      *int64
 	}{
-		{"stacks", "profile_stacks", "stacks", stackBytes, &r.Stacks},
-		{"frames", "stacks", "frames", frameBytes, &r.Frames},
+		{"stacks", func() ([]int64, error) { return db.unusedStacks(ctx, tenant) }, "stacks", stackBytes, &r.Stacks},
+		{"frames", func() ([]int64, error) { return db.unusedFrames(ctx, tenant) }, "frames", frameBytes, &r.Frames},
 	}
 	for _, s := range steps {
-		mark := `SELECT t.id FROM ` + s.table + ` t WHERE t.tenant_id = $1 AND NOT EXISTS (
-			SELECT FROM ` + s.users + ` x CROSS JOIN LATERAL unnest(x.` + s.column + `) AS u(id) WHERE x.tenant_id = $1 AND u.id = t.id)
-			LIMIT $2`
 		sweep := `DELETE FROM ` + s.table + ` WHERE tenant_id = $1 AND id = ANY($2)
 			AND id NOT IN (SELECT unnest(` + s.column + `) FROM dictionary_pins WHERE tenant_id = $1)
 			RETURNING ` + s.bytes
 		for {
-			var ids []int64
-			err := db.readTenant(ctx, tenant, func(rows pgx.Rows) (err error) {
-				ids, err = pgx.CollectRows(rows, pgx.RowTo[int64])
-				return err
-			}, mark, tenant, markLimit)
+			ids, err := s.mark()
 			if err != nil {
 				return r, translate(err, "reclaim: marking "+s.table)
 			}
@@ -169,6 +168,53 @@ func (db *DB) ReclaimDictionary(ctx context.Context, tenant int64) (fleetscope.R
 		return r, nil
 	}
 	return r, translate(err, "reclaim")
+}
+
+// unusedStacks marks the tenant's stacks in no profile's stack list: up
+// to markLimit of their keys.
+func (db *DB) unusedStacks(ctx context.Context, tenant int64) ([]int64, error) {
+	used := map[int64]struct{}{}
+	err := db.readTenant(ctx, tenant, func(rows pgx.Rows) error {
+		var b []byte
+		_, err := pgx.ForEachRow(rows, []any{&b}, func() error {
+			seqs, err := index.ReadStackList(b)
+			if err != nil {
+				return fleetscope.Errorf(fleetscope.EINTERNAL, "a stack list: %v", err)
+			}
+			for _, s := range seqs {
+				used[s] = struct{}{}
+			}
+			return nil
+		})
+		return err
+	}, `SELECT seqs FROM profile_stacks WHERE tenant_id = $1`, tenant)
+	if err != nil {
+		return nil, err
+	}
+	var ids []int64
+	err = db.readTenant(ctx, tenant, func(rows pgx.Rows) error {
+		var id, seq int64
+		_, err := pgx.ForEachRow(rows, []any{&id, &seq}, func() error {
+			if _, ok := used[seq]; !ok && len(ids) < markLimit {
+				ids = append(ids, id)
+			}
+			return nil
+		})
+		return err
+	}, `SELECT id, seq FROM stacks WHERE tenant_id = $1`, tenant)
+	return ids, err
+}
+
+// unusedFrames marks the tenant's frames in no stack: up to markLimit of
+// their keys.
+func (db *DB) unusedFrames(ctx context.Context, tenant int64) (ids []int64, err error) {
+	err = db.readTenant(ctx, tenant, func(rows pgx.Rows) (err error) {
+		ids, err = pgx.CollectRows(rows, pgx.RowTo[int64])
+		return err
+	}, `SELECT t.id FROM frames t WHERE t.tenant_id = $1 AND NOT EXISTS (
+		SELECT FROM stacks x CROSS JOIN LATERAL unnest(x.frames) AS u(id) WHERE x.tenant_id = $1 AND u.id = t.id)
+		LIMIT $2`, tenant, markLimit)
+	return ids, err
 }
 
 // errSuperseded: another reclaim of the tenant began after this one (its

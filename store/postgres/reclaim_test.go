@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/fleetscope/fleetscope"
+	"github.com/fleetscope/fleetscope/store/index"
 	"github.com/fleetscope/fleetscope/store/postgres"
 )
 
@@ -50,19 +51,42 @@ type dictState struct {
 	frames, stacks, usedFrames, usedStacks, danglingStacks, danglingFrames, bytes int64
 }
 
+// usedSeqs are the stack numbers in the tenant's profiles' stack lists
+// (repeated as often as they are listed).
+func usedSeqs(t *testing.T, c *pgx.Conn, tenant int64) []int64 {
+	t.Helper()
+	rows, err := c.Query(context.Background(), `SELECT seqs FROM profile_stacks WHERE tenant_id = $1`, tenant)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lists, err := pgx.CollectRows(rows, pgx.RowTo[[]byte])
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := []int64{}
+	for _, b := range lists {
+		seqs, err := index.ReadStackList(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, seqs...)
+	}
+	return out
+}
+
 func stateOf(t *testing.T, c *pgx.Conn, tenant int64) dictState {
 	t.Helper()
 	var s dictState
 	err := c.QueryRow(context.Background(), `
-		WITH us AS (SELECT DISTINCT unnest(stacks) AS id FROM profile_stacks WHERE tenant_id = $1),
-		     uf AS (SELECT DISTINCT unnest(s.frames) AS id FROM stacks s WHERE s.tenant_id = $1 AND s.id IN (SELECT id FROM us))
+		WITH us AS (SELECT DISTINCT u AS seq FROM unnest($2::bigint[]) u),
+		     uf AS (SELECT DISTINCT unnest(s.frames) AS id FROM stacks s WHERE s.tenant_id = $1 AND s.seq IN (SELECT seq FROM us))
 		SELECT (SELECT count(*) FROM frames WHERE tenant_id = $1), (SELECT count(*) FROM stacks WHERE tenant_id = $1),
 		       (SELECT count(*) FROM uf), (SELECT count(*) FROM us),
-		       (SELECT count(*) FROM us WHERE id NOT IN (SELECT id FROM stacks WHERE tenant_id = $1)),
+		       (SELECT count(*) FROM us WHERE seq NOT IN (SELECT seq FROM stacks WHERE tenant_id = $1)),
 		       (SELECT count(*) FROM (SELECT DISTINCT unnest(frames) AS id FROM stacks WHERE tenant_id = $1) a
 		          WHERE id NOT IN (SELECT id FROM frames WHERE tenant_id = $1)),
 		       coalesce((SELECT sum(octet_length(name) + 80) FROM frames WHERE tenant_id = $1), 0)::bigint
-		     + coalesce((SELECT sum(8 * cardinality(frames) + 104) FROM stacks WHERE tenant_id = $1), 0)::bigint`, tenant).Scan(
+		     + coalesce((SELECT sum(8 * cardinality(frames) + 104) FROM stacks WHERE tenant_id = $1), 0)::bigint`, tenant, usedSeqs(t, c, tenant)).Scan(
 		&s.frames, &s.stacks, &s.usedFrames, &s.usedStacks, &s.danglingStacks, &s.danglingFrames, &s.bytes)
 	if err != nil {
 		t.Fatal(err)
@@ -337,6 +361,9 @@ func TestDictionaryReclaimMigration(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := db.Distribute(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Up(ctx); err != nil { // the store reads the latest schema
 		t.Fatal(err)
 	}
 	before := checkUsage(t, db, c, acme, "after the migration")
