@@ -206,29 +206,38 @@ func BenchmarkContinuousFleet(b *testing.B) {
 	bytesPerHostHour("Postgres bytes")
 	if os.Getenv("FLEETSCOPE_BENCH_COLUMNS") != "" {
 		// Each column of the largest tables, from the catalog (whatever the
-		// migrations made), summed in one scan of its table.
+		// migrations made), summed in one scan of its table; for bytes,
+		// also before Postgres compressed them.
 		for _, table := range []string{"seconds", "fleet_tens", "profile_stacks"} {
-			var cols []string
+			type column struct{ Name, Kind string }
+			var cols []column
 			s.sql(func(c *pgx.Conn) error {
-				rows, err := c.Query(ctx, `SELECT column_name FROM information_schema.columns
+				rows, err := c.Query(ctx, `SELECT column_name, data_type FROM information_schema.columns
 					WHERE table_schema = current_schema() AND table_name = $1 ORDER BY ordinal_position`, table)
 				if err == nil {
-					cols, err = pgx.CollectRows(rows, pgx.RowTo[string])
+					cols, err = pgx.CollectRows(rows, pgx.RowToStructByPos[column])
 				}
 				return err
 			})
-			sums := make([]int64, len(cols))
+			sums, raw := make([]int64, len(cols)), make([]int64, len(cols))
 			var rows int64
 			dst := []any{&rows}
 			q := `SELECT count(*)`
 			for i, col := range cols {
-				q += `, coalesce(sum(pg_column_size(` + col + `)), 0)`
+				q += `, coalesce(sum(pg_column_size(` + col.Name + `)), 0)`
 				dst = append(dst, &sums[i])
+				if col.Kind == "bytea" {
+					q += `, coalesce(sum(octet_length(` + col.Name + `)), 0)`
+					dst = append(dst, &raw[i])
+				}
 			}
 			s.sql(func(c *pgx.Conn) error { return c.QueryRow(ctx, q+` FROM `+table).Scan(dst...) })
 			parts := make([]string, len(cols))
 			for i, col := range cols {
-				parts[i] = fmt.Sprintf("%s %.3f", col, float64(sums[i])/1e6/hostHours)
+				parts[i] = fmt.Sprintf("%s %.3f", col.Name, float64(sums[i])/1e6/hostHours)
+				if raw[i] > sums[i]*11/10 {
+					parts[i] += fmt.Sprintf(" (%.3f uncompressed)", float64(raw[i])/1e6/hostHours)
+				}
 			}
 			fmt.Printf("columns of %s (%d rows): %s\n", table, rows, strings.Join(parts, ", "))
 		}
