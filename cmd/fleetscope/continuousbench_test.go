@@ -204,49 +204,7 @@ func BenchmarkContinuousFleet(b *testing.B) {
 			what, float64(rows)/1e6/hostHours, parts, float64(disk)/1e6/hostHours)
 	}
 	bytesPerHostHour("Postgres bytes")
-	if os.Getenv("FLEETSCOPE_BENCH_COLUMNS") != "" {
-		// Each column of the largest tables, from the catalog (whatever the
-		// migrations made), summed in one scan of its table; for bytes,
-		// also before Postgres compressed them.
-		for _, table := range []string{"seconds", "fleet_tens", "profile_stacks"} {
-			type column struct{ Name, Kind string }
-			var cols []column
-			s.sql(func(c *pgx.Conn) error {
-				rows, err := c.Query(ctx, `SELECT column_name, data_type FROM information_schema.columns
-					WHERE table_schema = current_schema() AND table_name = $1 ORDER BY ordinal_position`, table)
-				if err == nil {
-					cols, err = pgx.CollectRows(rows, pgx.RowToStructByPos[column])
-				}
-				return err
-			})
-			sums, raw := make([]int64, len(cols)), make([]int64, len(cols))
-			var rows int64
-			dst := []any{&rows}
-			q := `SELECT count(*)`
-			for i, col := range cols {
-				q += `, coalesce(sum(pg_column_size(` + col.Name + `)), 0)`
-				dst = append(dst, &sums[i])
-				if col.Kind == "bytea" {
-					q += `, coalesce(sum(octet_length(` + col.Name + `)), 0)`
-					dst = append(dst, &raw[i])
-				}
-			}
-			s.sql(func(c *pgx.Conn) error { return c.QueryRow(ctx, q+` FROM `+table).Scan(dst...) })
-			parts := make([]string, len(cols))
-			for i, col := range cols {
-				parts[i] = fmt.Sprintf("%s %.3f", col.Name, float64(sums[i])/1e6/hostHours)
-				if raw[i] > sums[i]*11/10 {
-					parts[i] += fmt.Sprintf(" (%.3f uncompressed)", float64(raw[i])/1e6/hostHours)
-				}
-			}
-			fmt.Printf("columns of %s (%d rows): %s\n", table, rows, strings.Join(parts, ", "))
-		}
-		var ns, nst int64
-		s.sql(func(c *pgx.Conn) error {
-			return c.QueryRow(ctx, `SELECT sum(samples), sum(length(stacks)) FROM seconds`).Scan(&ns, &nst)
-		})
-		fmt.Printf("samples %d, stack bytes per sample %.3f\n", ns, float64(nst)/float64(ns))
-	}
+	printColumns(ctx, s, hostHours)
 
 	// The sample tier: every profile past it (a tier of 1 day, the
 	// profiles stored 2 days ago). The sweeper checks each raw file
@@ -431,4 +389,52 @@ func rowBytes(ctx context.Context, s *service, hostHours float64) (int64, string
 		parts = append(parts, fmt.Sprintf("%s %.2f", table, float64(n)/1e6/hostHours))
 	}
 	return rows, strings.Join(parts, ", ")
+}
+
+// printColumns prints, with FLEETSCOPE_BENCH_COLUMNS set, the bytes per
+// host-hour of each column of the largest tables, from the catalog
+// (whatever the migrations made), summed in one scan of each table; for
+// bytes, also before Postgres compressed them.
+func printColumns(ctx context.Context, s *service, hostHours float64) {
+	if os.Getenv("FLEETSCOPE_BENCH_COLUMNS") == "" {
+		return
+	}
+	for _, table := range []string{"seconds", "fleet_tens", "profile_stacks"} {
+		type column struct{ Name, Kind string }
+		var cols []column
+		s.sql(func(c *pgx.Conn) error {
+			rows, err := c.Query(ctx, `SELECT column_name, data_type FROM information_schema.columns
+				WHERE table_schema = current_schema() AND table_name = $1 ORDER BY ordinal_position`, table)
+			if err == nil {
+				cols, err = pgx.CollectRows(rows, pgx.RowToStructByPos[column])
+			}
+			return err
+		})
+		sums, raw := make([]int64, len(cols)), make([]int64, len(cols))
+		var rows int64
+		dst := []any{&rows}
+		q := `SELECT count(*)`
+		for i, col := range cols {
+			q += `, coalesce(sum(pg_column_size(` + col.Name + `)), 0)`
+			dst = append(dst, &sums[i])
+			if col.Kind == "bytea" {
+				q += `, coalesce(sum(octet_length(` + col.Name + `)), 0)`
+				dst = append(dst, &raw[i])
+			}
+		}
+		s.sql(func(c *pgx.Conn) error { return c.QueryRow(ctx, q+` FROM `+table).Scan(dst...) })
+		parts := make([]string, len(cols))
+		for i, col := range cols {
+			parts[i] = fmt.Sprintf("%s %.3f", col.Name, float64(sums[i])/1e6/hostHours)
+			if raw[i] > sums[i]*11/10 {
+				parts[i] += fmt.Sprintf(" (%.3f uncompressed)", float64(raw[i])/1e6/hostHours)
+			}
+		}
+		fmt.Printf("columns of %s (%d rows): %s\n", table, rows, strings.Join(parts, ", "))
+	}
+	var ns, nst int64
+	s.sql(func(c *pgx.Conn) error {
+		return c.QueryRow(ctx, `SELECT sum(samples), sum(length(stacks)) FROM seconds`).Scan(&ns, &nst)
+	})
+	fmt.Printf("samples %d, stack bytes per sample %.3f\n", ns, float64(nst)/float64(ns))
 }

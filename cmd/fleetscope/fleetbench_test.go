@@ -232,6 +232,7 @@ func BenchmarkFleet(b *testing.B) {
 	})
 	fmt.Printf("%-52s %8.1f MB per host-hour of continuous recording (rows, without the shared dictionary: %s; the stack lists %.2f MB uncompressed)\n",
 		"Postgres bytes", float64(bytes)/1e6/hostHours, parts, float64(lists)/1e6/hostHours)
+	printColumns(ctx, s, hostHours)
 }
 
 // startProfiledService starts the service for a fleet benchmark; with
