@@ -245,53 +245,55 @@ func (db *DB) writeDictionary(ctx context.Context, tx pgx.Tx, tenant int64, prof
 			return w, err
 		}
 	}
+	if len(frameRows) == 0 && len(unknown) == 0 {
+		return w, nil
+	}
+	if _, err := tx.Exec(ctx, `CREATE TEMPORARY TABLE new_frames (id bigint, name text, kind smallint) ON COMMIT DROP;
+		CREATE TEMPORARY TABLE new_stacks (id bigint, frames bigint[], idle boolean) ON COMMIT DROP`); err != nil {
+		return w, err
+	}
+	stackRows := make([][]any, len(unknown))
+	for j, st := range unknown {
+		stackRows[j] = []any{w.stackIDs[st.i], st.frames, st.idle}
+	}
+	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"new_frames"}, []string{"id", "name", "kind"}, pgx.CopyFromRows(frameRows)); err != nil {
+		return w, err
+	}
+	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"new_stacks"}, []string{"id", "frames", "idle"}, pgx.CopyFromRows(stackRows)); err != nil {
+		return w, err
+	}
 	// Stacks this replica does not know: those stored before keep their
-	// numbers; the others get new ones (stack_seq), from the sequence
-	// before they are inserted, so that no number is handed out for a
-	// stack the tenant has.
-	fresh, n, err := db.storedStacks(ctx, tx, tenant, &w, unknown)
+	// numbers; the others get new ones (stack_seq) before they are
+	// inserted, so that no number is handed out for a stack the tenant
+	// has. Their frames are compared in the database, never read back.
+	fresh, err := db.storedStacks(ctx, tx, tenant, &w, unknown)
 	if err != nil {
 		return w, err
 	}
-	if n > 0 {
-		return w, collision(n)
-	}
-	var stackRows [][]any
+	var freshIDs, seqs []int64
 	if len(fresh) > 0 {
 		rows, err := tx.Query(ctx, `SELECT nextval('stack_seq') FROM generate_series(1, $1)`, len(fresh))
 		if err != nil {
 			return w, err
 		}
-		seqs, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-		if err != nil {
+		if seqs, err = pgx.CollectRows(rows, pgx.RowTo[int64]); err != nil {
 			return w, err
 		}
-		for j, st := range fresh {
-			stackRows = append(stackRows, []any{w.stackIDs[st.i], st.frames, st.idle, seqs[j]})
+		for _, st := range fresh {
+			freshIDs = append(freshIDs, w.stackIDs[st.i])
 		}
-	}
-	if len(frameRows) == 0 && len(stackRows) == 0 {
-		return w, nil
-	}
-	if _, err := tx.Exec(ctx, `CREATE TEMPORARY TABLE new_frames (id bigint, name text, kind smallint) ON COMMIT DROP;
-		CREATE TEMPORARY TABLE new_stacks (id bigint, frames bigint[], idle boolean, seq bigint) ON COMMIT DROP`); err != nil {
-		return w, err
-	}
-	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"new_frames"}, []string{"id", "name", "kind"}, pgx.CopyFromRows(frameRows)); err != nil {
-		return w, err
-	}
-	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"new_stacks"}, []string{"id", "frames", "idle", "seq"}, pgx.CopyFromRows(stackRows)); err != nil {
-		return w, err
 	}
 	// The rows added are counted as RETURNING gives them: a row another
 	// upload added first is its, not ours.
 	var collisions int
 	err = tx.QueryRow(ctx, `
 		WITH f AS (INSERT INTO frames (tenant_id, id, name, kind) SELECT DISTINCT $1::bigint, id, name, kind FROM new_frames ON CONFLICT DO NOTHING RETURNING `+frameBytes+` AS bytes),
-		     s AS (INSERT INTO stacks (tenant_id, id, frames, idle, seq) SELECT DISTINCT ON (id) $1::bigint, id, frames, idle, seq FROM new_stacks ON CONFLICT DO NOTHING RETURNING `+stackBytes+` AS bytes)
+		     s AS (INSERT INTO stacks (tenant_id, id, frames, idle, seq)
+		           SELECT DISTINCT ON (n.id) $1::bigint, n.id, n.frames, n.idle, u.seq FROM new_stacks n JOIN unnest($2::bigint[], $3::bigint[]) AS u(id, seq) ON u.id = n.id
+		           ON CONFLICT DO NOTHING RETURNING `+stackBytes+` AS bytes)
 		SELECT (SELECT count(*) FROM new_frames n JOIN frames f ON f.tenant_id = $1 AND f.id = n.id WHERE f.name <> n.name OR f.kind <> n.kind),
 		       (SELECT coalesce(sum(bytes), 0) FROM f)::bigint + (SELECT coalesce(sum(bytes), 0) FROM s)::bigint`,
-		tenant).Scan(&collisions, &w.bytes)
+		tenant, freshIDs, seqs).Scan(&collisions, &w.bytes)
 	if err != nil {
 		return w, err
 	}
@@ -305,11 +307,8 @@ func (db *DB) writeDictionary(ctx context.Context, tx pgx.Tx, tenant int64, prof
 	// inserted first (the insert waited for it to commit; this statement's
 	// snapshot is later): its number, and a collision if its frames are
 	// not ours.
-	if fresh, n, err = db.storedStacks(ctx, tx, tenant, &w, fresh); err != nil {
+	if fresh, err = db.storedStacks(ctx, tx, tenant, &w, fresh); err != nil {
 		return w, err
-	}
-	if n > 0 {
-		return w, collision(n)
 	}
 	if len(fresh) > 0 {
 		return w, fleetscope.Errorf(fleetscope.EINTERNAL, "%d stacks missing from the dictionary after they were stored", len(fresh))
@@ -326,48 +325,53 @@ type newStack struct {
 	check  uint64
 }
 
-// storedStacks looks up stacks in the tenant's dictionary: each one found
-// gets its number in w (and is remembered in w.stacks); it returns those
-// not found, and how many were found with other frames (collisions).
-func (db *DB) storedStacks(ctx context.Context, tx pgx.Tx, tenant int64, w *dictWrite, stacks []newStack) (missing []newStack, collisions int, err error) {
+// storedStacks looks stacks of new_stacks up in the tenant's dictionary:
+// each one found with the frames the upload has gets its number in w (and
+// is remembered in w.stacks); one found with other frames is a collision
+// (the upload is refused). It returns those not found.
+func (db *DB) storedStacks(ctx context.Context, tx pgx.Tx, tenant int64, w *dictWrite, stacks []newStack) (missing []newStack, err error) {
 	if len(stacks) == 0 {
-		return nil, 0, nil
+		return nil, nil
 	}
 	keys := make([]int64, len(stacks))
 	for j, st := range stacks {
 		keys[j] = w.stackIDs[st.i]
 	}
 	type stored struct {
-		seq    int64
-		frames []int64
+		seq  int64
+		same bool
 	}
 	found := make(map[int64]stored, len(stacks))
-	rows, err := tx.Query(ctx, `SELECT id, seq, frames FROM stacks WHERE tenant_id = $1 AND id = ANY($2)`, tenant, keys)
+	rows, err := tx.Query(ctx, `SELECT DISTINCT ON (n.id) n.id, s.seq, s.frames = n.frames FROM new_stacks n JOIN stacks s ON s.tenant_id = $1 AND s.id = n.id
+		WHERE n.id = ANY($2) ORDER BY n.id, s.frames = n.frames`, tenant, keys)
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
 	var id int64
 	var st stored
-	if _, err := pgx.ForEachRow(rows, []any{&id, &st.seq, &st.frames}, func() error {
-		found[id] = stored{st.seq, slices.Clone(st.frames)}
+	if _, err := pgx.ForEachRow(rows, []any{&id, &st.seq, &st.same}, func() error {
+		found[id] = st
 		return nil
 	}); err != nil {
-		return nil, 0, err
+		return nil, err
 	}
+	collisions := 0
 	for _, s := range stacks {
 		key := w.stackIDs[s.i]
-		f, ok := found[key]
-		switch {
+		switch f, ok := found[key]; {
 		case !ok:
 			missing = append(missing, s)
-		case !slices.Equal(f.frames, s.frames):
+		case !f.same:
 			collisions++
 		default:
 			w.stackSeqs[s.i] = f.seq
 			w.stacks[key] = knownEntry{s.check, f.seq}
 		}
 	}
-	return missing, collisions, nil
+	if collisions > 0 {
+		return nil, fleetscope.Errorf(fleetscope.ECONFLICT, "%d dictionary hash collisions: profile not stored", collisions)
+	}
+	return missing, nil
 }
 
 // ProfileStacks returns a profile's stack list: the tenant dictionary key
