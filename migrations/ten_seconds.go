@@ -89,7 +89,7 @@ func packTens(ctx context.Context, tx *sql.Tx, limit int) (int, error) {
 				rs.Close()
 				return 0, fmt.Errorf("%s: %s second %d: %w", &p, k.event, w.Second, err)
 			}
-			w.Event, k.ten = k.event, w.Second-((w.Second%index.Tens)+index.Tens)%index.Tens
+			w.Event, k.ten = k.event, index.FloorTo(w.Second, index.Tens)
 			seconds[k] = append(seconds[k], w)
 		}
 		if err := rs.Err(); err != nil {

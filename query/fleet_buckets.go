@@ -76,7 +76,7 @@ func (s *Service) planBuckets(ctx context.Context, tenant int64, f *fleet) (*buc
 		return nil, nil
 	}
 	const w = index.BucketSeconds
-	b := &bucketPlan{from: -floorTo(-f.sel.From, w*1e9) / 1e9, to: floorTo(f.sel.To, w*1e9) / 1e9}
+	b := &bucketPlan{from: -index.FloorTo(-f.sel.From, w*1e9) / 1e9, to: index.FloorTo(f.sel.To, w*1e9) / 1e9}
 	if b.from >= b.to {
 		return nil, nil
 	}
@@ -90,7 +90,7 @@ func (s *Service) planBuckets(ctx context.Context, tenant int64, f *fleet) (*buc
 		start, end := fleetscope.WallSpan(p)
 		// end inclusive: a bucket that may hold a sample (a profile with
 		// none there only changes the hash, never a count)
-		lo, hi := max(floorTo(floorTo(start, 1e9)/1e9, w), b.from), min(floorTo(floorTo(end, 1e9)/1e9, w), b.to-w)
+		lo, hi := max(index.FloorTo(index.FloorTo(start, 1e9)/1e9, w), b.from), min(index.FloorTo(index.FloorTo(end, 1e9)/1e9, w), b.to-w)
 		for bk := lo; bk <= hi; bk += w {
 			k := hostBucket{p.Host, bk}
 			byBucket[k] = append(byBucket[k], p)
@@ -259,11 +259,11 @@ func (s *Service) hitParts(tenant int64, b *bucketPlan, d *denseIDs, byPeriod bo
 // the profiles it counted.
 func (s *Service) CompactBuckets(ctx context.Context, tenant int64, app string, from, to int64, now time.Time) (stored int, sealed int64, err error) {
 	const w, step = index.BucketSeconds * 1e9, 6 * index.BucketSeconds * 1e9
-	sealed = floorTo(now.Add(-bucketGrace).UnixNano(), w)
+	sealed = index.FloorTo(now.Add(-bucketGrace).UnixNano(), w)
 	if _, ok := s.src.(StackBuckets); !ok || s.noBuckets {
 		return 0, sealed, nil
 	}
-	from, to = floorTo(from, w), min(-floorTo(-to, w), sealed)
+	from, to = index.FloorTo(from, w), min(-index.FloorTo(-to, w), sealed)
 	for lo := from; lo < to; lo += step {
 		sel := fleetscope.FleetSelection{App: app, From: lo, To: min(lo+step, to), IncludeIdle: true}
 		f, err := s.selectProfiles(ctx, tenant, sel)

@@ -61,8 +61,8 @@ type StackRollups interface {
 // in unix seconds, and whether it holds one.
 func rollupSpan(sel fleetscope.FleetSelection, now time.Time) (lo, hi int64, ok bool) {
 	const h = index.HourSeconds * 1e9
-	lo = -floorTo(-sel.From, h) / 1e9
-	hi = min(floorTo(sel.To, h), floorTo(now.Add(-bucketGrace).UnixNano(), h)) / 1e9
+	lo = -index.FloorTo(-sel.From, h) / 1e9
+	hi = min(index.FloorTo(sel.To, h), index.FloorTo(now.Add(-bucketGrace).UnixNano(), h)) / 1e9
 	return lo, hi, hi > lo
 }
 
@@ -149,7 +149,7 @@ type hostBucket struct {
 // is returned.
 func (s *Service) rollups(ctx context.Context, tenant int64, f *fleet, sr StackRollups, lo, hi int64, d *denseIDs, now time.Time, serve bool) ([]index.StackBucket, error) {
 	const H, D = index.HourSeconds, index.DaySeconds
-	dlo, dhi := -floorTo(-lo, D), floorTo(hi, D)
+	dlo, dhi := -index.FloorTo(-lo, D), index.FloorTo(hi, D)
 	if dlo >= dhi {
 		dlo, dhi = lo, lo // no whole day
 	}
@@ -189,7 +189,7 @@ func (s *Service) rollups(ctx context.Context, tenant int64, f *fleet, sr StackR
 	var hourKeys []hostBucket
 	buckets := map[int64]bool{}
 	for k := range hourV {
-		if !inDays(k.bucket) || missedDay[hostBucket{k.host, floorTo(k.bucket, D)}] {
+		if !inDays(k.bucket) || missedDay[hostBucket{k.host, index.FloorTo(k.bucket, D)}] {
 			hourKeys = append(hourKeys, k)
 			buckets[k.bucket] = true
 		}
@@ -263,7 +263,7 @@ func versionsOf(vs []index.Version, inDays func(int64) bool) (hourV, dayV map[ho
 	for _, v := range vs {
 		hourV[hostBucket{v.Host, v.Bucket}] = v.Version
 		if inDays(v.Bucket) {
-			dayV[hostBucket{v.Host, floorTo(v.Bucket, index.DaySeconds)}] += v.Version
+			dayV[hostBucket{v.Host, index.FloorTo(v.Bucket, index.DaySeconds)}] += v.Version
 		}
 	}
 	return hourV, dayV
@@ -365,10 +365,10 @@ func (s *Service) CompactRollups(ctx context.Context, tenant int64, app string, 
 	// The hours, then the whole days around them: a round of the
 	// compactor after each upload reads its hours' rows, and a day's only
 	// once it is sealed.
-	for i, w := range [][2]int64{{floorTo(from, H), -floorTo(-to, H)}, {floorTo(from, D), -floorTo(-to, D)}} {
+	for i, w := range [][2]int64{{index.FloorTo(from, H), -index.FloorTo(-to, H)}, {index.FloorTo(from, D), -index.FloorTo(-to, D)}} {
 		lo, hi, ok := rollupSpan(fleetscope.FleetSelection{From: w[0], To: w[1]}, now)
 		if i == 1 {
-			hi = floorTo(hi, index.DaySeconds) // whole sealed days only
+			hi = index.FloorTo(hi, index.DaySeconds) // whole sealed days only
 		}
 		if !ok || lo >= hi {
 			continue

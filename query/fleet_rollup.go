@@ -30,15 +30,6 @@ const (
 // rollupWidths are the widths of the stored rollups, widest first.
 var rollupWidths = []int64{index.Minutes, index.Tens}
 
-// floorTo rounds t down to a multiple of n (t may be negative).
-func floorTo(t, n int64) int64 {
-	q := t / n
-	if t%n != 0 && t < 0 {
-		q--
-	}
-	return q * n
-}
-
 // grid is a fleet's columns over the seconds [first, end): at least minSPC
 // seconds a column, more if the window needs it. Columns of half a minute
 // or more are widened to whole minutes, and columns of 5 to 29 seconds to
@@ -59,7 +50,7 @@ func (f *fleet) grid(minSPC int64) (start, spc int64, columns int) {
 	}
 	if w > 0 {
 		spc = (spc + w - 1) / w * w
-		start = floorTo(f.first, spc)
+		start = index.FloorTo(f.first, spc)
 	}
 	return start, spc, int((f.end - start + spc - 1) / spc)
 }
@@ -122,7 +113,7 @@ func (s *Service) spans(from, to, wholeFrom, wholeTo, spc int64) []span {
 			if spc%w != 0 {
 				continue
 			}
-			a, b := -floorTo(-max(from, wholeFrom), w), floorTo(min(to, wholeTo), w)
+			a, b := -index.FloorTo(-max(from, wholeFrom), w), index.FloorTo(min(to, wholeTo), w)
 			if a < b {
 				out := append(s.spans(from, a, wholeFrom, wholeTo, spc), span{w, a, b})
 				return append(out, s.spans(b, to, wholeFrom, wholeTo, spc)...)

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/fleetscope/fleetscope"
+	"github.com/fleetscope/fleetscope/store/index"
 )
 
 // TestGridWidensToRollups: columns of 5 to 29 s are widened to whole tens
@@ -80,7 +81,7 @@ func TestSpans(t *testing.T) {
 					continue
 				}
 				lo, hi := max(sp.from, wholeFrom), min(sp.to, wholeTo)
-				if c := -floorTo(-lo, w); c+w <= hi {
+				if c := -index.FloorTo(-lo, w); c+w <= hi {
 					t.Fatalf("[%d, %d) whole [%d, %d), %d-s columns: %v read seconds [%d, %d) from the seconds", from, to, wholeFrom, wholeTo, spc, sps, c, c+w)
 				}
 			}

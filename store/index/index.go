@@ -804,6 +804,17 @@ const (
 	Minutes = 60
 )
 
+// FloorTo rounds t down to a multiple of n (t may be negative): the first
+// second of the slot of n seconds that second t is in, the same for
+// nanoseconds.
+func FloorTo(t, n int64) int64 {
+	q := t / n
+	if t%n != 0 && t < 0 {
+		q--
+	}
+	return q * n
+}
+
 // Rollup sums a profile's wall seconds by unix slots of width seconds (the
 // floor of each second to a multiple of width, below 0 too), per event:
 // each row's Second is its slot's first. Rows come sorted by event, then
@@ -816,7 +827,7 @@ func Rollup(secs []WallSecond, width int64) []WallSecond {
 	at := map[key]int{}
 	var out []WallSecond
 	for _, s := range secs {
-		k := key{s.Event, s.Second - ((s.Second%width)+width)%width}
+		k := key{s.Event, FloorTo(s.Second, width)}
 		i, ok := at[k]
 		if !ok {
 			i = len(out)

@@ -292,7 +292,7 @@ func (db *DB) eachFleetRow(ctx context.Context, tenant int64, q string, args []a
 // that holds it.
 func (db *DB) fleetSeconds(ctx context.Context, tenant int64, app, event string, hosts []string, from, to int64, fn func(*index.FleetRow) error) error {
 	tens := rollups[0]
-	q, args := fleetRowsQuery("profile_id, host, event, ten, samples, idle, seconds", tens, tenant, app, event, hosts, floorTen(from), to)
+	q, args := fleetRowsQuery("profile_id, host, event, ten, samples, idle, seconds", tens, tenant, app, event, hosts, index.FloorTo(from, index.Tens), to)
 	var sec index.FleetRow
 	sec.Cells, sec.IdleCells = make([]int32, index.Rows), make([]int32, index.Rows)
 	return db.eachFleetRow(ctx, tenant, q, args, false, true, func(ten *index.FleetRow, packed []byte) error {
@@ -309,9 +309,6 @@ func (db *DB) fleetSeconds(ctx context.Context, tenant int64, app, event string,
 		return nil
 	})
 }
-
-// floorTen is the first second of the ten seconds t is in (below 0 too).
-func floorTen(t int64) int64 { return t - ((t%index.Tens)+index.Tens)%index.Tens }
 
 // FleetCells collects FleetRows of seconds, each row with cells of its
 // own.
