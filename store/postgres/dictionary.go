@@ -185,9 +185,6 @@ func dictLock(tenant int64) int64 { return 0x66736463<<32 | tenant&0xffffffff }
 // under way, the keys the profile uses are pinned for it (dictionary_pins).
 func (db *DB) writeDictionary(ctx context.Context, tx pgx.Tx, tenant int64, profile uuid.UUID, dict *fleetscope.Dict) (dictWrite, error) {
 	var w dictWrite
-	collision := func(n int) error {
-		return fleetscope.Errorf(fleetscope.ECONFLICT, "%d dictionary hash collisions: profile not stored", n)
-	}
 	var reclaiming bool
 	b := &pgx.Batch{}
 	b.Queue(`SELECT pg_advisory_xact_lock_shared($1)`, dictLock(tenant))
@@ -316,6 +313,12 @@ func (db *DB) writeDictionary(ctx context.Context, tx pgx.Tx, tenant int64, prof
 	return w, nil
 }
 
+// collision refuses an upload whose n dictionary entries have the keys of
+// stored entries with other contents.
+func collision(n int) error {
+	return fleetscope.Errorf(fleetscope.ECONFLICT, "%d dictionary hash collisions: profile not stored", n)
+}
+
 // newStack is a stack of an upload not known to be stored: its index in
 // the profile, its frame keys, whether it is idle and its check.
 type newStack struct {
@@ -369,7 +372,7 @@ func (db *DB) storedStacks(ctx context.Context, tx pgx.Tx, tenant int64, w *dict
 		}
 	}
 	if collisions > 0 {
-		return nil, fleetscope.Errorf(fleetscope.ECONFLICT, "%d dictionary hash collisions: profile not stored", collisions)
+		return nil, collision(collisions)
 	}
 	return missing, nil
 }
