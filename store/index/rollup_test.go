@@ -50,7 +50,8 @@ func TestRollup(t *testing.T) {
 // TestTenSeconds: a ten's seconds packed in its row read back as they were
 // (cells over 127 bytes, sums that wrap, seconds of idle samples only), and
 // seconds that are not of the slot, out of order or whose totals are not
-// their cells' are refused, as are rows cut short or out of order.
+// their cells' are refused, as are rows cut short or out of order, and
+// seconds handed to RollupTens out of order.
 func TestTenSeconds(t *testing.T) {
 	cells := func(n ...int32) []int32 { return append(n, make([]int32, Rows-len(n))...) }
 	wide := make([]int32, Rows)
@@ -86,6 +87,9 @@ func TestTenSeconds(t *testing.T) {
 		if _, err := AppendTenSeconds(nil, 20, bad); err == nil {
 			t.Errorf("%v packed", bad)
 		}
+	}
+	if _, _, err := RollupTens([]WallSecond{secs[2], secs[0]}); err == nil {
+		t.Error("seconds out of order rolled up by tens")
 	}
 	for _, bad := range [][]byte{
 		b[:len(b)-1],       // cut short

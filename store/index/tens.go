@@ -1,7 +1,6 @@
 package index
 
 import (
-	"cmp"
 	"encoding/binary"
 	"fmt"
 	"slices"
@@ -97,27 +96,24 @@ func readLenCells(dst []int32, b []byte) ([]byte, error) {
 
 // RollupTens is Rollup(secs, Tens) with each slot's own seconds packed
 // (AppendTenSeconds) beside it: what a profile's fleet_tens rows hold.
-// secs are WallSeconds' (one row per event and second).
+// secs are WallSeconds' (one row per event and second, sorted by event,
+// then second); seconds out of that order are an error.
 func RollupTens(secs []WallSecond) (tens []WallSecond, packed [][]byte, err error) {
 	tens = Rollup(secs, Tens)
-	sorted := slices.Clone(secs)
-	slices.SortFunc(sorted, func(a, b WallSecond) int {
-		return cmp.Or(cmp.Compare(a.Event, b.Event), cmp.Compare(a.Second, b.Second))
-	})
 	packed = make([][]byte, len(tens))
 	i := 0
 	for t := range tens {
 		j := i
-		for j < len(sorted) && sorted[j].Event == tens[t].Event && sorted[j].Second < tens[t].Second+Tens {
+		for j < len(secs) && secs[j].Event == tens[t].Event && secs[j].Second < tens[t].Second+Tens {
 			j++
 		}
-		if packed[t], err = AppendTenSeconds([]byte{}, tens[t].Second, sorted[i:j]); err != nil {
+		if packed[t], err = AppendTenSeconds([]byte{}, tens[t].Second, secs[i:j]); err != nil {
 			return nil, nil, err
 		}
 		i = j
 	}
-	if i != len(sorted) {
-		return nil, nil, fmt.Errorf("index: %d wall seconds outside their tens", len(sorted)-i)
+	if i != len(secs) {
+		return nil, nil, fmt.Errorf("index: %d wall seconds outside their tens", len(secs)-i)
 	}
 	return tens, packed, nil
 }
