@@ -41,7 +41,7 @@ type ProfileInfo struct {
 	Timed         bool      // false when the profiler recorded no per-sample times
 	StartSecond   int64     // floor(first timestamp), profile clock, seconds
 	DurationNanos int64     // from StartSecond to the last sample
-	TimeUnitNanos int64     // unit of the stored offsets
+	TimeUnitNanos int64     // unit of the stored offsets: ns per unit, or -m for 2^-m s (store/index/unit.go)
 	StartTime     time.Time // StartSecond in absolute time
 	EndTime       time.Time
 	// WallShiftNanos places the profile in absolute time: a sample at t

@@ -72,7 +72,7 @@ func (s *Service) countStackCells(ctx context.Context, tenant int64, info *fleet
 		}
 		var bad bool
 		err := sec.Walk(info.Events[ev].Period, func(offset, stack, thread, period uint64) {
-			off := int64(offset) * info.TimeUnitNanos
+			off := index.Nanos(info.TimeUnitNanos, offset)
 			if off < 0 || off >= 1e9 || stack > math.MaxUint32 || thread > math.MaxUint32 {
 				bad = true
 				return

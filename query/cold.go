@@ -61,6 +61,9 @@ func (s *Service) coldRows(ctx context.Context, tenant int64, info *fleetscope.P
 		if err != nil {
 			return nil, err
 		}
+		if err := ix.Reunit(info.TimeUnitNanos); err != nil { // stored before its unit was found
+			return nil, fleetscope.Wrap(err, fleetscope.EINTERNAL, "profile "+info.ID+": "+err.Error())
+		}
 		if len(ix.Events) != len(info.Events) {
 			return nil, fleetscope.Errorf(fleetscope.EINTERNAL, "profile %s: its raw file gives %d events, %d stored", info.ID, len(ix.Events), len(info.Events))
 		}

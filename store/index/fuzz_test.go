@@ -251,7 +251,7 @@ func sameAsVarint(t *testing.T, ix *index.Index, s *index.Second, smps []fleetsc
 	old.VarintOffsets, old.Offsets = true, nil
 	base, prev := (ix.StartSecond+s.Second)*1e9, int64(0)
 	for _, smp := range smps {
-		u := (smp.TimeNanos - base) / ix.TimeUnitNanos
+		u := int64(index.Units(ix.TimeUnitNanos, smp.TimeNanos-base))
 		old.Offsets = binary.AppendUvarint(old.Offsets, uint64(u-prev))
 		prev = u
 	}

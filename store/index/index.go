@@ -5,8 +5,9 @@
 // exactly without the raw file. It is pure: no I/O.
 //
 // Offsets are sorted and stored packed (offsets.go) in the profile's time
-// unit (1 µs when every timestamp is a whole microsecond, as perf prints
-// them, else 1 ns); stacks as uvarint indexes into the profile's stack list;
+// unit (unit.go: 1 µs when every timestamp is a whole microsecond, as perf
+// prints them; the grid of a double's seconds when every time is one, as
+// nflxprofile's are; else 1 ns); stacks as uvarint indexes into the profile's stack list;
 // periods only when they vary within the event; where each sample ran
 // (process, thread, CPU) as uvarint indexes into the profile's list of the
 // distinct ones, only when there are several.
@@ -93,6 +94,7 @@ type Builder struct {
 	untimed  int
 	timed    int
 	allMicro bool
+	grid     int // the coarsest grid of 2^-grid s every offset is on (unit.go)
 	n        int
 }
 
@@ -136,7 +138,7 @@ func (e *samples) ordered(timed bool) [][]raw {
 
 // NewBuilder returns an empty Builder.
 func NewBuilder() *Builder {
-	return &Builder{allMicro: true, threads: map[fleetscope.Thread]int32{}}
+	return &Builder{allMicro: true, grid: 1, threads: map[fleetscope.Thread]int32{}}
 }
 
 // Add takes a batch of samples; their stack ids are the profile's own. It
@@ -158,6 +160,11 @@ func (b *Builder) Add(batch []fleetscope.Sample) error {
 			if s.TimeNanos%1000 != 0 {
 				b.allMicro = false
 			}
+			// The coarsest grid so far: a point of one grid is a point
+			// of every finer one, so the exponent only grows.
+			for off := s.TimeNanos - fleetscope.FloorSecond(s.TimeNanos)*1e9; b.grid < gridNone && !onGrid(off, b.grid); {
+				b.grid++
+			}
 		}
 		th, ok := b.threads[s.Thread()]
 		if !ok {
@@ -177,10 +184,7 @@ func (b *Builder) Build(idle func(fleetscope.StackID) bool, names []string, weig
 	if b.timed > 0 && b.untimed > 0 {
 		return nil, fleetscope.Errorf(fleetscope.EINVALID, "%d samples have timestamps and %d do not: mixed profiles are not supported", b.timed, b.untimed)
 	}
-	ix := &Index{Timed: b.untimed == 0 && b.timed > 0, TimeUnitNanos: 1, Threads: b.order}
-	if b.allMicro {
-		ix.TimeUnitNanos = 1000
-	}
+	ix := &Index{Timed: b.untimed == 0 && b.timed > 0, TimeUnitNanos: unitOf(b.allMicro, b.grid), Threads: b.order}
 	first := true
 	for _, ev := range b.events {
 		for _, blk := range ev.blocks {
@@ -263,7 +267,7 @@ func encode(e fleetscope.EventID, sec int64, rs []raw, ix *Index, varies, weight
 		} else {
 			s.Cells[row] += n
 		}
-		us = append(us, uint64(off/ix.TimeUnitNanos))
+		us = append(us, Units(ix.TimeUnitNanos, off))
 		s.Stacks = binary.AppendUvarint(s.Stacks, uint64(r.stack))
 		if varies {
 			s.Periods = binary.AppendUvarint(s.Periods, r.period)
@@ -272,11 +276,18 @@ func encode(e fleetscope.EventID, sec int64, rs []raw, ix *Index, varies, weight
 			s.Threads = binary.AppendUvarint(s.Threads, uint64(r.thread))
 		}
 	}
-	s.Offsets = appendPacked(nil, us)
-	if len(s.Offsets)+len(s.Stacks)+len(s.Periods)+len(s.Threads) > compressedRow {
-		s.Offsets = appendSteps(nil, us)
-	}
+	s.Offsets = encodeOffsets(&s, us)
 	return s
+}
+
+// encodeOffsets encodes row s's offsets us (its other columns encoded):
+// packed, or as uvarint steps in a row Postgres compresses.
+func encodeOffsets(s *Second, us []uint64) []byte {
+	b := appendPacked(nil, us)
+	if len(b)+len(s.Stacks)+len(s.Periods)+len(s.Threads) > compressedRow {
+		b = appendSteps(nil, us)
+	}
+	return b
 }
 
 // compressedRow is about the size from which Postgres compresses a row's
@@ -302,7 +313,7 @@ func FillCells(s *Second, unitNanos int64, period uint64, weighted bool) error {
 		if !ok || u >= 1e9 {
 			return errCorrupt
 		}
-		off := int64(u) * unitNanos
+		off := Nanos(unitNanos, u)
 		if off < 0 || off >= 1e9 {
 			return errCorrupt
 		}
@@ -380,7 +391,7 @@ func Decode(dst []fleetscope.Sample, s *Second, startSecond, unitNanos int64, ti
 		}
 		t := int64(fleetscope.NoTime)
 		if timed {
-			t = base + int64(u)*unitNanos
+			t = base + Nanos(unitNanos, u)
 		}
 		dst = append(dst, fleetscope.Sample{TimeNanos: t, Period: p, Stack: fleetscope.StackID(st), Event: s.Event, CPU: th.CPU, PID: th.PID, TID: th.TID})
 	}
@@ -588,7 +599,7 @@ func (c *Counter) count(s *Second, counts, weights []uint64) error {
 			if !ok {
 				return errCorrupt
 			}
-			in = c.Range.Contains(base+int64(u)*c.UnitNanos) != c.Outside
+			in = c.Range.Contains(base+Nanos(c.UnitNanos, u)) != c.Outside
 		}
 		st, n := stackAt(stacks)
 		if n <= 0 {
@@ -753,7 +764,7 @@ func (c *Counter) Cells(s *Second, rows int, stacks []bool, cells []int64) error
 			}
 			in = in && stacks[st]
 		}
-		off := int64(u) * c.UnitNanos
+		off := Nanos(c.UnitNanos, u)
 		if off < 0 || off >= 1e9 {
 			return errCorrupt
 		}

@@ -159,6 +159,9 @@ func (s *Service) differs(ctx context.Context, ref fleetscope.ProfileRef) (*flee
 	if err != nil {
 		return nil, nil, "", err
 	}
+	if err := ix.Reunit(p.TimeUnitNanos); err != nil { // stored before its unit was found
+		return p, nil, err.Error(), nil
+	}
 	if len(ix.Events) != len(p.Events) || ix.StartSecond != p.StartSecond || ix.Timed != p.Timed || ix.TimeUnitNanos != p.TimeUnitNanos {
 		return p, nil, "its events or clock differ", nil
 	}
