@@ -18,7 +18,7 @@ var FS embed.FS
 
 // Options are the goose provider options these migrations need: the ones
 // written in Go (packed_offsets.go, busy_cells.go, ten_seconds.go,
-// stack_seqs.go).
+// stack_seqs.go, zstd_rows.go).
 func Options() []goose.ProviderOption {
-	return []goose.ProviderOption{goose.WithGoMigrations(packedOffsets, busyCells, tenSeconds, stackSeqs)}
+	return []goose.ProviderOption{goose.WithGoMigrations(packedOffsets, busyCells, tenSeconds, stackSeqs, zstdRows)}
 }

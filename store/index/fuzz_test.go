@@ -194,7 +194,8 @@ func checkTens(t *testing.T, secs []index.WallSecond) {
 // FuzzCorruptRow: whatever bytes a stored row holds (a database damaged or
 // tampered with), reading it is an error or samples within the profile's
 // stacks and threads, never a panic; so is reading them as a ten's
-// seconds or as a stack list (no longer than its bytes).
+// seconds, as a stack list (no longer than its bytes) or as zstd columns
+// (no longer than the row's samples could take).
 func FuzzCorruptRow(f *testing.F) {
 	f.Add([]byte{3, 1, 2, 3, 9, 1, 0}, uint8(3), uint8(3), true, true)
 	f.Add([]byte{0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 2}, uint8(1), uint8(11), false, true)
@@ -228,6 +229,10 @@ func FuzzCorruptRow(f *testing.F) {
 		_, _ = index.CanonicalOffsets(&s)
 		s.IdleCells = make([]int32, index.Rows)
 		_ = index.FillCells(&s, 1000, 7, periods)
+		z := index.Second{Samples: s.Samples, Offsets: s.Offsets, Stacks: s.Stacks}
+		if err := z.Unzstd(); err == nil && (len(z.Offsets) > 16+10*int(z.Samples) || len(z.Stacks) > 16+10*int(z.Samples)) {
+			t.Fatalf("%d bytes decompressed for a row of %d samples", max(len(z.Offsets), len(z.Stacks)), z.Samples)
+		}
 		if l, err := index.ReadStackList(s.Stacks); err == nil && len(l) > len(s.Stacks) {
 			t.Fatalf("a stack list of %d stacks read from %d bytes", len(l), len(s.Stacks))
 		}

@@ -359,7 +359,7 @@ func TestSecondsCellsMigration(t *testing.T) {
 // samples in several cells; migrating up again drops them.
 func TestBusyCellsMigration(t *testing.T) {
 	ctx := context.Background()
-	_, sqldb, p, db := migratedTo(t, 23, "seconds")
+	_, sqldb, p, db := migratedTo(t, 24, "seconds")
 	tenant, err := db.CreateTenant(ctx, "acme", false)
 	if err != nil {
 		t.Fatal(err)
@@ -437,7 +437,7 @@ func TestPackedOffsetsMigration(t *testing.T) {
 	exec(t, sqldb, `INSERT INTO tenants (name) VALUES ('acme')`)
 	exec(t, sqldb, `INSERT INTO seconds (tenant_id, profile_id, event, second, day, samples, cells, idle_cells, offsets, stacks)
 		SELECT id, '`+id+`', 0, 0, '2026-11-28', 3, '', '', $1, '\x000000'::bytea FROM tenants`, steps(100, 20100, 40150))
-	if _, err := p.UpTo(ctx, 20); err != nil {
+	if _, err := p.Up(ctx); err != nil { // (the store reads the latest schema)
 		t.Fatal(err)
 	}
 	var tenant int64
@@ -503,7 +503,7 @@ func TestPackedOffsetsMigration(t *testing.T) {
 // deployment's are.
 func TestTenSecondsMigration(t *testing.T) {
 	ctx := context.Background()
-	pool, sqldb, p, db := migratedTo(t, 23, "fleet_tens")
+	pool, sqldb, p, db := migratedTo(t, 24, "fleet_tens")
 	acme, _ := db.CreateTenant(ctx, "acme", false)
 	other, _ := db.CreateTenant(ctx, "other", false)
 	if err := db.EnsurePartitions(ctx, time.Now(), 1); err != nil {
@@ -620,7 +620,7 @@ func TestTenSecondsMigration(t *testing.T) {
 // the tables are distributed, as a deployment's are.
 func TestStackSeqsMigration(t *testing.T) {
 	ctx := context.Background()
-	pool, sqldb, p, db := migratedTo(t, 23, "profile_stacks")
+	pool, sqldb, p, db := migratedTo(t, 24, "profile_stacks")
 	acme, _ := db.CreateTenant(ctx, "acme", false)
 	other, _ := db.CreateTenant(ctx, "other", false)
 	a, b, d := []string{"a", "main"}, []string{"b", "main"}, []string{"d", "b", "main"}
@@ -656,7 +656,7 @@ func TestStackSeqsMigration(t *testing.T) {
 		t.Fatalf("after migrating down: %d of the sequence and the index (%v)", n, err)
 	}
 
-	if _, err := p.UpTo(ctx, 23); err != nil {
+	if _, err := p.Up(ctx); err != nil {
 		t.Fatal(err)
 	}
 	// A fresh replica: numbers are handed out again from the start, and a
@@ -682,5 +682,76 @@ func TestStackSeqsMigration(t *testing.T) {
 	keys, err := fresh.ProfileStacks(ctx, acme, late.ID)
 	if err != nil || !slices.Equal(keys, []int64{want[two.ID][1], want[two.ID][0]}) {
 		t.Fatalf("the later upload's stacks: %v (%v), want b's and d's keys %d and %d", keys, err, want[two.ID][1], want[two.ID][0])
+	}
+}
+
+// TestZstdRowsMigration: from migration 24 a busy second's offsets and
+// stacks are stored compressed (zstd true) and read back as built, a
+// quiet second's are not; going down decompresses them in place, byte for
+// byte what was read, and drops the column; going up again reads them.
+func TestZstdRowsMigration(t *testing.T) {
+	ctx := context.Background()
+	_, sqldb, p, db := migratedTo(t, 24, "seconds")
+	tenant, _ := db.CreateTenant(ctx, "acme", false)
+	var busy, quiet strings.Builder
+	for i := range 900 {
+		fmt.Fprintf(&busy, "app 1 [000] 1795000000.%06d: 1 cpu-clock:\n\tf%d (/bin/app)\n\tmain (/bin/app)\n\n", i*1111+i*i%97, i*i%300)
+	}
+	for i := range 3 {
+		fmt.Fprintf(&quiet, "app 1 [000] 1795000000.%06d: 1 cpu-clock:\n\tf%d (/bin/app)\n\n", i*10101, i)
+	}
+	b, _ := store(t, db, tenant, "shop", busy.String())
+	q, _ := store(t, db, tenant, "shop", quiet.String())
+	type stored struct {
+		offsets, stacks []byte
+		zstd            sql.NullBool
+	}
+	raw := func(id string) (s stored) {
+		t.Helper()
+		if err := sqldb.QueryRowContext(ctx, `SELECT offsets, stacks, zstd FROM seconds WHERE profile_id = $1`, id).Scan(&s.offsets, &s.stacks, &s.zstd); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	read := func(id string, samples int32) index.Second {
+		t.Helper()
+		rows, err := db.Seconds(ctx, tenant, id, 0, 0, -1)
+		if err != nil || len(rows) != 1 || rows[0].Samples != samples {
+			t.Fatalf("profile %s: %d rows, %v", id, len(rows), err)
+		}
+		n := int32(0)
+		if err := rows[0].Walk(1, func(_, _, _, _ uint64) { n++ }); err != nil || n != samples {
+			t.Fatalf("profile %s: %d samples walked of %d (%v)", id, n, samples, err)
+		}
+		return rows[0]
+	}
+	plain := read(b.ID, 900)
+	if s := raw(b.ID); !s.zstd.Valid || !s.zstd.Bool || len(s.offsets)+len(s.stacks) >= len(plain.Offsets)+len(plain.Stacks) {
+		t.Fatalf("the busy second: zstd %v, %d bytes stored of %d", s.zstd, len(s.offsets)+len(s.stacks), len(plain.Offsets)+len(plain.Stacks))
+	}
+	quietRow := read(q.ID, 3)
+	if s := raw(q.ID); s.zstd.Valid || !bytes.Equal(s.offsets, quietRow.Offsets) {
+		t.Fatalf("the quiet second: zstd %v", s.zstd)
+	}
+
+	if _, err := p.DownTo(ctx, 23); err != nil {
+		t.Fatal(err)
+	}
+	for id, want := range map[string]index.Second{b.ID: plain, q.ID: quietRow} {
+		var offsets, stacks []byte
+		if err := sqldb.QueryRowContext(ctx, `SELECT offsets, stacks FROM seconds WHERE profile_id = $1`, id).Scan(&offsets, &stacks); err != nil ||
+			!bytes.Equal(offsets, want.Offsets) || !bytes.Equal(stacks, want.Stacks) {
+			t.Fatalf("profile %s after migrating down: not the rows read before (%v)", id, err)
+		}
+	}
+	var n int
+	if err := sqldb.QueryRowContext(ctx, `SELECT count(*) FROM information_schema.columns WHERE table_name = 'seconds' AND column_name = 'zstd'`).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("zstd after migrating down: %d columns (%v)", n, err)
+	}
+	if _, err := p.UpTo(ctx, 24); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(b.ID, 900); !bytes.Equal(got.Offsets, plain.Offsets) || !bytes.Equal(got.Stacks, plain.Stacks) {
+		t.Fatal("after migrating up again: the busy second differs")
 	}
 }

@@ -56,24 +56,31 @@ func (db *DB) ensurePartition(ctx context.Context, table string, d time.Time) er
 }
 
 // writeSeconds stores a profile's per-second rows, as index.Builder builds
-// them: with packed offsets (varint_offsets NULL), and without their busy
-// cells, which the offsets less the idle cells give (index.FillCells).
+// them: with packed offsets (varint_offsets NULL), without their busy
+// cells, which the offsets less the idle cells give (index.FillCells), and
+// with their offsets and stacks compressed where that saves bytes
+// (index.Zstd; zstd true).
 func writeSeconds(ctx context.Context, tx pgx.Tx, tenant int64, id uuid.UUID, day time.Time, ix *index.Index) error {
 	n := len(ix.Seconds)
 	events, seconds, samples := make([]int16, n), make([]int64, n), make([]int32, n)
 	idle, offsets, stacks, periods, threads := make([][]byte, n), make([][]byte, n), make([][]byte, n), make([][]byte, n), make([][]byte, n)
+	zstd := make([]*bool, n)
+	yes := true
 	for i, s := range ix.Seconds {
 		if s.VarintOffsets {
 			return fmt.Errorf("second %d: rows are stored with packed offsets, not uvarint steps", s.Second)
 		}
 		events[i], seconds[i], samples[i] = int16(s.Event), s.Second, s.Samples
 		idle[i], offsets[i], stacks[i] = packCells(s.IdleCells), s.Offsets, s.Stacks
+		if o, st, ok := index.Zstd(&ix.Seconds[i]); ok {
+			offsets[i], stacks[i], zstd[i] = o, st, &yes
+		}
 		periods[i], threads[i] = s.Periods, s.Threads // nil: NULL
 	}
-	cols := []string{"event", "second", "samples", "idle_cells", "offsets", "stacks", "periods", "threads"}
+	cols := []string{"event", "second", "samples", "idle_cells", "offsets", "stacks", "periods", "threads", "zstd"}
 	return insertRows(ctx, tx, "seconds", `tenant_id, profile_id, day`, []any{tenant, id, day}, cols,
-		[]string{"smallint", "bigint", "int", "bytea", "bytea", "bytea", "bytea", "bytea"},
-		[]any{events, seconds, samples, idle, offsets, stacks, periods, threads}, n)
+		[]string{"smallint", "bigint", "int", "bytea", "bytea", "bytea", "bytea", "bytea", "boolean"},
+		[]any{events, seconds, samples, idle, offsets, stacks, periods, threads, zstd}, n)
 }
 
 // unnestRows is the number of rows up to which insertRows sends a
@@ -149,6 +156,8 @@ func copyRows(ctx context.Context, tx pgx.Tx, table, insert string, fixedArgs []
 // element is element k of a column insertRows takes.
 func element(column any, k int) any {
 	switch c := column.(type) {
+	case []*bool:
+		return c[k]
 	case []int16:
 		return c[k]
 	case []int32:
@@ -180,9 +189,9 @@ func (db *DB) Seconds(ctx context.Context, tenant int64, id string, event int, f
 // the samples of all seconds or of seconds $4 to $5 (a flame graph's).
 // $1 is the tenant, $2 the profile, $3 the event.
 func secondsQuery(samples, ranged bool) string {
-	cols := `second, samples, idle_cells, offsets, varint_offsets IS TRUE, NULL::bytea, periods, NULL::bytea`
+	cols := `second, samples, idle_cells, offsets, varint_offsets IS TRUE, NULL::bytea, periods, NULL::bytea, zstd IS TRUE`
 	if samples {
-		cols = `second, samples, idle_cells, offsets, varint_offsets IS TRUE, stacks, periods, threads`
+		cols = `second, samples, idle_cells, offsets, varint_offsets IS TRUE, stacks, periods, threads, zstd IS TRUE`
 	}
 	q := `SELECT ` + cols + ` FROM seconds WHERE tenant_id = $1 AND profile_id = $2 AND event = $3`
 	if ranged {
@@ -207,7 +216,11 @@ func (db *DB) seconds(ctx context.Context, tenant int64, id string, event int, f
 	err = db.readTenant(ctx, tenant, func(rows pgx.Rows) error {
 		for rows.Next() {
 			s := index.Second{Event: fleetscope.EventID(event)}
-			if err := rows.Scan(&s.Second, &s.Samples, &idle, &s.Offsets, &s.VarintOffsets, &s.Stacks, &s.Periods, &s.Threads); err != nil {
+			var zstd bool
+			if err := rows.Scan(&s.Second, &s.Samples, &idle, &s.Offsets, &s.VarintOffsets, &s.Stacks, &s.Periods, &s.Threads, &zstd); err != nil {
+				return err
+			}
+			if err := unzstd(&s, zstd); err != nil {
 				return err
 			}
 			s.IdleCells = make([]int32, index.Rows)
@@ -219,6 +232,18 @@ func (db *DB) seconds(ctx context.Context, tenant int64, id string, event int, f
 		return nil
 	}, q, args...)
 	return out, translate(err, "profile "+id)
+}
+
+// unzstd decompresses a row read compressed (zstd true); a row that does
+// not decompress is corrupt.
+func unzstd(s *index.Second, zstd bool) error {
+	if !zstd {
+		return nil
+	}
+	if err := s.Unzstd(); err != nil {
+		return fleetscope.Errorf(fleetscope.EINTERNAL, "second %d: corrupt compressed row: %v", s.Second, err)
+	}
+	return nil
 }
 
 // FleetStackTotals streams the stack totals (index.EncodeStackTotals) of
@@ -276,7 +301,11 @@ func (db *DB) FleetSeconds(ctx context.Context, tenant int64, reqs []index.Secon
 			var i int
 			var s index.Second
 			var ev int16
-			if err := rows.Scan(&i, &ev, &s.Second, &s.Samples, &s.Offsets, &s.VarintOffsets, &s.Stacks, &s.Periods, &s.Threads); err != nil {
+			var zstd bool
+			if err := rows.Scan(&i, &ev, &s.Second, &s.Samples, &s.Offsets, &s.VarintOffsets, &s.Stacks, &s.Periods, &s.Threads, &zstd); err != nil {
+				return err
+			}
+			if err := unzstd(&s, zstd); err != nil {
 				return err
 			}
 			s.Event = fleetscope.EventID(ev)
@@ -285,7 +314,7 @@ func (db *DB) FleetSeconds(ctx context.Context, tenant int64, reqs []index.Secon
 			}
 		}
 		return nil
-	}, `SELECT r.i, s.event, s.second, s.samples, CASE WHEN r.lo < s.second AND s.second < r.hi THEN NULL ELSE s.offsets END, s.varint_offsets IS TRUE, s.stacks, s.periods, s.threads
+	}, `SELECT r.i, s.event, s.second, s.samples, CASE WHEN r.lo < s.second AND s.second < r.hi THEN NULL ELSE s.offsets END, s.varint_offsets IS TRUE, s.stacks, s.periods, s.threads, s.zstd IS TRUE
 		FROM unnest($2::uuid[], $3::smallint[], $4::bigint[], $5::bigint[]) WITH ORDINALITY AS r(profile_id, event, lo, hi, i)
 		JOIN seconds s ON s.tenant_id = $1 AND s.profile_id = r.profile_id AND s.event = r.event AND s.second BETWEEN r.lo AND r.hi`,
 		tenant, ids, events, lo, hi)

@@ -1,0 +1,68 @@
+package migrations
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+
+	"github.com/pressly/goose/v3"
+
+	"github.com/fleetscope/fleetscope/store/index"
+)
+
+// zstdRows is migration 24. A seconds row's offsets and stacks may be
+// stored as zstd frames (store/index/zstd.go), which the new column zstd
+// says (true; NULL: as they were). Rows already there stay as they are.
+// Going down decompresses the rows that are, the only form the code before
+// reads, then drops the column. It is Go, not SQL, for that.
+var zstdRows = goose.NewGoMigration(24,
+	&goose.GoFunc{RunTx: func(ctx context.Context, tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `ALTER TABLE seconds ADD COLUMN zstd boolean`)
+		return err
+	}},
+	&goose.GoFunc{RunTx: func(ctx context.Context, tx *sql.Tx) error {
+		if err := sequential(ctx, tx); err != nil {
+			return err
+		}
+		if err := untilDone(ctx, tx, unzstdRows); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, `ALTER TABLE seconds DROP COLUMN zstd`)
+		return err
+	}},
+)
+
+// unzstdRows decompresses up to limit compressed rows and returns how many
+// it rewrote.
+func unzstdRows(ctx context.Context, tx *sql.Tx, limit int) (int, error) {
+	type row struct {
+		key secondKey
+		s   index.Second
+	}
+	rs, err := tx.QueryContext(ctx, `SELECT `+keyColumns+`, s.samples, s.offsets, s.stacks
+		FROM seconds s WHERE s.zstd LIMIT $1`, limit)
+	if err != nil {
+		return 0, err
+	}
+	var rows []row
+	for rs.Next() {
+		var r row
+		if err := rs.Scan(append(r.key.fields(), &r.s.Samples, &r.s.Offsets, &r.s.Stacks)...); err != nil {
+			rs.Close()
+			return 0, err
+		}
+		rows = append(rows, r)
+	}
+	if err := rs.Err(); err != nil {
+		return 0, err
+	}
+	for _, r := range rows {
+		if err := r.s.Unzstd(); err != nil {
+			return 0, fmt.Errorf("%s: %w (samples %d, %d %d bytes)", &r.key, err, r.s.Samples, len(r.s.Offsets), len(r.s.Stacks))
+		}
+		if err := r.key.update(ctx, tx, `offsets = $6, stacks = $7, zstd = NULL`, r.s.Offsets, r.s.Stacks); err != nil {
+			return 0, err
+		}
+	}
+	return len(rows), nil
+}
