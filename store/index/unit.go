@@ -23,12 +23,28 @@ import (
 // 2^30 steps a second are more than 10^9 ns.
 const gridNone = 30
 
+// gridNanos[m] is a step of the grid of 2^-m s in ns, exactly.
+var gridNanos = func() (g [gridNone]float64) {
+	for m := range g {
+		g[m] = math.Ldexp(1e9, -m)
+	}
+	return g
+}()
+
+// step is a step of the grid unit (< 0) in ns.
+func step(unit int64) float64 {
+	if unit > -gridNone {
+		return gridNanos[-unit]
+	}
+	return math.Ldexp(1e9, int(max(unit, -1100))) // not a unit Build makes
+}
+
 // Nanos is the offset u, in time unit unit, in ns.
 func Nanos(unit int64, u uint64) int64 {
 	if unit > 0 {
 		return int64(u) * unit
 	}
-	return int64(math.Round(float64(u) * math.Ldexp(1e9, int(unit))))
+	return int64(math.Round(float64(u) * step(unit)))
 }
 
 // Units is the offset off (ns within its second) in time unit unit,
@@ -37,7 +53,7 @@ func Units(unit, off int64) uint64 {
 	if unit > 0 {
 		return uint64(off / unit)
 	}
-	return uint64(math.Round(float64(off) / math.Ldexp(1e9, int(unit))))
+	return uint64(math.Round(float64(off) / step(unit)))
 }
 
 // onGrid says whether off (ns within its second) is a point of the grid of

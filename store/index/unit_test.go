@@ -159,3 +159,12 @@ func TestReunit(t *testing.T) {
 		t.Fatal("rows in ns and on the grid have one digest: the digest does not cover the unit's offsets")
 	}
 }
+
+// TestUnitsOutOfRange: a unit no profile is stored in (a corrupt row's
+// profile) converts without a panic.
+func TestUnitsOutOfRange(t *testing.T) {
+	for _, unit := range []int64{0, -30, -1100, math.MinInt64} {
+		_ = index.Nanos(unit, 12345)
+		_ = index.Units(unit, 12345)
+	}
+}

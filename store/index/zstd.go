@@ -6,13 +6,13 @@ import (
 
 // A row's offsets and stacks may be stored as zstd frames (seconds.zstd,
 // migration 24), each column its own frame so that a heatmap reads the
-// offsets alone. A busy second's stack indexes are near their entropy as
-// uvarints but its bytes are not: zstd stores them in about 1.5 bytes a
-// sample at ~950 samples a second where Postgres's own compression (pglz,
-// on rows over ~2 kB only) keeps 1.8, and its offsets in 0.7 where pglz
-// keeps 1.2 (docs/architecture.md, "Sample rows"). Rows are compressed
-// only when that saves bytes (a quiet second's few samples do not), and
-// are read back plain (Second.Unzstd), so nothing past the store sees it.
+// offsets alone. At ~950 samples a second zstd stores the stack indexes
+// in about 1.5 bytes a sample and the offsets in 0.7, where Postgres' own
+// compression (pglz, on rows over ~2 kB only) leaves 1.8 and 0.9: the
+// fleet benchmark's per-sample rows take 8.0 MB per host-hour instead of
+// 9.6 (docs/architecture.md, "The index"). Rows are compressed only when
+// that saves bytes (a quiet second's few samples do not), and are read
+// back plain (Second.Unzstd), so nothing past the store sees it.
 
 var (
 	encoder, _ = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedBetterCompression),
@@ -28,10 +28,15 @@ const maxColumn = 1 << 28
 // compressed: less is not worth a decompression at every read.
 const zstdSaves = 32
 
+// zstdFrom is the size of offsets and stacks from which a row is tried:
+// smaller rows (a quiet second's: 150 bytes at ~47 samples a second)
+// hardly compress, and trying cost an upload of 60 such rows 0.3 ms.
+const zstdFrom = 512
+
 // Zstd returns row s's offsets and stacks compressed, and ok when that
 // saves at least zstdSaves bytes (else the row is stored as it is).
 func Zstd(s *Second) (offsets, stacks []byte, ok bool) {
-	if len(s.Offsets)+len(s.Stacks) < 2*zstdSaves {
+	if len(s.Offsets)+len(s.Stacks) < zstdFrom {
 		return nil, nil, false
 	}
 	offsets = encoder.EncodeAll(s.Offsets, nil)
