@@ -3,6 +3,7 @@ package lifecycle_test
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"slices"
 	"testing"
@@ -78,7 +79,8 @@ func (x *tier) reindex(_ context.Context, p *fleetscope.ProfileInfo) (*ix.Index,
 
 // TestMoveSamplesOnlyWhatComesBack: a profile leaves the sample tier only
 // when its raw file gives back its stored rows exactly; a file that is
-// missing, does not parse or gives other rows keeps them for good; a
+// missing, does not parse or gives other rows keeps them for good (rows
+// built again in a finer unit are compared in the stored one); a
 // blob store failure moves nothing and stops the sweep, to be tried
 // again. Moved profiles' rows are deleted only after the grace, and
 // each move is passed to Forget.
@@ -97,9 +99,19 @@ func TestMoveSamplesOnlyWhatComesBack(t *testing.T) {
 		}
 		return &ix.Index{Events: []ix.Event{{Name: "cpu", Samples: 3}}, Seconds: rows, TimeUnitNanos: 1000, Timed: true}
 	}
+	// The same rows built again in ns (as a profile stored before its
+	// unit was found is), and rows whose 3.5 µs is no whole µs.
+	inNanos := func(second uint64) *ix.Index {
+		b := built(rows...)
+		b.TimeUnitNanos = 1
+		b.Seconds[0].Offsets = binary.AppendUvarint(append(binary.AppendUvarint(nil, 1000), 0), second-1000) // first, w 0, step
+		b.Seconds[1].Offsets = binary.AppendUvarint(nil, 1000)
+		return b
+	}
 	x := &tier{
-		stored: map[string][]ix.Second{"same": rows, "other": rows, "fewer": rows, "gone": rows, "down": rows},
-		built:  map[string]*ix.Index{"same": built(rows...), "other": built(row(0, 1, 2), row(1, 4)), "fewer": built(row(0, 1, 2))},
+		stored: map[string][]ix.Second{"same": rows, "other": rows, "fewer": rows, "gone": rows, "down": rows, "finer": rows, "offunit": rows},
+		built: map[string]*ix.Index{"same": built(rows...), "other": built(row(0, 1, 2), row(1, 4)), "fewer": built(row(0, 1, 2)),
+			"finer": inNanos(3000), "offunit": inNanos(3500)},
 		fail: map[string]error{
 			"gone": fleetscope.Errorf(fleetscope.EINTERNAL, "its raw file is missing"),
 			"down": fleetscope.Errorf(fleetscope.EUNAVAILABLE, "blob store unavailable"),
@@ -129,17 +141,17 @@ func TestMoveSamplesOnlyWhatComesBack(t *testing.T) {
 	x.fail["down"] = nil
 	x.built["down"] = built(rows...)
 	r, err := s.MoveSamples(ctx, now)
-	if err != nil || r != (lifecycle.Moved{Moved: 2, Kept: 3}) {
-		t.Fatalf("moved %+v, %v; want 2 moved, 3 kept", r, err)
+	if err != nil || r != (lifecycle.Moved{Moved: 3, Kept: 4}) {
+		t.Fatalf("moved %+v, %v; want 3 moved, 4 kept", r, err)
 	}
-	want := []string{"move down kept=false", "move fewer kept=true", "move gone kept=true", "move other kept=true", "move same kept=false"}
-	if !slices.Equal(x.calls, want) || !slices.Equal(forgot, []string{"down", "fewer", "gone", "other", "same"}) {
+	want := []string{"move down kept=false", "move fewer kept=true", "move finer kept=false", "move gone kept=true", "move offunit kept=true", "move other kept=true", "move same kept=false"}
+	if !slices.Equal(x.calls, want) || !slices.Equal(forgot, []string{"down", "fewer", "finer", "gone", "offunit", "other", "same"}) {
 		t.Fatalf("calls %v, forgot %v; want %v", x.calls, forgot, want)
 	}
 	// The buckets of the profiles moving (not of those kept) are stored
 	// first, in one call for the batch.
-	if len(before) != 1 || !slices.Equal(before[0], []string{"down", "same"}) {
-		t.Fatalf("BeforeMove called with %v, want [[down same]]", before)
+	if len(before) != 1 || !slices.Equal(before[0], []string{"down", "finer", "same"}) {
+		t.Fatalf("BeforeMove called with %v, want [[down finer same]]", before)
 	}
 
 	// Within the grace nothing is deleted; past it, only the moved rows.
@@ -147,10 +159,10 @@ func TestMoveSamplesOnlyWhatComesBack(t *testing.T) {
 	if r, err := s.MoveSamples(ctx, now.Add(lifecycle.MovedGrace)); err != nil || r != (lifecycle.Moved{}) || len(x.calls) != 0 {
 		t.Fatalf("within the grace: %+v %v %v", r, err, x.calls)
 	}
-	if r, err := s.MoveSamples(ctx, now.Add(lifecycle.MovedGrace+time.Second)); err != nil || r != (lifecycle.Moved{Dropped: 2}) {
+	if r, err := s.MoveSamples(ctx, now.Add(lifecycle.MovedGrace+time.Second)); err != nil || r != (lifecycle.Moved{Dropped: 3}) {
 		t.Fatalf("past the grace: %+v %v", r, err)
 	}
-	if want := []string{"drop down", "drop same"}; !slices.Equal(x.calls, want) {
+	if want := []string{"drop down", "drop finer", "drop same"}; !slices.Equal(x.calls, want) {
 		t.Fatalf("past the grace: calls %v, want %v", x.calls, want)
 	}
 
