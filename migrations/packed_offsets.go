@@ -27,40 +27,15 @@ var packedOffsets = goose.NewGoMigration(20,
 		_, err := tx.ExecContext(ctx, `ALTER TABLE seconds ALTER COLUMN varint_offsets DROP DEFAULT`)
 		return err
 	}},
-	&goose.GoFunc{RunTx: func(ctx context.Context, tx *sql.Tx) error {
-		if err := sequential(ctx, tx); err != nil {
-			return err
-		}
-		if err := untilDone(ctx, tx, unpackOffsets); err != nil {
-			return err
-		}
-		_, err := tx.ExecContext(ctx, `ALTER TABLE seconds DROP COLUMN varint_offsets`)
-		return err
-	}},
+	rewriteThenDrop(unpackOffsets, "varint_offsets"),
 )
 
 // unpackOffsets rewrites up to limit rows of packed offsets as uvarint
 // steps and returns how many it rewrote.
 func unpackOffsets(ctx context.Context, tx *sql.Tx, limit int) (int, error) {
-	type row struct {
-		key secondKey
-		s   index.Second
-	}
-	rs, err := tx.QueryContext(ctx, `SELECT `+keyColumns+`, s.samples, s.offsets
-		FROM seconds s WHERE s.varint_offsets IS NULL LIMIT $1`, limit)
+	rows, err := readSeconds(ctx, tx, `s.samples, s.offsets`, `s.varint_offsets IS NULL`, limit,
+		func(s *index.Second) []any { return []any{&s.Samples, &s.Offsets} })
 	if err != nil {
-		return 0, err
-	}
-	var rows []row
-	for rs.Next() {
-		var r row
-		if err := rs.Scan(append(r.key.fields(), &r.s.Samples, &r.s.Offsets)...); err != nil {
-			rs.Close()
-			return 0, err
-		}
-		rows = append(rows, r)
-	}
-	if err := rs.Err(); err != nil {
 		return 0, err
 	}
 	for _, r := range rows {

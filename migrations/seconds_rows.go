@@ -4,6 +4,10 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+
+	"github.com/pressly/goose/v3"
+
+	"github.com/fleetscope/fleetscope/store/index"
 )
 
 // What the Go migrations' downs share: they rewrite seconds rows in
@@ -26,6 +30,22 @@ func execAll(ctx context.Context, tx *sql.Tx, stmts ...string) error {
 		}
 	}
 	return nil
+}
+
+// rewriteThenDrop is a down that rewrites seconds rows with batch until
+// it finds none left (on Citus over one connection per worker), then
+// drops column.
+func rewriteThenDrop(batch func(ctx context.Context, tx *sql.Tx, limit int) (int, error), column string) *goose.GoFunc {
+	return &goose.GoFunc{RunTx: func(ctx context.Context, tx *sql.Tx) error {
+		if err := sequential(ctx, tx); err != nil {
+			return err
+		}
+		if err := untilDone(ctx, tx, batch); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, `ALTER TABLE seconds DROP COLUMN `+column)
+		return err
+	}}
 }
 
 // untilDone calls batch with a limit of 1000 rows until it rewrites none.
@@ -61,4 +81,30 @@ func (k *secondKey) update(ctx context.Context, tx *sql.Tx, set string, vals ...
 		WHERE tenant_id = $1 AND profile_id = $2::uuid AND event = $3 AND second = $4 AND day = $5::date`,
 		append([]any{k.tenant, k.profile, k.event, k.second, k.day}, vals...)...)
 	return err
+}
+
+// keyedSecond is a seconds row read for a rewrite: its key, and the
+// columns the rewrite reads.
+type keyedSecond struct {
+	key secondKey
+	s   index.Second
+}
+
+// readSeconds reads up to limit rows of seconds s where where holds: each
+// its key and cols, scanned into what fields gives of its Second.
+func readSeconds(ctx context.Context, tx *sql.Tx, cols, where string, limit int, fields func(s *index.Second) []any) ([]keyedSecond, error) {
+	rs, err := tx.QueryContext(ctx, `SELECT `+keyColumns+`, `+cols+` FROM seconds s WHERE `+where+` LIMIT $1`, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rs.Close()
+	var rows []keyedSecond
+	for rs.Next() {
+		var r keyedSecond
+		if err := rs.Scan(append(r.key.fields(), fields(&r.s)...)...); err != nil {
+			return nil, err
+		}
+		rows = append(rows, r)
+	}
+	return rows, rs.Err()
 }

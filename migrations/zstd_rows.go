@@ -20,45 +20,20 @@ var zstdRows = goose.NewGoMigration(24,
 		_, err := tx.ExecContext(ctx, `ALTER TABLE seconds ADD COLUMN zstd boolean`)
 		return err
 	}},
-	&goose.GoFunc{RunTx: func(ctx context.Context, tx *sql.Tx) error {
-		if err := sequential(ctx, tx); err != nil {
-			return err
-		}
-		if err := untilDone(ctx, tx, unzstdRows); err != nil {
-			return err
-		}
-		_, err := tx.ExecContext(ctx, `ALTER TABLE seconds DROP COLUMN zstd`)
-		return err
-	}},
+	rewriteThenDrop(unzstdRows, "zstd"),
 )
 
 // unzstdRows decompresses up to limit compressed rows and returns how many
 // it rewrote.
 func unzstdRows(ctx context.Context, tx *sql.Tx, limit int) (int, error) {
-	type row struct {
-		key secondKey
-		s   index.Second
-	}
-	rs, err := tx.QueryContext(ctx, `SELECT `+keyColumns+`, s.samples, s.offsets, s.stacks
-		FROM seconds s WHERE s.zstd LIMIT $1`, limit)
+	rows, err := readSeconds(ctx, tx, `s.samples, s.offsets, s.stacks`, `s.zstd`, limit,
+		func(s *index.Second) []any { return []any{&s.Samples, &s.Offsets, &s.Stacks} })
 	if err != nil {
-		return 0, err
-	}
-	var rows []row
-	for rs.Next() {
-		var r row
-		if err := rs.Scan(append(r.key.fields(), &r.s.Samples, &r.s.Offsets, &r.s.Stacks)...); err != nil {
-			rs.Close()
-			return 0, err
-		}
-		rows = append(rows, r)
-	}
-	if err := rs.Err(); err != nil {
 		return 0, err
 	}
 	for _, r := range rows {
 		if err := r.s.Unzstd(); err != nil {
-			return 0, fmt.Errorf("%s: %w (samples %d, %d %d bytes)", &r.key, err, r.s.Samples, len(r.s.Offsets), len(r.s.Stacks))
+			return 0, fmt.Errorf("%s: %w", &r.key, err)
 		}
 		if err := r.key.update(ctx, tx, `offsets = $6, stacks = $7, zstd = NULL`, r.s.Offsets, r.s.Stacks); err != nil {
 			return 0, err

@@ -58,18 +58,12 @@ func TestTimeUnit(t *testing.T) {
 			for i, ts := range tc.times {
 				in[i] = fleetscope.Sample{TimeNanos: ts, Stack: fleetscope.StackID(i % 5), Period: 1, CPU: -1, PID: -1, TID: -1}
 			}
-			b := index.NewBuilder()
-			if err := b.Add(in); err != nil {
-				t.Fatal(err)
-			}
-			ix, err := b.Build(fuzzIdle, fuzzEvents[:1], nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			ix := indexOf(t, in, "cpu")
 			if ix.TimeUnitNanos != tc.unit {
 				t.Fatalf("unit %d, want %d", ix.TimeUnitNanos, tc.unit)
 			}
 			var out []fleetscope.Sample
+			var err error
 			for i := range ix.Seconds {
 				s := &ix.Seconds[i]
 				if out, err = index.Decode(out, s, ix.StartSecond, ix.TimeUnitNanos, true, 1, ix.Threads, 5); err != nil {
@@ -119,17 +113,7 @@ func TestReunit(t *testing.T) {
 		whole := math.Floor(now)
 		in = append(in, fleetscope.Sample{TimeNanos: int64(whole)*1e9 + int64(math.Round((now-whole)*1e9)), Stack: fleetscope.StackID(i % 3), Period: 1, CPU: -1, PID: -1, TID: -1})
 	}
-	build := func() *index.Index {
-		b := index.NewBuilder()
-		if err := b.Add(in); err != nil {
-			t.Fatal(err)
-		}
-		ix, err := b.Build(fuzzIdle, fuzzEvents[:1], nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return ix
-	}
+	build := func() *index.Index { return indexOf(t, in, "cpu") }
 	decode := func(ix *index.Index) (out []fleetscope.Sample) {
 		for i := range ix.Seconds {
 			var err error
