@@ -7,10 +7,11 @@
 // Offsets are sorted and stored packed (offsets.go) in the profile's time
 // unit (unit.go: 1 µs when every timestamp is a whole microsecond, as perf
 // prints them; the grid of a double's seconds when every time is one, as
-// nflxprofile's are; else 1 ns); stacks as uvarint indexes into the profile's stack list;
-// periods only when they vary within the event; where each sample ran
-// (process, thread, CPU) as uvarint indexes into the profile's list of the
-// distinct ones, only when there are several.
+// nflxprofile's are; else 1 ns); stacks as uvarint indexes into the
+// profile's stack list; periods only when they vary within the event;
+// where each sample ran (process, thread, CPU) as uvarint indexes into the
+// profile's list of the distinct ones, only when there are several. The
+// store may keep a busy row's offsets and stacks as zstd frames (zstd.go).
 package index
 
 import (
