@@ -5,16 +5,20 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"connectrpc.com/connect"
 	"github.com/jackc/pgx/v5"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	fsv1 "github.com/fleetscope/fleetscope/api/gen/fleetscope/v1"
+	nflxv1 "github.com/fleetscope/fleetscope/api/gen/nflxprofile/v1"
 	"github.com/fleetscope/fleetscope/ingest/corpus"
+	"github.com/fleetscope/fleetscope/store/index"
 )
 
 // TestSampleTier: profiles past their tenant's sample tier leave it (their
@@ -25,7 +29,9 @@ import (
 // together, before the move, after it (rows still there, the server told
 // to forget) and once the rows are deleted. A profile whose raw file does
 // not give its rows back keeps them. The stack buckets of the moved
-// profiles are stored before they move.
+// profiles are stored before they move. One profile's rows are in ns, as
+// they were stored before its unit (the grid of nflxprofile's doubles)
+// was found: its raw file is read back in that unit.
 func TestSampleTier(t *testing.T) {
 	s := startService(t, serviceOpts{s3: true, extra: []string{"FLEETSCOPE_SWEEP_INTERVAL=100ms"}})
 	ctx := context.Background()
@@ -45,6 +51,8 @@ func TestSampleTier(t *testing.T) {
 	ids["bench"] = s.upload(gzipFile(t, firstSeconds(t, corpus.Path(t, "bench/perf-mixed-60s.txt.gz"), 3)), "--app", "misc")
 	ids["2events"] = s.upload(corpus.Path(t, "corpus/perf/recorded-perf-realtime-2events.txt"), "--app", "misc")
 	ids["nflx"] = s.upload(corpus.Path(t, "corpus/nflxprofile/node20-phases.nflxprofile"), "--app", "misc")
+	ids["nflx-ns"] = s.upload(doublesProfile(t), "--app", "misc")
+	inNanos(t, s, ids["nflx-ns"])
 	ids["pprof"] = s.upload(corpus.Path(t, "corpus/pprof/go-sha-sort.cpu.pprof"), "--app", "misc")
 	ids["cpuprofile"] = s.upload(corpus.Path(t, "corpus/cpuprofile/node20-phases.cpuprofile"), "--app", "misc")
 	// A profile whose raw file no longer gives back its rows (here: other
@@ -241,4 +249,87 @@ func TestSampleTier(t *testing.T) {
 	if out, errOut, code := s.cli("heatmap", "--json", "--profile", ids["h3"]); code == 0 || !strings.Contains(errOut, "no longer gives back") {
 		t.Fatalf("a moved profile whose raw file changed: exit %d\n%s%s", code, out, errOut)
 	}
+}
+
+// inNanos stores profile id's rows with their offsets in ns, as they were
+// stored before the grid of a double's seconds was a time unit (and
+// before rows were compressed).
+func inNanos(t *testing.T, s *service, id string) {
+	t.Helper()
+	ctx := context.Background()
+	var unit int64
+	var rows []index.Second
+	if err := s.sql(func(c *pgx.Conn) error {
+		if err := c.QueryRow(ctx, `SELECT time_unit_nanos FROM profiles WHERE id = $1`, id).Scan(&unit); err != nil {
+			return err
+		}
+		rs, err := c.Query(ctx, `SELECT event, second, samples, offsets, varint_offsets IS TRUE, stacks, periods, threads, zstd IS TRUE
+			FROM seconds WHERE profile_id = $1`, id)
+		if err != nil {
+			return err
+		}
+		defer rs.Close()
+		for rs.Next() {
+			var r index.Second
+			var zstd bool
+			if err := rs.Scan(&r.Event, &r.Second, &r.Samples, &r.Offsets, &r.VarintOffsets, &r.Stacks, &r.Periods, &r.Threads, &zstd); err != nil {
+				return err
+			}
+			if zstd {
+				if err := r.Unzstd(); err != nil {
+					return err
+				}
+			}
+			rows = append(rows, r)
+		}
+		return rs.Err()
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if unit >= 0 || len(rows) == 0 {
+		t.Fatalf("profile %s: time unit %d, %d rows: want a grid unit", id, unit, len(rows))
+	}
+	ix := &index.Index{TimeUnitNanos: unit, Seconds: rows}
+	if err := ix.Reunit(1); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.sql(func(c *pgx.Conn) error {
+		for _, r := range ix.Seconds {
+			if _, err := c.Exec(ctx, `UPDATE seconds SET offsets = $4, stacks = $5, varint_offsets = NULL, zstd = NULL
+				WHERE profile_id = $1 AND event = $2 AND second = $3`, id, int16(r.Event), r.Second, r.Offsets, r.Stacks); err != nil {
+				return err
+			}
+		}
+		_, err := c.Exec(ctx, `UPDATE profiles SET time_unit_nanos = 1 WHERE id = $1`, id)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// doublesProfile writes an nflxprofile of 3,000 samples 1.052 ms apart
+// from unix 1795000000.037, its times summed in doubles: points of the
+// grid of 2^-22 s, not whole µs.
+func doublesProfile(t *testing.T) string {
+	t.Helper()
+	m := &nflxv1.Profile{StartTime: proto.Float64(1795000000.037), EndTime: proto.Float64(1795000004),
+		Nodes: map[uint32]*nflxv1.Profile_Node{
+			0: {FunctionName: proto.String("root"), Children: []uint32{1}},
+			1: {FunctionName: proto.String("main"), Children: []uint32{2, 3}},
+			2: {FunctionName: proto.String("a")},
+			3: {FunctionName: proto.String("java")},
+		}}
+	for i := range 3000 {
+		m.Samples = append(m.Samples, uint32(1+i%3))
+		m.TimeDeltas = append(m.TimeDeltas, 0.001052)
+	}
+	data, err := proto.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "doubles.nflxprofile")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
