@@ -56,10 +56,18 @@ func Units(unit, off int64) uint64 {
 	return uint64(math.Round(float64(off) / step(unit)))
 }
 
+// inUnit is the offset off (ns within its second) in time unit unit, and
+// whether it is a point of the unit: whether it converts back to itself.
+func inUnit(unit, off int64) (u uint64, ok bool) {
+	u = Units(unit, off)
+	return u, Nanos(unit, u) == off
+}
+
 // onGrid says whether off (ns within its second) is a point of the grid of
 // 2^-m s, rounded to the ns.
 func onGrid(off int64, m int) bool {
-	return Nanos(int64(-m), Units(int64(-m), off)) == off
+	_, ok := inUnit(int64(-m), off)
+	return ok
 }
 
 // unitOf chooses a profile's time unit from what Builder.Add saw: whether
@@ -94,10 +102,11 @@ func (ix *Index) Reunit(unit int64) error {
 				return errCorrupt
 			}
 			off := Nanos(ix.TimeUnitNanos, u)
-			if Nanos(unit, Units(unit, off)) != off {
+			u, ok = inUnit(unit, off)
+			if !ok {
 				return fmt.Errorf("index: offset %d ns of second %d is not a point of time unit %d", off, s.Second, unit)
 			}
-			us = append(us, Units(unit, off))
+			us = append(us, u)
 		}
 		offsets[i] = encodeOffsets(s, us)
 	}
